@@ -1,0 +1,14 @@
+//===- TrainDialect.h - The train dialect -----------------------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRAIN_TRAINDIALECT_H
+#define GA_TRAIN_TRAINDIALECT_H
+
+#include "mlir/IR/Dialect.h"
+
+#include "train/TrainDialect.h.inc"
+
+#endif // GA_TRAIN_TRAINDIALECT_H

@@ -1,0 +1,36 @@
+//===- TrainDialect.td - The train dialect -----------------*- tablegen -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRAIN_TRAINDIALECT_TD
+#define GA_TRAIN_TRAINDIALECT_TD
+
+include "mlir/IR/OpBase.td"
+
+def Train_Dialect : Dialect {
+  let name = "train";
+  let cppNamespace = "::ga::train";
+  let summary = "Training steps whose batch splits are exact";
+  let description = [{
+    The `train` dialect describes one training step of a model on the *full*
+    batch, plus the few operations that training needs beyond upstream
+    `linalg`, `tensor`, `arith` and `math`: a token-level cross-entropy, the
+    rematerialization region, the explicit micro-batch loop, the cross-rank
+    reduction, and the optimizer updates.
+
+    The central invariant: a `train.step` means one step on the full batch.
+    Its `microbatches` and `data_parallel` attributes say how to *execute* it
+    (gradient accumulation over k slices, data parallelism over r ranks) and
+    never change the loss, the gradients or the gradient norm beyond
+    floating-point reassociation. ga-opt's passes prove a split exact, rewrite
+    the step so that it is (mean-reduced losses become a sum divided by the
+    count of the whole global batch), or reject it with a diagnostic on the
+    offending operation.
+
+    Dimension 0 of every batch operand is the batch dimension.
+  }];
+}
+
+#endif // GA_TRAIN_TRAINDIALECT_TD

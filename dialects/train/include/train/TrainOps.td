@@ -1,0 +1,502 @@
+//===- TrainOps.td - Operations of the train dialect -------*- tablegen -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRAIN_TRAINOPS_TD
+#define GA_TRAIN_TRAINOPS_TD
+
+include "train/TrainDialect.td"
+include "train/TrainEnums.td"
+include "mlir/IR/OpBase.td"
+include "mlir/IR/CommonTypeConstraints.td"
+include "mlir/Interfaces/ControlFlowInterfaces.td"
+include "mlir/Interfaces/SideEffectInterfaces.td"
+
+class Train_Op<string mnemonic, list<Trait> traits = []>
+    : Op<Train_Dialect, mnemonic, traits>;
+
+/// A 0-d tensor of any element type (a scalar carried as a tensor).
+def Train_ScalarTensor : 0DTensorOf<[AnyType]>;
+
+//===----------------------------------------------------------------------===//
+// train.step
+//===----------------------------------------------------------------------===//
+
+def Train_StepOp : Train_Op<"step", [
+    IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects,
+    AttrSizedOperandSegments, AttrSizedResultSegments]> {
+  let summary = "One training step on the full batch";
+  let description = [{
+    `train.step` describes ONE training step on the FULL batch. The body is
+    written with full-batch shapes; its block arguments are the parameters
+    followed by the batch operands, with the operands' types. The body ends in
+    `train.yield` of the loss (a 0-d float tensor) followed by any auxiliary
+    outputs (for example the number of valid tokens).
+
+    Results: the loss, then one gradient of the loss per parameter (with the
+    parameter's type), then the auxiliary outputs. Before `train-differentiate`
+    runs, the gradients are defined by the body: they are what reverse-mode
+    differentiation of the loss with respect to each parameter gives.
+
+    Two attributes say how to *execute* the step and never change its results
+    (beyond floating-point reassociation):
+
+    * `microbatches = k` (default 1): run the body on k slices of the batch,
+      one after another, accumulating (gradient accumulation);
+    * `data_parallel = r` (default 1): run on r ranks, each holding B/r of the
+      batch, and sum across ranks.
+
+    Dimension 0 of every batch operand is the batch dimension: all batch
+    operands have rank >= 1, the same static dimension 0 `B`, and `B` is
+    divisible by `microbatches * data_parallel`. Parameters are float tensors.
+
+    Example:
+
+    ```mlir
+    %loss, %gw = train.step params(%w : tensor<4x3xf32>)
+        batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+        attributes {microbatches = 2 : i64}
+        -> tensor<f32> grads(tensor<4x3xf32>) {
+    ^bb0(%w_: tensor<4x3xf32>, %x_: tensor<8x4xf32>, %y_: tensor<8xi64>):
+      %init = tensor.empty() : tensor<8x3xf32>
+      %zero = arith.constant 0.0 : f32
+      %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>)
+          -> tensor<8x3xf32>
+      %logits = linalg.matmul ins(%x_, %w_ : tensor<8x4xf32>, tensor<4x3xf32>)
+          outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+      %l = train.cross_entropy mean %logits, %y_ ignore_index = -100
+          : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+      train.yield %l : tensor<f32>
+    }
+    ```
+  }];
+
+  let arguments = (ins
+    Variadic<AnyRankedTensor>:$params,
+    Variadic<AnyRankedTensor>:$batch,
+    DefaultValuedAttr<I64Attr, "1">:$microbatches,
+    DefaultValuedAttr<I64Attr, "1">:$data_parallel);
+  let results = (outs
+    AnyRankedTensor:$loss,
+    Variadic<AnyRankedTensor>:$grads,
+    Variadic<AnyRankedTensor>:$aux);
+  let regions = (region SizedRegion<1>:$body);
+
+  let assemblyFormat = [{
+    (`params` `(` $params^ `:` type($params) `)`)?
+    (`batch` `(` $batch^ `:` type($batch) `)`)?
+    attr-dict-with-keyword
+    `->` type($loss)
+    (`grads` `(` type($grads)^ `)`)?
+    (`aux` `(` type($aux)^ `)`)?
+    $body
+  }];
+
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The entry block's arguments that stand for the parameters.
+    ::mlir::Block::BlockArgListType getParamArgs();
+    /// The entry block's arguments that stand for the batch operands.
+    ::mlir::Block::BlockArgListType getBatchArgs();
+    /// The global batch size B (dimension 0 of the batch operands), or
+    /// std::nullopt when the step has no batch operand.
+    std::optional<int64_t> getBatchSize();
+    /// The terminator of the body.
+    YieldOp getYield();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// train.yield
+//===----------------------------------------------------------------------===//
+
+def Train_YieldOp : Train_Op<"yield", [
+    Pure, Terminator, ReturnLike,
+    ParentOneOf<["StepOp", "CheckpointOp", "AccumulateOp"]>]> {
+  let summary = "Terminator of the train regions";
+  let description = [{
+    Ends the body of `train.step`, `train.checkpoint` and `train.accumulate`
+    and gives the values that the enclosing operation's results are defined
+    from (see each operation for what it expects).
+
+    Example:
+
+    ```mlir
+    train.yield %loss, %count : tensor<f32>, tensor<i64>
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyType>:$values);
+  let assemblyFormat = "($values^ `:` type($values))? attr-dict";
+}
+
+//===----------------------------------------------------------------------===//
+// train.cross_entropy
+//===----------------------------------------------------------------------===//
+
+def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
+  let summary = "Token-level softmax cross-entropy with ignored labels";
+  let description = [{
+    The softmax cross-entropy of `logits` [N, V] (float) against integer
+    `labels` [N]. A token whose label equals `ignore_index` (default -100) is
+    *ignored*: its loss is 0 and it is not counted. With `n` the number of
+    valid (non-ignored) tokens and `l_i = logsumexp(logits[i]) -
+    logits[i, labels[i]]`:
+
+    * `reduction = none`: the result is the per-token loss [N] (0 where
+      ignored);
+    * `reduction = sum`: the result is `sum_i l_i` (0-d);
+    * `reduction = mean`: the result is `(sum_i l_i) / n` (0-d). This is the
+      reduction that gradient accumulation gets wrong when each micro-batch
+      divides by its own `n`; `train-normalize-loss` rewrites it into a sum
+      divided by the count of the whole global batch. When `n = 0` the mean is
+      defined as 0 (the sum is 0 as well), not NaN.
+
+    The optional second result is `n`, the number of valid tokens, as a 0-d
+    integer or float tensor.
+
+    A label that is neither `ignore_index` nor in `[0, V)` is undefined
+    behaviour, as in every framework.
+
+    Example:
+
+    ```mlir
+    %loss, %n = train.cross_entropy mean %logits, %labels ignore_index = -100
+        : (tensor<128x64xf32>, tensor<128xi64>) -> (tensor<f32>, tensor<i64>)
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$logits,
+    AnyRankedTensor:$labels,
+    Train_ReductionAttr:$reduction,
+    DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs
+    AnyRankedTensor:$loss,
+    Optional<AnyRankedTensor>:$count);
+
+  let assemblyFormat = [{
+    $reduction $logits `,` $labels `ignore_index` `=` $ignore_index attr-dict
+    `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.checkpoint
+//===----------------------------------------------------------------------===//
+
+def Train_CheckpointOp : Train_Op<"checkpoint", [
+    IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects]> {
+  let summary = "A region recomputed in the backward pass instead of saved";
+  let description = [{
+    Rematerialization, like `torch.utils.checkpoint`: the values computed
+    inside the region are *not* saved for the backward pass; only the
+    region's inputs are, and the backward pass recomputes the region from
+    them. The region is isolated from above, so its inputs are exactly its
+    operands: they appear as the entry block's arguments (same types), and
+    `train.yield` gives the results.
+
+    Checkpointing never changes values: a step with and without
+    `train.checkpoint` regions computes bitwise identical results. It trades
+    memory (activations not kept) for time (the forward of the region runs
+    twice). Users write it, or `train-plan-remat` inserts it to fit a memory
+    budget; `train-inline-checkpoints` removes it.
+
+    Example:
+
+    ```mlir
+    %h = train.checkpoint (%x, %w : tensor<8x4xf32>, tensor<4x4xf32>)
+        -> tensor<8x4xf32> {
+    ^bb0(%x_: tensor<8x4xf32>, %w_: tensor<4x4xf32>):
+      %e = tensor.empty() : tensor<8x4xf32>
+      %y = linalg.matmul ins(%x_, %w_ : tensor<8x4xf32>, tensor<4x4xf32>)
+          outs(%e : tensor<8x4xf32>) -> tensor<8x4xf32>
+      train.yield %y : tensor<8x4xf32>
+    }
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyType>:$inputs);
+  let results = (outs Variadic<AnyType>:$results);
+  let regions = (region SizedRegion<1>:$body);
+
+  let assemblyFormat = [{
+    (`(` $inputs^ `:` type($inputs) `)`)?
+    attr-dict-with-keyword
+    (`->` type($results)^)?
+    $body
+  }];
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The terminator of the body.
+    YieldOp getYield();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// train.accumulate
+//===----------------------------------------------------------------------===//
+
+def Train_AccumulateOp : Train_Op<"accumulate", [
+    IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects,
+    AttrSizedOperandSegments]> {
+  let summary = "The explicit micro-batch loop of gradient accumulation";
+  let description = [{
+    What `train-split-batch` makes of a `train.step` with `microbatches = k`:
+    the body runs k times, once per micro-batch, and the results are the
+    *sums* over the micro-batches of what the body yields.
+
+    Operands: the parameters, the (full) batch operands, and the *globals*:
+    values computed once for the whole global batch before any micro-batch
+    runs, such as the global valid-token count that makes a split exact.
+    The entry block's arguments are the parameters (same types), the
+    micro-batch slices of the batch operands (dimension 0 is `B / k`, the
+    other dimensions unchanged; slice `i` holds rows `[i*B/k, (i+1)*B/k)`),
+    and the globals (same types).
+
+    The body yields either the micro-batch's loss contribution alone (a 0-d
+    float tensor; the gradients are then those of the accumulated loss, to be
+    made explicit by `train-differentiate`), or the loss contribution followed
+    by one gradient contribution per parameter (with the parameter's type).
+    Results: the accumulated loss, then the accumulated gradients.
+
+    Micro-batches are accumulated in order 0, 1, ..., k-1 into the running
+    accumulators.
+
+    Example:
+
+    ```mlir
+    %loss, %gw = train.accumulate microbatches = 2
+        params(%w : tensor<4x3xf32>)
+        batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+        globals(%n : tensor<f32>)
+        -> tensor<f32> grads(tensor<4x3xf32>) {
+    ^bb0(%w_: tensor<4x3xf32>, %x_: tensor<4x4xf32>, %y_: tensor<4xi64>,
+         %n_: tensor<f32>):
+      ...
+      train.yield %l : tensor<f32>
+    }
+    ```
+  }];
+
+  let arguments = (ins
+    Variadic<AnyRankedTensor>:$params,
+    Variadic<AnyRankedTensor>:$batch,
+    Variadic<AnyRankedTensor>:$globals,
+    I64Attr:$microbatches);
+  let results = (outs
+    AnyRankedTensor:$loss,
+    Variadic<AnyRankedTensor>:$grads);
+  let regions = (region SizedRegion<1>:$body);
+
+  let assemblyFormat = [{
+    `microbatches` `=` $microbatches
+    (`params` `(` $params^ `:` type($params) `)`)?
+    (`batch` `(` $batch^ `:` type($batch) `)`)?
+    (`globals` `(` $globals^ `:` type($globals) `)`)?
+    attr-dict-with-keyword
+    `->` type($loss)
+    (`grads` `(` type($grads)^ `)`)?
+    $body
+  }];
+
+  let hasVerifier = 1;
+  let hasRegionVerifier = 1;
+
+  let extraClassDeclaration = [{
+    /// The entry block's arguments that stand for the parameters.
+    ::mlir::Block::BlockArgListType getParamArgs();
+    /// The entry block's arguments that stand for the micro-batch slices.
+    ::mlir::Block::BlockArgListType getBatchArgs();
+    /// The entry block's arguments that stand for the globals.
+    ::mlir::Block::BlockArgListType getGlobalArgs();
+    /// The terminator of the body.
+    YieldOp getYield();
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// train.all_reduce
+//===----------------------------------------------------------------------===//
+
+def Train_AllReduceOp : Train_Op<"all_reduce", [
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "Combine a value across the data-parallel ranks";
+  let description = [{
+    Every rank contributes `input`; every rank receives the elementwise
+    combination of all contributions. `sum` is what exact data parallelism
+    uses (for the loss, the gradients and the global counts); `avg` (the sum
+    divided by the number of ranks) exists for the naive lowering that
+    reproduces the usual mistake, so that it can be measured.
+
+    The operation communicates: it is not `Pure`, and every rank must execute
+    the same sequence of `train.all_reduce` operations.
+
+    Example:
+
+    ```mlir
+    %g = train.all_reduce sum %local : tensor<64x32xf32>
+    ```
+  }];
+
+  let arguments = (ins AnyRankedTensor:$input, Train_ReduceKindAttr:$kind);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.global_norm
+//===----------------------------------------------------------------------===//
+
+def Train_GlobalNormOp : Train_Op<"global_norm", [Pure]> {
+  let summary = "The L2 norm of a list of tensors taken as one vector";
+  let description = [{
+    `sqrt(sum over all inputs of sum(x^2))`, the global gradient norm that
+    users watch (and that gradient clipping uses). Inputs are float tensors;
+    the result is a 0-d float tensor.
+
+    Example:
+
+    ```mlir
+    %norm = train.global_norm %g1, %g2 : tensor<32x64xf32>, tensor<64xf32>
+        -> tensor<f32>
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs);
+  let results = (outs AnyRankedTensor:$norm);
+  let assemblyFormat = [{
+    $inputs attr-dict `:` type($inputs) `->` type($norm)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.clip_by_global_norm
+//===----------------------------------------------------------------------===//
+
+def Train_ClipByGlobalNormOp : Train_Op<"clip_by_global_norm", [
+    Pure,
+    RangedTypesMatchWith<"clipped values have the types of the inputs",
+                         "inputs", "clipped", "$_self">]> {
+  let summary = "Scale a list of tensors so that their global norm is bounded";
+  let description = [{
+    With `n = global_norm(inputs)`, every input is multiplied by
+    `min(1, max_norm / (n + 1e-6))`, as `torch.nn.utils.clip_grad_norm_`
+    does. Results: the clipped tensors (same types as the inputs), then the
+    norm *before* clipping (a 0-d float tensor), which is what users log.
+    `max_norm` must be positive.
+
+    Example:
+
+    ```mlir
+    %c1, %c2, %norm = train.clip_by_global_norm %g1, %g2 max_norm = 1.0
+        : tensor<32x64xf32>, tensor<64xf32> -> tensor<f32>
+    ```
+  }];
+
+  let arguments = (ins Variadic<AnyRankedTensor>:$inputs, F64Attr:$max_norm);
+  let results = (outs Variadic<AnyRankedTensor>:$clipped,
+                      AnyRankedTensor:$norm);
+  let assemblyFormat = [{
+    $inputs `max_norm` `=` $max_norm attr-dict
+    `:` type($inputs) `->` type($norm)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.sgd
+//===----------------------------------------------------------------------===//
+
+def Train_SgdOp : Train_Op<"sgd", [
+    Pure, AllTypesMatch<["param", "grad", "new_param"]>]> {
+  let summary = "Stochastic gradient descent update of one parameter";
+  let description = [{
+    `new_param = param - lr * (grad + weight_decay * param)`.
+
+    One operation per parameter tensor: the types stay inferable, and each
+    update lowers to one elementwise kernel. `lr` is an operand (a 0-d float
+    tensor) so that a learning-rate schedule does not force a recompilation.
+    `weight_decay` (default 0) must be non-negative.
+
+    Example:
+
+    ```mlir
+    %w2 = train.sgd %w, %gw, %lr : tensor<32x64xf32>, tensor<f32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$param, AnyRankedTensor:$grad, AnyRankedTensor:$lr,
+    DefaultValuedAttr<F64Attr, "0.0">:$weight_decay);
+  let results = (outs AnyRankedTensor:$new_param);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $lr attr-dict `:` type($param) `,` type($lr)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.adamw
+//===----------------------------------------------------------------------===//
+
+def Train_AdamWOp : Train_Op<"adamw", [
+    Pure,
+    AllTypesMatch<["param", "grad", "new_param"]>,
+    AllTypesMatch<["m", "v", "new_m", "new_v"]>]> {
+  let summary = "AdamW update of one parameter and its two moments";
+  let description = [{
+    The AdamW update (decoupled weight decay) of `torch.optim.AdamW`, with
+    `t = step` (1 for the first step):
+
+    ```
+    new_m     = beta1 * m + (1 - beta1) * grad
+    new_v     = beta2 * v + (1 - beta2) * grad^2
+    m_hat     = new_m / (1 - beta1^t)
+    v_hat     = new_v / (1 - beta2^t)
+    new_param = param * (1 - lr * weight_decay)
+                - lr * m_hat / (sqrt(v_hat) + eps)
+    ```
+
+    The moments `m` and `v` have the parameter's shape; their element type may
+    be wider than the parameter's (f32 moments for bf16 parameters). `lr` is
+    a 0-d float tensor, `step` a 0-d integer or float tensor. Defaults:
+    `beta1 = 0.9`, `beta2 = 0.999`, `eps = 1e-8`, `weight_decay = 0.01`;
+    betas must lie in [0, 1), `eps` must be positive, `weight_decay`
+    non-negative.
+
+    Example:
+
+    ```mlir
+    %w2, %m2, %v2 = train.adamw %w, %gw, %m, %v, %lr, %t {weight_decay = 0.1}
+        : tensor<32x64xf32>, tensor<32x64xf32>, tensor<f32>, tensor<i64>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$param, AnyRankedTensor:$grad,
+    AnyRankedTensor:$m, AnyRankedTensor:$v,
+    AnyRankedTensor:$lr, AnyRankedTensor:$step,
+    DefaultValuedAttr<F64Attr, "0.9">:$beta1,
+    DefaultValuedAttr<F64Attr, "0.999">:$beta2,
+    DefaultValuedAttr<F64Attr, "1e-8">:$eps,
+    DefaultValuedAttr<F64Attr, "0.01">:$weight_decay);
+  let results = (outs
+    AnyRankedTensor:$new_param, AnyRankedTensor:$new_m,
+    AnyRankedTensor:$new_v);
+  let assemblyFormat = [{
+    $param `,` $grad `,` $m `,` $v `,` $lr `,` $step attr-dict
+    `:` type($param) `,` type($m) `,` type($lr) `,` type($step)
+  }];
+  let hasVerifier = 1;
+}
+
+#endif // GA_TRAIN_TRAINOPS_TD

@@ -1,0 +1,23 @@
+//===- Passes.h - ga-opt transformation passes ------------------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRANSFORMS_PASSES_H
+#define GA_TRANSFORMS_PASSES_H
+
+#include "mlir/Pass/Pass.h"
+#include "train/TrainDialect.h"
+
+namespace ga {
+
+#define GEN_PASS_DECL
+#include "ga/Transforms/Passes.h.inc"
+
+#define GEN_PASS_REGISTRATION
+#include "ga/Transforms/Passes.h.inc"
+
+} // namespace ga
+
+#endif // GA_TRANSFORMS_PASSES_H

@@ -1,0 +1,28 @@
+//===- InitAll.cpp - Register everything ga-opt provides ------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/InitAll.h"
+
+#include "ga/Transforms/Passes.h"
+#include "mlir/IR/DialectRegistry.h"
+#include "mlir/InitAllDialects.h"
+#include "mlir/InitAllExtensions.h"
+#include "train/TrainDialect.h"
+
+void ga::registerGaDialects(mlir::DialectRegistry &registry) {
+  registry.insert<ga::train::TrainDialect>();
+}
+
+void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {
+  // The pipelines go from linalg/tensor through bufferization and scf down to
+  // the llvm dialect on the CPU and through gpu/nvvm for CUDA; registering all
+  // upstream dialects and their interface extensions keeps every intermediate
+  // stage parseable by ga-opt.
+  mlir::registerAllDialects(registry);
+  mlir::registerAllExtensions(registry);
+}
+
+void ga::registerGaPasses() { ga::registerGaTransformsPasses(); }

@@ -1,0 +1,39 @@
+# -*- Python -*-
+# lit configuration of the ga-opt test suite: FileCheck tests of the dialect,
+# the passes, the plugin and the examples, plus the GoogleTest unit tests
+# (test/unit, see its lit.local.cfg).
+
+import os
+import shutil
+
+import lit.formats
+from lit.llvm import llvm_config
+from lit.llvm.subst import ToolSubst
+
+config.name = "GA"
+config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
+config.suffixes = [".mlir", ".test"]
+config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+
+config.test_source_root = os.path.dirname(__file__)
+config.test_exec_root = os.path.join(config.ga_obj_root, "test")
+
+config.substitutions.append(("%PATH%", config.environment["PATH"]))
+config.substitutions.append(("%ga_src", config.ga_src_root))
+config.substitutions.append(("%ga_obj", config.ga_obj_root))
+config.substitutions.append(
+    ("%ga_plugin", os.path.join(config.ga_lib_dir, "libGaPlugin.so")))
+# Debian's stock mlir-opt, for the plugin tests.
+config.substitutions.append(
+    ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+
+llvm_config.use_default_substitutions()
+llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
+
+tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
+tools = ["ga-opt"]
+llvm_config.add_tool_substitutions(tools, tool_dirs)
+
+if shutil.which("python3"):
+    config.available_features.add("python3")
+    config.substitutions.append(("%python", shutil.which("python3")))
