@@ -31,12 +31,12 @@ struct TrainInlineCheckpointsPass
 
     IRRewriter rewriter(&getContext());
     for (CheckpointOp op : checkpoints) {
+      // Inline first: the yield's operands that were block arguments then
+      // refer to the checkpoint's inputs.
       YieldOp yield = op.getYield();
-      SmallVector<Value> yielded(yield.getValues());
-      rewriter.eraseOp(yield);
       rewriter.inlineBlockBefore(&op.getBody().front(), op, op.getInputs());
-      rewriter.replaceOp(op, yielded);
-      ++numInlined;
+      rewriter.replaceOp(op, yield.getValues());
+      rewriter.eraseOp(yield);
     }
   }
 };

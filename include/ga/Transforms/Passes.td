@@ -38,9 +38,6 @@ def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
     ```
   }];
   let dependentDialects = ["::ga::train::TrainDialect"];
-  let statistics = [
-    Statistic<"numInlined", "num-inlined", "Number of checkpoints inlined">
-  ];
 }
 
 #endif // GA_TRANSFORMS_PASSES_TD

@@ -94,6 +94,25 @@ def Train_StepOp : Train_Op<"step", [
     $body
   }];
 
+  let builders = [
+    // A step with one gradient per parameter and an entry block whose
+    // arguments mirror `params` and `batch`; the caller fills the body and
+    // ends it with train.yield of the loss and the auxiliary outputs.
+    OpBuilder<(ins "::mlir::ValueRange":$params, "::mlir::ValueRange":$batch,
+                   "::mlir::Type":$lossType, "::mlir::TypeRange":$auxTypes,
+                   "int64_t":$microbatches, "int64_t":$dataParallel), [{
+      ::llvm::SmallVector<::mlir::Type> gradTypes(params.getTypes());
+      build($_builder, $_state, lossType, gradTypes, auxTypes, params, batch,
+            microbatches, dataParallel);
+      ::mlir::Block *entry = new ::mlir::Block();
+      $_state.regions.front()->push_back(entry);
+      for (::mlir::Value value : params)
+        entry->addArgument(value.getType(), value.getLoc());
+      for (::mlir::Value value : batch)
+        entry->addArgument(value.getType(), value.getLoc());
+    }]>
+  ];
+
   let hasVerifier = 1;
   let hasRegionVerifier = 1;
 

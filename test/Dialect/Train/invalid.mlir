@@ -1,0 +1,691 @@
+// RUN: ga-opt %s -split-input-file -verify-diagnostics
+
+// Every error path of the train dialect's verifiers, one case each.
+
+//===----------------------------------------------------------------------===//
+// train.step
+//===----------------------------------------------------------------------===//
+
+func.func @step_microbatches(%x: tensor<8x4xf32>) {
+  // expected-error @below {{'train.step' op 'microbatches' must be >= 1, got 0}}
+  %l = train.step batch(%x : tensor<8x4xf32>) attributes {microbatches = 0 : i64} -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_data_parallel(%x: tensor<8x4xf32>) {
+  // expected-error @below {{'data_parallel' must be >= 1, got -2}}
+  %l = train.step batch(%x : tensor<8x4xf32>) attributes {data_parallel = -2 : i64} -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_int_param(%w: tensor<4xi32>) {
+  // expected-error @below {{parameter #0 must be a float tensor (only float values have gradients), got 'tensor<4xi32>'}}
+  %l, %g = train.step params(%w : tensor<4xi32>) -> tensor<f32> grads(tensor<4xi32>) {
+  ^bb0(%a: tensor<4xi32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_rank0_batch(%x: tensor<f32>) {
+  // expected-error @below {{batch operand #0 must have rank >= 1 (dimension 0 is the batch dimension), got 'tensor<f32>'}}
+  %l = train.step batch(%x : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<f32>):
+    train.yield %a : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_dynamic_batch(%x: tensor<?x4xf32>) {
+  // expected-error @below {{batch operand #0 has a dynamic batch dimension ('tensor<?x4xf32>'); the batch dimension must be static}}
+  %l = train.step batch(%x : tensor<?x4xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<?x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_batch_mismatch(%x: tensor<8x4xf32>, %y: tensor<6xi64>) {
+  // expected-error @below {{batch operand #1 has batch dimension 6, but batch operand #0 has 8 (all batch operands share dimension 0)}}
+  %l = train.step batch(%x, %y : tensor<8x4xf32>, tensor<6xi64>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>, %b: tensor<6xi64>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_not_divisible(%x: tensor<8x4xf32>) {
+  // expected-error @below {{global batch size 8 is not divisible by microbatches * data_parallel = 6}}
+  %l = train.step batch(%x : tensor<8x4xf32>) attributes {microbatches = 3 : i64, data_parallel = 2 : i64} -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_loss_not_scalar(%x: tensor<8x4xf32>) {
+  // expected-error @below {{loss must be a 0-d float tensor, got 'tensor<8xf32>'}}
+  %l = train.step batch(%x : tensor<8x4xf32>) -> tensor<8xf32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<8xf32>
+    train.yield %c : tensor<8xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_loss_int(%x: tensor<8x4xf32>) {
+  // expected-error @below {{loss must be a 0-d float tensor, got 'tensor<i32>'}}
+  %l = train.step batch(%x : tensor<8x4xf32>) -> tensor<i32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0> : tensor<i32>
+    train.yield %c : tensor<i32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_missing_grad(%w: tensor<4xf32>, %v: tensor<3xf32>) {
+  // expected-error @below {{expected one gradient per parameter: 2 parameter(s) but 1 gradient(s)}}
+  %l, %g = train.step params(%w, %v : tensor<4xf32>, tensor<3xf32>) -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_grad_type(%w: tensor<4xf32>) {
+  // expected-error @below {{gradient #0 has type 'tensor<4xf64>', but parameter #0 has type 'tensor<4xf32>'}}
+  %l, %g = train.step params(%w : tensor<4xf32>) -> tensor<f32> grads(tensor<4xf64>) {
+  ^bb0(%a: tensor<4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_arg_count(%w: tensor<4xf32>, %x: tensor<8x4xf32>) {
+  // expected-error @below {{body must have 2 argument(s), got 1}}
+  %l, %g = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>) -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_arg_type(%w: tensor<4xf32>, %x: tensor<8x4xf32>) {
+  // expected-error @below {{body argument #1 (batch operand #0) has type 'tensor<4x4xf32>', expected 'tensor<8x4xf32>'}}
+  %l, %g = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>) -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_param_arg_type(%w: tensor<4xf32>) {
+  // expected-error @below {{body argument #0 (parameter #0) has type 'tensor<4xf16>', expected 'tensor<4xf32>'}}
+  %l, %g = train.step params(%w : tensor<4xf32>) -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf16>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_no_yield(%x: tensor<8x4xf32>) {
+  // expected-error @below {{body must end with 'train.yield'}}
+  %l = train.step batch(%x : tensor<8x4xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    "llvm.unreachable"() : () -> ()
+  }
+  return
+}
+
+// -----
+
+func.func @step_yield_count(%x: tensor<8x4xf32>) {
+  // expected-error @below {{body yields 1 value(s), expected 2 (the loss, then each auxiliary result)}}
+  %l, %n = train.step batch(%x : tensor<8x4xf32>) -> tensor<f32> aux(tensor<i64>) {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @step_yield_type(%x: tensor<8x4xf32>) {
+  // expected-error @below {{body yields 'tensor<f64>' at position 0, expected 'tensor<f32>'}}
+  %l = train.step batch(%x : tensor<8x4xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f64>
+    train.yield %c : tensor<f64>
+  }
+  return
+}
+
+// -----
+
+func.func @step_capture(%x: tensor<8x4xf32>, %c: tensor<f32>) {
+  // expected-note @below {{required by region isolation constraints}}
+  %l = train.step batch(%x : tensor<8x4xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    // expected-error @below {{using value defined outside the region}}
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.yield
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @yield_outside(%c: tensor<f32>) {
+  // expected-error @below {{'train.yield' op expects parent op to be one of 'train.step, train.checkpoint, train.accumulate'}}
+  train.yield %c : tensor<f32>
+}
+
+//===----------------------------------------------------------------------===//
+// train.cross_entropy
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @ce_logits_rank(%l: tensor<4x5x6xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{logits must be a rank-2 float tensor [N, V], got 'tensor<4x5x6xf32>'}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5x6xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_logits_int(%l: tensor<4x5xi32>, %y: tensor<4xi64>) {
+  // expected-error @below {{logits must be a rank-2 float tensor [N, V], got 'tensor<4x5xi32>'}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xi32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_labels_float(%l: tensor<4x5xf32>, %y: tensor<4xf32>) {
+  // expected-error @below {{labels must be a rank-1 integer tensor [N], got 'tensor<4xf32>'}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xf32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_labels_rank(%l: tensor<4x5xf32>, %y: tensor<2x2xi64>) {
+  // expected-error @below {{labels must be a rank-1 integer tensor [N], got 'tensor<2x2xi64>'}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<2x2xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_n_mismatch(%l: tensor<4x5xf32>, %y: tensor<5xi64>) {
+  // expected-error @below {{logits have N = 4 rows but labels have 5 elements}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<5xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_ignore_is_class(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{ignore_index = 3 is a valid class index in [0, 5): real tokens of that class would be ignored}}
+  %r = train.cross_entropy mean %l, %y ignore_index = 3 : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_none_shape(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{with reduction = none the loss must be 'tensor<4xf32>', got 'tensor<f32>'}}
+  %r = train.cross_entropy none %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @ce_mean_shape(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{with reduction = mean the loss must be 'tensor<f32>', got 'tensor<4xf32>'}}
+  %r = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @ce_sum_element_type(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{with reduction = sum the loss must be 'tensor<f32>', got 'tensor<f64>'}}
+  %r = train.cross_entropy sum %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f64>
+  return
+}
+
+// -----
+
+func.func @ce_count_type(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{the valid-token count must be a 0-d integer or float tensor, got 'tensor<1xi64>'}}
+  %r, %n = train.cross_entropy mean %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>) -> (tensor<f32>, tensor<1xi64>)
+  return
+}
+
+// -----
+
+func.func @ce_bad_reduction(%l: tensor<4x5xf32>, %y: tensor<4xi64>) {
+  // expected-error @below {{expected string or keyword containing one of the following enum values for attribute 'reduction' [none, sum, mean]}}
+  %r = train.cross_entropy average %l, %y ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.checkpoint
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @checkpoint_arg_count(%x: tensor<4xf32>) {
+  // expected-error @below {{'train.checkpoint' op body must have 1 argument(s), got 0}}
+  %r = train.checkpoint (%x : tensor<4xf32>) -> tensor<4xf32> {
+    %c = arith.constant dense<0.0> : tensor<4xf32>
+    train.yield %c : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @checkpoint_arg_type(%x: tensor<4xf32>) {
+  // expected-error @below {{body argument #0 (input #0) has type 'tensor<5xf32>', expected 'tensor<4xf32>'}}
+  %r = train.checkpoint (%x : tensor<4xf32>) -> tensor<5xf32> {
+  ^bb0(%a: tensor<5xf32>):
+    train.yield %a : tensor<5xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @checkpoint_yield_count(%x: tensor<4xf32>) {
+  // expected-error @below {{body yields 0 value(s), expected 1 (one per result)}}
+  %r = train.checkpoint (%x : tensor<4xf32>) -> tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>):
+    train.yield
+  }
+  return
+}
+
+// -----
+
+func.func @checkpoint_yield_type(%x: tensor<4xf32>) {
+  // expected-error @below {{body yields 'tensor<4xf32>' at position 0, expected 'tensor<4xf16>'}}
+  %r = train.checkpoint (%x : tensor<4xf32>) -> tensor<4xf16> {
+  ^bb0(%a: tensor<4xf32>):
+    train.yield %a : tensor<4xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @checkpoint_no_yield(%x: tensor<4xf32>) {
+  // expected-error @below {{body must end with 'train.yield'}}
+  train.checkpoint (%x : tensor<4xf32>) {
+  ^bb0(%a: tensor<4xf32>):
+    "llvm.unreachable"() : () -> ()
+  }
+  return
+}
+
+// -----
+
+func.func @checkpoint_capture(%x: tensor<4xf32>) {
+  // expected-note @below {{required by region isolation constraints}}
+  %r = train.checkpoint -> tensor<4xf32> {
+    // expected-error @below {{using value defined outside the region}}
+    train.yield %x : tensor<4xf32>
+  }
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.accumulate
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @acc_microbatches(%x: tensor<8x3xf32>) {
+  // expected-error @below {{'train.accumulate' op 'microbatches' must be >= 1, got 0}}
+  %l = train.accumulate microbatches = 0 batch(%x : tensor<8x3xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_int_param(%w: tensor<3xi8>) {
+  // expected-error @below {{parameter #0 must be a float tensor (only float values have gradients), got 'tensor<3xi8>'}}
+  %l, %g = train.accumulate microbatches = 1 params(%w : tensor<3xi8>) -> tensor<f32> grads(tensor<3xi8>) {
+  ^bb0(%a: tensor<3xi8>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_not_divisible(%x: tensor<8x3xf32>) {
+  // expected-error @below {{global batch size 8 is not divisible by microbatches = 3}}
+  %l = train.accumulate microbatches = 3 batch(%x : tensor<8x3xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_grad_count(%w: tensor<3xf32>) {
+  // expected-error @below {{expected one gradient per parameter: 1 parameter(s) but 0 gradient(s)}}
+  %l = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_slice_type(%x: tensor<8x3xf32>) {
+  // expected-error @below {{body argument #0 (micro-batch slice of batch operand #0) has type 'tensor<8x3xf32>', expected 'tensor<4x3xf32>'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<8x3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_global_type(%x: tensor<8x3xf32>, %n: tensor<f32>) {
+  // expected-error @below {{body argument #1 (global #0) has type 'tensor<i64>', expected 'tensor<f32>'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) globals(%n : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %b: tensor<i64>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_yield_count(%w: tensor<3xf32>) {
+  // expected-error @below {{body yields 3 value(s), expected 1 (the loss contribution) or 2 (the loss contribution and one gradient contribution per parameter)}}
+  %l, %g = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c, %a, %a : tensor<f32>, tensor<3xf32>, tensor<3xf32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_yield_grad_type(%w: tensor<3xf32>) {
+  // expected-error @below {{body yields 'tensor<f32>' at position 1, expected 'tensor<3xf32>'}}
+  %l, %g = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c, %c : tensor<f32>, tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_no_yield(%x: tensor<8x3xf32>) {
+  // expected-error @below {{body must end with 'train.yield'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>):
+    "llvm.unreachable"() : () -> ()
+  }
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.all_reduce
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @all_reduce_index(%x: tensor<4xindex>) {
+  // expected-error @below {{'train.all_reduce' op needs an integer or float element type, got 'tensor<4xindex>'}}
+  %r = train.all_reduce sum %x : tensor<4xindex>
+  return
+}
+
+// -----
+
+func.func @all_reduce_avg_int(%x: tensor<4xi32>) {
+  // expected-error @below {{'avg' needs a float element type, got 'tensor<4xi32>'}}
+  %r = train.all_reduce avg %x : tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @all_reduce_result_type(%x: tensor<4xf32>) {
+  // expected-error @below {{failed to verify that all of {input, result} have same type}}
+  %r = "train.all_reduce"(%x) <{kind = 0 : i32}> : (tensor<4xf32>) -> tensor<4xf16>
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.global_norm, train.clip_by_global_norm
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @global_norm_empty() {
+  // expected-error @below {{'train.global_norm' op needs at least one input}}
+  %n = "train.global_norm"() : () -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_int(%a: tensor<4xf32>, %b: tensor<4xi32>) {
+  // expected-error @below {{input #1 must be a float tensor, got 'tensor<4xi32>'}}
+  %n = train.global_norm %a, %b : tensor<4xf32>, tensor<4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @global_norm_result(%a: tensor<4xf32>) {
+  // expected-error @below {{the norm must be a 0-d float tensor, got 'tensor<1xf32>'}}
+  %n = train.global_norm %a : tensor<4xf32> -> tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @clip_max_norm(%a: tensor<4xf32>) {
+  // expected-error @below {{'train.clip_by_global_norm' op max_norm must be positive, got 0}}
+  %c, %n = train.clip_by_global_norm %a max_norm = 0.0 : tensor<4xf32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @clip_int(%a: tensor<4xi32>) {
+  // expected-error @below {{input #0 must be a float tensor, got 'tensor<4xi32>'}}
+  %c, %n = train.clip_by_global_norm %a max_norm = 1.0 : tensor<4xi32> -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @clip_result_types(%a: tensor<4xf32>) {
+  // expected-error @below {{failed to verify that clipped values have the types of the inputs}}
+  %c, %n = "train.clip_by_global_norm"(%a) <{max_norm = 1.0 : f64}> : (tensor<4xf32>) -> (tensor<5xf32>, tensor<f32>)
+  return
+}
+
+//===----------------------------------------------------------------------===//
+// train.sgd, train.adamw
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @sgd_int(%p: tensor<4xi32>, %lr: tensor<f32>) {
+  // expected-error @below {{'train.sgd' op the parameter must be a float tensor, got 'tensor<4xi32>'}}
+  %r = train.sgd %p, %p, %lr : tensor<4xi32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sgd_lr(%p: tensor<4xf32>, %lr: tensor<1xf32>) {
+  // expected-error @below {{the learning rate must be a 0-d float tensor, got 'tensor<1xf32>'}}
+  %r = train.sgd %p, %p, %lr : tensor<4xf32>, tensor<1xf32>
+  return
+}
+
+// -----
+
+func.func @sgd_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>) {
+  // expected-error @below {{weight_decay must be non-negative, got -1}}
+  %r = train.sgd %p, %p, %lr {weight_decay = -1.0} : tensor<4xf32>, tensor<f32>
+  return
+}
+
+// -----
+
+func.func @sgd_grad_type(%p: tensor<4xf32>, %g: tensor<5xf32>, %lr: tensor<f32>) {
+  // expected-error @below {{failed to verify that all of {param, grad, new_param} have same type}}
+  %r = "train.sgd"(%p, %g, %lr) : (tensor<4xf32>, tensor<5xf32>, tensor<f32>) -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @adamw_moment_int(%p: tensor<4xf32>, %m: tensor<4xi32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{'train.adamw' op the moments must be float tensors, got 'tensor<4xi32>'}}
+  %a, %b, %c = train.adamw %p, %p, %m, %m, %lr, %t : tensor<4xf32>, tensor<4xi32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_moment_shape(%p: tensor<4xf32>, %m: tensor<2x2xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{the moments 'tensor<2x2xf32>' must have the parameter's shape 'tensor<4xf32>'}}
+  %a, %b, %c = train.adamw %p, %p, %m, %m, %lr, %t : tensor<4xf32>, tensor<2x2xf32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_step(%p: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<2xi64>) {
+  // expected-error @below {{the step must be a 0-d integer or float tensor, got 'tensor<2xi64>'}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<2xi64>
+  return
+}
+
+// -----
+
+func.func @adamw_lr(%p: tensor<4xf32>, %lr: tensor<i32>, %t: tensor<i64>) {
+  // expected-error @below {{the learning rate must be a 0-d float tensor, got 'tensor<i32>'}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<i32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_beta1(%p: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{beta1 must lie in [0, 1), got 1}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t {beta1 = 1.0} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_beta2(%p: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{beta2 must lie in [0, 1), got -2}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t {beta2 = -2.0} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_eps(%p: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{eps must be positive, got 0}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t {eps = 0.0} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_weight_decay(%p: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{weight_decay must be non-negative, got -3}}
+  %a, %b, %c = train.adamw %p, %p, %p, %p, %lr, %t {weight_decay = -3.0} : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return
+}
+
+// -----
+
+func.func @adamw_moment_types(%p: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf16>, %lr: tensor<f32>, %t: tensor<i64>) {
+  // expected-error @below {{failed to verify that all of {m, v, new_m, new_v} have same type}}
+  %a, %b, %c = "train.adamw"(%p, %p, %m, %v, %lr, %t) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<f32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>)
+  return
+}

@@ -1,0 +1,145 @@
+// RUN: ga-opt %s | ga-opt | FileCheck %s
+// RUN: ga-opt %s --mlir-print-op-generic | ga-opt | FileCheck %s
+// RUN: ga-opt %s --emit-bytecode | ga-opt | FileCheck %s
+
+// CHECK-LABEL: func.func @step
+// CHECK: %[[LOSS:.+]], %[[G:.+]], %[[AUX:.+]] = train.step params(%{{.+}} : tensor<4x3xf32>) batch(%{{.+}}, %{{.+}} : tensor<8x4xf32>, tensor<8xi64>) attributes {data_parallel = 2 : i64, microbatches = 4 : i64} -> tensor<f32> grads(tensor<4x3xf32>) aux(tensor<i64>) {
+// CHECK-NEXT: ^bb0(%[[W:.+]]: tensor<4x3xf32>, %[[X:.+]]: tensor<8x4xf32>, %[[Y:.+]]: tensor<8xi64>):
+// CHECK: train.cross_entropy mean %{{.+}}, %[[Y]] ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<i64>)
+// CHECK: train.yield %{{.+}}, %{{.+}} : tensor<f32>, tensor<i64>
+// CHECK: return %[[LOSS]], %[[G]], %[[AUX]]
+func.func @step(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>)
+    -> (tensor<f32>, tensor<4x3xf32>, tensor<i64>) {
+  %loss, %gw, %n = train.step params(%w : tensor<4x3xf32>)
+      batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      attributes {microbatches = 4 : i64, data_parallel = 2 : i64}
+      -> tensor<f32> grads(tensor<4x3xf32>) aux(tensor<i64>) {
+  ^bb0(%w_: tensor<4x3xf32>, %x_: tensor<8x4xf32>, %y_: tensor<8xi64>):
+    %zero = arith.constant 0.0 : f32
+    %init = tensor.empty() : tensor<8x3xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>)
+        -> tensor<8x3xf32>
+    %logits = linalg.matmul ins(%x_, %w_ : tensor<8x4xf32>, tensor<4x3xf32>)
+        outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %l, %c = train.cross_entropy mean %logits, %y_ ignore_index = -100
+        : (tensor<8x3xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<i64>)
+    train.yield %l, %c : tensor<f32>, tensor<i64>
+  }
+  return %loss, %gw, %n : tensor<f32>, tensor<4x3xf32>, tensor<i64>
+}
+
+// Default schedule attributes are elided; a step may have no parameter.
+// CHECK-LABEL: func.func @step_defaults
+// CHECK: train.step batch(%{{.+}} : tensor<2x3xf32>) -> tensor<f64> {
+// CHECK-NOT: microbatches
+func.func @step_defaults(%x: tensor<2x3xf32>) -> tensor<f64> {
+  %loss = train.step batch(%x : tensor<2x3xf32>)
+      attributes {microbatches = 1 : i64} -> tensor<f64> {
+  ^bb0(%x_: tensor<2x3xf32>):
+    %c = arith.constant dense<1.0> : tensor<f64>
+    train.yield %c : tensor<f64>
+  }
+  return %loss : tensor<f64>
+}
+
+// CHECK-LABEL: func.func @cross_entropy
+// CHECK: train.cross_entropy none %{{.+}}, %{{.+}} ignore_index = -1 : (tensor<6x5xf16>, tensor<6xi32>) -> tensor<6xf16>
+// CHECK: train.cross_entropy sum %{{.+}}, %{{.+}} ignore_index = -100 : (tensor<6x5xf16>, tensor<6xi32>) -> (tensor<f16>, tensor<f32>)
+// CHECK: train.cross_entropy mean %{{.+}}, %{{.+}} ignore_index = 7 : (tensor<?x5xf16>, tensor<?xi32>) -> tensor<f16>
+func.func @cross_entropy(%logits: tensor<6x5xf16>, %labels: tensor<6xi32>,
+                         %dl: tensor<?x5xf16>, %dy: tensor<?xi32>)
+    -> (tensor<6xf16>, tensor<f16>, tensor<f32>, tensor<f16>) {
+  %a = train.cross_entropy none %logits, %labels ignore_index = -1
+      : (tensor<6x5xf16>, tensor<6xi32>) -> tensor<6xf16>
+  %b, %n = train.cross_entropy sum %logits, %labels ignore_index = -100
+      : (tensor<6x5xf16>, tensor<6xi32>) -> (tensor<f16>, tensor<f32>)
+  %c = train.cross_entropy mean %dl, %dy ignore_index = 7
+      : (tensor<?x5xf16>, tensor<?xi32>) -> tensor<f16>
+  return %a, %b, %n, %c : tensor<6xf16>, tensor<f16>, tensor<f32>, tensor<f16>
+}
+
+// CHECK-LABEL: func.func @checkpoint
+// CHECK: %[[R:.+]]:2 = train.checkpoint(%{{.+}}, %{{.+}} : tensor<4xf32>, tensor<4xf32>) -> tensor<4xf32>, tensor<4xf32> {
+// CHECK-NEXT: ^bb0(%[[A:.+]]: tensor<4xf32>, %[[B:.+]]: tensor<4xf32>):
+// CHECK: train.yield %{{.+}}, %[[B]] : tensor<4xf32>, tensor<4xf32>
+// CHECK: train.checkpoint -> tensor<f32> {
+func.func @checkpoint(%x: tensor<4xf32>, %y: tensor<4xf32>)
+    -> (tensor<4xf32>, tensor<4xf32>, tensor<f32>) {
+  %r:2 = train.checkpoint (%x, %y : tensor<4xf32>, tensor<4xf32>)
+      -> tensor<4xf32>, tensor<4xf32> {
+  ^bb0(%a: tensor<4xf32>, %b: tensor<4xf32>):
+    %t = math.tanh %a : tensor<4xf32>
+    train.yield %t, %b : tensor<4xf32>, tensor<4xf32>
+  }
+  %c = train.checkpoint -> tensor<f32> {
+    %k = arith.constant dense<2.0> : tensor<f32>
+    train.yield %k : tensor<f32>
+  }
+  return %r#0, %r#1, %c : tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @accumulate
+// CHECK: train.accumulate microbatches = 2 params(%{{.+}} : tensor<3xf32>) batch(%{{.+}} : tensor<8x3xf32>) globals(%{{.+}} : tensor<f32>) -> tensor<f32> grads(tensor<3xf32>) {
+// CHECK-NEXT: ^bb0(%{{.+}}: tensor<3xf32>, %{{.+}}: tensor<4x3xf32>, %{{.+}}: tensor<f32>):
+// CHECK: train.accumulate microbatches = 4 params(%{{.+}} : tensor<3xf32>) batch(%{{.+}} : tensor<8x3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+// CHECK: train.yield %{{.+}}, %{{.+}} : tensor<f32>, tensor<3xf32>
+func.func @accumulate(%w: tensor<3xf32>, %x: tensor<8x3xf32>, %n: tensor<f32>)
+    -> (tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<3xf32>) {
+  %loss, %gw = train.accumulate microbatches = 2 params(%w : tensor<3xf32>)
+      batch(%x : tensor<8x3xf32>) globals(%n : tensor<f32>)
+      -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<4x3xf32>, %n_: tensor<f32>):
+    train.yield %n_ : tensor<f32>
+  }
+  // A body that already yields its gradient contributions.
+  %loss2, %gw2 = train.accumulate microbatches = 4 params(%w : tensor<3xf32>)
+      batch(%x : tensor<8x3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<2x3xf32>):
+    %l = arith.constant dense<0.5> : tensor<f32>
+    train.yield %l, %w_ : tensor<f32>, tensor<3xf32>
+  }
+  return %loss, %gw, %loss2, %gw2
+      : tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<3xf32>
+}
+
+// CHECK-LABEL: func.func @all_reduce
+// CHECK: train.all_reduce sum %{{.+}} : tensor<4x5xf32>
+// CHECK: train.all_reduce avg %{{.+}} : tensor<4x5xf32>
+// CHECK: train.all_reduce sum %{{.+}} : tensor<i64>
+func.func @all_reduce(%g: tensor<4x5xf32>, %n: tensor<i64>)
+    -> (tensor<4x5xf32>, tensor<4x5xf32>, tensor<i64>) {
+  %s = train.all_reduce sum %g : tensor<4x5xf32>
+  %a = train.all_reduce avg %g : tensor<4x5xf32>
+  %c = train.all_reduce sum %n : tensor<i64>
+  return %s, %a, %c : tensor<4x5xf32>, tensor<4x5xf32>, tensor<i64>
+}
+
+// CHECK-LABEL: func.func @norms
+// CHECK: train.global_norm %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>
+// CHECK: %{{.+}}:2, %{{.+}} = train.clip_by_global_norm %{{.+}}, %{{.+}} max_norm = 1.000000e+00 : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>
+func.func @norms(%a: tensor<4x5xf32>, %b: tensor<5xbf16>)
+    -> (tensor<f32>, tensor<4x5xf32>, tensor<5xbf16>, tensor<f32>) {
+  %n = train.global_norm %a, %b : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>
+  %ca, %cb, %m = train.clip_by_global_norm %a, %b max_norm = 1.0
+      : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>
+  return %n, %ca, %cb, %m : tensor<f32>, tensor<4x5xf32>, tensor<5xbf16>, tensor<f32>
+}
+
+// CHECK-LABEL: func.func @optimizers
+// CHECK: train.sgd %{{.+}}, %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<f32>
+// CHECK: train.sgd %{{.+}}, %{{.+}}, %{{.+}} {weight_decay = 1.000000e-01 : f64} : tensor<4x5xf32>, tensor<f32>
+// CHECK: train.adamw %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<4x5xf32>, tensor<f32>, tensor<i64>
+// CHECK: train.adamw %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {beta1 = 8.000000e-01 : f64, eps = 5.000000e-01 : f64, weight_decay = 0.000000e+00 : f64} : tensor<4x5xbf16>, tensor<4x5xf32>, tensor<f32>, tensor<f32>
+func.func @optimizers(%p: tensor<4x5xf32>, %g: tensor<4x5xf32>,
+                      %m: tensor<4x5xf32>, %v: tensor<4x5xf32>,
+                      %lr: tensor<f32>, %t: tensor<i64>, %tf: tensor<f32>,
+                      %pb: tensor<4x5xbf16>) {
+  %p1 = train.sgd %p, %g, %lr : tensor<4x5xf32>, tensor<f32>
+  %p2 = train.sgd %p, %g, %lr {weight_decay = 0.1} : tensor<4x5xf32>, tensor<f32>
+  %p3, %m3, %v3 = train.adamw %p, %g, %m, %v, %lr, %t
+      : tensor<4x5xf32>, tensor<4x5xf32>, tensor<f32>, tensor<i64>
+  %p4, %m4, %v4 = train.adamw %pb, %pb, %m, %v, %lr, %tf
+      {beta1 = 0.8, eps = 0.5, weight_decay = 0.0}
+      : tensor<4x5xbf16>, tensor<4x5xf32>, tensor<f32>, tensor<f32>
+  return
+}
