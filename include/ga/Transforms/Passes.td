@@ -40,4 +40,21 @@ def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def TrainPrintSummaryPass : Pass<"train-print-summary"> {
+  let summary = "Print a readable summary of every train.step";
+  let description = [{
+    For every `train.step`, prints to standard output where it is, its
+    schedule (micro-batches, data-parallel ranks, micro-batch size), its
+    parameters (types and the number of trainable values), its batch
+    operands, the losses it computes, its auxiliary outputs, and how many
+    operations of each kind its body holds. The IR is left unchanged.
+
+    Example:
+
+    ```
+    ga-opt --train-print-summary -o /dev/null examples/mlp.mlir
+    ```
+  }];
+}
+
 #endif // GA_TRANSFORMS_PASSES_TD
