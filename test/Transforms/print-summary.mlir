@@ -10,7 +10,7 @@
 // CHECK-NEXT: batch:      2 operand(s)
 // CHECK-NEXT: #0  tensor<8x4xf32>
 // CHECK-NEXT: #1  tensor<8xi64>
-// CHECK-NEXT: loss:       train.cross_entropy mean (ignore_index = -100) over tensor<8x3xf32> at {{.*}}print-summary.mlir:[[# @LINE + 23]]:
+// CHECK-NEXT: loss:       train.cross_entropy mean (ignore_index = -100) over tensor<8x3xf32> at {{.*}}print-summary.mlir:[[# @LINE + 29]]:
 // CHECK-NEXT: auxiliary:  tensor<i64>
 // CHECK-NEXT: body:       7 operations: 1 arith.constant, 1 linalg.fill, 1 linalg.matmul, 1 math.tanh, 1 tensor.empty, 1 train.checkpoint, 1 train.cross_entropy
 

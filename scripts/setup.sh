@@ -1,0 +1,53 @@
+#!/usr/bin/env bash
+#===- scripts/setup.sh - Install dependencies and configure the build -----===#
+#
+# Idempotent: installs the Debian packages ga-opt needs (only those missing;
+# `apt-get update` first, as root or through sudo), then configures the CMake
+# build in $GA_BUILD_DIR (default: build/) if it is not configured yet.
+#
+#===----------------------------------------------------------------------===#
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
+LLVM_DIR=/usr/lib/llvm-22
+
+# Everything the build and the tests use, from Debian 12's archive.
+PACKAGES=(
+  llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
+  libgtest-dev ninja-build ccache cmake g++ python3
+)
+
+missing=()
+for pkg in "${PACKAGES[@]}"; do
+  status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if ((${#missing[@]})); then
+  echo "setup: installing ${missing[*]}"
+  if [[ $EUID -eq 0 ]]; then
+    SUDO=()
+  elif command -v sudo >/dev/null; then
+    SUDO=(sudo)
+  else
+    echo "setup: error: missing packages (${missing[*]}) and not root;" \
+         "run as root or install them" >&2
+    exit 1
+  fi
+  export DEBIAN_FRONTEND=noninteractive
+  "${SUDO[@]}" apt-get update -q
+  "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  echo "setup: all Debian packages present"
+fi
+
+if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
+  echo "setup: configuring $BUILD_DIR"
+  cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+    -DCMAKE_BUILD_TYPE="${GA_BUILD_TYPE:-Release}" \
+    -DMLIR_DIR="$LLVM_DIR/lib/cmake/mlir" \
+    -DLLVM_EXTERNAL_LIT="$LLVM_DIR/bin/lit"
+else
+  echo "setup: $BUILD_DIR already configured"
+fi
