@@ -13,7 +13,7 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
-#include "llvm/ADT/TypeSwitch.h"
+#include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
 using namespace ga::train;
@@ -191,7 +191,9 @@ LogicalResult StepOp::verify() {
   if (failed(verifyParams(*this, getParams().getTypes())))
     return failure();
   std::optional<int64_t> batchSize;
-  int64_t splits = getMicrobatches() * getDataParallel();
+  int64_t splits;
+  if (llvm::MulOverflow<int64_t>(getMicrobatches(), getDataParallel(), splits))
+    return emitOpError() << "microbatches * data_parallel overflows";
   if (failed(verifyBatchOperands(*this, getBatch().getTypes(), splits,
                                  "microbatches * data_parallel", batchSize)))
     return failure();

@@ -30,6 +30,18 @@ func.func @step_data_parallel(%x: tensor<8x4xf32>) {
 
 // -----
 
+func.func @step_split_overflow(%x: tensor<8x4xf32>) {
+  // expected-error @below {{microbatches * data_parallel overflows}}
+  %l = train.step batch(%x : tensor<8x4xf32>) attributes {microbatches = 4611686018427387904 : i64, data_parallel = 4 : i64} -> tensor<f32> {
+  ^bb0(%a: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
 func.func @step_int_param(%w: tensor<4xi32>) {
   // expected-error @below {{parameter #0 must be a float tensor (only float values have gradients), got 'tensor<4xi32>'}}
   %l, %g = train.step params(%w : tensor<4xi32>) -> tensor<f32> grads(tensor<4xi32>) {
