@@ -27,6 +27,27 @@ config.substitutions.append(
 config.substitutions.append(
     ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
 
+# The JIT runner and its support libraries, for the execution tests.
+config.substitutions.append(
+    ("%mlir_runner", os.path.join(config.llvm_tools_dir, "mlir-runner")))
+llvm_lib_dir = os.path.join(os.path.dirname(config.llvm_tools_dir), "lib")
+config.substitutions.append(
+    ("%mlir_runner_utils",
+     os.path.join(llvm_lib_dir, "libmlir_runner_utils.so")))
+config.substitutions.append(
+    ("%mlir_c_runner_utils",
+     os.path.join(llvm_lib_dir, "libmlir_c_runner_utils.so")))
+# The upstream passes that take linalg on tensors to the LLVM dialect, for
+# execution tests until ga-opt has its own CPU pipeline.
+config.substitutions.append(
+    ("%lower_to_llvm",
+     "--one-shot-bufferize=bufferize-function-boundaries "
+     "--convert-linalg-to-loops --convert-vector-to-scf --convert-scf-to-cf "
+     "--expand-strided-metadata --lower-affine --convert-vector-to-llvm "
+     "--finalize-memref-to-llvm --convert-math-to-llvm "
+     "--convert-arith-to-llvm --convert-index-to-llvm --convert-cf-to-llvm "
+     "--convert-func-to-llvm --reconcile-unrealized-casts"))
+
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 

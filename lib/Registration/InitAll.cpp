@@ -6,6 +6,7 @@
 
 #include "ga/InitAll.h"
 
+#include "ga/Conversion/Passes.h"
 #include "ga/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -25,4 +26,7 @@ void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {
   mlir::registerAllExtensions(registry);
 }
 
-void ga::registerGaPasses() { ga::registerGaTransformsPasses(); }
+void ga::registerGaPasses() {
+  ga::registerGaTransformsPasses();
+  ga::registerGaConversionPasses();
+}

@@ -1,0 +1,41 @@
+//===- Passes.td - ga-opt conversion passes ----------------*- tablegen -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_CONVERSION_PASSES_TD
+#define GA_CONVERSION_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
+  let summary = "Lower the train loss ops to linalg on tensors";
+  let description = [{
+    Lowers `train.cross_entropy` (every reduction, with or without the
+    valid-token count) to `linalg.generic` operations on tensors:
+
+    1. the row maximum and the sum of `exp(logits - max)` over the classes
+       (a numerically stable log-sum-exp);
+    2. per token, the loss `logsumexp - logits[i, label]` and a validity flag,
+       both 0 where `label == ignore_index` (the label logit is gathered with
+       `tensor.extract`, its index clamped to 0 for ignored tokens);
+    3. for `sum` and `mean`, the sums over the tokens; `mean` divides by the
+       valid count and gives 0 when there is no valid token.
+
+    Example:
+
+    ```mlir
+    %l = train.cross_entropy mean %logits, %labels ignore_index = -100
+        : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+    ```
+
+    becomes a handful of `linalg.generic` and `linalg.fill` operations.
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+  ];
+}
+
+#endif // GA_CONVERSION_PASSES_TD

@@ -1,0 +1,232 @@
+//===- TrainToLinalg.cpp - Lower train loss ops to linalg -------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Conversion/TrainToLinalg.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/AffineMap.h"
+#include "mlir/IR/PatternMatch.h"
+#include "train/TrainOps.h"
+
+using namespace mlir;
+using namespace ga::train;
+
+namespace {
+
+using utils::IteratorType;
+
+/// A tensor of `shape` filled with `value`.
+Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+             TypedAttr value) {
+  Value scalar = arith::ConstantOp::create(b, loc, value);
+  Value empty = tensor::EmptyOp::create(b, loc, shape, value.getType());
+  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
+}
+
+/// Converts an integer or float scalar `value` to `type` (an integer or float
+/// type); integers are signed.
+Value convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
+  Type from = value.getType();
+  if (from == type)
+    return value;
+  if (isa<IntegerType>(from) && isa<IntegerType>(type))
+    return from.getIntOrFloatBitWidth() > type.getIntOrFloatBitWidth()
+               ? arith::TruncIOp::create(b, loc, type, value).getResult()
+               : arith::ExtSIOp::create(b, loc, type, value).getResult();
+  if (isa<IntegerType>(from))
+    return arith::SIToFPOp::create(b, loc, type, value);
+  if (isa<IntegerType>(type))
+    return arith::FPToSIOp::create(b, loc, type, value);
+  return from.getIntOrFloatBitWidth() > type.getIntOrFloatBitWidth()
+             ? arith::TruncFOp::create(b, loc, type, value).getResult()
+             : arith::ExtFOp::create(b, loc, type, value).getResult();
+}
+
+/// Sums a 1-D tensor into a 0-d tensor of the same element type.
+Value sumAll(OpBuilder &b, Location loc, Value input) {
+  auto type = cast<RankedTensorType>(input.getType());
+  Type element = type.getElementType();
+  Value init = filled(b, loc, {}, b.getZeroAttr(element));
+  MLIRContext *ctx = b.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+  AffineMap scalar = AffineMap::get(1, 0, {}, ctx);
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{input},
+             ValueRange{init}, ArrayRef<AffineMap>{identity, scalar},
+             ArrayRef<IteratorType>{IteratorType::reduction},
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value sum =
+                   isa<FloatType>(element)
+                       ? arith::AddFOp::create(nb, nloc, args[0], args[1])
+                             .getResult()
+                       : arith::AddIOp::create(nb, nloc, args[0], args[1])
+                             .getResult();
+               linalg::YieldOp::create(nb, nloc, sum);
+             })
+      .getResult(0);
+}
+
+/// Applies `fn` to the scalars of 0-d tensors, giving a 0-d tensor of
+/// `resultType`'s element type.
+Value mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
+                 Type resultElement,
+                 function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
+                                       resultElement);
+  MLIRContext *ctx = b.getContext();
+  SmallVector<AffineMap> maps(inputs.size() + 1, AffineMap::get(0, 0, ctx));
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
+             ArrayRef<IteratorType>{},
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(nb, nloc,
+                                       fn(nb, nloc, args.drop_back()));
+             })
+      .getResult(0);
+}
+
+struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CrossEntropyOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logits = op.getLogits();
+    Value labels = op.getLabels();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    if (!logitsType.hasStaticShape() ||
+        !cast<RankedTensorType>(labels.getType()).hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
+    auto floatType = cast<FloatType>(logitsType.getElementType());
+    auto labelType = cast<IntegerType>(
+        cast<RankedTensorType>(labels.getType()).getElementType());
+    int64_t n = logitsType.getDimSize(0);
+    MLIRContext *ctx = getContext();
+    Type i64 = rewriter.getI64Type();
+
+    AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
+    AffineMap rowOf2d =
+        AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    AffineMap rows1d = AffineMap::getMultiDimIdentityMap(1, ctx);
+    SmallVector<IteratorType> rowReduction{IteratorType::parallel,
+                                           IteratorType::reduction};
+    auto rowType = RankedTensorType::get({n}, floatType);
+
+    // 1. Row maximum, then the sum of exp(logits - max) per row.
+    Value maxInit = filled(
+        rewriter, loc, {n},
+        rewriter.getFloatAttr(floatType,
+                              APFloat::getInf(floatType.getFloatSemantics(),
+                                              /*Negative=*/true)));
+    Value rowMax =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{rowType}, ValueRange{logits},
+            ValueRange{maxInit}, ArrayRef<AffineMap>{rows2d, rowOf2d},
+            rowReduction,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              linalg::YieldOp::create(
+                  b, l,
+                  ValueRange{arith::MaximumFOp::create(b, l, args[0], args[1])
+                                 .getResult()});
+            })
+            .getResult(0);
+    Value sumInit = filled(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
+    Value sumExp =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{rowType}, ValueRange{logits, rowMax},
+            ValueRange{sumInit},
+            ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d}, rowReduction,
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+              Value e = math::ExpOp::create(b, l, shifted);
+              linalg::YieldOp::create(
+                  b, l,
+                  ValueRange{arith::AddFOp::create(b, l, e, args[2])
+                                 .getResult()});
+            })
+            .getResult(0);
+
+    // 2. Per token: the loss (0 if ignored) and a validity flag (i64).
+    Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, floatType);
+    Value flagInit = tensor::EmptyOp::create(rewriter, loc, {n}, i64);
+    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+    auto perToken = linalg::GenericOp::create(
+        rewriter, loc, TypeRange{rowType, flagInit.getType()},
+        ValueRange{labels, rowMax, sumExp}, ValueRange{lossInit, flagInit},
+        SmallVector<AffineMap>(5, rows1d),
+        ArrayRef<IteratorType>{IteratorType::parallel},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value label = args[0];
+          Value ignore = arith::ConstantOp::create(
+              b, l, b.getIntegerAttr(labelType, ignoreIndex));
+          Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
+                                              label, ignore);
+          Value zeroLabel =
+              arith::ConstantOp::create(b, l, b.getIntegerAttr(labelType, 0));
+          Value safe = arith::SelectOp::create(b, l, valid, label, zeroLabel);
+          Value column =
+              arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
+          Value row = linalg::IndexOp::create(b, l, 0);
+          Value picked = tensor::ExtractOp::create(b, l, logits,
+                                                   ValueRange{row, column});
+          Value logSum = math::LogOp::create(b, l, args[2]);
+          Value lse = arith::AddFOp::create(b, l, logSum, args[1]);
+          Value loss = arith::SubFOp::create(b, l, lse, picked);
+          Value zero =
+              arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
+          Value masked = arith::SelectOp::create(b, l, valid, loss, zero);
+          Value flag = arith::ExtUIOp::create(b, l, b.getI64Type(), valid);
+          linalg::YieldOp::create(b, l, ValueRange{masked, flag});
+        });
+    Value tokenLoss = perToken.getResult(0);
+
+    // 3. The reductions over the tokens.
+    Value count;
+    if (op.getCount() || op.getReduction() == Reduction::Mean)
+      count = sumAll(rewriter, loc, perToken.getResult(1));
+
+    Value loss = tokenLoss;
+    if (op.getReduction() != Reduction::None) {
+      loss = sumAll(rewriter, loc, tokenLoss);
+      if (op.getReduction() == Reduction::Mean)
+        loss = mapScalars(
+            rewriter, loc, ValueRange{loss, count}, floatType,
+            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+              Value zeroCount =
+                  arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
+              Value none = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::eq, args[1], zeroCount);
+              Value denom = convertScalar(b, l, args[1], floatType);
+              Value mean = arith::DivFOp::create(b, l, args[0], denom);
+              Value zero =
+                  arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
+              return arith::SelectOp::create(b, l, none, zero, mean);
+            });
+    }
+
+    SmallVector<Value> results{loss};
+    if (Value countResult = op.getCount()) {
+      Type element =
+          cast<RankedTensorType>(countResult.getType()).getElementType();
+      results.push_back(mapScalars(
+          rewriter, loc, ValueRange{count}, element,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            return convertScalar(b, l, args[0], element);
+          }));
+    }
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+} // namespace
+
+void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
+  patterns.add<CrossEntropyToLinalg>(patterns.getContext());
+}
