@@ -10,7 +10,7 @@
 include "mlir/Pass/PassBase.td"
 
 def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
-  let summary = "Lower the train loss ops to linalg on tensors";
+  let summary = "Lower the train loss, norm and optimizer ops to linalg";
   let description = [{
     Lowers `train.cross_entropy` (every reduction, with or without the
     valid-token count) to `linalg.generic` operations on tensors:
@@ -31,6 +31,14 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     ```
 
     becomes a handful of `linalg.generic` and `linalg.fill` operations.
+
+    It also lowers `train.global_norm` (a chain of sum-of-squares reductions
+    in the norm's element type, then a square root),
+    `train.clip_by_global_norm` (the norm, the scale
+    `min(1, max_norm / (norm + 1e-6))`, one elementwise product per input),
+    `train.sgd` and `train.adamw` (one elementwise `linalg.generic` each;
+    AdamW computes in the moments' element type and rounds the parameter
+    back to its own).
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -225,8 +225,206 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
   }
 };
 
+/// The scalar `value` (an f64 attribute value) as a constant of `type`.
+Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
+  return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
+}
+
+/// An elementwise linalg.generic over `shape`: `tensors` are read with the
+/// identity map and `scalars` (0-d tensors) broadcast; `fn` gets the tensor
+/// elements then the scalars and returns one value per result type.
+SmallVector<Value>
+elementwise(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
+            ValueRange tensors, ValueRange scalars, TypeRange resultElements,
+            function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
+                fn) {
+  MLIRContext *ctx = b.getContext();
+  unsigned rank = shape.size();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap broadcast = AffineMap::get(rank, 0, {}, ctx);
+  SmallVector<AffineMap> maps(tensors.size(), identity);
+  maps.append(scalars.size(), broadcast);
+  SmallVector<Value> inits;
+  SmallVector<Type> resultTypes;
+  for (Type element : resultElements) {
+    inits.push_back(tensor::EmptyOp::create(b, loc, shape, element));
+    resultTypes.push_back(RankedTensorType::get(shape, element));
+    maps.push_back(identity);
+  }
+  SmallVector<Value> inputs(tensors);
+  llvm::append_range(inputs, scalars);
+  auto generic = linalg::GenericOp::create(
+      b, loc, resultTypes, inputs, inits, maps,
+      SmallVector<IteratorType>(rank, IteratorType::parallel),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        linalg::YieldOp::create(
+            nb, nloc, fn(nb, nloc, args.take_front(inputs.size())));
+      });
+  return SmallVector<Value>(generic.getResults());
+}
+
+/// sqrt(sum over `inputs` of sum(x^2)) as a 0-d tensor of `element`.
+Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
+  MLIRContext *ctx = b.getContext();
+  Value acc = filled(b, loc, {}, b.getZeroAttr(element));
+  for (Value input : inputs) {
+    auto type = cast<RankedTensorType>(input.getType());
+    unsigned rank = type.getRank();
+    acc = linalg::GenericOp::create(
+              b, loc, TypeRange{acc.getType()}, ValueRange{input},
+              ValueRange{acc},
+              ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx),
+                                  AffineMap::get(rank, 0, {}, ctx)},
+              SmallVector<IteratorType>(rank, IteratorType::reduction),
+              [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                Value x = convertScalar(nb, nloc, args[0], element);
+                Value sq = arith::MulFOp::create(nb, nloc, x, x);
+                linalg::YieldOp::create(
+                    nb, nloc,
+                    ValueRange{
+                        arith::AddFOp::create(nb, nloc, sq, args[1])
+                            .getResult()});
+              })
+              .getResult(0);
+  }
+  return mapScalars(b, loc, ValueRange{acc}, element,
+                    [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                      return math::SqrtOp::create(nb, nloc, args[0])
+                          .getResult();
+                    });
+}
+
+struct GlobalNormToLinalg : OpRewritePattern<GlobalNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(GlobalNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Type element = op.getNorm().getType().getElementType();
+    rewriter.replaceOp(
+        op, globalNorm(rewriter, op.getLoc(), op.getInputs(), element));
+    return success();
+  }
+};
+
+struct ClipByGlobalNormToLinalg : OpRewritePattern<ClipByGlobalNormOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(ClipByGlobalNormOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Type element = op.getNorm().getType().getElementType();
+    Value norm = globalNorm(rewriter, loc, op.getInputs(), element);
+    double maxNorm = op.getMaxNorm().convertToDouble();
+    // scale = min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_ does.
+    Value scale = mapScalars(
+        rewriter, loc, ValueRange{norm}, element,
+        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+          Value denom = arith::AddFOp::create(
+              b, l, args[0], floatConstant(b, l, element, 1e-6));
+          Value ratio = arith::DivFOp::create(
+              b, l, floatConstant(b, l, element, maxNorm), denom);
+          return arith::MinimumFOp::create(b, l, ratio,
+                                           floatConstant(b, l, element, 1.0));
+        });
+    SmallVector<Value> results;
+    for (Value input : op.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      Type inElement = type.getElementType();
+      results.push_back(elementwise(
+          rewriter, loc, type.getShape(), ValueRange{input},
+          ValueRange{scale}, TypeRange{inElement},
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value x = convertScalar(b, l, args[0], element);
+            Value y = arith::MulFOp::create(b, l, x, args[1]);
+            return SmallVector<Value>{convertScalar(b, l, y, inElement)};
+          })[0]);
+    }
+    results.push_back(norm);
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
+struct SgdToLinalg : OpRewritePattern<SgdOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(SgdOp op,
+                                PatternRewriter &rewriter) const override {
+    auto type = cast<RankedTensorType>(op.getParam().getType());
+    Type element = type.getElementType();
+    double weightDecay = op.getWeightDecay().convertToDouble();
+    // new_param = param - lr * (grad + weight_decay * param)
+    Value result = elementwise(
+        rewriter, op.getLoc(), type.getShape(),
+        ValueRange{op.getParam(), op.getGrad()}, ValueRange{op.getLr()},
+        TypeRange{element},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          Value lr = convertScalar(b, l, args[2], element);
+          Value decay = arith::MulFOp::create(
+              b, l, floatConstant(b, l, element, weightDecay), args[0]);
+          Value step = arith::AddFOp::create(b, l, args[1], decay);
+          Value scaled = arith::MulFOp::create(b, l, lr, step);
+          return SmallVector<Value>{
+              arith::SubFOp::create(b, l, args[0], scaled).getResult()};
+        })[0];
+    rewriter.replaceOp(op, result);
+    return success();
+  }
+};
+
+struct AdamWToLinalg : OpRewritePattern<AdamWOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(AdamWOp op,
+                                PatternRewriter &rewriter) const override {
+    auto paramType = cast<RankedTensorType>(op.getParam().getType());
+    Type pe = paramType.getElementType();
+    Type me = cast<RankedTensorType>(op.getM().getType()).getElementType();
+    double beta1 = op.getBeta1().convertToDouble();
+    double beta2 = op.getBeta2().convertToDouble();
+    double eps = op.getEps().convertToDouble();
+    double weightDecay = op.getWeightDecay().convertToDouble();
+    // Computed in the moments' element type (at least as wide as the
+    // parameter's), then the parameter is rounded back to its own type.
+    SmallVector<Value> results = elementwise(
+        rewriter, op.getLoc(), paramType.getShape(),
+        ValueRange{op.getParam(), op.getGrad(), op.getM(), op.getV()},
+        ValueRange{op.getLr(), op.getStep()}, TypeRange{pe, me, me},
+        [&](OpBuilder &b, Location l, ValueRange args) {
+          auto c = [&](double value) { return floatConstant(b, l, me, value); };
+          Value p = convertScalar(b, l, args[0], me);
+          Value g = convertScalar(b, l, args[1], me);
+          Value lr = convertScalar(b, l, args[4], me);
+          Value t = convertScalar(b, l, args[5], me);
+          Value m = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, c(beta1), args[2]),
+              arith::MulFOp::create(b, l, c(1.0 - beta1), g));
+          Value g2 = arith::MulFOp::create(b, l, g, g);
+          Value v = arith::AddFOp::create(
+              b, l, arith::MulFOp::create(b, l, c(beta2), args[3]),
+              arith::MulFOp::create(b, l, c(1.0 - beta2), g2));
+          Value bc1 = arith::SubFOp::create(
+              b, l, c(1.0), math::PowFOp::create(b, l, c(beta1), t));
+          Value bc2 = arith::SubFOp::create(
+              b, l, c(1.0), math::PowFOp::create(b, l, c(beta2), t));
+          Value mHat = arith::DivFOp::create(b, l, m, bc1);
+          Value vHat = arith::DivFOp::create(b, l, v, bc2);
+          Value denom = arith::AddFOp::create(
+              b, l, math::SqrtOp::create(b, l, vHat), c(eps));
+          Value update = arith::MulFOp::create(
+              b, l, lr, arith::DivFOp::create(b, l, mHat, denom));
+          Value decayed = arith::MulFOp::create(
+              b, l, p,
+              arith::SubFOp::create(
+                  b, l, c(1.0), arith::MulFOp::create(b, l, lr, c(weightDecay))));
+          Value newP = arith::SubFOp::create(b, l, decayed, update);
+          return SmallVector<Value>{convertScalar(b, l, newP, pe), m, v};
+        });
+    rewriter.replaceOp(op, results);
+    return success();
+  }
+};
+
 } // namespace
 
 void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyToLinalg>(patterns.getContext());
+  patterns.add<CrossEntropyToLinalg, GlobalNormToLinalg,
+               ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
+      patterns.getContext());
 }
