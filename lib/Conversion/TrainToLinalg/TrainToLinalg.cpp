@@ -72,8 +72,8 @@ Value sumAll(OpBuilder &b, Location loc, Value input) {
       .getResult(0);
 }
 
-/// Applies `fn` to the scalars of 0-d tensors, giving a 0-d tensor of
-/// `resultType`'s element type.
+/// Applies `fn` to the scalars of the 0-d tensors `inputs`, giving a 0-d
+/// tensor of `resultElement`.
 Value mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
                  Type resultElement,
                  function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {

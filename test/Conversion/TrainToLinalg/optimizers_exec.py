@@ -8,25 +8,19 @@ torch.nn.utils.clip_grad_norm_).
   optimizers_exec.py write OUT.mlir   writes the program (seeded data)
   optimizers_exec.py check RUN.txt    checks what the program printed
 
-Tolerance: f32 arithmetic (relative ~1e-7 per op over ~20 ops) and
-vector.print's 6 significant digits (relative rounding up to 5e-6): values
-must agree within a relative 2e-5 (absolute 1e-6 near 0).
+The tolerance is exec_harness.py's.
 """
 
 import math
 import random
 import re
-import struct
-import sys
+
+from exec_harness import all_close, f32, main, report
 
 N, M = 6, 4
 LR, STEP, WD_SGD = 0.01, 3, 0.1
 B1, B2, EPS, WD_ADAM = 0.9, 0.999, 1e-8, 0.01
 MAX_NORM = 0.5
-
-
-def f32(x):
-    return struct.unpack("f", struct.pack("f", x))[0]
 
 
 def data():
@@ -101,18 +95,10 @@ def check(path):
         got = [float(x) for x in
                re.findall(r"[-+]?(?:\d+\.?\d*(?:e[-+]?\d+)?|nan|inf)",
                           fields.get(key, ""))]
-        ok = len(got) == len(exp) and all(
-            abs(a - e) <= max(2e-5 * abs(e), 1e-6) for a, e in zip(got, exp))
-        if not ok:
+        if not all_close(got, exp):
             failures.append(f"{key}: expected {exp}, got {got}")
-    for failure in failures:
-        print("FAIL", failure)
-    print(f"checked {len(expected)} results against the float64 reference")
-    return 1 if failures else 0
+    return report(failures, len(expected), "results")
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3 or sys.argv[1] not in ("write", "check"):
-        sys.exit(__doc__)
-    sys.exit(write(sys.argv[2]) if sys.argv[1] == "write"
-             else check(sys.argv[2]))
+    main(__doc__, write, check)
