@@ -15,7 +15,7 @@ LLVM_DIR=/usr/lib/llvm-22
 # Everything the build and the tests use, from Debian 12's archive.
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
-  libgtest-dev ninja-build ccache cmake g++ python3
+  libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
 )
 
 missing=()

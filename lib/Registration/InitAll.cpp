@@ -7,6 +7,7 @@
 #include "ga/InitAll.h"
 
 #include "ga/Conversion/Passes.h"
+#include "ga/Pipelines/Pipelines.h"
 #include "ga/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -29,4 +30,5 @@ void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {
 void ga::registerGaPasses() {
   ga::registerGaTransformsPasses();
   ga::registerGaConversionPasses();
+  ga::registerGaPipelines();
 }

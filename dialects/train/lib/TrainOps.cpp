@@ -268,6 +268,37 @@ LogicalResult CrossEntropyOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// CrossEntropyGradOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CrossEntropyGradOp::verify() {
+  auto logits = cast<RankedTensorType>(getLogits().getType());
+  auto labels = cast<RankedTensorType>(getLabels().getType());
+  if (logits.getRank() != 2 || !isa<FloatType>(logits.getElementType()))
+    return emitOpError() << "logits must be a rank-2 float tensor [N, V], got "
+                         << logits;
+  if (labels.getRank() != 1 || !isa<IntegerType>(labels.getElementType()) ||
+      labels.getDimSize(0) != logits.getDimSize(0))
+    return emitOpError() << "labels must be a rank-1 integer tensor of "
+                         << logits.getDimSize(0) << " elements, got "
+                         << labels;
+  Type elementType = logits.getElementType();
+  RankedTensorType expectedDLoss =
+      getReduction() == Reduction::None
+          ? RankedTensorType::get({logits.getDimSize(0)}, elementType)
+          : RankedTensorType::get({}, elementType);
+  if (getDloss().getType() != expectedDLoss)
+    return emitOpError() << "with reduction = "
+                         << stringifyReduction(getReduction())
+                         << " dloss must be " << expectedDLoss << ", got "
+                         << getDloss().getType();
+  if (getDlogits().getType() != logits)
+    return emitOpError() << "dlogits must have the logits' type " << logits
+                         << ", got " << getDlogits().getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CheckpointOp
 //===----------------------------------------------------------------------===//
 

@@ -40,6 +40,69 @@ def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def TrainDifferentiatePass : Pass<"train-differentiate"> {
+  let summary = "Reverse-mode automatic differentiation of training steps";
+  let description = [{
+    Computes the gradient of the loss with respect to every parameter by
+    reverse-mode automatic differentiation, in plain linalg, tensor, arith and
+    math IR (plus `train.cross_entropy_grad`):
+
+    * every `train.step` (with `microbatches = data_parallel = 1`) is replaced
+      by its forward computation followed by the backward sweep; its results
+      (loss, gradients, auxiliary outputs) are replaced by the computed values;
+    * every `train.accumulate` whose body yields only the loss contribution
+      gets a body that also yields each parameter's gradient contribution.
+
+    Named linalg ops are generalized first; the adjoint of a `linalg.generic`
+    is another `linalg.generic` over the same loops, built from the
+    derivative of the scalar body with the operand's indexing map as output
+    map (elementwise ops, broadcasts, add/min/max reductions and
+    contractions alike). Contraction-shaped adjoints and the forward
+    contractions are specialized back to named ops (`linalg.matmul`, ...).
+    Tensors read with `tensor.extract` inside a body (embedding lookups) get
+    a scatter-add; `tensor.extract_slice`/`insert_slice`/`expand_shape`/
+    `collapse_shape` move cotangents; `train.checkpoint` regions are
+    recomputed in the backward pass from their inputs, which are all that the
+    backward pass keeps of them.
+
+    Integer values (labels, token ids, counts) get no gradient. An operation
+    between the parameters and the loss without a rule is an error on that
+    operation. A parameter that does not influence the loss gets a zero
+    gradient.
+
+    Example: `ga-opt --train-differentiate examples/mlp.mlir`.
+  }];
+  let dependentDialects = [
+    "::ga::train::TrainDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
+  let summary = "Report which forward values each adjoint needs (testing)";
+  let description = [{
+    For every operation in the body of a `train.step`, emits a remark saying
+    which of its operands and results its adjoint reads (the memory model of
+    rematerialization planning), or that it has no adjoint rule. Named
+    linalg ops are answered for their generalized form. Used by lit tests.
+  }];
+}
+
+def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleOp"> {
+  let summary = "Record each function's tensor signature for ga-run";
+  let description = [{
+    Attaches to every `func.func` with a body its tensor-level signature
+    (`ga.signature`, a function type) and, when its results come from a
+    `train.step`, which results are the loss (`ga.loss_result`) and the
+    gradients (`ga.gradient_results`). The attributes survive lowering to the
+    LLVM dialect, so `ga-run` can run already-lowered IR: it reads and writes
+    `.npy` files with these shapes and reports the loss and the gradient
+    norm. The first stage of `--ga-pipeline`.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TrainPrintSummaryPass : Pass<"train-print-summary"> {
   let summary = "Print a readable summary of every train.step";
   let description = [{

@@ -91,6 +91,79 @@ Value mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
       .getResult(0);
 }
 
+/// The per-row maximum of `logits` [N, V] and the per-row sum of
+/// exp(logits - max): the stable log-sum-exp is log(sum) + max.
+std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
+                                      Value logits) {
+  auto logitsType = cast<RankedTensorType>(logits.getType());
+  auto floatType = cast<FloatType>(logitsType.getElementType());
+  int64_t n = logitsType.getDimSize(0);
+  MLIRContext *ctx = rewriter.getContext();
+  AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap rowOf2d = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  SmallVector<IteratorType> rowReduction{IteratorType::parallel,
+                                         IteratorType::reduction};
+  auto rowType = RankedTensorType::get({n}, floatType);
+  Value maxInit = filled(
+      rewriter, loc, {n},
+      rewriter.getFloatAttr(floatType,
+                            APFloat::getInf(floatType.getFloatSemantics(),
+                                            /*Negative=*/true)));
+  Value rowMax =
+      linalg::GenericOp::create(
+          rewriter, loc, TypeRange{rowType}, ValueRange{logits},
+          ValueRange{maxInit}, ArrayRef<AffineMap>{rows2d, rowOf2d},
+          rowReduction,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            linalg::YieldOp::create(
+                b, l,
+                ValueRange{arith::MaximumFOp::create(b, l, args[0], args[1])
+                               .getResult()});
+          })
+          .getResult(0);
+  Value sumInit = filled(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
+  Value sumExp =
+      linalg::GenericOp::create(
+          rewriter, loc, TypeRange{rowType}, ValueRange{logits, rowMax},
+          ValueRange{sumInit},
+          ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d}, rowReduction,
+          [&](OpBuilder &b, Location l, ValueRange args) {
+            Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+            Value e = math::ExpOp::create(b, l, shifted);
+            linalg::YieldOp::create(
+                b, l,
+                ValueRange{arith::AddFOp::create(b, l, e, args[2])
+                               .getResult()});
+          })
+          .getResult(0);
+
+  return {rowMax, sumExp};
+}
+
+/// 1 where `labels` differs from `ignoreIndex`, as i64 [N].
+Value validFlags(OpBuilder &b, Location loc, Value labels, int64_t ignoreIndex) {
+  auto type = cast<RankedTensorType>(labels.getType());
+  auto labelType = cast<IntegerType>(type.getElementType());
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(1, b.getContext());
+  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), b.getI64Type());
+  return linalg::GenericOp::create(
+             b, loc, TypeRange{init.getType()}, ValueRange{labels},
+             ValueRange{init}, ArrayRef<AffineMap>{identity, identity},
+             ArrayRef<IteratorType>{IteratorType::parallel},
+             [&](OpBuilder &nb, Location l, ValueRange args) {
+               Value ignore = arith::ConstantOp::create(
+                   nb, l, nb.getIntegerAttr(labelType, ignoreIndex));
+               Value valid = arith::CmpIOp::create(
+                   nb, l, arith::CmpIPredicate::ne, args[0], ignore);
+               linalg::YieldOp::create(
+                   nb, l,
+                   ValueRange{arith::ExtUIOp::create(nb, l, nb.getI64Type(),
+                                                     valid)
+                                  .getResult()});
+             })
+      .getResult(0);
+}
+
 struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -119,38 +192,7 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     auto rowType = RankedTensorType::get({n}, floatType);
 
     // 1. Row maximum, then the sum of exp(logits - max) per row.
-    Value maxInit = filled(
-        rewriter, loc, {n},
-        rewriter.getFloatAttr(floatType,
-                              APFloat::getInf(floatType.getFloatSemantics(),
-                                              /*Negative=*/true)));
-    Value rowMax =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{rowType}, ValueRange{logits},
-            ValueRange{maxInit}, ArrayRef<AffineMap>{rows2d, rowOf2d},
-            rowReduction,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              linalg::YieldOp::create(
-                  b, l,
-                  ValueRange{arith::MaximumFOp::create(b, l, args[0], args[1])
-                                 .getResult()});
-            })
-            .getResult(0);
-    Value sumInit = filled(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
-    Value sumExp =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{rowType}, ValueRange{logits, rowMax},
-            ValueRange{sumInit},
-            ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d}, rowReduction,
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
-              Value e = math::ExpOp::create(b, l, shifted);
-              linalg::YieldOp::create(
-                  b, l,
-                  ValueRange{arith::AddFOp::create(b, l, e, args[2])
-                                 .getResult()});
-            })
-            .getResult(0);
+    auto [rowMax, sumExp] = rowStatistics(rewriter, loc, logits);
 
     // 2. Per token: the loss (0 if ignored) and a validity flag (i64).
     Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, floatType);
@@ -229,6 +271,94 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
 Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
+
+/// dlogits = s_i * (softmax(logits[i]) - onehot(labels[i])), s_i = 0 for
+/// ignored tokens, s_i = dloss (sum), dloss / n (mean; 0 if n = 0) or
+/// dloss[i] (none).
+struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
+  using OpRewritePattern::OpRewritePattern;
+
+  LogicalResult matchAndRewrite(CrossEntropyGradOp op,
+                                PatternRewriter &rewriter) const override {
+    Location loc = op.getLoc();
+    Value logits = op.getLogits();
+    Value labels = op.getLabels();
+    auto logitsType = cast<RankedTensorType>(logits.getType());
+    if (!logitsType.hasStaticShape())
+      return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
+    auto floatType = cast<FloatType>(logitsType.getElementType());
+    auto labelType = cast<IntegerType>(
+        cast<RankedTensorType>(labels.getType()).getElementType());
+    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+    MLIRContext *ctx = getContext();
+
+    auto [rowMax, sumExp] = rowStatistics(rewriter, loc, logits);
+    Value scale = op.getDloss();
+    if (op.getReduction() == Reduction::Mean) {
+      Value count =
+          sumAll(rewriter, loc, validFlags(rewriter, loc, labels, ignoreIndex));
+      scale = mapScalars(
+          rewriter, loc, ValueRange{scale, count}, floatType,
+          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+            Value zeroCount =
+                arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
+            Value none = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                               args[1], zeroCount);
+            Value denom = convertScalar(b, l, args[1], floatType);
+            Value ratio = arith::DivFOp::create(b, l, args[0], denom);
+            Value zero =
+                arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
+            return arith::SelectOp::create(b, l, none, zero, ratio);
+          });
+    }
+
+    AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
+    AffineMap rowOf2d = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+    AffineMap scaleMap = op.getReduction() == Reduction::None
+                             ? rowOf2d
+                             : AffineMap::get(2, 0, {}, ctx);
+    Value init = tensor::EmptyOp::create(rewriter, loc, logitsType.getShape(),
+                                         floatType);
+    Value dlogits =
+        linalg::GenericOp::create(
+            rewriter, loc, TypeRange{logitsType},
+            ValueRange{logits, labels, rowMax, sumExp, scale},
+            ValueRange{init},
+            ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d, rowOf2d, scaleMap,
+                                rows2d},
+            ArrayRef<IteratorType>{IteratorType::parallel,
+                                   IteratorType::parallel},
+            [&](OpBuilder &b, Location l, ValueRange args) {
+              Value label = args[1];
+              Value ignore = arith::ConstantOp::create(
+                  b, l, b.getIntegerAttr(labelType, ignoreIndex));
+              Value valid = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::ne, label, ignore);
+              Value shifted = arith::SubFOp::create(b, l, args[0], args[2]);
+              Value p = arith::DivFOp::create(
+                  b, l, math::ExpOp::create(b, l, shifted), args[3]);
+              Value column = arith::IndexCastOp::create(
+                  b, l, b.getIndexType(), label);
+              Value j = linalg::IndexOp::create(b, l, 1);
+              Value hit = arith::CmpIOp::create(
+                  b, l, arith::CmpIPredicate::eq, column, j);
+              Value one = floatConstant(b, l, floatType, 1.0);
+              Value zero = floatConstant(b, l, floatType, 0.0);
+              Value target = arith::SelectOp::create(b, l, hit, one, zero);
+              Value g = arith::MulFOp::create(
+                  b, l, arith::SubFOp::create(b, l, p, target), args[4]);
+              linalg::YieldOp::create(
+                  b, l,
+                  ValueRange{
+                      arith::SelectOp::create(b, l, valid, g, zero)
+                          .getResult()});
+            })
+            .getResult(0);
+    rewriter.replaceOp(op, dlogits);
+    return success();
+  }
+};
+
 
 /// An elementwise linalg.generic over `shape`: `tensors` are read with the
 /// identity map and `scalars` (0-d tensors) broadcast; `fn` gets the tensor
@@ -424,7 +554,7 @@ struct AdamWToLinalg : OpRewritePattern<AdamWOp> {
 } // namespace
 
 void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyToLinalg, GlobalNormToLinalg,
+  patterns.add<CrossEntropyToLinalg, CrossEntropyGradToLinalg, GlobalNormToLinalg,
                ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
       patterns.getContext());
 }

@@ -206,6 +206,49 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// train.cross_entropy_grad
+//===----------------------------------------------------------------------===//
+
+def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure]> {
+  let summary = "Gradient of train.cross_entropy with respect to the logits";
+  let description = [{
+    The adjoint of `train.cross_entropy` that `train-differentiate` emits:
+    given the cotangent `dloss` of the loss (0-d for `sum`/`mean`, [N] for
+    `none`), the gradient with respect to `logits` [N, V] is
+
+    `dlogits[i, j] = s_i * (softmax(logits[i])[j] - (j == labels[i]))`
+
+    with `s_i = dloss` (sum), `dloss / n` (mean, `n` the number of valid
+    tokens; 0 when `n = 0`) or `dloss[i]` (none), and `s_i = 0` for a token
+    whose label is `ignore_index`: ignored tokens get exactly zero gradient.
+    The attributes must match the differentiated `train.cross_entropy`.
+
+    Example:
+
+    ```mlir
+    %dlogits = train.cross_entropy_grad mean %logits, %labels, %dloss
+        ignore_index = -100
+        : (tensor<128x64xf32>, tensor<128xi64>, tensor<f32>)
+        -> tensor<128x64xf32>
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$logits,
+    AnyRankedTensor:$labels,
+    AnyRankedTensor:$dloss,
+    Train_ReductionAttr:$reduction,
+    DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
+  let results = (outs AnyRankedTensor:$dlogits);
+
+  let assemblyFormat = [{
+    $reduction $logits `,` $labels `,` $dloss `ignore_index` `=` $ignore_index
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // train.checkpoint
 //===----------------------------------------------------------------------===//
 

@@ -1,0 +1,35 @@
+//===- Pipelines.h - The ga-opt pass pipelines ------------------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_PIPELINES_PIPELINES_H
+#define GA_PIPELINES_PIPELINES_H
+
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Pass/PassOptions.h"
+
+namespace ga {
+
+/// Options of `--ga-pipeline`.
+struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
+  Option<std::string> target{*this, "target",
+                             llvm::cl::desc("Code generation target: cpu"),
+                             llvm::cl::init("cpu")};
+};
+
+/// The CPU pipeline: records signatures, differentiates, removes
+/// checkpoints, lowers train ops to linalg, bufferizes (one-shot, function
+/// boundaries included, with buffer deallocation), lowers linalg to loops
+/// and everything to the LLVM dialect. Fails if an upstream pass is not
+/// registered.
+mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
+                                     llvm::raw_ostream &errors);
+
+/// Registers `--ga-pipeline="target=cpu"`.
+void registerGaPipelines();
+
+} // namespace ga
+
+#endif // GA_PIPELINES_PIPELINES_H

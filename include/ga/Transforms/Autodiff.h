@@ -1,0 +1,58 @@
+//===- Autodiff.h - Reverse-mode differentiation of training steps -*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The reverse-mode automatic differentiation behind `train-differentiate`,
+// exposed for other passes:
+//
+// * `getAdjointNeeds` says which operands and results of an operation its
+//   adjoint reads. It is the memory model of rematerialization planning: a
+//   forward value must be kept alive until the backward pass exactly when
+//   some adjoint needs it (or it is an input of a `train.checkpoint`).
+// * `differentiateStep` / `differentiateAccumulate` rewrite one operation.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRANSFORMS_AUTODIFF_H
+#define GA_TRANSFORMS_AUTODIFF_H
+
+#include "mlir/IR/Operation.h"
+#include "mlir/Support/LLVM.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace ga {
+namespace train {
+class StepOp;
+class AccumulateOp;
+} // namespace train
+
+/// What the adjoint of one operation reads from the forward pass.
+struct AdjointNeeds {
+  /// False when train-differentiate has no rule for the operation.
+  bool differentiable = false;
+  /// One flag per operand / result: the adjoint reads this value.
+  llvm::SmallVector<bool> operands;
+  llvm::SmallVector<bool> results;
+};
+
+/// The forward values that the adjoint of `op` needs (see AdjointNeeds). For
+/// a `linalg.generic` this follows the derivative of its scalar body: a bias
+/// addition needs nothing, a product needs both factors, a max-reduction its
+/// result. Named linalg ops answer for their generalized form.
+AdjointNeeds getAdjointNeeds(mlir::Operation *op);
+
+/// Replaces `step` (which must have microbatches = data_parallel = 1) by its
+/// forward computation followed by the reverse-mode gradient computation of
+/// the loss with respect to every parameter, in the enclosing block. Emits an
+/// error on the first operation that cannot be differentiated.
+mlir::LogicalResult differentiateStep(train::StepOp step);
+
+/// Makes the body of `op` yield the gradient contribution of every parameter
+/// after its loss contribution. Bodies that already yield them are left alone.
+mlir::LogicalResult differentiateAccumulate(train::AccumulateOp op);
+
+} // namespace ga
+
+#endif // GA_TRANSFORMS_AUTODIFF_H

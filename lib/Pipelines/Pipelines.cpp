@@ -1,0 +1,61 @@
+//===- Pipelines.cpp - The ga-opt pass pipelines ---------------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Pipelines/Pipelines.h"
+
+#include "ga/Conversion/Passes.h"
+#include "ga/Transforms/Passes.h"
+#include "mlir/Pass/PassRegistry.h"
+#include "mlir/Transforms/Passes.h"
+
+using namespace mlir;
+
+/// Every stage after the train-specific ones is an upstream pass; the text
+/// form keeps the list readable and identical to what a user would pass to
+/// ga-opt to run the stages one by one.
+static constexpr const char *kCPULowering =
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map},"
+    "buffer-deallocation-pipeline,"
+    "func.func(convert-linalg-to-loops),"
+    "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
+    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+    "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
+    "convert-func-to-llvm,reconcile-unrealized-casts";
+
+LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors) {
+  pm.addPass(createTrainRecordSignaturesPass());
+  pm.addPass(createTrainDifferentiatePass());
+  pm.addPass(createTrainInlineCheckpointsPass());
+  pm.addPass(createConvertTrainToLinalgPass());
+  pm.addPass(createCanonicalizerPass());
+  return parsePassPipeline(kCPULowering, pm, errors);
+}
+
+void ga::registerGaPipelines() {
+  registerPassPipeline(
+      "ga-pipeline",
+      "The whole ga-opt pipeline: differentiate train.step operations and "
+      "lower them for a target (target=cpu: to the LLVM dialect, ready for "
+      "ga-run)",
+      [](OpPassManager &pm, StringRef text,
+         function_ref<LogicalResult(const Twine &)> errorHandler) {
+        GaPipelineOptions options;
+        if (failed(options.parseFromString(text)))
+          return failure();
+        if (options.target != "cpu")
+          return errorHandler("ga-pipeline: unknown target '" +
+                              options.target + "' (available: cpu)");
+        std::string errors;
+        llvm::raw_string_ostream os(errors);
+        if (failed(buildCPUPipeline(pm, os)))
+          return errorHandler("ga-pipeline: " + errors);
+        return success();
+      },
+      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+        optHandler(GaPipelineOptions());
+      });
+}

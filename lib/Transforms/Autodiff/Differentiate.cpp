@@ -1,0 +1,444 @@
+//===- Differentiate.cpp - The reverse sweep and train-differentiate -------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The driver of reverse-mode differentiation: activity analysis (which
+// values depend on a parameter), the backward sweep over a block with one
+// adjoint accumulator per value, checkpoint recomputation, and the rewrite
+// of train.step / train.accumulate.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ADInternal.h"
+#include "ga/Transforms/Autodiff.h"
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/Verifier.h"
+#include "train/TrainOps.h"
+
+namespace ga {
+#define GEN_PASS_DEF_TRAINDIFFERENTIATEPASS
+#define GEN_PASS_DEF_TESTTRAINADJOINTNEEDSPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using namespace ga::train;
+
+namespace ga::ad {
+
+Value zerosLike(OpBuilder &b, Location loc, Type type) {
+  auto tensorType = cast<RankedTensorType>(type);
+  Value zero = arith::ConstantOp::create(
+      b, loc, b.getZeroAttr(tensorType.getElementType()));
+  Value empty = tensor::EmptyOp::create(b, loc, tensorType, ValueRange{});
+  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+}
+
+static bool isFloatTensor(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  return tensor && isa<FloatType>(tensor.getElementType());
+}
+
+void Sweep::propagateActivity(ArrayRef<Operation *> ops) {
+  for (Operation *op : ops) {
+    if (auto checkpoint = dyn_cast<CheckpointOp>(op)) {
+      Block &body = checkpoint.getBody().front();
+      for (auto [arg, input] :
+           llvm::zip(body.getArguments(), checkpoint.getInputs()))
+        if (isActive(input))
+          markActive(arg);
+      SmallVector<Operation *> inner;
+      for (Operation &nested : body.without_terminator())
+        inner.push_back(&nested);
+      propagateActivity(inner);
+      for (auto [result, yielded] :
+           llvm::zip(checkpoint.getResults(), checkpoint.getYield().getValues()))
+        if (isActive(yielded))
+          markActive(result);
+      continue;
+    }
+    // Operands, and values that nested bodies read from above.
+    bool active = false;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        active |= isActive(operand);
+    });
+    if (!active)
+      continue;
+    for (Value result : op->getResults())
+      if (isFloatTensor(result.getType()))
+        markActive(result);
+  }
+}
+
+void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
+  if (!isActive(v))
+    return;
+  Value &slot = adjoints[v];
+  if (!slot) {
+    slot = contribution;
+    return;
+  }
+  Value empty = tensor::EmptyOp::create(
+      builder, loc, cast<RankedTensorType>(v.getType()), ValueRange{});
+  slot = linalg::AddOp::create(builder, loc, ValueRange{slot, contribution},
+                               ValueRange{empty})
+             .getResult(0);
+}
+
+/// Recomputes the body of `checkpoint` at the sweep's position from its
+/// inputs and sweeps the recomputed operations backwards. The recomputed
+/// values read the checkpoint's inputs directly, so their adjoints flow into
+/// the inputs' accumulators in the same order as without the checkpoint.
+static LogicalResult adjointCheckpoint(CheckpointOp checkpoint, Sweep &sweep) {
+  Block &body = checkpoint.getBody().front();
+  IRMapping map;
+  map.map(body.getArguments(), checkpoint.getInputs());
+  SmallVector<Operation *> recomputed;
+  for (Operation &op : body.without_terminator())
+    recomputed.push_back(sweep.builder.clone(op, map));
+  sweep.propagateActivity(recomputed);
+  for (auto [result, yielded] :
+       llvm::zip(checkpoint.getResults(), checkpoint.getYield().getValues()))
+    if (Value adjoint = sweep.getAdjoint(result))
+      sweep.addAdjoint(checkpoint.getLoc(), map.lookupOrDefault(yielded),
+                       adjoint);
+  return sweep.reverse(recomputed);
+}
+
+LogicalResult Sweep::reverse(ArrayRef<Operation *> ops) {
+  for (Operation *op : llvm::reverse(ops)) {
+    if (llvm::none_of(op->getResults(),
+                      [&](Value r) { return bool(getAdjoint(r)); }))
+      continue;
+    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+      if (failed(adjointGeneric(generic, *this)))
+        return failure();
+    } else if (auto checkpoint = dyn_cast<CheckpointOp>(op)) {
+      if (failed(adjointCheckpoint(checkpoint, *this)))
+        return failure();
+    } else if (hasTensorRule(op)) {
+      if (failed(adjointTensorOp(op, *this)))
+        return failure();
+    } else {
+      return op->emitOpError()
+             << "cannot be differentiated: train-differentiate has no "
+                "adjoint rule for it, and it lies between the parameters and "
+                "the loss";
+    }
+  }
+  return success();
+}
+
+} // namespace ga::ad
+
+using namespace ga::ad;
+
+/// Generalizes the named linalg ops of `region` (nested checkpoints too);
+/// returns the generics that came from contractions, to specialize back.
+static FailureOr<SmallVector<linalg::GenericOp>>
+generalizeNamedOps(Region &region) {
+  SmallVector<linalg::LinalgOp> named;
+  region.walk([&](linalg::LinalgOp op) {
+    // Fills only initialize: they never lie on a differentiated path.
+    if (!isa<linalg::GenericOp, linalg::FillOp>(op))
+      named.push_back(op);
+  });
+  IRRewriter rewriter(region.getContext());
+  SmallVector<linalg::GenericOp> contractions;
+  for (linalg::LinalgOp op : named) {
+    bool contraction = linalg::isaContractionOpInterface(op);
+    rewriter.setInsertionPoint(op);
+    FailureOr<linalg::GenericOp> generic =
+        linalg::generalizeNamedOp(rewriter, op);
+    if (failed(generic))
+      return op->emitOpError()
+             << "cannot be differentiated: it has no linalg.generic form";
+    if (contraction)
+      contractions.push_back(*generic);
+  }
+  return contractions;
+}
+
+/// If `generic` is a matrix product in any transposition (three loops, one
+/// of them a reduction, body `out + a * b`), returns the equivalent
+/// `linalg.matmul` with explicit indexing maps.
+static FailureOr<linalg::MatmulOp> specializeMatmul(RewriterBase &rewriter,
+                                                   linalg::GenericOp generic) {
+  if (generic.getNumLoops() != 3 || generic.getNumReductionLoops() != 1 ||
+      generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||
+      !linalg::isaContractionOpInterface(generic))
+    return failure();
+  SmallVector<AffineMap> maps = generic.getIndexingMapsArray();
+  if (llvm::any_of(maps, [](AffineMap m) {
+        return m.getNumResults() != 2 || !m.isProjectedPermutation();
+      }))
+    return failure();
+  // Rename the loops to (m, n, k) with out[m, n].
+  unsigned m = maps[2].getDimPosition(0), n = maps[2].getDimPosition(1);
+  unsigned k = 3 - m - n;
+  MLIRContext *ctx = generic.getContext();
+  SmallVector<AffineExpr> rename(3);
+  rename[m] = getAffineDimExpr(0, ctx);
+  rename[n] = getAffineDimExpr(1, ctx);
+  rename[k] = getAffineDimExpr(2, ctx);
+  auto renamed = [&](AffineMap map) {
+    return map.replaceDimsAndSymbols(rename, {}, 3, 0);
+  };
+  // The operand that holds m comes first.
+  unsigned lhs = maps[0].isFunctionOfDim(m) ? 0 : 1;
+  if (!maps[lhs].isFunctionOfDim(m) || !maps[1 - lhs].isFunctionOfDim(n))
+    return failure();
+  SmallVector<Attribute> mapAttrs{
+      AffineMapAttr::get(renamed(maps[lhs])),
+      AffineMapAttr::get(renamed(maps[1 - lhs])),
+      AffineMapAttr::get(renamed(maps[2]))};
+  rewriter.setInsertionPoint(generic);
+  auto matmul = linalg::MatmulOp::create(
+      rewriter, generic.getLoc(), generic.getResultTypes(),
+      ValueRange{generic.getDpsInputs()[lhs], generic.getDpsInputs()[1 - lhs]},
+      generic.getDpsInits(),
+      {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(mapAttrs))});
+  if (failed(mlir::verify(matmul))) {
+    rewriter.eraseOp(matmul);
+    return failure();
+  }
+  rewriter.replaceOp(generic, matmul->getResults());
+  return matmul;
+}
+
+/// Turns contraction-shaped generics into named matmuls (with transposed
+/// operands where needed) so that they can reach GEMM libraries; other
+/// contractions stay generic.
+static void specializeContractions(MLIRContext *ctx,
+                                   ArrayRef<linalg::GenericOp> generics) {
+  IRRewriter rewriter(ctx);
+  for (linalg::GenericOp generic : generics)
+    (void)specializeMatmul(rewriter, generic);
+}
+
+/// Checks what the sweep relies on: static shapes everywhere.
+static LogicalResult checkStatic(Operation *op, TypeRange types) {
+  for (auto [i, type] : llvm::enumerate(types))
+    if (auto tensor = dyn_cast<RankedTensorType>(type);
+        tensor && !tensor.hasStaticShape())
+      return op->emitOpError()
+             << "cannot be differentiated: block argument #" << i
+             << " has a dynamic shape (" << type
+             << "); train-differentiate needs static shapes";
+  return success();
+}
+
+/// Differentiates the loss yielded by `body` with respect to `params` (block
+/// arguments of `body`); the backward code goes before the terminator.
+/// `toSpecialize` gets the contraction-shaped generics, which the caller
+/// specializes once the gradients are in place (specializing replaces ops).
+static FailureOr<SmallVector<Value>>
+differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
+                  SmallVectorImpl<linalg::GenericOp> &toSpecialize) {
+  if (failed(checkStatic(owner, body.getArgumentTypes())))
+    return failure();
+  FailureOr<SmallVector<linalg::GenericOp>> contractions =
+      generalizeNamedOps(*body.getParent());
+  if (failed(contractions))
+    return failure();
+
+  OpBuilder builder(body.getTerminator());
+  Sweep sweep(builder);
+  for (Value param : params)
+    sweep.markActive(param);
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  sweep.propagateActivity(ops);
+
+  Location loc = owner->getLoc();
+  if (sweep.isActive(loss)) {
+    auto lossType = cast<RankedTensorType>(loss.getType());
+    Value one = arith::ConstantOp::create(
+        builder, loc,
+        DenseElementsAttr::get(lossType,
+                               builder.getFloatAttr(lossType.getElementType(),
+                                                    1.0)));
+    sweep.setAdjoint(loss, one);
+    if (failed(sweep.reverse(ops)))
+      return failure();
+  }
+
+  SmallVector<Value> grads;
+  for (Value param : params) {
+    Value grad = sweep.getAdjoint(param);
+    grads.push_back(grad ? grad : zerosLike(builder, loc, param.getType()));
+  }
+  toSpecialize.assign(contractions->begin(), contractions->end());
+  llvm::append_range(toSpecialize, sweep.created);
+  return grads;
+}
+
+LogicalResult ga::differentiateStep(StepOp step) {
+  if (step.getMicrobatches() != 1 || step.getDataParallel() != 1)
+    return step.emitOpError()
+           << "has microbatches = " << step.getMicrobatches()
+           << " and data_parallel = " << step.getDataParallel()
+           << "; split the batch first (train-split-batch), then "
+              "train-differentiate differentiates the train.accumulate body";
+  Block &body = step.getBody().front();
+  YieldOp yield = step.getYield();
+  Value loss = yield.getValues().front();
+  SmallVector<linalg::GenericOp> toSpecialize;
+  FailureOr<SmallVector<Value>> grads = differentiateBody(
+      step, body, step.getParamArgs(), loss, toSpecialize);
+  if (failed(grads))
+    return failure();
+
+  // Inline the body in place of the step.
+  SmallVector<Value> results{loss};
+  llvm::append_range(results, *grads);
+  llvm::append_range(results, yield.getValues().drop_front());
+  SmallVector<Value> operands(step.getParams());
+  llvm::append_range(operands, step.getBatch());
+  for (Value &result : results)
+    if (auto arg = dyn_cast<BlockArgument>(result);
+        arg && arg.getOwner() == &body)
+      result = operands[arg.getArgNumber()];
+  IRRewriter rewriter(step.getContext());
+  rewriter.inlineBlockBefore(&body, step, operands);
+  rewriter.replaceOp(step, results);
+  rewriter.eraseOp(yield);
+  specializeContractions(rewriter.getContext(), toSpecialize);
+  return success();
+}
+
+LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
+  YieldOp yield = op.getYield();
+  if (yield.getValues().size() != 1)
+    return success();
+  Block &body = op.getBody().front();
+  Value loss = yield.getValues().front();
+  SmallVector<linalg::GenericOp> toSpecialize;
+  FailureOr<SmallVector<Value>> grads =
+      differentiateBody(op, body, op.getParamArgs(), loss, toSpecialize);
+  if (failed(grads))
+    return failure();
+  SmallVector<Value> values{loss};
+  llvm::append_range(values, *grads);
+  OpBuilder builder(yield);
+  YieldOp::create(builder, yield.getLoc(), values);
+  yield.erase();
+  specializeContractions(op.getContext(), toSpecialize);
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
+// Adjoint needs
+//===----------------------------------------------------------------------===//
+
+ga::AdjointNeeds ga::getAdjointNeeds(Operation *op) {
+  AdjointNeeds needs;
+  needs.operands.assign(op->getNumOperands(), false);
+  needs.results.assign(op->getNumResults(), false);
+  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
+    genericAdjointNeeds(generic, needs.differentiable, needs.operands,
+                        needs.results);
+    return needs;
+  }
+  if (auto named = dyn_cast<linalg::LinalgOp>(op)) {
+    // Answer for the generalized form, built in a scratch module.
+    OpBuilder builder(op->getContext());
+    OwningOpRef<ModuleOp> scratch = ModuleOp::create(op->getLoc());
+    builder.setInsertionPointToEnd(scratch->getBody());
+    auto clone = cast<linalg::LinalgOp>(builder.clone(*op));
+    IRRewriter rewriter(builder);
+    rewriter.setInsertionPoint(clone);
+    FailureOr<linalg::GenericOp> generic =
+        linalg::generalizeNamedOp(rewriter, clone);
+    if (succeeded(generic)) {
+      genericAdjointNeeds(*generic, needs.differentiable, needs.operands,
+                          needs.results);
+      // Drop the scratch ops' uses of the real values before returning.
+      (*generic)->dropAllReferences();
+    } else {
+      clone->dropAllReferences();
+    }
+    return needs;
+  }
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    needs.differentiable = true;
+    needs.operands[ce.getLogitsMutable().getOperandNumber()] = true;
+    needs.operands[ce.getLabelsMutable().getOperandNumber()] = true;
+    return needs;
+  }
+  if (isa<CheckpointOp>(op)) {
+    needs.differentiable = true;
+    needs.operands.assign(op->getNumOperands(), true);
+    return needs;
+  }
+  needs.differentiable =
+      hasTensorRule(op) ||
+      llvm::none_of(op->getOperandTypes(),
+                    [](Type t) { return isFloatTensor(t); });
+  return needs;
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct TrainDifferentiatePass
+    : ga::impl::TrainDifferentiatePassBase<TrainDifferentiatePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    SmallVector<Operation *> targets;
+    getOperation()->walk([&](Operation *op) {
+      if (isa<StepOp, AccumulateOp>(op))
+        targets.push_back(op);
+    });
+    for (Operation *op : targets) {
+      LogicalResult result =
+          isa<StepOp>(op) ? ga::differentiateStep(cast<StepOp>(op))
+                          : ga::differentiateAccumulate(cast<AccumulateOp>(op));
+      if (failed(result))
+        return signalPassFailure();
+    }
+  }
+};
+
+struct TestTrainAdjointNeedsPass
+    : ga::impl::TestTrainAdjointNeedsPassBase<TestTrainAdjointNeedsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    auto list = [](ArrayRef<bool> flags) {
+      std::string text = "[";
+      bool first = true;
+      for (auto [i, flag] : llvm::enumerate(flags))
+        if (flag) {
+          text += (first ? "" : ", ") + std::to_string(i);
+          first = false;
+        }
+      return text + "]";
+    };
+    getOperation()->walk([&](StepOp step) {
+      for (Operation &op : step.getBody().front().without_terminator()) {
+        ga::AdjointNeeds needs = ga::getAdjointNeeds(&op);
+        if (!needs.differentiable)
+          op.emitRemark() << "no adjoint rule";
+        else
+          op.emitRemark() << "adjoint needs operands "
+                          << list(needs.operands) << ", results "
+                          << list(needs.results);
+      }
+    });
+  }
+};
+} // namespace

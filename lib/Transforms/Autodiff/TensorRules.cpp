@@ -1,0 +1,111 @@
+//===- TensorRules.cpp - Adjoints of tensor and train operations -----------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Shape operations move cotangents without arithmetic: the adjoint of a
+// slice is an insertion into zeros (or an in-place addition into the
+// adjoint accumulated so far), that of an insertion is a slice, and
+// expand/collapse invert each other. train.cross_entropy gets
+// train.cross_entropy_grad.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ADInternal.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "train/TrainOps.h"
+
+using namespace mlir;
+
+namespace ga::ad {
+
+bool hasTensorRule(Operation *op) {
+  return isa<tensor::ExtractSliceOp, tensor::InsertSliceOp,
+             tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             train::CrossEntropyOp>(op);
+}
+
+/// adjoint(source)[slice] += dy, without materializing a full-size
+/// contribution when `source` already has an adjoint.
+static void addIntoSlice(Sweep &sweep, Location loc, Value source, Value dy,
+                         tensor::ExtractSliceOp slice) {
+  if (!sweep.isActive(source))
+    return;
+  OpBuilder &b = sweep.builder;
+  Value acc = sweep.getAdjoint(source);
+  if (!acc) {
+    Value zeros = zerosLike(b, loc, source.getType());
+    sweep.setAdjoint(source, tensor::InsertSliceOp::create(
+                                 b, loc, dy, zeros, slice.getMixedOffsets(),
+                                 slice.getMixedSizes(),
+                                 slice.getMixedStrides()));
+    return;
+  }
+  Value part = tensor::ExtractSliceOp::create(
+      b, loc, slice.getResultType(), acc, slice.getMixedOffsets(),
+      slice.getMixedSizes(), slice.getMixedStrides());
+  Value empty = tensor::EmptyOp::create(
+      b, loc, cast<RankedTensorType>(part.getType()), ValueRange{});
+  Value sum = linalg::AddOp::create(b, loc, ValueRange{part, dy},
+                                    ValueRange{empty})
+                  .getResult(0);
+  sweep.setAdjoint(source, tensor::InsertSliceOp::create(
+                               b, loc, sum, acc, slice.getMixedOffsets(),
+                               slice.getMixedSizes(),
+                               slice.getMixedStrides()));
+}
+
+LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
+  OpBuilder &b = sweep.builder;
+  Location loc = op->getLoc();
+  Value dy = sweep.getAdjoint(op->getResult(0));
+  if (!dy)
+    return success();
+
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    addIntoSlice(sweep, loc, slice.getSource(), dy, slice);
+    return success();
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    auto sourceType = cast<RankedTensorType>(insert.getSourceType());
+    if (sweep.isActive(insert.getSource()))
+      sweep.addAdjoint(loc, insert.getSource(),
+                       tensor::ExtractSliceOp::create(
+                           b, loc, sourceType, dy, insert.getMixedOffsets(),
+                           insert.getMixedSizes(), insert.getMixedStrides()));
+    if (sweep.isActive(insert.getDest()))
+      sweep.addAdjoint(loc, insert.getDest(),
+                       tensor::InsertSliceOp::create(
+                           b, loc, zerosLike(b, loc, sourceType), dy,
+                           insert.getMixedOffsets(), insert.getMixedSizes(),
+                           insert.getMixedStrides()));
+    return success();
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    sweep.addAdjoint(loc, expand.getSrc(),
+                     tensor::CollapseShapeOp::create(
+                         b, loc, expand.getSrcType(), dy,
+                         expand.getReassociationIndices()));
+    return success();
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    sweep.addAdjoint(loc, collapse.getSrc(),
+                     tensor::ExpandShapeOp::create(
+                         b, loc, collapse.getSrcType(), dy,
+                         collapse.getReassociationIndices()));
+    return success();
+  }
+  if (auto ce = dyn_cast<train::CrossEntropyOp>(op)) {
+    sweep.addAdjoint(loc, ce.getLogits(),
+                     train::CrossEntropyGradOp::create(
+                         b, loc, ce.getLogits().getType(), ce.getLogits(),
+                         ce.getLabels(), dy, ce.getReductionAttr(),
+                         ce.getIgnoreIndexAttr()));
+    return success();
+  }
+  return op->emitOpError() << "has no adjoint rule";
+}
+
+} // namespace ga::ad

@@ -1,0 +1,50 @@
+//===- RecordSignatures.cpp - Tensor signatures for ga-run -----------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "train/TrainOps.h"
+
+namespace ga {
+#define GEN_PASS_DEF_TRAINRECORDSIGNATURESPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using namespace ga::train;
+
+namespace {
+struct TrainRecordSignaturesPass
+    : ga::impl::TrainRecordSignaturesPassBase<TrainRecordSignaturesPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    getOperation().walk([&](func::FuncOp func) {
+      if (func.isExternal())
+        return;
+      Builder b(func.getContext());
+      func->setAttr("ga.signature", TypeAttr::get(func.getFunctionType()));
+      auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
+      if (!ret)
+        return;
+      SmallVector<int64_t> gradients;
+      for (auto [i, value] : llvm::enumerate(ret.getOperands())) {
+        auto step = value.getDefiningOp<StepOp>();
+        if (!step)
+          continue;
+        if (value == step.getLoss())
+          func->setAttr("ga.loss_result", b.getI64IntegerAttr(i));
+        else if (llvm::is_contained(step.getGrads(), value))
+          gradients.push_back(i);
+      }
+      if (!gradients.empty())
+        func->setAttr("ga.gradient_results",
+                      b.getDenseI64ArrayAttr(gradients));
+    });
+  }
+};
+} // namespace
