@@ -1,0 +1,86 @@
+"""Shared helpers of the integration tests: run ga-run on .npy inputs, read
+its results back, and compare with independent float64 references.
+
+Every comparison prints the worst relative error it saw and the tolerance it
+was checked against, so a failing run says by how much it failed.
+"""
+
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+
+def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=()):
+    """Saves `inputs` (numpy arrays, in argument order) to `workdir`, runs
+    ga-run on them and returns (results as a list of arrays, stdout)."""
+    os.makedirs(workdir, exist_ok=True)
+    paths = []
+    for i, array in enumerate(inputs):
+        path = os.path.join(workdir, f"arg{i}.npy")
+        np.save(path, array)
+        paths.append(path)
+    out = os.path.join(workdir, "out")
+    cmd = [ga_run, mlir_file, *paths, "--out-dir", out, *extra]
+    if entry:
+        cmd += ["--entry", entry]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                 f"{proc.stdout}{proc.stderr}")
+    count = int(re.search(r"wrote (\d+) result", proc.stdout).group(1))
+    results = [np.load(os.path.join(out, f"result{i}.npy"))
+               for i in range(count)]
+    return results, proc.stdout
+
+
+def printed(stdout, key):
+    """The float that ga-run printed after `key:`."""
+    return float(re.search(rf"^{key}: (\S+)", stdout, re.M).group(1))
+
+
+class Checker:
+    """Collects comparisons; `finish` exits non-zero if any failed."""
+
+    def __init__(self, name):
+        self.name = name
+        self.failures = 0
+        self.checks = 0
+
+    def close(self, what, actual, expected, rtol, atol=0.0):
+        actual = np.asarray(actual, dtype=np.float64)
+        expected = np.asarray(expected, dtype=np.float64)
+        self.checks += 1
+        if actual.shape != expected.shape:
+            print(f"FAIL {self.name}: {what}: shape {actual.shape}, "
+                  f"expected {expected.shape}")
+            self.failures += 1
+            return
+        err = np.abs(actual - expected)
+        bound = atol + rtol * np.abs(expected)
+        worst = float(np.max(err / np.maximum(bound, 1e-300))) if err.size else 0
+        ok = bool(np.all(err <= bound)) and np.all(np.isfinite(actual))
+        scale = float(np.max(np.abs(expected))) if expected.size else 0.0
+        print(f"{'ok  ' if ok else 'FAIL'} {self.name}: {what}: max abs err "
+              f"{float(np.max(err)) if err.size else 0:.3e} (|ref| <= "
+              f"{scale:.3e}), {worst:.3f} of the tolerance "
+              f"(rtol {rtol:g}, atol {atol:g})")
+        if not ok:
+            self.failures += 1
+
+    def equal(self, what, actual, expected):
+        self.checks += 1
+        same = (np.asarray(actual).shape == np.asarray(expected).shape and
+                np.array_equal(np.asarray(actual).view(np.uint8),
+                               np.asarray(expected).view(np.uint8)))
+        print(f"{'ok  ' if same else 'FAIL'} {self.name}: {what}: "
+              f"{'bitwise identical' if same else 'DIFFERENT bits'}")
+        if not same:
+            self.failures += 1
+
+    def finish(self):
+        print(f"{self.name}: {self.checks - self.failures} of {self.checks} "
+              f"checks passed")
+        sys.exit(1 if self.failures else 0)
