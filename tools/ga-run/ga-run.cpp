@@ -280,6 +280,9 @@ int main(int argc, char **argv) {
   ExecutionEngineOptions engineOptions;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   engineOptions.transformer = transformer;
+  // memrefCopy and friends, which bufferized code calls.
+  llvm::StringRef runtimeLibs[] = {GA_MLIR_C_RUNNER_UTILS};
+  engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
