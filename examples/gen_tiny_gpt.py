@@ -23,6 +23,7 @@ DH = D // H
 N = B * S          # tokens
 NP = B * (S - 1)   # tokens whose next-token label the loss consumes
 LN_EPS = 1e-5
+CHECKPOINT = False  # --checkpoint
 
 
 class Emitter:
@@ -32,6 +33,10 @@ class Emitter:
         self.lines = []
         self.counter = 0
         self.indent = "    "
+        # The constants that fills use (redefined inside checkpoint regions,
+        # which are isolated from above).
+        self.zero = "%zero"
+        self.lowest = "%lowest"
 
     def fresh(self, hint):
         self.counter += 1
@@ -88,7 +93,7 @@ def zeros(e, shape):
     empty = e.fresh("empty")
     res = e.fresh("zeros")
     e.emit(f"{empty} = tensor.empty() : {tt(shape)}")
-    e.emit(f"{res} = linalg.fill ins(%zero : f32) outs({empty} : {tt(shape)})"
+    e.emit(f"{res} = linalg.fill ins({e.zero} : f32) outs({empty} : {tt(shape)})"
            f" -> {tt(shape)}")
     return res
 
@@ -214,7 +219,7 @@ def attention(e, x, layer, w_qkv, w_o):
     mx_empty = e.fresh("empty")
     mx_init = e.fresh("mxinit")
     e.emit(f"{mx_empty} = tensor.empty() : {tt([B, H, S])}")
-    e.emit(f"{mx_init} = linalg.fill ins(%lowest : f32) outs({mx_empty} : "
+    e.emit(f"{mx_init} = linalg.fill ins({e.lowest} : f32) outs({mx_empty} : "
            f"{tt([B, H, S])}) -> {tt([B, H, S])}")
     d3 = ["b", "h", "i"]
     row_max = generic(
@@ -284,6 +289,53 @@ PARAMS = [
 BATCH = [("tokens", [B, S], "i64"), ("labels", [B, S], "i64")]
 
 
+def block(e, x, layer, p):
+    """Transformer block `layer` on the residual stream x [N, D]."""
+    g1 = layer_slice(e, p["ln1_g"], layer, [D], "ln1g")
+    b1 = layer_slice(e, p["ln1_b"], layer, [D], "ln1b")
+    a = attention(e, layer_norm(e, x, g1, b1, N, D, f"ln1_{layer}_"),
+                  layer, p["w_qkv"], p["w_o"])
+    x = add(e, x, a, [N, D], "res")
+    g2 = layer_slice(e, p["ln2_g"], layer, [D], "ln2g")
+    b2 = layer_slice(e, p["ln2_b"], layer, [D], "ln2b")
+    m = mlp(e, layer_norm(e, x, g2, b2, N, D, f"ln2_{layer}_"), layer,
+            p["w_fc"], p["b_fc"], p["w_proj"], p["b_proj"])
+    x = add(e, x, m, [N, D], "res")
+    return x
+
+
+BLOCK_PARAMS = ["ln1_g", "ln1_b", "w_qkv", "w_o", "ln2_g", "ln2_b", "w_fc",
+                "b_fc", "w_proj", "b_proj"]
+
+
+def checkpointed_block(e, x, layer, p):
+    """The block inside a train.checkpoint region: its inputs (the residual
+    stream and the stacked block weights) are all the backward pass keeps."""
+    res = e.fresh("ckpt")
+    shapes = dict(PARAMS)
+    inputs = [x] + [p[n] for n in BLOCK_PARAMS]
+    types = [tt([N, D])] + [tt(shapes[n]) for n in BLOCK_PARAMS]
+    e.emit(f"{res} = train.checkpoint ({', '.join(inputs)} : "
+           f"{', '.join(types)}) -> {tt([N, D])} {{")
+    inner = dict(p, **{n: f"%c{layer}_{n}" for n in BLOCK_PARAMS})
+    x_in = f"%c{layer}_x"
+    e.emit("^bb0(" + ", ".join(f"{v}: {t}" for v, t in
+                               zip([x_in] + [inner[n] for n in BLOCK_PARAMS],
+                                   types)) + "):")
+    outer = e.indent
+    e.indent += "  "
+    saved = e.zero, e.lowest
+    e.zero, e.lowest = f"%c{layer}_zero", f"%c{layer}_lowest"
+    e.emit(f"{e.zero} = arith.constant 0.0 : f32")
+    e.emit(f"{e.lowest} = arith.constant -3.40282347e+38 : f32")
+    y = block(e, x_in, layer, inner)
+    e.zero, e.lowest = saved
+    e.emit(f"train.yield {y} : {tt([N, D])}")
+    e.indent = outer
+    e.emit("}")
+    return res
+
+
 def body(e):
     p = {name: f"%p_{name}" for name, _ in PARAMS}
     e.emit("%zero = arith.constant 0.0 : f32")
@@ -303,16 +355,10 @@ def body(e):
     e.emit(f"{x} = tensor.collapse_shape {emb} [[0, 1], [2]] : "
            f"{tt([B, S, D])} into {tt([N, D])}")
     for layer in range(L):
-        g1 = layer_slice(e, p["ln1_g"], layer, [D], "ln1g")
-        b1 = layer_slice(e, p["ln1_b"], layer, [D], "ln1b")
-        a = attention(e, layer_norm(e, x, g1, b1, N, D, f"ln1_{layer}_"),
-                      layer, p["w_qkv"], p["w_o"])
-        x = add(e, x, a, [N, D], "res")
-        g2 = layer_slice(e, p["ln2_g"], layer, [D], "ln2g")
-        b2 = layer_slice(e, p["ln2_b"], layer, [D], "ln2b")
-        m = mlp(e, layer_norm(e, x, g2, b2, N, D, f"ln2_{layer}_"), layer,
-                p["w_fc"], p["b_fc"], p["w_proj"], p["b_proj"])
-        x = add(e, x, m, [N, D], "res")
+        if CHECKPOINT:
+            x = checkpointed_block(e, x, layer, p)
+            continue
+        x = block(e, x, layer, p)
     xf = layer_norm(e, x, p["lnf_g"], p["lnf_b"], N, D, "lnf_")
     logits = matmul(e, xf, p["w_head"], N, D, V, "logits")
     e.comment("Next-token loss: positions 0..S-2 predict labels 1..S-1.")
@@ -326,7 +372,13 @@ train.yield %loss, %count : tensor<f32>, tensor<i64>""")
 
 
 def main():
-    argparse.ArgumentParser(description=__doc__).parse_args()
+    global CHECKPOINT
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("--checkpoint", action="store_true",
+                        help="wrap every transformer block in a "
+                             "train.checkpoint region (same values, "
+                             "recomputed in the backward pass)")
+    CHECKPOINT = parser.parse_args().checkpoint
     e = Emitter()
     body(e)
     ptypes = [tt(shape) for _, shape in PARAMS]

@@ -13,7 +13,8 @@ from lit.llvm.subst import ToolSubst
 config.name = "GA"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
-config.excludes = ["CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs"]
+config.excludes = [
+    "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "__pycache__"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ga_obj_root, "test")
@@ -52,9 +53,27 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
-tools = ["ga-opt"]
+tools = ["ga-opt", "ga-run"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
-if shutil.which("python3"):
+# The Python that runs the reference scripts: the first python3 that has
+# NumPy (Debian's python3-numpy, which scripts/setup.sh installs, lives in
+# /usr/bin/python3 even when another python3 comes first on PATH).
+import subprocess
+
+
+def python_with_numpy():
+    for candidate in ["/usr/bin/python3", shutil.which("python3")]:
+        if candidate and os.path.exists(candidate) and subprocess.run(
+                [candidate, "-c", "import numpy"],
+                capture_output=True).returncode == 0:
+            return candidate
+    return None
+
+
+python = python_with_numpy() or shutil.which("python3")
+if python:
     config.available_features.add("python3")
-    config.substitutions.append(("%python", shutil.which("python3")))
+    config.substitutions.append(("%python", python))
+if python_with_numpy():
+    config.available_features.add("numpy")

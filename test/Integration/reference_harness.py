@@ -72,9 +72,9 @@ class Checker:
 
     def equal(self, what, actual, expected):
         self.checks += 1
-        same = (np.asarray(actual).shape == np.asarray(expected).shape and
-                np.array_equal(np.asarray(actual).view(np.uint8),
-                               np.asarray(expected).view(np.uint8)))
+        a, b = np.asarray(actual), np.asarray(expected)
+        same = (a.shape == b.shape and a.dtype == b.dtype and
+                a.tobytes() == b.tobytes())
         print(f"{'ok  ' if same else 'FAIL'} {self.name}: {what}: "
               f"{'bitwise identical' if same else 'DIFFERENT bits'}")
         if not same:
