@@ -1,5 +1,5 @@
 // RUN: ga-opt %s --convert-train-to-linalg --split-input-file -verify-diagnostics \
-// RUN:   | FileCheck %s --implicit-check-not=train.cross_entropy
+// RUN:   | FileCheck %s --implicit-check-not=train.cross_entropy --implicit-check-not=train.cross_entropy_grad
 
 // CHECK-LABEL: func.func @mean
 // CHECK-SAME: (%[[L:.+]]: tensor<4x5xf32>, %[[Y:.+]]: tensor<4xi32>)
@@ -70,4 +70,42 @@ func.func @dynamic(%l: tensor<?x5xf32>, %y: tensor<?xi64>) -> tensor<f32> {
   %r = train.cross_entropy mean %l, %y ignore_index = -100
       : (tensor<?x5xf32>, tensor<?xi64>) -> tensor<f32>
   return %r : tensor<f32>
+}
+
+// -----
+
+// The gradient: (softmax - onehot) * s, s = dloss / count (0 if no valid
+// token), masked to 0 for ignored labels.
+
+// CHECK-LABEL: func.func @grad_mean
+// CHECK-SAME: (%[[L:.+]]: tensor<4x5xf32>, %[[Y:.+]]: tensor<4xi64>, %[[D:.+]]: tensor<f32>)
+// CHECK: %[[MAX:.+]] = linalg.generic {{.*}} ins(%[[L]] : tensor<4x5xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[MAX]] :
+// CHECK: %[[SCALE:.+]] = linalg.generic {{.*}} ins(%[[D]], %{{.+}} : tensor<f32>, tensor<i64>)
+// CHECK: arith.divf
+// CHECK: %[[G:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[Y]], %[[MAX]], %[[SUM]], %[[SCALE]] :
+// CHECK: %[[VALID:.+]] = arith.cmpi ne, %{{.+}}, %c-100_i64
+// CHECK: math.exp
+// CHECK: linalg.index 1
+// CHECK: %[[SCALED:.+]] = arith.mulf
+// CHECK: arith.select %[[VALID]], %[[SCALED]]
+// CHECK: return %[[G]]
+func.func @grad_mean(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32>) -> tensor<4x5xf32> {
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf32>
+  return %g : tensor<4x5xf32>
+}
+
+// -----
+
+// With reduction = none the cotangent is per token.
+
+// CHECK-LABEL: func.func @grad_none
+// CHECK-SAME: (%[[L:.+]]: tensor<4x5xf32>, %[[Y:.+]]: tensor<4xi64>, %[[D:.+]]: tensor<4xf32>)
+// CHECK: linalg.generic {indexing_maps = [#{{.+}}, #[[ROW:.+]], #[[ROW]], #[[ROW]], #[[ROW]], #{{.+}}], {{.*}} ins(%[[L]], %[[Y]], %{{.+}}, %{{.+}}, %[[D]] :
+func.func @grad_none(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<4xf32>) -> tensor<4x5xf32> {
+  %g = train.cross_entropy_grad none %l, %y, %d ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x5xf32>
+  return %g : tensor<4x5xf32>
 }

@@ -701,3 +701,35 @@ func.func @adamw_moment_types(%p: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4
   %a, %b, %c = "train.adamw"(%p, %p, %m, %v, %lr, %t) : (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf16>, tensor<f32>, tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf16>)
   return
 }
+
+// -----
+
+func.func @ce_grad_logits_rank(%l: tensor<4x5x6xf32>, %y: tensor<4xi64>, %d: tensor<f32>) {
+  // expected-error @below {{logits must be a rank-2 float tensor [N, V], got 'tensor<4x5x6xf32>'}}
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100 : (tensor<4x5x6xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5x6xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_labels(%l: tensor<4x5xf32>, %y: tensor<3xi64>, %d: tensor<f32>) {
+  // expected-error @below {{labels must be a rank-1 integer tensor of 4 elements, got 'tensor<3xi64>'}}
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100 : (tensor<4x5xf32>, tensor<3xi64>, tensor<f32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_dloss_none(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32>) {
+  // expected-error @below {{with reduction = none dloss must be 'tensor<4xf32>', got 'tensor<f32>'}}
+  %g = train.cross_entropy_grad none %l, %y, %d ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf32>
+  return
+}
+
+// -----
+
+func.func @ce_grad_result(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32>) {
+  // expected-error @below {{dlogits must have the logits' type 'tensor<4x5xf32>', got 'tensor<4x5xf64>'}}
+  %g = train.cross_entropy_grad sum %l, %y, %d ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf64>
+  return
+}

@@ -143,3 +143,15 @@ func.func @optimizers(%p: tensor<4x5xf32>, %g: tensor<4x5xf32>,
       : tensor<4x5xbf16>, tensor<4x5xf32>, tensor<f32>, tensor<f32>
   return
 }
+
+// CHECK-LABEL: func.func @cross_entropy_grad
+// CHECK: train.cross_entropy_grad mean %{{.+}}, %{{.+}}, %{{.+}} ignore_index = -1 : (tensor<8x3xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x3xf32>
+// CHECK: train.cross_entropy_grad none %{{.+}}, %{{.+}}, %{{.+}} ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>, tensor<8xf32>) -> tensor<8x3xf32>
+func.func @cross_entropy_grad(%l: tensor<8x3xf32>, %y: tensor<8xi64>, %d: tensor<f32>, %dn: tensor<8xf32>)
+    -> (tensor<8x3xf32>, tensor<8x3xf32>) {
+  %a = train.cross_entropy_grad mean %l, %y, %d ignore_index = -1
+      : (tensor<8x3xf32>, tensor<8xi64>, tensor<f32>) -> tensor<8x3xf32>
+  %b = train.cross_entropy_grad none %l, %y, %dn ignore_index = -100
+      : (tensor<8x3xf32>, tensor<8xi64>, tensor<8xf32>) -> tensor<8x3xf32>
+  return %a, %b : tensor<8x3xf32>, tensor<8x3xf32>
+}

@@ -1,0 +1,21 @@
+"""Writes the .npy files that ga-run-errors.test feeds to ga-run."""
+import os
+import sys
+
+import numpy as np
+
+out = sys.argv[1]
+os.makedirs(out, exist_ok=True)
+np.save(f"{out}/w.npy", np.ones((4, 3), np.float32))
+np.save(f"{out}/x.npy", np.ones((8, 4), np.float32))
+np.save(f"{out}/y.npy", np.array([0, 1, 2, -100, 0, 1, 2, 0], np.int64))
+np.save(f"{out}/w_f64.npy", np.ones((4, 3), np.float64))
+np.save(f"{out}/w_shape.npy", np.ones((3, 4), np.float32))
+np.save(f"{out}/w_fortran.npy", np.asfortranarray(np.ones((4, 3), np.float32)))
+np.save(f"{out}/w_f16.npy", np.ones((4, 3), np.float16))
+with open(f"{out}/garbage.npy", "wb") as f:
+    f.write(b"not an array")
+with open(f"{out}/w.npy", "rb") as f:
+    data = f.read()
+with open(f"{out}/truncated.npy", "wb") as f:
+    f.write(data[:-8])

@@ -1,0 +1,216 @@
+// RUN: ga-opt --train-differentiate --split-input-file %s | FileCheck %s
+
+// The adjoint of a reduction to a scalar is a generic over the same loops
+// that writes through the parameter's map: d1 stays parallel, d0 becomes a
+// reduction, and the body recomputes tanh and applies 1 - tanh^2.
+
+// CHECK-LABEL: func.func @tanh_sum
+// CHECK-SAME: (%[[W:.+]]: tensor<4xf32>, %[[X:.+]]: tensor<8x4xf32>)
+// CHECK-NOT: train.step
+// CHECK: %[[LOSS:.+]] = linalg.generic {{.*}} ins(%[[X]], %[[W]] : {{.*}}) outs
+// CHECK: %[[SEED:.+]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[ZERO:.+]] = linalg.fill
+// CHECK: %[[GRAD:.+]] = linalg.generic
+// CHECK-SAME: iterator_types = ["reduction", "parallel"]
+// CHECK-SAME: ins(%[[X]], %[[W]], %[[SEED]] : tensor<8x4xf32>, tensor<4xf32>, tensor<f32>)
+// CHECK-SAME: outs(%[[ZERO]] : tensor<4xf32>)
+// CHECK: math.tanh
+// CHECK: arith.subf
+// CHECK: return %[[LOSS]], %[[GRAD]]
+func.func @tanh_sum(%w: tensor<4xf32>, %x: tensor<8x4xf32>)
+    -> (tensor<f32>, tensor<4xf32>) {
+  %loss, %g = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>)
+      -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<8x4xf32>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %l = linalg.generic {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                         affine_map<(i, j) -> ()>],
+        iterator_types = ["reduction", "reduction"]}
+        ins(%bx, %pw : tensor<8x4xf32>, tensor<4xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %t = math.tanh %m : f32
+      %s = arith.addf %acc, %t : f32
+      linalg.yield %s : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// A matmul's adjoints are matmuls again (with transposed operand maps), and
+// cross_entropy's adjoint is train.cross_entropy_grad with the same
+// attributes; the integer labels get no gradient and the count stays an
+// auxiliary result.
+
+// CHECK-DAG: #[[A:.+]] = affine_map<(d0, d1, d2) -> (d2, d0)>
+// CHECK-DAG: #[[B:.+]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[C:.+]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @linear_ce
+// CHECK-SAME: (%[[W:.+]]: tensor<4x3xf32>, %[[X:.+]]: tensor<8x4xf32>, %[[Y:.+]]: tensor<8xi64>)
+// CHECK: %[[LOGITS:.+]] = linalg.matmul ins(%[[X]], %[[W]] :
+// CHECK: %[[LOSS:.+]], %[[N:.+]] = train.cross_entropy mean %[[LOGITS]], %[[Y]] ignore_index = -100
+// CHECK: %[[DL:.+]] = train.cross_entropy_grad mean %[[LOGITS]], %[[Y]], %{{.+}} ignore_index = -100
+// CHECK: %[[DW:.+]] = linalg.matmul indexing_maps = [#[[A]], #[[B]], #[[C]]] ins(%[[X]], %[[DL]] : tensor<8x4xf32>, tensor<8x3xf32>)
+// CHECK: return %[[LOSS]], %[[DW]], %[[N]]
+func.func @linear_ce(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>)
+    -> (tensor<f32>, tensor<4x3xf32>, tensor<i64>) {
+  %loss, %g, %n = train.step params(%w : tensor<4x3xf32>)
+      batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      -> tensor<f32> grads(tensor<4x3xf32>) aux(tensor<i64>) {
+  ^bb0(%w_: tensor<4x3xf32>, %x_: tensor<8x4xf32>, %y_: tensor<8xi64>):
+    %init = tensor.empty() : tensor<8x3xf32>
+    %zero = arith.constant 0.0 : f32
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>)
+        -> tensor<8x3xf32>
+    %logits = linalg.matmul ins(%x_, %w_ : tensor<8x4xf32>, tensor<4x3xf32>)
+        outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %l, %c = train.cross_entropy mean %logits, %y_ ignore_index = -100
+        : (tensor<8x3xf32>, tensor<8xi64>) -> (tensor<f32>, tensor<i64>)
+    train.yield %l, %c : tensor<f32>, tensor<i64>
+  }
+  return %loss, %g, %n : tensor<f32>, tensor<4x3xf32>, tensor<i64>
+}
+
+// -----
+
+// Shape ops move cotangents: the adjoint of a slice of a stacked parameter
+// is an insertion into zeros; a collapse becomes an expand.
+
+// CHECK-LABEL: func.func @slice_collapse
+// CHECK: %[[DS:.+]] = tensor.expand_shape %{{.+}} {{\[\[}}0, 1]] output_shape [2, 3] : tensor<6xf32> into tensor<2x3xf32>
+// CHECK: %[[Z:.+]] = linalg.fill
+// CHECK: %[[DW:.+]] = tensor.insert_slice %[[DS]] into %[[Z]][1, 0, 0] [1, 2, 3] [1, 1, 1] : tensor<2x3xf32> into tensor<2x2x3xf32>
+// CHECK: return %{{.+}}, %[[DW]]
+func.func @slice_collapse(%w: tensor<2x2x3xf32>, %x: tensor<6xf32>)
+    -> (tensor<f32>, tensor<2x2x3xf32>) {
+  %loss, %g = train.step params(%w : tensor<2x2x3xf32>) batch(%x : tensor<6xf32>)
+      -> tensor<f32> grads(tensor<2x2x3xf32>) {
+  ^bb0(%w_: tensor<2x2x3xf32>, %x_: tensor<6xf32>):
+    %s = tensor.extract_slice %w_[1, 0, 0] [1, 2, 3] [1, 1, 1]
+        : tensor<2x2x3xf32> to tensor<2x3xf32>
+    %f = tensor.collapse_shape %s [[0, 1]] : tensor<2x3xf32> into tensor<6xf32>
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %l = linalg.generic {
+        indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>,
+                         affine_map<(i) -> ()>],
+        iterator_types = ["reduction"]}
+        ins(%f, %x_ : tensor<6xf32>, tensor<6xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<2x2x3xf32>
+}
+
+// -----
+
+// An embedding lookup (tensor.extract of a parameter inside a generic) gets a
+// scatter-add loop nest; a parameter that does not reach the loss gets zeros.
+
+// CHECK-LABEL: func.func @embedding
+// CHECK: scf.for
+// CHECK: scf.for {{.*}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<5x3xf32>)
+// CHECK: %[[OLD:.+]] = tensor.extract %[[ACC]][%{{.+}}, %{{.+}}] : tensor<5x3xf32>
+// CHECK: %[[NEW:.+]] = arith.addf %[[OLD]], %{{.+}} : f32
+// CHECK: tensor.insert %[[NEW]] into
+// CHECK: %[[UNUSED:.+]] = linalg.fill ins(%{{.+}} : f32) outs(%{{.+}} : tensor<7xf32>)
+// CHECK: return %{{.+}}, %{{.+}}, %[[UNUSED]]
+func.func @embedding(%table: tensor<5x3xf32>, %unused: tensor<7xf32>,
+                     %ids: tensor<4xi64>, %c: tensor<4x3xf32>)
+    -> (tensor<f32>, tensor<5x3xf32>, tensor<7xf32>) {
+  %loss, %g:2 = train.step params(%table, %unused : tensor<5x3xf32>, tensor<7xf32>)
+      batch(%ids, %c : tensor<4xi64>, tensor<4x3xf32>)
+      -> tensor<f32> grads(tensor<5x3xf32>, tensor<7xf32>) {
+  ^bb0(%t: tensor<5x3xf32>, %u: tensor<7xf32>, %i: tensor<4xi64>,
+       %cb: tensor<4x3xf32>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %l = linalg.generic {
+        indexing_maps = [affine_map<(b, d) -> (b)>, affine_map<(b, d) -> (b, d)>,
+                         affine_map<(b, d) -> ()>],
+        iterator_types = ["reduction", "reduction"]}
+        ins(%i, %cb : tensor<4xi64>, tensor<4x3xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%id: i64, %cv: f32, %acc: f32):
+      %row = arith.index_cast %id : i64 to index
+      %d = linalg.index 1 : index
+      %v = tensor.extract %t[%row, %d] : tensor<5x3xf32>
+      %m = arith.mulf %v, %cv : f32
+      %r = arith.addf %acc, %m : f32
+      linalg.yield %r : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g#0, %g#1 : tensor<f32>, tensor<5x3xf32>, tensor<7xf32>
+}
+
+// -----
+
+// train.checkpoint: the forward region stays; the backward pass recomputes
+// its body from the region's inputs (a second tanh outside any region) and
+// differentiates the recomputed operations.
+
+// CHECK-LABEL: func.func @checkpointed
+// CHECK: train.checkpoint
+// CHECK: math.tanh
+// CHECK: train.yield
+// CHECK: train.cross_entropy_grad sum
+// CHECK: linalg.generic
+// CHECK: math.tanh
+// CHECK-NOT: train.checkpoint
+// CHECK: return
+func.func @checkpointed(%w: tensor<8x3xf32>, %y: tensor<8xi64>)
+    -> (tensor<f32>, tensor<8x3xf32>) {
+  %loss, %g = train.step params(%w : tensor<8x3xf32>) batch(%y : tensor<8xi64>)
+      -> tensor<f32> grads(tensor<8x3xf32>) {
+  ^bb0(%w_: tensor<8x3xf32>, %y_: tensor<8xi64>):
+    %h = train.checkpoint (%w_ : tensor<8x3xf32>) -> tensor<8x3xf32> {
+    ^bb0(%a: tensor<8x3xf32>):
+      %e = tensor.empty() : tensor<8x3xf32>
+      %t = linalg.generic {
+          indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+          iterator_types = ["parallel", "parallel"]}
+          ins(%a : tensor<8x3xf32>) outs(%e : tensor<8x3xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        %r = math.tanh %in : f32
+        linalg.yield %r : f32
+      } -> tensor<8x3xf32>
+      train.yield %t : tensor<8x3xf32>
+    }
+    %l = train.cross_entropy sum %h, %y_ ignore_index = -100
+        : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<8x3xf32>
+}
+
+// -----
+
+// train.accumulate bodies gain one gradient contribution per parameter.
+
+// CHECK-LABEL: func.func @accumulate
+// CHECK: train.accumulate
+// CHECK: %[[DL:.+]] = train.cross_entropy_grad sum
+// CHECK: train.yield %{{.+}}, %[[DL]] : tensor<f32>, tensor<4x3xf32>
+func.func @accumulate(%w: tensor<4x3xf32>, %y: tensor<8xi64>)
+    -> (tensor<f32>, tensor<4x3xf32>) {
+  %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<4x3xf32>)
+      batch(%y : tensor<8xi64>) -> tensor<f32> grads(tensor<4x3xf32>) {
+  ^bb0(%w_: tensor<4x3xf32>, %y_: tensor<4xi64>):
+    %l = train.cross_entropy sum %w_, %y_ ignore_index = -100
+        : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4x3xf32>
+}
