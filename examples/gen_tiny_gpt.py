@@ -26,6 +26,13 @@ LN_EPS = 1e-5
 CHECKPOINT = False  # --checkpoint
 
 
+def set_batch(batch):
+    """--batch: B and the token counts that depend on it."""
+    global B, N, NP, BATCH
+    B, N, NP = batch, batch * S, batch * (S - 1)
+    BATCH = [("tokens", [B, S], "i64"), ("labels", [B, S], "i64")]
+
+
 class Emitter:
     """Collects lines of MLIR and hands out fresh SSA names."""
 
@@ -378,7 +385,12 @@ def main():
                         help="wrap every transformer block in a "
                              "train.checkpoint region (same values, "
                              "recomputed in the backward pass)")
-    CHECKPOINT = parser.parse_args().checkpoint
+    parser.add_argument("--batch", type=int, default=B,
+                        help=f"number of sequences B (default {B}; "
+                             "benchmarks use larger ones)")
+    args = parser.parse_args()
+    CHECKPOINT = args.checkpoint
+    set_batch(args.batch)
     e = Emitter()
     body(e)
     ptypes = [tt(shape) for _, shape in PARAMS]

@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 #===- scripts/demo.sh - The main job: build ga-opt and run it on the examples =#
 #
-# Sets up and builds (scripts/build.sh), then, for each example training step
-# under examples/, verifies it with ga-opt and prints a summary of it; shows
-# the same step read by Debian's stock mlir-opt through the ga-opt plugin;
-# and shows the diagnostic ga-opt gives for a schedule that does not divide
-# the batch.
+# Sets up and builds (scripts/build.sh), then compiles examples/mlp.mlir for
+# the CPU (--ga-pipeline=target=cpu: differentiate, bufferize, lower to LLVM)
+# and runs one training step with ga-run on generated data with padding,
+# printing the loss and the gradient norm. Then, for each example, prints a
+# summary; shows the step read by Debian's stock mlir-opt through the ga-opt
+# plugin; and shows the diagnostic for a schedule that does not divide the
+# batch.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -13,6 +15,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
 GA_OPT="$BUILD_DIR/bin/ga-opt"
+GA_RUN="$BUILD_DIR/bin/ga-run"
 PLUGIN="$BUILD_DIR/lib/libGaPlugin.so"
 MLIR_OPT=/usr/lib/llvm-22/bin/mlir-opt
 
@@ -20,6 +23,20 @@ MLIR_OPT=/usr/lib/llvm-22/bin/mlir-opt
 cd "$ROOT"
 
 rule() { printf '\n== %s ==\n' "$*"; }
+
+# Debian's python3-numpy is installed for /usr/bin/python3.
+PYTHON=/usr/bin/python3
+[[ -x "$PYTHON" ]] || PYTHON=python3
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+
+rule "One training step of examples/mlp.mlir on the CPU"
+"$PYTHON" scripts/mlp_data.py "$work/data"
+"$GA_RUN" examples/mlp.mlir "$work"/data/{w1,b1,w2,x,labels}.npy \
+  --out-dir "$work/out"
+echo "(results: loss, d/dw1, d/db1, d/dw2, valid count as .npy;"
+echo " the same with your data: ga-run examples/mlp.mlir W1 B1 W2 X LABELS --out-dir DIR)"
 
 for example in examples/mlp.mlir examples/tiny_gpt.mlir; do
   rule "ga-opt --train-print-summary $example"
@@ -33,8 +50,7 @@ rule "Debian's mlir-opt with the ga-opt plugin reads examples/mlp.mlir"
   | grep -E 'train\.(step|cross_entropy)' | cut -c1-110 | sed 's/$/ .../'
 
 rule "A schedule that does not divide the batch is rejected (microbatches = 3, B = 8)"
-bad="$(mktemp --suffix=.mlir)"
-trap 'rm -f "$bad"' EXIT
+bad="$work/mlp-with-3-microbatches.mlir"
 sed 's|      -> tensor<f32>$|      attributes {microbatches = 3 : i64} -> tensor<f32>|' \
   examples/mlp.mlir > "$bad"
 { "$GA_OPT" "$bad" -o /dev/null 2>&1 || true; } | head -1 \
@@ -45,4 +61,5 @@ if "$GA_OPT" "$bad" -o /dev/null 2>/dev/null; then
 fi
 
 rule "done"
-echo "Next: scripts/test.sh runs every test; docs/generated/ is the reference."
+echo "Next: scripts/test.sh runs every test; scripts/bench.py measures the CPU"
+echo "pipeline and step; docs/generated/ is the reference."
