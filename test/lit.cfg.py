@@ -38,8 +38,9 @@ config.substitutions.append(
 config.substitutions.append(
     ("%mlir_c_runner_utils",
      os.path.join(llvm_lib_dir, "libmlir_c_runner_utils.so")))
-# The upstream passes that take linalg on tensors to the LLVM dialect, for
-# execution tests until ga-opt has its own CPU pipeline.
+# The upstream passes that take linalg on tensors (and the vector.print ops
+# of the execution tests, which --ga-pipeline does not lower) to the LLVM
+# dialect, for the mlir-runner execution tests of single train ops.
 config.substitutions.append(
     ("%lower_to_llvm",
      "--one-shot-bufferize=bufferize-function-boundaries "

@@ -53,12 +53,14 @@ int64_t NpyArray::numElements() const {
   return n;
 }
 
-std::string NpyArray::shapeString() const {
+std::string npyShapeString(ArrayRef<int64_t> shape) {
   std::string text = "(";
   for (auto [i, d] : llvm::enumerate(shape))
     text += (i ? ", " : "") + std::to_string(d);
   return text + (shape.size() == 1 ? ",)" : ")");
 }
+
+std::string NpyArray::shapeString() const { return npyShapeString(shape); }
 
 static Error malformed(StringRef name, const Twine &why) {
   return createStringError(inconvertibleErrorCode(),

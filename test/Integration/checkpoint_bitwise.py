@@ -21,7 +21,6 @@ from reference_harness import Checker, run_ga_run
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--ga-opt", required=True)
     parser.add_argument("--src", required=True)
     parser.add_argument("--workdir", required=True)
     args = parser.parse_args()

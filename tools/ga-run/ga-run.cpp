@@ -133,16 +133,18 @@ std::optional<ga::NpyDType> dtypeOf(Type element) {
   return std::nullopt;
 }
 
-std::string describe(RankedTensorType type) {
+/// "tensor<4x3xf32> (float32 (4, 3))" for an exchangeable tensor, the
+/// type alone otherwise.
+std::string describe(Type type) {
   std::string text;
   raw_string_ostream os(text);
-  os << type << " (";
-  if (auto dtype = dtypeOf(type.getElementType()))
-    os << ga::npyDTypeName(*dtype);
-  os << " ";
-  ga::NpyArray shapeOnly;
-  shapeOnly.shape.assign(type.getShape().begin(), type.getShape().end());
-  os << shapeOnly.shapeString() << ")";
+  os << type;
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return text;
+  if (auto dtype = dtypeOf(tensor.getElementType()))
+    os << " (" << ga::npyDTypeName(*dtype) << " "
+       << ga::npyShapeString(tensor.getShape()) << ")";
   return text;
 }
 
@@ -242,15 +244,16 @@ int main(int argc, char **argv) {
     if (!tensor || !tensor.hasStaticShape() ||
         !dtypeOf(tensor.getElementType()))
       return fail("argument #" + Twine(i) + " of @" + name + " has type " +
-                  describe(cast<RankedTensorType>(type)) +
+                  describe(type) +
                   "; ga-run passes statically shaped f32/f64/i32/i64 tensors");
   }
   for (auto [i, type] : llvm::enumerate(signature.getResults())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
     if (!tensor || !tensor.hasStaticShape() ||
         !dtypeOf(tensor.getElementType()))
-      return fail("result #" + Twine(i) + " of @" + name +
-                  " is not a statically shaped f32/f64/i32/i64 tensor");
+      return fail("result #" + Twine(i) + " of @" + name + " has type " +
+                  describe(type) +
+                  "; ga-run returns statically shaped f32/f64/i32/i64 tensors");
   }
   if (inputArrays.size() != signature.getNumInputs())
     return fail("@" + name + " takes " + Twine(signature.getNumInputs()) +

@@ -29,6 +29,8 @@ enum class NpyDType { F32, F64, I32, I64 };
 llvm::StringRef npyDTypeName(NpyDType dtype);
 /// Bytes per element.
 size_t npyDTypeSize(NpyDType dtype);
+/// A shape as NumPy prints it: "(8, 16)", "(5,)", "()".
+std::string npyShapeString(llvm::ArrayRef<int64_t> shape);
 
 /// A dense C-order array.
 struct NpyArray {

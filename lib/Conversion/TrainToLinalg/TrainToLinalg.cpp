@@ -91,6 +91,25 @@ Value mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
       .getResult(0);
 }
 
+/// value / count for 0-d tensors (`count` i64), as a 0-d tensor of
+/// `floatType`; 0 when count is 0 (the mean over no valid token).
+Value divideByCount(OpBuilder &b, Location loc, Value value, Value count,
+                    Type floatType) {
+  return mapScalars(
+      b, loc, ValueRange{value, count}, floatType,
+      [&](OpBuilder &nb, Location l, ValueRange args) -> Value {
+        Value zeroCount =
+            arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(0));
+        Value none = arith::CmpIOp::create(nb, l, arith::CmpIPredicate::eq,
+                                           args[1], zeroCount);
+        Value denom = convertScalar(nb, l, args[1], floatType);
+        Value ratio = arith::DivFOp::create(nb, l, args[0], denom);
+        Value zero =
+            arith::ConstantOp::create(nb, l, nb.getZeroAttr(floatType));
+        return arith::SelectOp::create(nb, l, none, zero, ratio);
+      });
+}
+
 /// The per-row maximum of `logits` [N, V] and the per-row sum of
 /// exp(logits - max): the stable log-sum-exp is log(sum) + max.
 std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
@@ -183,12 +202,7 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     MLIRContext *ctx = getContext();
     Type i64 = rewriter.getI64Type();
 
-    AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
-    AffineMap rowOf2d =
-        AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
     AffineMap rows1d = AffineMap::getMultiDimIdentityMap(1, ctx);
-    SmallVector<IteratorType> rowReduction{IteratorType::parallel,
-                                           IteratorType::reduction};
     auto rowType = RankedTensorType::get({n}, floatType);
 
     // 1. Row maximum, then the sum of exp(logits - max) per row.
@@ -237,19 +251,7 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     if (op.getReduction() != Reduction::None) {
       loss = sumAll(rewriter, loc, tokenLoss);
       if (op.getReduction() == Reduction::Mean)
-        loss = mapScalars(
-            rewriter, loc, ValueRange{loss, count}, floatType,
-            [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-              Value zeroCount =
-                  arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
-              Value none = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::eq, args[1], zeroCount);
-              Value denom = convertScalar(b, l, args[1], floatType);
-              Value mean = arith::DivFOp::create(b, l, args[0], denom);
-              Value zero =
-                  arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
-              return arith::SelectOp::create(b, l, none, zero, mean);
-            });
+        loss = divideByCount(rewriter, loc, loss, count, floatType);
     }
 
     SmallVector<Value> results{loss};
@@ -297,19 +299,7 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     if (op.getReduction() == Reduction::Mean) {
       Value count =
           sumAll(rewriter, loc, validFlags(rewriter, loc, labels, ignoreIndex));
-      scale = mapScalars(
-          rewriter, loc, ValueRange{scale, count}, floatType,
-          [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-            Value zeroCount =
-                arith::ConstantOp::create(b, l, b.getI64IntegerAttr(0));
-            Value none = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                               args[1], zeroCount);
-            Value denom = convertScalar(b, l, args[1], floatType);
-            Value ratio = arith::DivFOp::create(b, l, args[0], denom);
-            Value zero =
-                arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
-            return arith::SelectOp::create(b, l, none, zero, ratio);
-          });
+      scale = divideByCount(rewriter, loc, scale, count, floatType);
     }
 
     AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);

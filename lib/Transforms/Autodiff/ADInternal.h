@@ -58,6 +58,10 @@ private:
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
 };
 
+/// The elementwise sum of two tensors of the same type (linalg.add).
+mlir::Value addTensors(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
+                       mlir::Value rhs);
+
 /// A tensor of `type` filled with zeros.
 mlir::Value zerosLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
 

@@ -42,6 +42,13 @@ Value zerosLike(OpBuilder &b, Location loc, Type type) {
   return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
 }
 
+Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
+  Value empty = tensor::EmptyOp::create(
+      b, loc, cast<RankedTensorType>(lhs.getType()), ValueRange{});
+  return linalg::AddOp::create(b, loc, ValueRange{lhs, rhs}, ValueRange{empty})
+      .getResult(0);
+}
+
 static bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && isa<FloatType>(tensor.getElementType());
@@ -87,11 +94,7 @@ void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
     slot = contribution;
     return;
   }
-  Value empty = tensor::EmptyOp::create(
-      builder, loc, cast<RankedTensorType>(v.getType()), ValueRange{});
-  slot = linalg::AddOp::create(builder, loc, ValueRange{slot, contribution},
-                               ValueRange{empty})
-             .getResult(0);
+  slot = addTensors(builder, loc, slot, contribution);
 }
 
 /// Recomputes the body of `checkpoint` at the sweep's position from its

@@ -46,11 +46,7 @@ static void addIntoSlice(Sweep &sweep, Location loc, Value source, Value dy,
   Value part = tensor::ExtractSliceOp::create(
       b, loc, slice.getResultType(), acc, slice.getMixedOffsets(),
       slice.getMixedSizes(), slice.getMixedStrides());
-  Value empty = tensor::EmptyOp::create(
-      b, loc, cast<RankedTensorType>(part.getType()), ValueRange{});
-  Value sum = linalg::AddOp::create(b, loc, ValueRange{part, dy},
-                                    ValueRange{empty})
-                  .getResult(0);
+  Value sum = addTensors(b, loc, part, dy);
   sweep.setAdjoint(source, tensor::InsertSliceOp::create(
                                b, loc, sum, acc, slice.getMixedOffsets(),
                                slice.getMixedSizes(),
