@@ -86,6 +86,10 @@ def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
     which of its operands and results its adjoint reads (the memory model of
     rematerialization planning), or that it has no adjoint rule. Named
     linalg ops are answered for their generalized form. Used by lit tests.
+
+    Example: for `linalg.matmul ins(%x, %w ...) outs(%acc ...)` inside a
+    step, `ga-opt --test-train-adjoint-needs` remarks
+    `adjoint needs operands [0, 1], results []`.
   }];
 }
 
@@ -99,6 +103,14 @@ def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleO
     LLVM dialect, so `ga-run` can run already-lowered IR: it reads and writes
     `.npy` files with these shapes and reports the loss and the gradient
     norm. The first stage of `--ga-pipeline`.
+
+    Example: for `examples/mlp.mlir`, `ga-opt --train-record-signatures`
+    gives `@mlp_step` the attributes
+
+    ```mlir
+    ga.gradient_results = array<i64: 1, 2, 3>, ga.loss_result = 0 : i64,
+    ga.signature = (tensor<32x64xf32>, ...) -> (tensor<f32>, ...)
+    ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
 }
