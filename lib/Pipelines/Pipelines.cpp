@@ -21,17 +21,27 @@ static constexpr const char *kCPULowering =
     "function-boundary-type-conversion=identity-layout-map},"
     "buffer-deallocation-pipeline,"
     "func.func(convert-linalg-to-loops),"
-    "lower-affine,convert-scf-to-cf,expand-strided-metadata,"
-    "convert-math-to-llvm,convert-math-to-libm,finalize-memref-to-llvm,"
+    "func.func(lower-vector-multi-reduction,"
+    "convert-vector-to-scf{full-unroll target-rank=1}),"
+    "convert-math-to-llvm,convert-math-to-libm,"
+    "convert-vector-to-llvm{vector-contract-lowering=outerproduct "
+    "vector-transpose-lowering=shuffle1d},"
+    "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-ub-to-llvm,"
+    "finalize-memref-to-llvm,"
     "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
     "convert-func-to-llvm,reconcile-unrealized-casts";
 
-LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors) {
+LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
+                                   bool vectorize) {
   pm.addPass(createTrainRecordSignaturesPass());
   pm.addPass(createTrainDifferentiatePass());
   pm.addPass(createTrainInlineCheckpointsPass());
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createCanonicalizerPass());
+  if (vectorize) {
+    pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
+    pm.addPass(createCanonicalizerPass());
+  }
   return parsePassPipeline(kCPULowering, pm, errors);
 }
 
@@ -51,7 +61,7 @@ void ga::registerGaPipelines() {
                               options.target + "' (available: cpu)");
         std::string errors;
         llvm::raw_string_ostream os(errors);
-        if (failed(buildCPUPipeline(pm, os)))
+        if (failed(buildCPUPipeline(pm, os, options.vectorize)))
           return errorHandler("ga-pipeline: " + errors);
         return success();
       },

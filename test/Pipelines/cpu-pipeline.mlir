@@ -1,4 +1,6 @@
 // RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s
+// RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=VECTOR
+// RUN: ga-opt --ga-pipeline="target=cpu vectorize=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=SCALAR
 // RUN: not ga-opt --ga-pipeline="target=tpu" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // The whole step is in the LLVM dialect, and the entry function keeps its
@@ -10,5 +12,11 @@
 // CHECK-NOT: train.
 // CHECK-NOT: linalg.
 // CHECK-NOT: func.func
+
+// The contractions become vector multiply-adds, unless vectorize=false.
+// VECTOR: llvm.intr.fmuladd{{.*}} : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>
+// SCALAR-NOT: vector<
+// SCALAR: llvm.fmul
+// SCALAR-NOT: vector<
 
 // TARGET: ga-pipeline: unknown target 'tpu' (available: cpu)

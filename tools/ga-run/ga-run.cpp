@@ -78,6 +78,11 @@ static cl::opt<unsigned> repeat("repeat",
                                          "the mean and minimum run time"),
                                 cl::init(1), cl::value_desc("N"),
                                 cl::cat(gaRunCategory));
+static cl::opt<bool>
+    vectorize("vectorize",
+              cl::desc("Compile high-level IR with the pipeline's vector code "
+                       "(default true; --vectorize=false keeps scalar loops)"),
+              cl::init(true), cl::cat(gaRunCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
                                   cl::init(2), cl::cat(gaRunCategory));
 
@@ -222,7 +227,7 @@ int main(int argc, char **argv) {
     PassManager pm(&context);
     std::string errors;
     raw_string_ostream os(errors);
-    if (failed(ga::buildCPUPipeline(pm, os)))
+    if (failed(ga::buildCPUPipeline(pm, os, vectorize)))
       return fail("cannot build the CPU pipeline: " + errors);
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");

@@ -17,15 +17,23 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Code generation target: cpu"),
                              llvm::cl::init("cpu")};
+  Option<bool> vectorize{
+      *this, "vectorize",
+      llvm::cl::desc("Tile and vectorize the linalg operations where vector "
+                     "code pays (ga-tile-and-vectorize); false keeps scalar "
+                     "loops, the baseline of scripts/bench.py"),
+      llvm::cl::init(true)};
 };
 
 /// The CPU pipeline: records signatures, differentiates, removes
-/// checkpoints, lowers train ops to linalg, bufferizes (one-shot, function
-/// boundaries included, with buffer deallocation), lowers linalg to loops
-/// and everything to the LLVM dialect. Fails if an upstream pass is not
-/// registered.
+/// checkpoints, lowers train ops to linalg, tiles and vectorizes the linalg
+/// operations that suit vector code (unless `vectorize` is false),
+/// bufferizes (one-shot, function boundaries included, with buffer
+/// deallocation), lowers the remaining linalg to loops and everything to the
+/// LLVM dialect. Fails if an upstream pass is not registered.
 mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
-                                     llvm::raw_ostream &errors);
+                                     llvm::raw_ostream &errors,
+                                     bool vectorize = true);
 
 /// Registers `--ga-pipeline="target=cpu"`.
 void registerGaPipelines();

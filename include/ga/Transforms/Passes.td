@@ -132,4 +132,43 @@ def TrainPrintSummaryPass : Pass<"train-print-summary"> {
   }];
 }
 
+def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
+  let summary = "Tile linalg operations on tensors and vectorize the tiles";
+  let description = [{
+    The vectorization stage of the CPU pipeline. It runs on linalg operations
+    with tensor semantics, before bufferization, and only where vector code
+    pays: the operation has static shapes, indexing maps that are projected
+    permutations, no gather (`tensor.extract`) or `linalg.index` in its body,
+    and the innermost dimension of its result is a parallel loop whose size is
+    a multiple of `vector-width`. Everything else is left to the scalar loops
+    of `convert-linalg-to-loops`.
+
+    Such an operation is tiled with `scf.for` loops (`vector-width` along the
+    result's innermost dimension; `register-rows` along the one before it
+    when the operation reduces, so that a contraction keeps a block of
+    accumulators in registers; `vector-width` along every reduction dimension
+    whose size it divides, otherwise the whole dimension up to 64; 1
+    elsewhere) and each tile becomes vector code (`vector.transfer_read`,
+    `vector.contract`, `vector.multi_reduction`, elementwise vector
+    arithmetic). Reductions keep their order within a tile row, so results
+    can differ from the scalar loops only by floating-point reassociation
+    across the tiled reduction.
+
+    Example: `ga-opt --ga-tile-and-vectorize` turns a `linalg.matmul` of
+    `tensor<128x32xf32>` by `tensor<32x64xf32>` into a loop nest over 4x8
+    blocks of the result whose body is a `vector.contract` of
+    `vector<4x8xf32>` and `vector<8x8xf32>`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "Vector length along the innermost result dimension">,
+    Option<"registerRows", "register-rows", "int64_t", /*default=*/"4",
+           "Rows of a reduction's result computed together in one tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+  ];
+}
+
 #endif // GA_TRANSFORMS_PASSES_TD

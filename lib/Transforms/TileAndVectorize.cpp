@@ -1,0 +1,174 @@
+//===- TileAndVectorize.cpp - Vector code for the CPU pipeline -------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Tiles the linalg operations on tensors whose shape suits vector code and
+// vectorizes the tiles. The choice of tile sizes is the whole cost model:
+// the innermost result dimension becomes the vector lane dimension (it is
+// contiguous in the result, and in every operand that reads it innermost),
+// a reduction additionally computes `registerRows` result rows at once so
+// that a contraction reuses each loaded row of its right-hand side.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
+#include "mlir/Dialect/Vector/Transforms/LoweringPatterns.h"
+#include "mlir/Dialect/Vector/Transforms/VectorRewritePatterns.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/Transforms/GreedyPatternRewriteDriver.h"
+
+namespace ga {
+#define GEN_PASS_DEF_GATILEANDVECTORIZEPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+
+/// Reductions longer than this and not divisible by the vector width stay
+/// scalar: one tile would hold the whole reduction.
+static constexpr int64_t kMaxUntiledReduction = 64;
+
+/// The tile sizes for `op`, or nothing when it should stay scalar.
+static std::optional<SmallVector<int64_t>>
+chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
+  if (!op.hasPureTensorSemantics() || op.getNumDpsInits() == 0 ||
+      op.getNumLoops() == 0 || op.hasDynamicShape())
+    return std::nullopt;
+  for (AffineMap map : op.getIndexingMapsArray())
+    if (!map.isProjectedPermutation())
+      return std::nullopt;
+  bool unsupportedBody = false;
+  op->walk([&](Operation *nested) {
+    if (isa<tensor::ExtractOp, linalg::IndexOp>(nested))
+      unsupportedBody = true;
+  });
+  if (unsupportedBody)
+    return std::nullopt;
+  for (Value operand : op->getOperands()) {
+    auto shaped = dyn_cast<ShapedType>(operand.getType());
+    Type element = shaped ? shaped.getElementType() : operand.getType();
+    if (!element.isIntOrIndexOrFloat())
+      return std::nullopt;
+  }
+
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+  if (out.getNumResults() == 0)
+    return std::nullopt;
+  unsigned lane = cast<AffineDimExpr>(out.getResults().back()).getPosition();
+  if (ranges[lane] % width != 0)
+    return std::nullopt;
+
+  SmallVector<int64_t> tiles(ranges.size(), 1);
+  tiles[lane] = width;
+  // Only the innermost reduction dimension is vectorized; the others keep
+  // tile size 1. Tiles then visit the reduced elements in the lexicographic
+  // order of the iteration space, as the scalar loops do, and a reduction is
+  // computed in the same order whatever its shape: a split batch sums its
+  // tokens in the order of the full batch.
+  bool reduces = false;
+  for (unsigned dim = ranges.size(); dim-- > 0;) {
+    if (iterators[dim] != utils::IteratorType::reduction)
+      continue;
+    if (reduces)
+      continue;
+    reduces = true;
+    if (ranges[dim] % width == 0)
+      tiles[dim] = width;
+    else if (ranges[dim] <= kMaxUntiledReduction)
+      tiles[dim] = ranges[dim];
+    else
+      return std::nullopt;
+  }
+  if (reduces && out.getNumResults() >= 2) {
+    unsigned row = cast<AffineDimExpr>(
+                       out.getResults()[out.getNumResults() - 2])
+                       .getPosition();
+    if (ranges[row] % rows == 0)
+      tiles[row] = rows;
+  }
+  // A tile as large as the loop itself needs no loop: tile size 0 keeps the
+  // dimension whole.
+  for (auto [tile, range] : llvm::zip(tiles, ranges))
+    if (tile == range)
+      tile = 0;
+  return tiles;
+}
+
+namespace {
+struct GaTileAndVectorizePass
+    : ga::impl::GaTileAndVectorizePassBase<GaTileAndVectorizePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (vectorWidth < 1 || registerRows < 1) {
+      getOperation()->emitError()
+          << "ga-tile-and-vectorize: vector-width and register-rows must be "
+             "positive (got "
+          << static_cast<int64_t>(vectorWidth) << " and "
+          << static_cast<int64_t>(registerRows) << ")";
+      return signalPassFailure();
+    }
+    SmallVector<linalg::LinalgOp> candidates;
+    getOperation()->walk([&](linalg::LinalgOp op) {
+      candidates.push_back(op);
+    });
+
+    IRRewriter rewriter(&getContext());
+    for (linalg::LinalgOp op : candidates) {
+      std::optional<SmallVector<int64_t>> tiles =
+          chooseTileSizes(op, vectorWidth, registerRows);
+      if (!tiles)
+        continue;
+      rewriter.setInsertionPoint(op);
+      Operation *toVectorize = op;
+      if (llvm::any_of(*tiles, [](int64_t t) { return t != 0; })) {
+        scf::SCFTilingOptions options;
+        options.setTileSizes(getAsIndexOpFoldResult(&getContext(), *tiles));
+        options.setLoopType(scf::SCFTilingOptions::LoopType::ForOp);
+        FailureOr<scf::SCFTilingResult> tiled = scf::tileUsingSCF(
+            rewriter, cast<TilingInterface>(op.getOperation()), options);
+        if (failed(tiled))
+          continue;
+        rewriter.replaceOp(op, tiled->replacements);
+        if (tiled->tiledOps.size() != 1)
+          continue;
+        toVectorize = tiled->tiledOps.front();
+      }
+      rewriter.setInsertionPoint(toVectorize);
+      FailureOr<linalg::VectorizationResult> vectorized =
+          linalg::vectorize(rewriter, toVectorize, /*inputVectorSizes=*/{},
+                            /*inputScalableVecDims=*/{},
+                            /*vectorizeNDExtract=*/false,
+                            /*flatten1DDepthwiseConv=*/false,
+                            /*assumeDynamicDimsMatchVecSizes=*/false,
+                            /*createNamedContraction=*/true);
+      if (failed(vectorized))
+        continue;
+      if (!vectorized->replacements.empty())
+        rewriter.replaceOp(toVectorize, vectorized->replacements);
+      else
+        rewriter.eraseOp(toVectorize);
+    }
+
+    // A contraction written as a linalg.generic vectorizes to a product and
+    // a vector.multi_reduction, a named one to vector.contract. Folding the
+    // first form into the second gives every contraction the same code (one
+    // fused multiply-add per term, in order), so the same product computes
+    // the same bits whether it came from a named op or a generic.
+    RewritePatternSet patterns(&getContext());
+    vector::populateVectorReductionToContractPatterns(patterns);
+    // Reads that broadcast become a read and a vector.broadcast, which the
+    // contraction patterns fold into the contraction's indexing maps.
+    vector::populateVectorTransferPermutationMapLoweringPatterns(patterns);
+    if (failed(applyPatternsGreedily(getOperation(), std::move(patterns))))
+      return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,102 @@
+// RUN: ga-opt %s --pass-pipeline='builtin.module(func.func(ga-tile-and-vectorize),canonicalize)' | FileCheck %s
+// RUN: not ga-opt %s --pass-pipeline='builtin.module(func.func(ga-tile-and-vectorize{vector-width=0}))' 2>&1 | FileCheck %s --check-prefix=BAD
+
+// BAD: error: ga-tile-and-vectorize: vector-width and register-rows must be positive (got 0 and 4)
+
+// A matmul: 4x8 blocks of the result, the reduction in steps of 8, each tile
+// one vector.contract.
+// CHECK-LABEL: func.func @matmul
+// CHECK: scf.for %[[I:.*]] = %c0 to %c8 step %c4
+// CHECK:   scf.for %[[J:.*]] = %c0 to %c16 step %c8
+// CHECK:     scf.for %[[K:.*]] = %c0 to %c16 step %c8
+// CHECK:       vector.transfer_read {{.*}} : tensor<4x8xf32>, vector<4x8xf32>
+// CHECK:       vector.transfer_read {{.*}} : tensor<8x8xf32>, vector<8x8xf32>
+// CHECK:       vector.contract {{.*}} : vector<4x8xf32>, vector<8x8xf32> into vector<4x8xf32>
+// CHECK-NOT: linalg.matmul
+func.func @matmul(%a: tensor<8x16xf32>, %b: tensor<16x16xf32>, %c: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<8x16xf32>, tensor<16x16xf32>) outs(%c : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// The innermost result dimension (12) is not a multiple of the vector
+// width: the op stays for the scalar loops.
+// CHECK-LABEL: func.func @narrow
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+#id = affine_map<(i, j) -> (i, j)>
+#row = affine_map<(i, j) -> (i)>
+func.func @narrow(%x: tensor<4x12xf32>) -> tensor<4x12xf32> {
+  %0 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : tensor<4x12xf32>) outs(%x : tensor<4x12xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  } -> tensor<4x12xf32>
+  return %0 : tensor<4x12xf32>
+}
+
+// A row reduction: 8 rows at a time, 8 reduced elements per tile.
+// CHECK-LABEL: func.func @row_sum
+// CHECK: scf.for {{.*}} = %c0 to %c16 step %c8
+// CHECK:   scf.for {{.*}} = %c0 to %c32 step %c8
+// CHECK:     vector.multi_reduction <add>, {{.*}} [1] : vector<8x8xf32> to vector<8xf32>
+// CHECK-NOT: linalg.generic
+func.func @row_sum(%x: tensor<16x32xf32>, %init: tensor<16xf32>) -> tensor<16xf32> {
+  %0 = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : tensor<16x32xf32>) outs(%init : tensor<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<16xf32>
+  return %0 : tensor<16xf32>
+}
+
+// Two reduction dimensions: only the inner one is vectorized, the outer one
+// is a loop of step 1, so the elements are summed in the order of the
+// scalar loops.
+// CHECK-LABEL: func.func @bias_grad
+// CHECK: scf.for {{.*}} = %c0 to %c4 step %c1
+// CHECK:   scf.for {{.*}} = %c0 to %c16 step %c8
+// CHECK:     vector.multi_reduction <add>, {{.*}} [0, 1] : vector<1x8x8xf32> to vector<8xf32>
+#x3 = affine_map<(b, s, d) -> (b, s, d)>
+#d3 = affine_map<(b, s, d) -> (d)>
+func.func @bias_grad(%x: tensor<4x16x8xf32>, %init: tensor<8xf32>) -> tensor<8xf32> {
+  %0 = linalg.generic {indexing_maps = [#x3, #d3], iterator_types = ["reduction", "reduction", "parallel"]} ins(%x : tensor<4x16x8xf32>) outs(%init : tensor<8xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %in, %out : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  return %0 : tensor<8xf32>
+}
+
+// A gather (tensor.extract in the body) stays scalar.
+// CHECK-LABEL: func.func @gather
+// CHECK-NOT: vector.
+// CHECK: linalg.generic
+// CHECK: tensor.extract
+#gidx = affine_map<(i, j) -> (i)>
+func.func @gather(%table: tensor<32x16xf32>, %ids: tensor<8xindex>, %init: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.generic {indexing_maps = [#gidx, #id], iterator_types = ["parallel", "parallel"]} ins(%ids : tensor<8xindex>) outs(%init : tensor<8x16xf32>) {
+  ^bb0(%id: index, %out: f32):
+    %j = linalg.index 1 : index
+    %v = tensor.extract %table[%id, %j] : tensor<32x16xf32>
+    linalg.yield %v : f32
+  } -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}
+
+// A contraction written as a generic with a transposed operand becomes the
+// same vector.contract as a named matmul.
+// CHECK-LABEL: func.func @generic_contraction
+// CHECK: vector.contract {{.*}} : vector<8x4xf32>, vector<8x8xf32> into vector<4x8xf32>
+// CHECK-NOT: vector.multi_reduction
+#ma = affine_map<(m, n, k) -> (k, m)>
+#mb = affine_map<(m, n, k) -> (k, n)>
+#mc = affine_map<(m, n, k) -> (m, n)>
+func.func @generic_contraction(%a: tensor<16x8xf32>, %b: tensor<16x8xf32>, %c: tensor<8x8xf32>) -> tensor<8x8xf32> {
+  %0 = linalg.generic {indexing_maps = [#ma, #mb, #mc], iterator_types = ["parallel", "parallel", "reduction"]} ins(%a, %b : tensor<16x8xf32>, tensor<16x8xf32>) outs(%c : tensor<8x8xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  } -> tensor<8x8xf32>
+  return %0 : tensor<8x8xf32>
+}
