@@ -32,13 +32,19 @@ static constexpr const char *kCPULowering =
     "convert-func-to-llvm,reconcile-unrealized-casts";
 
 LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
-                                   bool vectorize) {
+                                   const CPUPipelineConfig &config) {
   pm.addPass(createTrainRecordSignaturesPass());
+  pm.addPass(createTrainCheckDecomposablePass());
+  pm.addPass(createTrainNormalizeLossPass());
+  TrainSplitBatchPassOptions split;
+  split.naive = config.naiveSplit;
+  pm.addPass(createTrainSplitBatchPass(split));
   pm.addPass(createTrainDifferentiatePass());
   pm.addPass(createTrainInlineCheckpointsPass());
   pm.addPass(createConvertTrainToLinalgPass());
+  pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
-  if (vectorize) {
+  if (config.vectorize) {
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());
   }
@@ -61,7 +67,10 @@ void ga::registerGaPipelines() {
                               options.target + "' (available: cpu)");
         std::string errors;
         llvm::raw_string_ostream os(errors);
-        if (failed(buildCPUPipeline(pm, os, options.vectorize)))
+        CPUPipelineConfig config;
+        config.vectorize = options.vectorize;
+        config.naiveSplit = options.naive;
+        if (failed(buildCPUPipeline(pm, os, config)))
           return errorHandler("ga-pipeline: " + errors);
         return success();
       },

@@ -83,6 +83,11 @@ static cl::opt<bool>
               cl::desc("Compile high-level IR with the pipeline's vector code "
                        "(default true; --vectorize=false keeps scalar loops)"),
               cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<bool>
+    naive("naive",
+          cl::desc("Split the batch the usual, inexact way (per-micro-batch "
+                   "means averaged): --ga-pipeline option naive"),
+          cl::init(false), cl::cat(gaRunCategory));
 static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
                                   cl::init(2), cl::cat(gaRunCategory));
 
@@ -227,7 +232,7 @@ int main(int argc, char **argv) {
     PassManager pm(&context);
     std::string errors;
     raw_string_ostream os(errors);
-    if (failed(ga::buildCPUPipeline(pm, os, vectorize)))
+    if (failed(ga::buildCPUPipeline(pm, os, {vectorize, naive})))
       return fail("cannot build the CPU pipeline: " + errors);
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");

@@ -23,17 +23,30 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "code pays (ga-tile-and-vectorize); false keeps scalar "
                      "loops, the baseline of scripts/bench.py"),
       llvm::cl::init(true)};
+  Option<bool> naive{
+      *this, "naive",
+      llvm::cl::desc("Split batches the usual, inexact way (train-split-batch "
+                     "naive=true), to measure the error the exact split "
+                     "removes"),
+      llvm::cl::init(false)};
 };
 
-/// The CPU pipeline: records signatures, differentiates, removes
-/// checkpoints, lowers train ops to linalg, tiles and vectorizes the linalg
+/// What buildCPUPipeline builds.
+struct CPUPipelineConfig {
+  bool vectorize = true;
+  bool naiveSplit = false;
+};
+
+/// The CPU pipeline: records signatures, checks and splits the batch
+/// schedule (normalizing mean losses first), differentiates, removes
+/// checkpoints, lowers train ops to linalg and micro-batch loops to scf, tiles and vectorizes the linalg
 /// operations that suit vector code (unless `vectorize` is false),
 /// bufferizes (one-shot, function boundaries included, with buffer
 /// deallocation), lowers the remaining linalg to loops and everything to the
 /// LLVM dialect. Fails if an upstream pass is not registered.
 mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
                                      llvm::raw_ostream &errors,
-                                     bool vectorize = true);
+                                     const CPUPipelineConfig &config = {});
 
 /// Registers `--ga-pipeline="target=cpu"`.
 void registerGaPipelines();

@@ -28,6 +28,12 @@ class StepOp;
 class AccumulateOp;
 } // namespace train
 
+/// A unit attribute on the `scf.for` nests that differentiation emits for
+/// scatter-adds (the adjoint of an embedding lookup): the loop's result is
+/// its init plus the scattered values, so a running accumulator may be its
+/// init (see train-lower-accumulate).
+inline constexpr const char kAccumulatesIntoInit[] = "ga.accumulates_into_init";
+
 /// What the adjoint of one operation reads from the forward pass.
 struct AdjointNeeds {
   /// False when train-differentiate has no rule for the operation.

@@ -171,4 +171,162 @@ def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
   ];
 }
 
+def TrainCheckDecomposablePass : Pass<"train-check-decomposable"> {
+  let summary = "Refuse a batch split that would change the loss or the "
+                "gradients";
+  let description = [{
+    For every `train.step` with `microbatches * data_parallel > 1`, classifies
+    every value of the body along the batch dimension (invariant,
+    per-example, batch-sum, mixed; and whether it depends on the parameters;
+    see `--test-train-decomposability`) and reports an error on the operation
+    that makes the split inexact, saying why:
+
+    * batch statistics that depend on the parameters feeding per-example
+      values (batch normalization);
+    * a reduction over the batch that is not a sum (a softmax or a maximum
+      across the batch);
+    * a non-linear use of a batch-sum that depends on the parameters (a
+      product of two such sums, a division by one, a `log` of one);
+    * a term that does not depend on the batch added to the loss (it would be
+      added once per micro-batch);
+    * slices of part of the batch, reads of the position in the batch, and
+      operations the analysis does not understand.
+
+    Batch-sums that do not depend on the parameters (token counts, mask
+    sums) may be used in any way: `train-split-batch` computes them once for
+    the whole global batch. A step that passes is exact to split.
+
+    Example (a loss divided by a sum of the logits):
+
+    ```
+    error: cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly:
+    this operation divides by a batch-sum that depends on the parameters
+    ('arith.divf'): a split would divide by each micro-batch's own sum
+    ```
+  }];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
+def TestTrainDecomposabilityPass : Pass<"test-train-decomposability"> {
+  let summary = "Report the batch class of every value of each train.step "
+                "(testing)";
+  let description = [{
+    Emits a remark on every operation of each `train.step` body with the
+    class of each result: `invariant`, `per-example (batch dimension d)`,
+    `batch-sum` (depends on the parameters), `batch-sum, global` (computed
+    from the data alone: a split computes it once for the global batch) or
+    `mixed`, with `, parameter-dependent` where it applies; and a remark
+    `mixed: <reason>` on each operation where a value first becomes mixed.
+    For lit tests of the analysis behind `train-check-decomposable`.
+  }];
+}
+
+def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
+  let summary = "Rewrite mean-reduced losses into a sum divided by a count "
+                "computed from the labels";
+  let description = [{
+    In every `train.step` body, `train.cross_entropy {reduction = mean}`
+    becomes the `sum` reduction divided by `max(count, 1)`, where `count` is
+    a separate `linalg.generic` that counts the labels the loss consumes
+    (those different from `ignore_index`, after any shift or slice of the
+    labels: it reads the very labels operand of the loss). A batch with no
+    valid token gives 0, as the mean does (`train.cross_entropy` defines the
+    mean of zero tokens as 0).
+
+    The count depends on the data alone, so the decomposability analysis
+    classifies it as a global batch-sum and `train-split-batch` computes it
+    once, for the whole global batch, before any micro-batch runs: each
+    micro-batch then contributes its sum divided by the global count. A
+    hand-written mean (a sum of masked per-token losses divided by the sum
+    of the mask) needs no rewrite: its divisor is such a global already, and
+    `train-split-batch` hoists it the same way. A size read from the batch
+    dimension is a constant: shapes are static, and the body is written for
+    the full batch.
+
+    An optional count result of the cross-entropy is replaced by the new
+    count (converted to its type).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
+    "::mlir::tensor::TensorDialect", "::ga::train::TrainDialect",
+  ];
+}
+
+def TrainSplitBatchPass : Pass<"train-split-batch"> {
+  let summary = "Turn the schedule of a train.step into micro-batch loops "
+                "and rank slices";
+  let description = [{
+    Rewrites every `train.step` with `microbatches = k` and
+    `data_parallel = r` (k * r > 1) into explicit code, after checking with
+    the decomposability analysis that the split is exact (the same errors as
+    `train-check-decomposable`):
+
+    1. The *globals*: every batch-sum that does not depend on the parameters
+       and that the rest of the step reads (the valid-token count of
+       `train-normalize-loss`, a hand-written mask sum) is computed before
+       the loop, from the data alone, on the rank's slice of the batch and
+       summed across ranks (`train.all_reduce sum`).
+    2. A `train.accumulate` with `microbatches = k` runs the body on
+       micro-batch slices: every per-example value is re-typed to `B/(r*k)`
+       rows, the globals are its `globals` operands.
+    3. With r > 1, each rank takes rows `[rank * B/r, (rank + 1) * B/r)` of
+       every batch operand (`train.rank`), and the loss and gradients are
+       summed across ranks after the loop (`train.all_reduce sum`, never
+       `avg`).
+    4. Auxiliary outputs (which must be globals) are taken from the globals.
+
+    `naive=true` builds the usual, inexact schedule instead, so that its
+    error can be measured: nothing is hoisted (each micro-batch normalizes by
+    its own count), the accumulated loss and gradients are divided by k, and
+    ranks average (`train.all_reduce avg`).
+
+    The function gets `ga.data_parallel = r` when r > 1, so that `ga-run`
+    can check the number of MPI ranks.
+
+    Example: `examples/mlp.mlir` with `microbatches = 4` becomes
+
+    ```mlir
+    %count = linalg.generic ... ins(%labels_full) ...   // global count
+    %loss, %g:3 = train.accumulate microbatches = 4
+        params(%w1, %b1, %w2 : ...) batch(%x, %labels : ...)
+        globals(%count : tensor<f32>) -> tensor<f32> grads(...) { ... }
+    ```
+  }];
+  let options = [
+    Option<"naive", "naive", "bool", /*default=*/"false",
+           "Build the inexact schedule (per-micro-batch means divided by k, "
+           "averaging ranks) to measure its error">,
+  ];
+  let dependentDialects = [
+    "::ga::train::TrainDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+  ];
+}
+
+def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
+  let summary = "Lower differentiated train.accumulate loops to scf.for with "
+                "in-place accumulation";
+  let description = [{
+    Turns every `train.accumulate` whose body yields its gradient
+    contributions (after `train-differentiate`) into an `scf.for` over the
+    micro-batches that slices the batch operands and accumulates the loss
+    and the gradients *in place*: a gradient contribution computed by an
+    additive reduction whose init is zero (a matmul, a sum over tokens, an
+    embedding scatter-add, and slices of such results inserted into a
+    stacked gradient) is computed with the running accumulator as its init,
+    so no per-micro-batch gradient buffer exists and every element is summed
+    in the same order as in the full-batch step. Other contributions are
+    added to the accumulator.
+
+    The loss is accumulated before its final division by a global (or
+    multiplication by a constant), which is applied once after the loop,
+    again as in the full-batch step. This is what makes a micro-batch split
+    on the CPU bitwise identical to the full-batch run.
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+  ];
+}
+
 #endif // GA_TRANSFORMS_PASSES_TD

@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ADInternal.h"
+#include "ga/Transforms/Autodiff.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -411,6 +412,9 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
         });
     if (failed(status))
       return failure();
+    // The nest only adds to its init: train-lower-accumulate may pass a
+    // running accumulator as the init instead of zeros.
+    nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
     sweep.setAdjoint(source, nest.results.front());
   }
   return success();

@@ -1,0 +1,84 @@
+//===- Decomposability.h - Batch decomposability of a step ------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The analysis behind `train-check-decomposable` and `train-split-batch`: it
+// classifies every value of a `train.step` body along the batch dimension.
+//
+// * invariant:   does not depend on the batch (parameters, constants);
+// * per-example: carries the batch in one dimension; the rows of example b
+//                depend on example b only;
+// * batch-sum:   a sum over the batch of per-example values, or a function
+//                of such sums that a split can compute exactly (linear in
+//                the sums that depend on the parameters; any function of the
+//                sums that do not, since those are computed once for the
+//                whole global batch: they are the *globals*);
+// * mixed:       anything else. The operation where a value first becomes
+//                mixed is recorded with the reason.
+//
+// Independently, every value records whether it depends on the parameters.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRANSFORMS_DECOMPOSABILITY_H
+#define GA_TRANSFORMS_DECOMPOSABILITY_H
+
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/DenseMap.h"
+#include <string>
+
+namespace ga {
+namespace train {
+class StepOp;
+} // namespace train
+
+struct BatchClass {
+  enum Kind { Invariant, PerExample, BatchSum, Mixed };
+  Kind kind = Invariant;
+  /// For PerExample: the dimension that carries the batch.
+  int64_t batchDim = -1;
+  /// The value depends on a parameter.
+  bool paramDependent = false;
+
+  /// A batch-sum that does not depend on the parameters: computed once for
+  /// the whole global batch before the micro-batches run.
+  bool isGlobal() const { return kind == BatchSum && !paramDependent; }
+  std::string str() const;
+};
+
+/// Where and why a value became mixed.
+struct MixedReason {
+  mlir::Operation *op = nullptr;
+  std::string why;
+};
+
+class Decomposability {
+public:
+  /// Classifies every value of `step`'s body (nested checkpoint bodies
+  /// included). Never fails: problems become mixed values with reasons.
+  explicit Decomposability(train::StepOp step);
+
+  BatchClass get(mlir::Value value) const;
+  /// The operations where values first became mixed, in body order.
+  llvm::ArrayRef<MixedReason> getMixedReasons() const { return reasons; }
+  /// The first problem that makes a split of `step` inexact (a mixed value
+  /// the results depend on, or a result that is not a batch-sum), or an
+  /// empty reason when a split is exact.
+  MixedReason findSplitProblem() const;
+
+private:
+  void visitBlock(mlir::Block &block);
+  void visit(mlir::Operation *op);
+  void setMixed(mlir::Operation *op, const std::string &why);
+
+  mlir::Operation *step;
+  int64_t batchSize = 0;
+  llvm::DenseMap<mlir::Value, BatchClass> classes;
+  llvm::SmallVector<MixedReason> reasons;
+};
+
+} // namespace ga
+
+#endif // GA_TRANSFORMS_DECOMPOSABILITY_H

@@ -1,0 +1,532 @@
+//===- Decomposability.cpp - Batch decomposability of a step ---------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The classification rules, operation by operation (see Decomposability.h
+// for the classes). A linalg operation maps the batch dimension of each
+// per-example operand to a loop through its indexing map; all of them must
+// meet the same loop. A parallel batch loop keeps the result per-example, a
+// reduction over it with an addition makes a batch-sum. Operations on
+// batch-sums only are checked for linearity in the batch-sums that depend
+// on the parameters, from their scalar body.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Decomposability.h"
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/AffineExpr.h"
+#include "train/TrainOps.h"
+
+namespace ga {
+#define GEN_PASS_DEF_TRAINCHECKDECOMPOSABLEPASS
+#define GEN_PASS_DEF_TESTTRAINDECOMPOSABILITYPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using namespace ga;
+using namespace ga::train;
+
+std::string BatchClass::str() const {
+  std::string dep = paramDependent ? ", parameter-dependent" : "";
+  switch (kind) {
+  case Invariant:
+    return "invariant" + dep;
+  case PerExample:
+    return "per-example (batch dimension " + std::to_string(batchDim) + ")" +
+           dep;
+  case BatchSum:
+    return paramDependent ? "batch-sum" + dep : "batch-sum, global";
+  case Mixed:
+    return "mixed" + dep;
+  }
+  return "";
+}
+
+Decomposability::Decomposability(StepOp step) : step(step) {
+  Block &body = step.getBody().front();
+  if (!step.getBatch().empty())
+    batchSize = cast<ShapedType>(step.getBatch().front().getType()).getDimSize(0);
+  unsigned numParams = step.getParams().size();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    BatchClass c;
+    if (i < numParams) {
+      c.paramDependent = true;
+    } else {
+      c.kind = BatchClass::PerExample;
+      c.batchDim = 0;
+    }
+    classes[arg] = c;
+  }
+  visitBlock(body);
+}
+
+BatchClass Decomposability::get(Value value) const {
+  auto it = classes.find(value);
+  return it == classes.end() ? BatchClass() : it->second;
+}
+
+void Decomposability::setMixed(Operation *op, const std::string &why) {
+  bool dep = llvm::any_of(op->getOperands(),
+                          [&](Value v) { return get(v).paramDependent; });
+  for (Value r : op->getResults()) {
+    BatchClass c;
+    c.kind = BatchClass::Mixed;
+    c.paramDependent = dep;
+    classes[r] = c;
+  }
+  // Only the first operation on a path is the cause; later ones inherit.
+  if (llvm::none_of(op->getOperands(), [&](Value v) {
+        return get(v).kind == BatchClass::Mixed;
+      }))
+    reasons.push_back({op, why});
+}
+
+void Decomposability::visitBlock(Block &block) {
+  for (Operation &op : block.without_terminator())
+    visit(&op);
+}
+
+/// Values captured by the regions of `op` (defined outside `op`).
+static SmallVector<Value> capturedValues(Operation *op) {
+  SmallVector<Value> captured;
+  op->walk([&](Operation *nested) {
+    if (nested == op)
+      return;
+    for (Value v : nested->getOperands())
+      if (!op->isAncestor(v.getParentBlock()->getParentOp()) &&
+          !llvm::is_contained(captured, v))
+        captured.push_back(v);
+  });
+  return captured;
+}
+
+namespace {
+/// How a scalar of a linalg body depends on the parameter-dependent
+/// batch-sums it reads: not at all, proportionally (it scales with the part
+/// of the batch summed so far, so micro-batch contributions add up), or in a
+/// way a split would change.
+enum class Linearity { Constant, Proportional, Other };
+} // namespace
+
+/// The linearity of the yielded values of `op` in the block arguments
+/// `sumArgs`. `accumulators` are output arguments of an additive reduction:
+/// they hold a partial sum of the same quantity. On `Other`, `why` names the
+/// scalar operation at fault.
+static Linearity bodyLinearity(linalg::LinalgOp op,
+                               const llvm::SmallDenseSet<Value> &sumArgs,
+                               const llvm::SmallDenseSet<Value> &accumulators,
+                               std::string &why) {
+  llvm::DenseMap<Value, Linearity> lin;
+  auto of = [&](Value v) {
+    if (sumArgs.contains(v) || accumulators.contains(v))
+      return Linearity::Proportional;
+    auto it = lin.find(v);
+    return it == lin.end() ? Linearity::Constant : it->second;
+  };
+  Block *body = op.getBlock();
+  for (Operation &nested : body->without_terminator()) {
+    Linearity result = Linearity::Constant;
+    bool anyDependent = llvm::any_of(nested.getOperands(), [&](Value v) {
+      return of(v) != Linearity::Constant;
+    });
+    if (llvm::any_of(nested.getOperands(),
+                     [&](Value v) { return of(v) == Linearity::Other; })) {
+      result = Linearity::Other;
+    } else if (!anyDependent) {
+      result = Linearity::Constant;
+    } else if (isa<arith::AddFOp, arith::SubFOp>(nested)) {
+      // A sum is proportional only if both terms are: adding a term that
+      // does not scale with the batch would count it once per micro-batch.
+      if (of(nested.getOperand(0)) == of(nested.getOperand(1)))
+        result = Linearity::Proportional;
+      else {
+        result = Linearity::Other;
+        why = "adds a term that does not depend on the batch to a "
+              "parameter-dependent batch-sum ('" +
+              nested.getName().getStringRef().str() +
+              "'): a split would add it once per micro-batch";
+      }
+    } else if (isa<arith::NegFOp, arith::ExtFOp, arith::TruncFOp>(nested)) {
+      result = Linearity::Proportional;
+    } else if (isa<arith::MulFOp>(nested)) {
+      if (of(nested.getOperand(0)) == Linearity::Constant ||
+          of(nested.getOperand(1)) == Linearity::Constant)
+        result = Linearity::Proportional;
+      else {
+        result = Linearity::Other;
+        why = "multiplies two parameter-dependent batch-sums ('arith.mulf'): "
+              "a product of sums is not the sum of the micro-batch products";
+      }
+    } else if (isa<arith::DivFOp>(nested)) {
+      if (of(nested.getOperand(1)) == Linearity::Constant)
+        result = Linearity::Proportional;
+      else {
+        result = Linearity::Other;
+        why = "divides by a batch-sum that depends on the parameters "
+              "('arith.divf'): a split would divide by each micro-batch's "
+              "own sum";
+      }
+    } else {
+      result = Linearity::Other;
+      why = "applies '" + nested.getName().getStringRef().str() +
+            "' to a batch-sum that depends on the parameters: a non-linear "
+            "function of a sum is not the sum of the micro-batch values";
+    }
+    for (Value r : nested.getResults())
+      lin[r] = result;
+  }
+  Linearity worst = Linearity::Constant;
+  for (Value v : body->getTerminator()->getOperands())
+    worst = std::max(worst, of(v));
+  return worst;
+}
+
+/// Whether output `j` of `op` combines its init with an addition.
+static bool isAdditiveReduction(linalg::LinalgOp op, unsigned j) {
+  Block *body = op.getBlock();
+  BlockArgument out = body->getArgument(op.getNumDpsInputs() + j);
+  Value yielded = body->getTerminator()->getOperand(j);
+  Operation *def = yielded.getDefiningOp();
+  if (!def || !isa<arith::AddFOp, arith::AddIOp>(def))
+    return false;
+  return def->getOperand(0) == out || def->getOperand(1) == out;
+}
+
+void Decomposability::visit(Operation *op) {
+  bool dep = llvm::any_of(op->getOperands(),
+                          [&](Value v) { return get(v).paramDependent; });
+  if (auto checkpoint = dyn_cast<CheckpointOp>(op)) {
+    Block &body = checkpoint.getBody().front();
+    for (auto [arg, operand] :
+         llvm::zip(body.getArguments(), checkpoint.getInputs()))
+      classes[arg] = get(operand);
+    visitBlock(body);
+    for (auto [result, yielded] :
+         llvm::zip(op->getResults(), body.getTerminator()->getOperands()))
+      classes[result] = get(yielded);
+    return;
+  }
+
+  SmallVector<BatchClass> in;
+  for (Value v : op->getOperands())
+    in.push_back(get(v));
+  if (llvm::any_of(in, [](const BatchClass &c) {
+        return c.kind == BatchClass::Mixed;
+      }))
+    return setMixed(op, "");
+  auto setAll = [&](BatchClass c) {
+    c.paramDependent = c.paramDependent || dep;
+    for (Value r : op->getResults())
+      classes[r] = c;
+  };
+  auto perExample = [](int64_t dim) {
+    BatchClass c;
+    c.kind = BatchClass::PerExample;
+    c.batchDim = dim;
+    return c;
+  };
+  auto batchSum = [] {
+    BatchClass c;
+    c.kind = BatchClass::BatchSum;
+    return c;
+  };
+  bool anyPerExample = llvm::any_of(in, [](const BatchClass &c) {
+    return c.kind == BatchClass::PerExample;
+  });
+  bool anySum = llvm::any_of(
+      in, [](const BatchClass &c) { return c.kind == BatchClass::BatchSum; });
+
+  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
+    BatchClass logits = get(ce.getLogits()), labels = get(ce.getLabels());
+    for (const BatchClass &c : {logits, labels})
+      if (c.kind == BatchClass::BatchSum ||
+          (c.kind == BatchClass::PerExample && c.batchDim != 0))
+        return setMixed(op, "its rows are not the examples of the batch");
+    if (ce.getReduction() == Reduction::None)
+      setAll(perExample(0));
+    else
+      setAll(batchSum());
+    if (ce.getCount()) {
+      BatchClass count = batchSum();
+      count.paramDependent = false;
+      classes[ce.getCount()] = count;
+    }
+    return;
+  }
+
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    for (Value v : capturedValues(op))
+      if (get(v).kind == BatchClass::PerExample ||
+          get(v).kind == BatchClass::BatchSum)
+        return setMixed(op, "reads a batch value through its body (for "
+                            "example tensor.extract): the analysis cannot "
+                            "tell which examples it combines");
+    std::optional<unsigned> batchLoop;
+    for (OpOperand &operand : op->getOpOperands()) {
+      BatchClass c = get(operand.get());
+      if (c.kind != BatchClass::PerExample)
+        continue;
+      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+      auto dim = dyn_cast<AffineDimExpr>(map.getResult(c.batchDim));
+      if (!dim)
+        return setMixed(op, "reads the batch dimension through a "
+                            "non-trivial index expression");
+      if (batchLoop && *batchLoop != dim.getPosition())
+        return setMixed(op, "combines different examples: the batch "
+                            "dimensions of its operands meet different loops");
+      batchLoop = dim.getPosition();
+    }
+    if (batchLoop) {
+      bool readsIndex = false;
+      op->walk([&](linalg::IndexOp index) {
+        readsIndex |= index.getDim() == *batchLoop;
+      });
+      if (readsIndex)
+        return setMixed(op, "reads the position within the batch "
+                            "(linalg.index of the batch loop): a "
+                            "micro-batch sees other positions");
+      for (OpOperand &operand : op->getOpOperands()) {
+        BatchClass c = get(operand.get());
+        if (c.kind == BatchClass::BatchSum && c.paramDependent)
+          return setMixed(op, "feeds a batch statistic that depends on the "
+                              "parameters into per-example values (like "
+                              "batch normalization): a split would compute "
+                              "the statistic per micro-batch");
+      }
+      bool parallel = linalgOp.getIteratorTypesArray()[*batchLoop] ==
+                      utils::IteratorType::parallel;
+      for (auto [j, result] : llvm::enumerate(op->getResults())) {
+        AffineMap map =
+            linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(j));
+        if (parallel) {
+          std::optional<unsigned> pos =
+              map.getResultPosition(getAffineDimExpr(*batchLoop, op->getContext()));
+          if (!pos)
+            return setMixed(op, "drops the batch dimension without summing "
+                                "over it");
+          BatchClass c = perExample(*pos);
+          c.paramDependent = dep;
+          classes[result] = c;
+        } else {
+          if (!isAdditiveReduction(linalgOp, j))
+            return setMixed(
+                op, "reduces over the batch dimension with something other "
+                    "than a sum (a maximum, a softmax across the batch, ...): "
+                    "the micro-batch results do not add up to it");
+          BatchClass c = batchSum();
+          c.paramDependent = dep;
+          classes[result] = c;
+        }
+      }
+      return;
+    }
+    if (anySum) {
+      llvm::SmallDenseSet<Value> sumArgs, accumulators;
+      Block *body = linalgOp.getBlock();
+      for (OpOperand *operand : linalgOp.getDpsInputOperands()) {
+        BatchClass c = get(operand->get());
+        if (c.kind == BatchClass::BatchSum && c.paramDependent)
+          sumArgs.insert(body->getArgument(operand->getOperandNumber()));
+      }
+      for (unsigned j = 0; j < linalgOp.getNumDpsInits(); ++j) {
+        BlockArgument out = body->getArgument(linalgOp.getNumDpsInputs() + j);
+        BatchClass c = get(linalgOp.getDpsInits()[j]);
+        if (c.kind == BatchClass::BatchSum && c.paramDependent)
+          sumArgs.insert(out);
+        else if (linalgOp.getNumReductionLoops() > 0 &&
+                 isAdditiveReduction(linalgOp, j))
+          accumulators.insert(out);
+      }
+      std::string why;
+      if (!sumArgs.empty() &&
+          bodyLinearity(linalgOp, sumArgs, accumulators, why) ==
+              Linearity::Other)
+        return setMixed(op, why);
+      setAll(batchSum());
+      return;
+    }
+    setAll(BatchClass());
+    return;
+  }
+
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
+    BatchClass src = in[0];
+    if (src.kind != BatchClass::PerExample)
+      return setAll(src);
+    auto srcType = slice.getSourceType();
+    int64_t d = src.batchDim;
+    if (slice.getStaticOffsets()[d] != 0 || slice.getStaticStrides()[d] != 1 ||
+        slice.getStaticSizes()[d] != srcType.getDimSize(d))
+      return setMixed(op, "takes only part of the batch dimension: a "
+                          "micro-batch would take a different part");
+    // Rank reduction drops unit dimensions before the batch dimension.
+    llvm::SmallBitVector dropped = slice.getDroppedDims();
+    int64_t newDim = d;
+    for (int64_t i = 0; i < d; ++i)
+      newDim -= dropped.test(i);
+    BatchClass c = perExample(newDim);
+    c.paramDependent = dep;
+    return setAll(c);
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
+    BatchClass src = in[0], dest = in[1];
+    if (src.kind == BatchClass::BatchSum || dest.kind == BatchClass::BatchSum) {
+      if (src.kind == BatchClass::PerExample ||
+          dest.kind == BatchClass::PerExample)
+        return setMixed(op, "mixes a batch-sum with per-example values");
+      return setAll(batchSum());
+    }
+    if (!anyPerExample)
+      return setAll(BatchClass());
+    if (dest.kind != BatchClass::PerExample)
+      return setMixed(op, "writes per-example values into a tensor without "
+                          "a batch dimension");
+    int64_t d = dest.batchDim;
+    if (insert.getStaticOffsets()[d] != 0 ||
+        insert.getStaticSizes()[d] != insert.getDestType().getDimSize(d))
+      return setMixed(op, "writes only part of the batch dimension");
+    BatchClass c = perExample(d);
+    c.paramDependent = dep;
+    return setAll(c);
+  }
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+    BatchClass src = in[0];
+    if (src.kind != BatchClass::PerExample)
+      return setAll(src);
+    for (auto [g, group] :
+         llvm::enumerate(collapse.getReassociationIndices())) {
+      if (!llvm::is_contained(group, src.batchDim))
+        continue;
+      if (group.front() != src.batchDim)
+        return setMixed(op, "merges the batch dimension into an outer "
+                            "dimension: examples would interleave");
+      BatchClass c = perExample(g);
+      c.paramDependent = dep;
+      return setAll(c);
+    }
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+    BatchClass src = in[0];
+    if (src.kind != BatchClass::PerExample)
+      return setAll(src);
+    auto group = expand.getReassociationIndices()[src.batchDim];
+    int64_t first = group.front();
+    if (batchSize == 0 ||
+        expand.getResultType().getDimSize(first) % batchSize != 0)
+      return setMixed(op, "splits the batch dimension so that its outer "
+                          "part no longer holds whole examples");
+    BatchClass c = perExample(first);
+    c.paramDependent = dep;
+    return setAll(c);
+  }
+  if (op->getNumOperands() == 0 || (!anyPerExample && !anySum))
+    return setAll(BatchClass());
+  setMixed(op, "'" + op->getName().getStringRef().str() +
+                   "' on batch values is not understood by the "
+                   "decomposability analysis");
+}
+
+MixedReason Decomposability::findSplitProblem() const {
+  auto yield = cast<YieldOp>(
+      cast<StepOp>(step).getBody().front().getTerminator());
+  // The mixed values the results depend on: report the first cause.
+  llvm::SmallPtrSet<Operation *, 16> relevant;
+  SmallVector<Value> work(yield.getOperands().begin(),
+                          yield.getOperands().end());
+  llvm::DenseSet<Value> seen;
+  while (!work.empty()) {
+    Value v = work.pop_back_val();
+    if (!seen.insert(v).second)
+      continue;
+    Operation *def = v.getDefiningOp();
+    if (!def)
+      continue;
+    relevant.insert(def);
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+    for (Value captured : capturedValues(def))
+      work.push_back(captured);
+    if (auto checkpoint = dyn_cast<CheckpointOp>(def))
+      for (Value y : checkpoint.getBody().front().getTerminator()->getOperands())
+        work.push_back(y);
+  }
+  for (const MixedReason &reason : reasons)
+    if (relevant.contains(reason.op) && !reason.why.empty())
+      return reason;
+
+  BatchClass loss = get(yield.getOperand(0));
+  if (loss.kind != BatchClass::BatchSum)
+    return {yield, "the loss is " + loss.str() +
+                       ", not a sum over the batch: micro-batch losses would "
+                       "not add up to it"};
+  for (Value aux : yield.getOperands().drop_front()) {
+    BatchClass c = get(aux);
+    if (!c.isGlobal() && c.kind != BatchClass::Invariant)
+      return {yield, "an auxiliary output is " + c.str() +
+                         "; only values computed from the data alone as a "
+                         "sum over the batch (such as counts) can be "
+                         "returned from a split step"};
+  }
+  return {};
+}
+
+//===----------------------------------------------------------------------===//
+// Passes
+//===----------------------------------------------------------------------===//
+
+namespace {
+struct TrainCheckDecomposablePass
+    : ga::impl::TrainCheckDecomposablePassBase<TrainCheckDecomposablePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    bool failedAny = false;
+    getOperation()->walk([&](StepOp step) {
+      int64_t ranks = static_cast<int64_t>(step.getDataParallel());
+      int64_t micro = static_cast<int64_t>(step.getMicrobatches());
+      if (ranks * micro <= 1)
+        return;
+      Decomposability analysis(step);
+      MixedReason problem = analysis.findSplitProblem();
+      if (!problem.op)
+        return;
+      InFlightDiagnostic diag = problem.op->emitError()
+                                << "cannot split this step into " << ranks
+                                << " rank(s) x " << micro
+                                << " micro-batch(es) exactly: this operation "
+                                << problem.why;
+      diag.attachNote(step.getLoc()) << "the train.step being split";
+      failedAny = true;
+    });
+    if (failedAny)
+      signalPassFailure();
+  }
+};
+
+struct TestTrainDecomposabilityPass
+    : ga::impl::TestTrainDecomposabilityPassBase<
+          TestTrainDecomposabilityPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    getOperation()->walk([&](StepOp step) {
+      Decomposability analysis(step);
+      step.getBody().walk([&](Operation *op) {
+        if (op->getNumResults() == 0 || isa<StepOp>(op) ||
+            op->getParentOfType<linalg::LinalgOp>())
+          return;
+        std::string text;
+        for (auto [i, r] : llvm::enumerate(op->getResults()))
+          text += (i ? "; " : "") + analysis.get(r).str();
+        op->emitRemark() << text;
+      });
+      for (const MixedReason &reason : analysis.getMixedReasons())
+        if (!reason.why.empty())
+          reason.op->emitRemark() << "mixed: " << reason.why;
+    });
+  }
+};
+} // namespace

@@ -1,0 +1,275 @@
+//===- LowerAccumulate.cpp - train.accumulate to scf.for -------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// A differentiated train.accumulate becomes an scf.for over the micro-batches
+// whose iteration arguments are the running loss and gradients. Every value
+// the body yields is accumulated *into* the running value where its producer
+// allows it (accumulateInto): an additive reduction whose init is zero takes
+// the accumulator as its init, a stacked gradient (insert_slice into zeros)
+// does so slice by slice, an embedding scatter-add takes it as the init of its
+// loop nest. Then each element is summed in the order of the full-batch step
+// and no per-micro-batch gradient buffer exists.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Autodiff.h"
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "train/TrainOps.h"
+
+namespace ga {
+#define GEN_PASS_DEF_TRAINLOWERACCUMULATEPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using namespace ga::train;
+
+/// A tensor of zeros: a fill with 0 or a zero splat constant.
+static bool isZero(Value v) {
+  if (auto fill = v.getDefiningOp<linalg::FillOp>())
+    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
+           matchPattern(fill.getInputs()[0], m_Zero());
+  return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
+}
+
+/// Whether output `j` of `op` is `init + (terms)`: an additive reduction.
+static bool addsIntoInit(linalg::LinalgOp op, unsigned j) {
+  if (op.getNumReductionLoops() == 0)
+    return false;
+  Block *body = op.getBlock();
+  BlockArgument out = body->getArgument(op.getNumDpsInputs() + j);
+  Operation *def = body->getTerminator()->getOperand(j).getDefiningOp();
+  if (!def || !isa<arith::AddFOp>(def) || !out.hasOneUse())
+    return false;
+  return def->getOperand(0) == out || def->getOperand(1) == out;
+}
+
+/// Makes `op` come after the definition of `v` if it does not already
+/// (its only user is after both, see accumulateInto).
+static void placeAfter(Operation *op, Value v, Operation *user) {
+  Operation *def = v.getDefiningOp();
+  if (!def || def->getBlock() != op->getBlock() || def->isBeforeInBlock(op))
+    return;
+  op->moveBefore(user);
+}
+
+/// Returns `acc + g`, computed in place into `acc` where the producer of `g`
+/// allows it. New operations go before `user`, the only user of `g`.
+static Value accumulateInto(OpBuilder &b, Value g, Value acc,
+                            Operation *user) {
+  Location loc = g.getLoc();
+  if (isZero(g))
+    return acc;
+  if (g.hasOneUse()) {
+    if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
+      unsigned j = cast<OpResult>(g).getResultNumber();
+      OpOperand &init = linalgOp.getDpsInitsMutable()[j];
+      if (isZero(init.get()) && addsIntoInit(linalgOp, j) &&
+          init.get().getType() == acc.getType()) {
+        init.set(acc);
+        placeAfter(linalgOp, acc, user);
+        return g;
+      }
+    }
+    if (auto loop = g.getDefiningOp<scf::ForOp>()) {
+      if (loop->hasAttr(ga::kAccumulatesIntoInit) &&
+          loop.getNumResults() == 1 && isZero(loop.getInitArgs()[0]) &&
+          loop.getInitArgs()[0].getType() == acc.getType()) {
+        loop.getInitArgsMutable()[0].set(acc);
+        placeAfter(loop, acc, user);
+        return g;
+      }
+    }
+    if (auto insert = g.getDefiningOp<tensor::InsertSliceOp>()) {
+      Value dest = accumulateInto(b, insert.getDest(), acc, insert);
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPoint(insert);
+      Value part = tensor::ExtractSliceOp::create(
+          b, loc, insert.getSourceType(), dest, insert.getMixedOffsets(),
+          insert.getMixedSizes(), insert.getMixedStrides());
+      Value source = accumulateInto(b, insert.getSource(), part, insert);
+      b.setInsertionPoint(insert);
+      return tensor::InsertSliceOp::create(b, loc, source, dest,
+                                           insert.getMixedOffsets(),
+                                           insert.getMixedSizes(),
+                                           insert.getMixedStrides());
+    }
+  }
+  // Anything else: an elementwise addition.
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(user);
+  auto type = cast<RankedTensorType>(acc.getType());
+  SmallVector<AffineMap> maps(3, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{acc, g}, acc, maps, iterators,
+             [](OpBuilder &nb, Location nloc, ValueRange args) {
+               linalg::YieldOp::create(
+                   nb, nloc,
+                   arith::AddFOp::create(nb, nloc, args[0], args[1])
+                       .getResult());
+             })
+      .getResult(0);
+}
+
+/// If `loss` is a 0-d generic that divides one value computed in the loop by
+/// values computed before it (or multiplies it by them), returns the operand
+/// index of that value: the division can then be applied once, after the
+/// loop, to the accumulated value.
+static std::optional<unsigned> peelableScale(Value loss, AccumulateOp acc) {
+  Block *loopBody = &acc.getBody().front();
+  auto generic = loss.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !loss.hasOneUse() || generic.getNumLoops() != 0 ||
+      generic.getNumDpsInits() != 1)
+    return std::nullopt;
+  std::optional<unsigned> inLoop;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    Operation *def = input->get().getDefiningOp();
+    bool outside = !def || !loopBody->findAncestorOpInBlock(*def);
+    // Parameters and globals are the same in every micro-batch.
+    if (isa<BlockArgument>(input->get()))
+      outside = !llvm::is_contained(acc.getBatchArgs(), input->get());
+    if (outside)
+      continue;
+    if (inLoop)
+      return std::nullopt;
+    inLoop = input->getOperandNumber();
+  }
+  if (!inLoop || !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return std::nullopt;
+  Block *body = generic.getBlock();
+  BlockArgument x = body->getArgument(*inLoop);
+  Value yielded = body->getTerminator()->getOperand(0);
+  Operation *def = yielded.getDefiningOp();
+  if (!def || !x.hasOneUse() || *x.getUsers().begin() != def)
+    return std::nullopt;
+  if (isa<arith::DivFOp>(def) && def->getOperand(0) == x)
+    return inLoop;
+  if (isa<arith::MulFOp>(def))
+    return inLoop;
+  return std::nullopt;
+}
+
+static LogicalResult lowerAccumulate(AccumulateOp op) {
+  unsigned numParams = op.getParams().size();
+  YieldOp yield = op.getYield();
+  if (yield.getNumOperands() != 1 + numParams)
+    return op.emitOpError()
+           << "cannot be lowered before train-differentiate: its body yields "
+              "the loss only, not the gradient contributions";
+  int64_t k = static_cast<int64_t>(op.getMicrobatches());
+  OpBuilder b(op);
+  Location loc = op.getLoc();
+  auto zeros = [&](Type type) -> Value {
+    auto tensor = cast<RankedTensorType>(type);
+    Value empty = tensor::EmptyOp::create(b, loc, tensor.getShape(),
+                                          tensor.getElementType());
+    Value zero = arith::ConstantOp::create(
+        b, loc, b.getZeroAttr(tensor.getElementType()));
+    return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+  };
+
+  // The loss accumulator holds the value before the final scaling when the
+  // loss is such a scaling.
+  Block &body = op.getBody().front();
+  std::optional<unsigned> peel = peelableScale(yield.getOperand(0), op);
+  auto lossGeneric = peel ? yield.getOperand(0).getDefiningOp<linalg::GenericOp>()
+                          : linalg::GenericOp();
+  Value lossAccType = peel ? lossGeneric->getOperand(*peel) : yield.getOperand(0);
+  SmallVector<Value> inits = {zeros(lossAccType.getType())};
+  for (Value g : yield.getOperands().drop_front())
+    inits.push_back(zeros(g.getType()));
+
+  Value lb = arith::ConstantIndexOp::create(b, loc, 0);
+  Value ub = arith::ConstantIndexOp::create(b, loc, k);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, lb, ub, one, inits);
+  Block *loopBody = loop.getBody();
+  OpBuilder inner = OpBuilder::atBlockBegin(loopBody);
+  IRMapping mapping;
+  for (auto [arg, p] : llvm::zip(op.getParamArgs(), op.getParams()))
+    mapping.map(arg, p);
+  for (auto [arg, g] : llvm::zip(op.getGlobalArgs(), op.getGlobals()))
+    mapping.map(arg, g);
+  Value iv = loop.getInductionVar();
+  for (auto [arg, full] : llvm::zip(op.getBatchArgs(), op.getBatch())) {
+    auto micro = cast<RankedTensorType>(arg.getType());
+    Value rows = arith::ConstantIndexOp::create(inner, loc, micro.getDimSize(0));
+    Value offset = arith::MulIOp::create(inner, loc, iv, rows);
+    SmallVector<OpFoldResult> offsets(micro.getRank(), inner.getIndexAttr(0));
+    offsets[0] = offset;
+    SmallVector<OpFoldResult> sizes, strides(micro.getRank(),
+                                             inner.getIndexAttr(1));
+    for (int64_t d : micro.getShape())
+      sizes.push_back(inner.getIndexAttr(d));
+    mapping.map(arg, tensor::ExtractSliceOp::create(inner, loc, micro, full,
+                                                    offsets, sizes, strides)
+                         .getResult());
+  }
+  for (Operation &nested : body.without_terminator())
+    inner.clone(nested, mapping);
+  auto newYield = scf::YieldOp::create(inner, loc, ValueRange{});
+  SmallVector<Value> accumulated;
+  Value lossValue = mapping.lookupOrDefault(yield.getOperand(0));
+  Operation *peeled = nullptr;
+  if (peel) {
+    peeled = lossValue.getDefiningOp();
+    lossValue = peeled->getOperand(*peel);
+  }
+  SmallVector<Value> yielded = {lossValue};
+  for (Value g : yield.getOperands().drop_front())
+    yielded.push_back(mapping.lookupOrDefault(g));
+  // The yield uses the values so that each has the terminator as its user.
+  newYield->setOperands(yielded);
+  if (peeled)
+    peeled->erase();
+  for (auto [i, value] : llvm::enumerate(yielded))
+    accumulated.push_back(accumulateInto(inner, newYield->getOperand(i),
+                                         loop.getRegionIterArgs()[i],
+                                         newYield));
+  newYield->setOperands(accumulated);
+
+  // After the loop: the peeled scaling, then the results.
+  b.setInsertionPointAfter(loop);
+  Value loss = loop.getResult(0);
+  if (peel) {
+    IRMapping after;
+    after.map(lossGeneric->getOperand(*peel), loss);
+    for (OpOperand *input : lossGeneric.getDpsInputOperands())
+      if (input->getOperandNumber() != *peel)
+        after.map(input->get(), mapping.lookupOrDefault(input->get()));
+    auto type = cast<RankedTensorType>(op.getLoss().getType());
+    after.map(lossGeneric.getDpsInits()[0],
+              tensor::EmptyOp::create(b, loc, type.getShape(),
+                                      type.getElementType())
+                  .getResult());
+    loss = b.clone(*lossGeneric, after)->getResult(0);
+  }
+  op.getLoss().replaceAllUsesWith(loss);
+  for (auto [result, value] :
+       llvm::zip(op.getGrads(), loop.getResults().drop_front()))
+    result.replaceAllUsesWith(value);
+  op.erase();
+  return success();
+}
+
+namespace {
+struct TrainLowerAccumulatePass
+    : ga::impl::TrainLowerAccumulatePassBase<TrainLowerAccumulatePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<AccumulateOp> ops;
+    getOperation()->walk([&](AccumulateOp op) { ops.push_back(op); });
+    for (AccumulateOp op : ops)
+      if (failed(lowerAccumulate(op)))
+        return signalPassFailure();
+  }
+};
+} // namespace

@@ -1,0 +1,331 @@
+//===- SplitBatch.cpp - Micro-batch loops and rank slices ------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// train.step {microbatches = k, data_parallel = r} becomes
+//
+//   globals   = the parameter-independent batch-sums the body reads, computed
+//               from the rank's rows and summed across ranks;
+//   loss, g.. = train.accumulate microbatches = k (body re-typed to B/(r*k)
+//               rows, globals as operands);
+//   loss, g.. = train.all_reduce sum (r > 1).
+//
+// The body is cloned into the accumulate and then re-typed in place, walking
+// the original and the clone in lockstep: every per-example value (class from
+// the decomposability analysis) gets its batch dimension divided by r*k, and
+// the shape-carrying pieces (slice sizes, expand_shape output shapes, inits
+// of destination-passing ops) follow.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Decomposability.h"
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Verifier.h"
+#include "train/TrainOps.h"
+
+namespace ga {
+#define GEN_PASS_DEF_TRAINSPLITBATCHPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using namespace ga;
+using namespace ga::train;
+
+/// `type` with dimension `dim` divided by `factor`.
+static RankedTensorType divideDim(RankedTensorType type, int64_t dim,
+                                  int64_t factor) {
+  SmallVector<int64_t> shape(type.getShape());
+  shape[dim] /= factor;
+  return RankedTensorType::get(shape, type.getElementType(),
+                               type.getEncoding());
+}
+
+/// A value of type `want` built like `init` (an empty tensor, a fill of
+/// one, or a splat constant) but with another shape; null if `init` is
+/// built otherwise.
+static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
+  if (init.getType() == want)
+    return init;
+  Location loc = init.getLoc();
+  Operation *def = init.getDefiningOp();
+  if (isa_and_nonnull<tensor::EmptyOp>(def))
+    return tensor::EmptyOp::create(b, loc, want.getShape(),
+                                   want.getElementType());
+  if (auto fill = dyn_cast_or_null<linalg::FillOp>(def)) {
+    Value inner = reshapeInit(b, fill.getOutputs()[0], want);
+    if (!inner)
+      return {};
+    return linalg::FillOp::create(b, loc, fill.getInputs()[0], inner)
+        .getResult(0);
+  }
+  if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def))
+    if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue()))
+      return arith::ConstantOp::create(
+          b, loc, SplatElementsAttr::get(want, splat.getSplatValue<Attribute>()));
+  return {};
+}
+
+namespace {
+class Splitter {
+public:
+  Splitter(StepOp step, bool naive) : step(step), naive(naive) {}
+  LogicalResult run();
+
+private:
+  LogicalResult retype(Operation *original, Operation *clone,
+                       const Decomposability &analysis, int64_t factor);
+
+  StepOp step;
+  bool naive;
+};
+} // namespace
+
+LogicalResult Splitter::retype(Operation *original, Operation *clone,
+                               const Decomposability &analysis,
+                               int64_t factor) {
+  bool changed = false;
+  OpBuilder b(clone);
+  for (auto [orig, result] :
+       llvm::zip(original->getResults(), clone->getResults())) {
+    BatchClass c = analysis.get(orig);
+    if (c.kind != BatchClass::PerExample)
+      continue;
+    auto type = cast<RankedTensorType>(orig.getType());
+    if (type.getDimSize(c.batchDim) % factor != 0)
+      return original->emitError()
+             << "cannot split: dimension " << c.batchDim << " of " << type
+             << " (the batch dimension here) is not divisible by " << factor;
+    result.setType(divideDim(type, c.batchDim, factor));
+    changed = true;
+  }
+  // Inits of destination-passing ops take the new result types.
+  if (auto dps = dyn_cast<DestinationStyleOpInterface>(clone)) {
+    for (OpOperand &init : dps.getDpsInitsMutable()) {
+      OpResult result = dps.getTiedOpResult(&init);
+      auto want = dyn_cast<RankedTensorType>(result.getType());
+      if (!want || init.get().getType() == want)
+        continue;
+      Value reshaped = reshapeInit(b, init.get(), want);
+      if (!reshaped)
+        return original->emitError()
+               << "cannot split: the init of this operation does not come "
+                  "from tensor.empty, linalg.fill or a splat constant, so "
+                  "it cannot be re-typed to a micro-batch";
+      init.set(reshaped);
+    }
+  }
+  if (auto slice = dyn_cast<tensor::ExtractSliceOp>(clone)) {
+    BatchClass c = analysis.get(cast<tensor::ExtractSliceOp>(original).getSource());
+    if (c.kind == BatchClass::PerExample) {
+      SmallVector<int64_t> sizes(slice.getStaticSizes());
+      sizes[c.batchDim] /= factor;
+      slice.setStaticSizes(sizes);
+      changed = true;
+    }
+  }
+  if (auto insert = dyn_cast<tensor::InsertSliceOp>(clone)) {
+    BatchClass c = analysis.get(cast<tensor::InsertSliceOp>(original).getDest());
+    if (c.kind == BatchClass::PerExample) {
+      SmallVector<int64_t> sizes(insert.getStaticSizes());
+      sizes[c.batchDim] /= factor;
+      insert.setStaticSizes(sizes);
+      changed = true;
+    }
+  }
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(clone))
+    expand.setStaticOutputShape(expand.getResultType().getShape());
+  if (changed || isa<DestinationStyleOpInterface>(clone)) {
+    if (failed(verify(clone, /*verifyRecursively=*/false)))
+      return original->emitError()
+             << "cannot split: this operation could not be re-typed for a "
+                "micro-batch of "
+             << factor << " times fewer rows (see the error above)";
+  }
+  return success();
+}
+
+/// Operations of `block` (nested ones included) in pre-order.
+static SmallVector<Operation *> preorder(Block &block) {
+  SmallVector<Operation *> ops;
+  for (Operation &op : block)
+    op.walk<WalkOrder::PreOrder>([&](Operation *nested) { ops.push_back(nested); });
+  return ops;
+}
+
+LogicalResult Splitter::run() {
+  int64_t k = static_cast<int64_t>(step.getMicrobatches());
+  int64_t r = static_cast<int64_t>(step.getDataParallel());
+  Decomposability analysis(step);
+  MixedReason problem = analysis.findSplitProblem();
+  if (problem.op) {
+    InFlightDiagnostic diag = problem.op->emitError()
+                              << "cannot split this step into " << r
+                              << " rank(s) x " << k
+                              << " micro-batch(es) exactly: this operation "
+                              << problem.why;
+    diag.attachNote(step.getLoc()) << "the train.step being split";
+    return failure();
+  }
+  if (r > 1)
+    return step.emitError()
+           << "train-split-batch: data_parallel = " << r
+           << " is not supported by this build (micro-batches only)";
+
+  Block &body = step.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  OpBuilder b(step);
+  Location loc = step.getLoc();
+
+  // The globals: global batch-sums read by non-global operations (exact
+  // mode) and the auxiliary outputs (both modes).
+  SetVector<Value> globals;
+  for (Operation &op : body.without_terminator())
+    for (Value result : op.getResults()) {
+      if (!analysis.get(result).isGlobal() || naive)
+        continue;
+      for (Operation *user : result.getUsers()) {
+        bool userGlobal = !isa<YieldOp>(user) &&
+                          llvm::all_of(user->getResults(), [&](Value v) {
+                            return analysis.get(v).isGlobal();
+                          });
+        if (!userGlobal && !isa<YieldOp>(user))
+          globals.insert(result);
+      }
+    }
+  // Auxiliary outputs are computed outside too (in both modes); only the
+  // globals are passed into the loop.
+  SetVector<Value> hoisted = globals;
+  for (Value aux : yield.getOperands().drop_front())
+    if (aux.getParentBlock() == &body && !isa<BlockArgument>(aux))
+      hoisted.insert(aux);
+
+  // Hoist what the globals need, on the full batch operands.
+  IRMapping outside;
+  for (auto [arg, operand] :
+       llvm::zip(body.getArguments(), step->getOperands()))
+    outside.map(arg, operand);
+  llvm::SetVector<Operation *> slice;
+  SmallVector<Value> work(hoisted.begin(), hoisted.end());
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def || def->getBlock() != &body || !slice.insert(def))
+      continue;
+    for (Value operand : def->getOperands())
+      work.push_back(operand);
+    def->walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        if (v.getParentBlock() == &body)
+          work.push_back(v);
+    });
+  }
+  for (Operation &op : body.without_terminator())
+    if (slice.contains(&op))
+      b.clone(op, outside);
+
+  // The accumulate and its entry block.
+  SmallVector<Value> batch(step.getBatch());
+  SmallVector<Value> globalValues;
+  for (Value g : globals)
+    globalValues.push_back(outside.lookup(g));
+  SmallVector<Type> gradTypes(step.getParams().getTypes());
+  auto acc = AccumulateOp::create(
+      b, loc, step.getLoss().getType(), gradTypes, step.getParams(), batch,
+      globalValues, b.getI64IntegerAttr(k));
+  Block *accBody = new Block();
+  acc.getBody().push_back(accBody);
+  IRMapping inside;
+  unsigned numParams = step.getParams().size();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
+    Type type = arg.getType();
+    if (i >= numParams)
+      type = divideDim(cast<RankedTensorType>(type), 0, k * r);
+    inside.map(arg, accBody->addArgument(type, arg.getLoc()));
+  }
+  for (Value g : globals)
+    accBody->addArgument(g.getType(), g.getLoc());
+
+  OpBuilder inner = OpBuilder::atBlockEnd(accBody);
+  for (Operation &op : body.without_terminator())
+    inner.clone(op, inside);
+  YieldOp::create(inner, yield.getLoc(),
+                  ValueRange{inside.lookupOrDefault(yield.getOperand(0))});
+
+  // Re-type the clone, walking it in lockstep with the original.
+  SmallVector<Operation *> originals = preorder(body);
+  SmallVector<Operation *> clones = preorder(*accBody);
+  originals.pop_back(); // the yields differ
+  clones.pop_back();
+  for (auto [original, clone] : llvm::zip(originals, clones))
+    if (failed(retype(original, clone, analysis, k * r)))
+      return failure();
+  // Inside, the globals are the accumulate's arguments.
+  for (auto [i, g] : llvm::enumerate(globals))
+    inside.lookup(g).replaceAllUsesWith(
+        acc.getGlobalArgs()[i]);
+  // Drop the clones that only computed globals.
+  for (Operation *op : llvm::reverse(clones))
+    if (op->getBlock() == accBody && op->use_empty() && isPure(op))
+      op->erase();
+  if (failed(verify(acc))) {
+    return step.emitError() << "train-split-batch produced an invalid "
+                               "train.accumulate (see the errors above)";
+  }
+
+  // Results.
+  Value loss = acc.getLoss();
+  SmallVector<Value> grads(acc.getGrads());
+  if (naive && k > 1) {
+    auto scale = [&](Value v) -> Value {
+      auto type = cast<RankedTensorType>(v.getType());
+      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
+                                           type.getElementType());
+      SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
+      SmallVector<utils::IteratorType> iterators(
+          type.getRank(), utils::IteratorType::parallel);
+      return linalg::GenericOp::create(
+                 b, loc, type, v, init, maps, iterators,
+                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                   Value factor = arith::ConstantOp::create(
+                       nb, nloc,
+                       nb.getFloatAttr(type.getElementType(), 1.0 / k));
+                   linalg::YieldOp::create(
+                       nb, nloc,
+                       arith::MulFOp::create(nb, nloc, args[0], factor)
+                           .getResult());
+                 })
+          .getResult(0);
+    };
+    loss = scale(loss);
+    for (Value &g : grads)
+      g = scale(g);
+  }
+  step.getLoss().replaceAllUsesWith(loss);
+  for (auto [old, g] : llvm::zip(step.getGrads(), grads))
+    old.replaceAllUsesWith(g);
+  for (auto [old, aux] : llvm::zip(step.getAux(), yield.getOperands().drop_front()))
+    old.replaceAllUsesWith(outside.lookupOrDefault(aux));
+  step.erase();
+  return success();
+}
+
+namespace {
+struct TrainSplitBatchPass
+    : ga::impl::TrainSplitBatchPassBase<TrainSplitBatchPass> {
+  using Base::Base;
+  void runOnOperation() override {
+    SmallVector<StepOp> steps;
+    getOperation()->walk([&](StepOp step) {
+      if (step.getMicrobatches() * step.getDataParallel() > 1)
+        steps.push_back(step);
+    });
+    for (StepOp step : steps)
+      if (failed(Splitter(step, naive).run()))
+        return signalPassFailure();
+  }
+};
+} // namespace
