@@ -59,14 +59,57 @@ static void placeAfter(Operation *op, Value v, Operation *user) {
   op->moveBefore(user);
 }
 
+static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user);
+
+/// For `insert(add(extract(D), c), D)` (both slices the same), returns c.
+static Value sliceIncrement(tensor::InsertSliceOp insert) {
+  Operation *add = insert.getSource().getDefiningOp();
+  if (!add || !insert.getSource().hasOneUse() || add->getNumOperands() != 3)
+    return {};
+  auto generic = dyn_cast<linalg::LinalgOp>(add);
+  if (!generic || generic.getNumDpsInputs() != 2 ||
+      generic.getNumReductionLoops() != 0 ||
+      !llvm::all_of(generic.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return {};
+  Operation *yielded =
+      generic.getBlock()->getTerminator()->getOperand(0).getDefiningOp();
+  if (!yielded || !isa<arith::AddFOp>(yielded) ||
+      yielded->getOperand(0) != generic.getBlock()->getArgument(0) ||
+      yielded->getOperand(1) != generic.getBlock()->getArgument(1))
+    return {};
+  for (unsigned i = 0; i < 2; ++i) {
+    auto extract =
+        generic.getDpsInputs()[i].getDefiningOp<tensor::ExtractSliceOp>();
+    if (extract && extract.getSource() == insert.getDest() &&
+        extract->hasOneUse() &&
+        extract.getMixedOffsets() == insert.getMixedOffsets() &&
+        extract.getMixedSizes() == insert.getMixedSizes() &&
+        extract.getMixedStrides() == insert.getMixedStrides() &&
+        extract.getType() == insert.getSourceType() &&
+        generic.getDpsInputs()[1 - i].hasOneUse())
+      return generic.getDpsInputs()[1 - i];
+  }
+  return {};
+}
+
 /// Returns `acc + g`, computed in place into `acc` where the producer of `g`
-/// allows it. New operations go before `user`, the only user of `g`.
+/// allows it. New operations go before `user`, the only user of `g` (with
+/// `sliceUpdate`, `g` is the D of a slice update, see sliceIncrement, and
+/// has two users).
 static Value accumulateInto(OpBuilder &b, Value g, Value acc,
-                            Operation *user) {
+                            Operation *user, bool sliceUpdate = false) {
   Location loc = g.getLoc();
   if (isZero(g))
     return acc;
-  if (g.hasOneUse()) {
+  bool single = g.hasOneUse();
+  if (sliceUpdate && !single) {
+    auto insert = dyn_cast<tensor::InsertSliceOp>(user);
+    single = insert && sliceIncrement(insert) &&
+             llvm::count_if(g.getUsers(), [](Operation *) { return true; }) ==
+                 2;
+  }
+  if (single) {
     if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
       unsigned j = cast<OpResult>(g).getResultNumber();
       OpOperand &init = linalgOp.getDpsInitsMutable()[j];
@@ -87,13 +130,24 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
       }
     }
     if (auto insert = g.getDefiningOp<tensor::InsertSliceOp>()) {
-      Value dest = accumulateInto(b, insert.getDest(), acc, insert);
+      // The adjoint of an extract_slice adds into a slice of the gradient
+      // so far: insert(extract(D) + c, D). Then acc + g is D accumulated
+      // into acc, with c accumulated into its slice.
+      Value increment = sliceIncrement(insert);
+      if (!increment && !insert.getDest().hasOneUse() &&
+          !isZero(insert.getDest()))
+        return addInto(b, g, acc, user);
+      Value dest = isZero(insert.getDest())
+                       ? acc
+                       : accumulateInto(b, insert.getDest(), acc, insert,
+                                        /*sliceUpdate=*/true);
       OpBuilder::InsertionGuard guard(b);
       b.setInsertionPoint(insert);
       Value part = tensor::ExtractSliceOp::create(
           b, loc, insert.getSourceType(), dest, insert.getMixedOffsets(),
           insert.getMixedSizes(), insert.getMixedStrides());
-      Value source = accumulateInto(b, insert.getSource(), part, insert);
+      Value source = accumulateInto(
+          b, increment ? increment : insert.getSource(), part, insert);
       b.setInsertionPoint(insert);
       return tensor::InsertSliceOp::create(b, loc, source, dest,
                                            insert.getMixedOffsets(),
@@ -101,7 +155,12 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
                                            insert.getMixedStrides());
     }
   }
-  // Anything else: an elementwise addition.
+  return addInto(b, g, acc, user);
+}
+
+/// `acc + g` as an elementwise addition before `user`.
+static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
+  Location loc = g.getLoc();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(user);
   auto type = cast<RankedTensorType>(acc.getType());
@@ -235,6 +294,17 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
                                          loop.getRegionIterArgs()[i],
                                          newYield));
   newYield->setOperands(accumulated);
+  // The superseded zero-init producers and additions are dead now.
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (Operation &nested :
+         llvm::make_early_inc_range(llvm::reverse(*loopBody)))
+      if (&nested != newYield && nested.use_empty() && isPure(&nested)) {
+        nested.erase();
+        erased = true;
+      }
+  }
 
   // After the loop: the peeled scaling, then the results.
   b.setInsertionPointAfter(loop);
