@@ -38,6 +38,11 @@ rule "One training step of examples/mlp.mlir on the CPU"
 echo "(results: loss, d/dw1, d/db1, d/dw2, valid count as .npy;"
 echo " the same with your data: ga-run examples/mlp.mlir W1 B1 W2 X LABELS --out-dir DIR)"
 
+rule "Gradient accumulation of examples/mlp.mlir: naive vs exact (same global batch B = 8)"
+"$PYTHON" scripts/split_table.py "$work/data" --ga-run "$GA_RUN"
+echo "(naive: each micro-batch divides by its own token count; exact: ga-opt's"
+echo " default, one global count, in-place accumulation: bitwise the full batch)"
+
 for example in examples/mlp.mlir examples/tiny_gpt.mlir; do
   rule "ga-opt --train-print-summary $example"
   start=$(date +%s%N)
