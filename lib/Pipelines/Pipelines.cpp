@@ -34,7 +34,7 @@ static constexpr const char *kCPULowering =
 LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
                                    const CPUPipelineConfig &config) {
   pm.addPass(createTrainRecordSignaturesPass());
-  pm.addPass(createTrainCheckDecomposablePass());
+  // train-split-batch runs the checks of train-check-decomposable itself.
   pm.addPass(createTrainNormalizeLossPass());
   TrainSplitBatchPassOptions split;
   split.naive = config.naiveSplit;

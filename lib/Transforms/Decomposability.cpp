@@ -186,13 +186,13 @@ static Linearity bodyLinearity(linalg::LinalgOp op,
   return worst;
 }
 
-/// Whether output `j` of `op` combines its init with an addition.
-static bool isAdditiveReduction(linalg::LinalgOp op, unsigned j) {
+bool ga::isAdditiveReduction(linalg::LinalgOp op, unsigned j) {
+  if (op.getNumReductionLoops() == 0)
+    return false;
   Block *body = op.getBlock();
   BlockArgument out = body->getArgument(op.getNumDpsInputs() + j);
-  Value yielded = body->getTerminator()->getOperand(j);
-  Operation *def = yielded.getDefiningOp();
-  if (!def || !isa<arith::AddFOp, arith::AddIOp>(def))
+  Operation *def = body->getTerminator()->getOperand(j).getDefiningOp();
+  if (!def || !isa<arith::AddFOp, arith::AddIOp>(def) || !out.hasOneUse())
     return false;
   return def->getOperand(0) == out || def->getOperand(1) == out;
 }
@@ -369,9 +369,7 @@ void Decomposability::visit(Operation *op) {
     int64_t newDim = d;
     for (int64_t i = 0; i < d; ++i)
       newDim -= dropped.test(i);
-    BatchClass c = perExample(newDim);
-    c.paramDependent = dep;
-    return setAll(c);
+    return setAll(perExample(newDim));
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
     BatchClass src = in[0], dest = in[1];
@@ -390,9 +388,7 @@ void Decomposability::visit(Operation *op) {
     if (insert.getStaticOffsets()[d] != 0 ||
         insert.getStaticSizes()[d] != insert.getDestType().getDimSize(d))
       return setMixed(op, "writes only part of the batch dimension");
-    BatchClass c = perExample(d);
-    c.paramDependent = dep;
-    return setAll(c);
+    return setAll(perExample(d));
   }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
     BatchClass src = in[0];
@@ -405,9 +401,7 @@ void Decomposability::visit(Operation *op) {
       if (group.front() != src.batchDim)
         return setMixed(op, "merges the batch dimension into an outer "
                             "dimension: examples would interleave");
-      BatchClass c = perExample(g);
-      c.paramDependent = dep;
-      return setAll(c);
+      return setAll(perExample(g));
     }
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
@@ -420,9 +414,7 @@ void Decomposability::visit(Operation *op) {
         expand.getResultType().getDimSize(first) % batchSize != 0)
       return setMixed(op, "splits the batch dimension so that its outer "
                           "part no longer holds whole examples");
-    BatchClass c = perExample(first);
-    c.paramDependent = dep;
-    return setAll(c);
+    return setAll(perExample(first));
   }
   if (op->getNumOperands() == 0 || (!anyPerExample && !anySum))
     return setAll(BatchClass());
@@ -475,6 +467,20 @@ MixedReason Decomposability::findSplitProblem() const {
   return {};
 }
 
+LogicalResult Decomposability::checkSplitIsExact() const {
+  MixedReason problem = findSplitProblem();
+  if (!problem.op)
+    return success();
+  auto step = cast<StepOp>(this->step);
+  InFlightDiagnostic diag =
+      problem.op->emitError()
+      << "cannot split this step into " << step.getDataParallel()
+      << " rank(s) x " << step.getMicrobatches()
+      << " micro-batch(es) exactly: this operation " << problem.why;
+  diag.attachNote(step.getLoc()) << "the train.step being split";
+  return failure();
+}
+
 //===----------------------------------------------------------------------===//
 // Passes
 //===----------------------------------------------------------------------===//
@@ -486,21 +492,8 @@ struct TrainCheckDecomposablePass
   void runOnOperation() override {
     bool failedAny = false;
     getOperation()->walk([&](StepOp step) {
-      int64_t ranks = static_cast<int64_t>(step.getDataParallel());
-      int64_t micro = static_cast<int64_t>(step.getMicrobatches());
-      if (ranks * micro <= 1)
-        return;
-      Decomposability analysis(step);
-      MixedReason problem = analysis.findSplitProblem();
-      if (!problem.op)
-        return;
-      InFlightDiagnostic diag = problem.op->emitError()
-                                << "cannot split this step into " << ranks
-                                << " rank(s) x " << micro
-                                << " micro-batch(es) exactly: this operation "
-                                << problem.why;
-      diag.attachNote(step.getLoc()) << "the train.step being split";
-      failedAny = true;
+      if (step.getDataParallel() * step.getMicrobatches() > 1)
+        failedAny |= failed(Decomposability(step).checkSplitIsExact());
     });
     if (failedAny)
       signalPassFailure();

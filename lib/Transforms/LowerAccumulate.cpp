@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Autodiff.h"
+#include "ga/Transforms/Decomposability.h"
 #include "ga/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -36,18 +37,6 @@ static bool isZero(Value v) {
     return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
            matchPattern(fill.getInputs()[0], m_Zero());
   return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
-}
-
-/// Whether output `j` of `op` is `init + (terms)`: an additive reduction.
-static bool addsIntoInit(linalg::LinalgOp op, unsigned j) {
-  if (op.getNumReductionLoops() == 0)
-    return false;
-  Block *body = op.getBlock();
-  BlockArgument out = body->getArgument(op.getNumDpsInputs() + j);
-  Operation *def = body->getTerminator()->getOperand(j).getDefiningOp();
-  if (!def || !isa<arith::AddFOp>(def) || !out.hasOneUse())
-    return false;
-  return def->getOperand(0) == out || def->getOperand(1) == out;
 }
 
 /// Makes `op` come after the definition of `v` if it does not already
@@ -113,7 +102,7 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
     if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
       unsigned j = cast<OpResult>(g).getResultNumber();
       OpOperand &init = linalgOp.getDpsInitsMutable()[j];
-      if (isZero(init.get()) && addsIntoInit(linalgOp, j) &&
+      if (isZero(init.get()) && ga::isAdditiveReduction(linalgOp, j) &&
           init.get().getType() == acc.getType()) {
         init.set(acc);
         placeAfter(linalgOp, acc, user);
@@ -183,19 +172,16 @@ static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
 /// index of that value: the division can then be applied once, after the
 /// loop, to the accumulated value.
 static std::optional<unsigned> peelableScale(Value loss, AccumulateOp acc) {
-  Block *loopBody = &acc.getBody().front();
   auto generic = loss.getDefiningOp<linalg::GenericOp>();
   if (!generic || !loss.hasOneUse() || generic.getNumLoops() != 0 ||
       generic.getNumDpsInits() != 1)
     return std::nullopt;
   std::optional<unsigned> inLoop;
   for (OpOperand *input : generic.getDpsInputOperands()) {
-    Operation *def = input->get().getDefiningOp();
-    bool outside = !def || !loopBody->findAncestorOpInBlock(*def);
-    // Parameters and globals are the same in every micro-batch.
-    if (isa<BlockArgument>(input->get()))
-      outside = !llvm::is_contained(acc.getBatchArgs(), input->get());
-    if (outside)
+    // The body is isolated: a value is the same in every micro-batch exactly
+    // when it is a parameter or a global.
+    Value v = input->get();
+    if (isa<BlockArgument>(v) && !llvm::is_contained(acc.getBatchArgs(), v))
       continue;
     if (inLoop)
       return std::nullopt;
@@ -241,8 +227,8 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   std::optional<unsigned> peel = peelableScale(yield.getOperand(0), op);
   auto lossGeneric = peel ? yield.getOperand(0).getDefiningOp<linalg::GenericOp>()
                           : linalg::GenericOp();
-  Value lossAccType = peel ? lossGeneric->getOperand(*peel) : yield.getOperand(0);
-  SmallVector<Value> inits = {zeros(lossAccType.getType())};
+  Value lossTerm = peel ? lossGeneric->getOperand(*peel) : yield.getOperand(0);
+  SmallVector<Value> inits = {zeros(lossTerm.getType())};
   for (Value g : yield.getOperands().drop_front())
     inits.push_back(zeros(g.getType()));
 
@@ -289,10 +275,8 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   newYield->setOperands(yielded);
   if (peeled)
     peeled->erase();
-  for (auto [i, value] : llvm::enumerate(yielded))
-    accumulated.push_back(accumulateInto(inner, newYield->getOperand(i),
-                                         loop.getRegionIterArgs()[i],
-                                         newYield));
+  for (auto [value, acc] : llvm::zip(yielded, loop.getRegionIterArgs()))
+    accumulated.push_back(accumulateInto(inner, value, acc, newYield));
   newYield->setOperands(accumulated);
   // The superseded zero-init producers and additions are dead now.
   bool erased = true;

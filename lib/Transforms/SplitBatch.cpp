@@ -161,16 +161,8 @@ LogicalResult Splitter::run() {
   int64_t k = static_cast<int64_t>(step.getMicrobatches());
   int64_t r = static_cast<int64_t>(step.getDataParallel());
   Decomposability analysis(step);
-  MixedReason problem = analysis.findSplitProblem();
-  if (problem.op) {
-    InFlightDiagnostic diag = problem.op->emitError()
-                              << "cannot split this step into " << r
-                              << " rank(s) x " << k
-                              << " micro-batch(es) exactly: this operation "
-                              << problem.why;
-    diag.attachNote(step.getLoc()) << "the train.step being split";
+  if (failed(analysis.checkSplitIsExact()))
     return failure();
-  }
   if (r > 1)
     return step.emitError()
            << "train-split-batch: data_parallel = " << r
@@ -184,19 +176,19 @@ LogicalResult Splitter::run() {
   // The globals: global batch-sums read by non-global operations (exact
   // mode) and the auxiliary outputs (both modes).
   SetVector<Value> globals;
-  for (Operation &op : body.without_terminator())
-    for (Value result : op.getResults()) {
-      if (!analysis.get(result).isGlobal() || naive)
-        continue;
-      for (Operation *user : result.getUsers()) {
-        bool userGlobal = !isa<YieldOp>(user) &&
-                          llvm::all_of(user->getResults(), [&](Value v) {
-                            return analysis.get(v).isGlobal();
-                          });
-        if (!userGlobal && !isa<YieldOp>(user))
+  auto readByNonGlobal = [&](Value v) {
+    return llvm::any_of(v.getUsers(), [&](Operation *user) {
+      return !isa<YieldOp>(user) &&
+             llvm::any_of(user->getResults(), [&](Value r) {
+               return !analysis.get(r).isGlobal();
+             });
+    });
+  };
+  if (!naive)
+    for (Operation &op : body.without_terminator())
+      for (Value result : op.getResults())
+        if (analysis.get(result).isGlobal() && readByNonGlobal(result))
           globals.insert(result);
-      }
-    }
   // Auxiliary outputs are computed outside too (in both modes); only the
   // globals are passed into the loop.
   SetVector<Value> hoisted = globals;

@@ -15,7 +15,7 @@ import sys
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from reference_harness import TINY_GPT_PARAM_SHAPES, Checker, run_ga_run
 
 
 def main():
@@ -50,11 +50,8 @@ def main():
     labels[:, 11:] = -100
     mlp_inputs = [w1, b1, w2, x, labels]
 
-    shapes = [[32, 16], [16, 16], [2, 16], [2, 16], [2, 16, 48], [2, 16, 16],
-              [2, 16], [2, 16], [2, 16, 64], [2, 64], [2, 64, 16], [2, 16],
-              [16], [16], [16, 32]]
     gpt_inputs = [(rng.standard_normal(s) * 0.3).astype(np.float32)
-                  for s in shapes]
+                  for s in TINY_GPT_PARAM_SHAPES]
     tokens = rng.integers(0, 32, (8, 16)).astype(np.int64)
     glabels = rng.integers(0, 32, (8, 16)).astype(np.int64)
     glabels[:, -4:] = -100

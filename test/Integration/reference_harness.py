@@ -13,6 +13,15 @@ import sys
 import numpy as np
 
 
+# The parameter shapes of examples/tiny_gpt.mlir, in argument order (the
+# tests that only compare compiled runs with each other share them;
+# tiny_gpt_reference.py keeps its own list so that it shares nothing with
+# the generator).
+TINY_GPT_PARAM_SHAPES = [
+    [32, 16], [16, 16], [2, 16], [2, 16], [2, 16, 48], [2, 16, 16], [2, 16],
+    [2, 16], [2, 16, 64], [2, 64], [2, 64, 16], [2, 16], [16], [16], [16, 32]]
+
+
 def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=()):
     """Saves `inputs` (numpy arrays, in argument order) to `workdir`, runs
     ga-run on them and returns (results as a list of arrays, stdout)."""

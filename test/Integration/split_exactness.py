@@ -23,12 +23,10 @@ references by mlp-reference.test and tiny-gpt-reference.test.
 
 import argparse
 import os
-import subprocess
-import sys
 
 import numpy as np
 
-from reference_harness import Checker, printed, run_ga_run
+from reference_harness import TINY_GPT_PARAM_SHAPES, Checker, printed, run_ga_run
 
 SCHEDULE_AFTER = {
     "mlp": "      batch(%x, %labels : tensor<8x16x32xf32>, tensor<8x16xi64>)",
@@ -73,11 +71,8 @@ def main():
                   rng.standard_normal((64, 64)).astype(np.float32) * 0.3,
                   rng.standard_normal((8, 16, 32)).astype(np.float32),
                   padded_labels(rng, 64)]
-    shapes = [[32, 16], [16, 16], [2, 16], [2, 16], [2, 16, 48], [2, 16, 16],
-              [2, 16], [2, 16], [2, 16, 64], [2, 64], [2, 64, 16], [2, 16],
-              [16], [16], [16, 32]]
     gpt_inputs = [(rng.standard_normal(s) * 0.3).astype(np.float32)
-                  for s in shapes]
+                  for s in TINY_GPT_PARAM_SHAPES]
     gpt_inputs += [rng.integers(0, 32, (8, 16)).astype(np.int64),
                    padded_labels(rng, 32)]
 

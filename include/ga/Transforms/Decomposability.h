@@ -25,6 +25,7 @@
 #ifndef GA_TRANSFORMS_DECOMPOSABILITY_H
 #define GA_TRANSFORMS_DECOMPOSABILITY_H
 
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
 #include <string>
@@ -67,6 +68,10 @@ public:
   /// the results depend on, or a result that is not a batch-sum), or an
   /// empty reason when a split is exact.
   MixedReason findSplitProblem() const;
+  /// Fails, with the error of train-check-decomposable on the operation
+  /// that findSplitProblem names and a note on the step, when splitting the
+  /// step by its schedule would change its results.
+  mlir::LogicalResult checkSplitIsExact() const;
 
 private:
   void visitBlock(mlir::Block &block);
@@ -78,6 +83,11 @@ private:
   llvm::DenseMap<mlir::Value, BatchClass> classes;
   llvm::SmallVector<MixedReason> reasons;
 };
+
+/// Whether output `j` of `op` is an additive reduction: the body yields
+/// `init + h` and reads the init nowhere else, so the result is the init
+/// plus a sum of terms.
+bool isAdditiveReduction(mlir::linalg::LinalgOp op, unsigned j);
 
 } // namespace ga
 
