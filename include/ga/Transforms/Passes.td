@@ -245,6 +245,23 @@ def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
 
     An optional count result of the cross-entropy is replaced by the new
     count (converted to its type).
+
+    Example:
+
+    ```mlir
+    %l = train.cross_entropy mean %logits, %labels ignore_index = -100
+        : (tensor<32x3xf32>, tensor<32xi64>) -> tensor<f32>
+    // becomes
+    %count = linalg.generic {iterator_types = ["reduction"]}
+        ins(%labels : tensor<32xi64>) outs(%zero : tensor<f32>) {
+      ... arith.cmpi ne, %label, %c-100 ... arith.addf ...
+    } -> tensor<f32>
+    %sum = train.cross_entropy sum %logits, %labels ignore_index = -100
+        : (tensor<32x3xf32>, tensor<32xi64>) -> tensor<f32>
+    %l = linalg.generic ins(%sum, %count : tensor<f32>, tensor<f32>) ... {
+      ... arith.maximumf %n, %one ... arith.divf %s, ...
+    } -> tensor<f32>
+    ```
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::arith::ArithDialect",
@@ -256,32 +273,26 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
   let summary = "Turn the schedule of a train.step into micro-batch loops "
                 "and rank slices";
   let description = [{
-    Rewrites every `train.step` with `microbatches = k` and
-    `data_parallel = r` (k * r > 1) into explicit code, after checking with
-    the decomposability analysis that the split is exact (the same errors as
-    `train-check-decomposable`):
+    Rewrites every `train.step` with `microbatches = k > 1` into explicit
+    code, after checking with the decomposability analysis that the split is
+    exact (the errors of `train-check-decomposable`):
 
     1. The *globals*: every batch-sum that does not depend on the parameters
        and that the rest of the step reads (the valid-token count of
        `train-normalize-loss`, a hand-written mask sum) is computed before
-       the loop, from the data alone, on the rank's slice of the batch and
-       summed across ranks (`train.all_reduce sum`).
+       the loop, from the data alone, on the whole batch.
     2. A `train.accumulate` with `microbatches = k` runs the body on
-       micro-batch slices: every per-example value is re-typed to `B/(r*k)`
+       micro-batch slices: every per-example value is re-typed to `B/k`
        rows, the globals are its `globals` operands.
-    3. With r > 1, each rank takes rows `[rank * B/r, (rank + 1) * B/r)` of
-       every batch operand (`train.rank`), and the loss and gradients are
-       summed across ranks after the loop (`train.all_reduce sum`, never
-       `avg`).
-    4. Auxiliary outputs (which must be globals) are taken from the globals.
+    3. Auxiliary outputs (which must be globals) are taken from the values
+       computed before the loop.
+
+    `data_parallel = r > 1` is rejected with an error for now: rank slices
+    and `train.all_reduce` are not generated yet.
 
     `naive=true` builds the usual, inexact schedule instead, so that its
     error can be measured: nothing is hoisted (each micro-batch normalizes by
-    its own count), the accumulated loss and gradients are divided by k, and
-    ranks average (`train.all_reduce avg`).
-
-    The function gets `ga.data_parallel = r` when r > 1, so that `ga-run`
-    can check the number of MPI ranks.
+    its own count) and the accumulated loss and gradients are divided by k.
 
     Example: `examples/mlp.mlir` with `microbatches = 4` becomes
 
@@ -322,6 +333,20 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
     multiplication by a constant), which is applied once after the loop,
     again as in the full-batch step. This is what makes a micro-batch split
     on the CPU bitwise identical to the full-batch run.
+
+    Example (one parameter, k = 2; the gradient matmul accumulates into the
+    loop's running gradient):
+
+    ```mlir
+    %r:2 = scf.for %i = %c0 to %c2 step %c1
+        iter_args(%sum = %zero, %gacc = %zeros) -> (tensor<f32>, tensor<4x3xf32>) {
+      %x_i = tensor.extract_slice %x[%off, 0, 0] [4, 5, 4] [1, 1, 1] ...
+      ...
+      %g = linalg.matmul ... outs(%gacc : tensor<4x3xf32>) -> tensor<4x3xf32>
+      scf.yield %s, %g : tensor<f32>, tensor<4x3xf32>
+    }
+    %loss = linalg.generic ins(%r#0, %count : tensor<f32>, tensor<f32>) ...
+    ```
   }];
   let dependentDialects = [
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",

@@ -1,0 +1,17 @@
+// RUN: ga-opt %s --train-lower-accumulate -verify-diagnostics
+
+// The body still yields the loss only: train-differentiate has not run.
+func.func @not_differentiated(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<4x3xf32>) {
+  // expected-error @+1 {{'train.accumulate' op cannot be lowered before train-differentiate: its body yields the loss only, not the gradient contributions}}
+  %loss, %gw = train.accumulate microbatches = 2 params(%w : tensor<4x3xf32>) batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      -> tensor<f32> grads(tensor<4x3xf32>) {
+  ^bb0(%pw: tensor<4x3xf32>, %bx: tensor<4x4xf32>, %by: tensor<4xi64>):
+    %zero = arith.constant 0.0 : f32
+    %init = tensor.empty() : tensor<4x3xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<4x3xf32>) -> tensor<4x3xf32>
+    %logits = linalg.matmul ins(%bx, %pw : tensor<4x4xf32>, tensor<4x3xf32>) outs(%acc : tensor<4x3xf32>) -> tensor<4x3xf32>
+    %l = train.cross_entropy sum %logits, %by ignore_index = -100 : (tensor<4x3xf32>, tensor<4xi64>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<4x3xf32>
+}
