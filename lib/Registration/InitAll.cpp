@@ -13,9 +13,12 @@
 #include "mlir/InitAllDialects.h"
 #include "mlir/InitAllExtensions.h"
 #include "train/TrainDialect.h"
+#include "train/TrainRuntime.h"
 
 void ga::registerGaDialects(mlir::DialectRegistry &registry) {
   registry.insert<ga::train::TrainDialect>();
+  // train.all_reduce bufferizes to a runtime call.
+  ga::train::registerBufferizableOpInterfaceExternalModels(registry);
 }
 
 void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {

@@ -12,11 +12,18 @@
 //               rows, globals as operands);
 //   loss, g.. = train.all_reduce sum (r > 1).
 //
+// With r > 1 every rank takes rows [rank * B/r, (rank + 1) * B/r) of each
+// batch operand (train.rank); the hoisted computation of the globals runs on
+// those rows, with a train.all_reduce sum after every operation that sums
+// over the batch, so that what follows (max(count, 1), ...) sees the sum over
+// the whole global batch. The function gets `ga.data_parallel = r`.
+//
 // The body is cloned into the accumulate and then re-typed in place, walking
 // the original and the clone in lockstep: every per-example value (class from
 // the decomposability analysis) gets its batch dimension divided by r*k, and
 // the shape-carrying pieces (slice sizes, expand_shape output shapes, inits
-// of destination-passing ops) follow.
+// of destination-passing ops) follow. The hoisted operations are re-typed the
+// same way, by r.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +31,9 @@
 #include "ga/Transforms/Passes.h"
 
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
 #include "train/TrainOps.h"
 
 namespace ga {
@@ -79,6 +88,9 @@ public:
 private:
   LogicalResult retype(Operation *original, Operation *clone,
                        const Decomposability &analysis, int64_t factor);
+  LogicalResult reduceAcrossRanks(Operation *original, Operation *clone,
+                                  const Decomposability &analysis,
+                                  IRMapping &mapping, OpBuilder &b);
 
   StepOp step;
   bool naive;
@@ -149,11 +161,63 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
   return success();
 }
 
+/// Whether `value` is a tensor of zeros: a fill of a zero or a zero splat.
+static bool isZeroTensor(Value value) {
+  auto isZero = [](Value v) {
+    return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
+  };
+  if (auto fill = value.getDefiningOp<linalg::FillOp>())
+    return isZero(fill.getInputs()[0]);
+  return isZero(value);
+}
+
+/// After `clone` (a hoisted copy of `original` that reads the rank's rows):
+/// every batch-sum that it computes from per-example operands is summed
+/// across the ranks, and `mapping` sends the original result to that sum.
+LogicalResult Splitter::reduceAcrossRanks(Operation *original,
+                                          Operation *clone,
+                                          const Decomposability &analysis,
+                                          IRMapping &mapping, OpBuilder &b) {
+  bool readsExamples = llvm::any_of(original->getOperands(), [&](Value v) {
+    return analysis.get(v).kind == BatchClass::PerExample;
+  });
+  if (!readsExamples)
+    return success();
+  for (auto [j, orig] : llvm::enumerate(original->getResults())) {
+    if (analysis.get(orig).kind != BatchClass::BatchSum)
+      continue;
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(original)) {
+      if (!isZeroTensor(linalgOp.getDpsInits()[j]))
+        return original->emitError()
+               << "cannot split over " << step.getDataParallel()
+               << " ranks: this sum over the batch starts from an init that "
+                  "is not zero, which every rank would add";
+    } else if (original->getNumRegions() > 0) {
+      return original->emitError()
+             << "cannot split over " << step.getDataParallel()
+             << " ranks: this operation sums over the batch inside its "
+                "region, where the sum cannot be completed across ranks";
+    }
+    Value local = clone->getResult(j);
+    mapping.map(orig, AllReduceOp::create(b, local.getLoc(), local.getType(),
+                                          local, ReduceKind::Sum)
+                          .getResult());
+  }
+  return success();
+}
+
 /// Operations of `block` (nested ones included) in pre-order.
 static SmallVector<Operation *> preorder(Block &block) {
   SmallVector<Operation *> ops;
   for (Operation &op : block)
     op.walk<WalkOrder::PreOrder>([&](Operation *nested) { ops.push_back(nested); });
+  return ops;
+}
+
+/// `op` and the operations nested in it, in pre-order.
+static SmallVector<Operation *> preorder(Operation *op) {
+  SmallVector<Operation *> ops;
+  op->walk<WalkOrder::PreOrder>([&](Operation *nested) { ops.push_back(nested); });
   return ops;
 }
 
@@ -163,10 +227,20 @@ LogicalResult Splitter::run() {
   Decomposability analysis(step);
   if (failed(analysis.checkSplitIsExact()))
     return failure();
-  if (r > 1)
-    return step.emitError()
-           << "train-split-batch: data_parallel = " << r
-           << " is not supported by this build (micro-batches only)";
+  // The function runs on r ranks.
+  if (r > 1) {
+    if (auto func = step->getParentOfType<FunctionOpInterface>()) {
+      auto existing = func->getAttrOfType<IntegerAttr>("ga.data_parallel");
+      if (existing && existing.getInt() != r)
+        return step.emitError()
+               << "data_parallel = " << r << " in a function that already "
+               << "runs on " << existing.getInt()
+               << " ranks (another train.step): every step of a function "
+                  "must use the same number of ranks";
+      func->setAttr("ga.data_parallel",
+                    IntegerAttr::get(IntegerType::get(step.getContext(), 64), r));
+    }
+  }
 
   Block &body = step.getBody().front();
   auto yield = cast<YieldOp>(body.getTerminator());
@@ -196,11 +270,37 @@ LogicalResult Splitter::run() {
     if (aux.getParentBlock() == &body && !isa<BlockArgument>(aux))
       hoisted.insert(aux);
 
-  // Hoist what the globals need, on the full batch operands.
+  // The rank's rows of every batch operand (all of them when r = 1).
+  SmallVector<Value> batch(step.getBatch());
+  if (r > 1) {
+    // Every batch operand has B rows (the step's verifier checks it).
+    int64_t rows =
+        cast<RankedTensorType>(batch.front().getType()).getDimSize(0) / r;
+    Value rank = RankOp::create(b, loc, b.getIndexType());
+    Value offset = arith::MulIOp::create(
+        b, loc, rank, arith::ConstantIndexOp::create(b, loc, rows));
+    for (Value &operand : batch) {
+      auto type = cast<RankedTensorType>(operand.getType());
+      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+      SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+      SmallVector<OpFoldResult> sizes;
+      for (int64_t size : type.getShape())
+        sizes.push_back(b.getIndexAttr(size));
+      offsets[0] = offset;
+      sizes[0] = b.getIndexAttr(rows);
+      operand = tensor::ExtractSliceOp::create(b, loc, divideDim(type, 0, r),
+                                               operand, offsets, sizes,
+                                               strides);
+    }
+  }
+
+  // Hoist what the globals need, on the rank's rows; sums over the batch
+  // are completed across the ranks.
   IRMapping outside;
-  for (auto [arg, operand] :
-       llvm::zip(body.getArguments(), step->getOperands()))
-    outside.map(arg, operand);
+  unsigned numParams = step.getParams().size();
+  for (auto [i, arg] : llvm::enumerate(body.getArguments()))
+    outside.map(arg, i < numParams ? step.getParams()[i]
+                                   : batch[i - numParams]);
   llvm::SetVector<Operation *> slice;
   SmallVector<Value> work(hoisted.begin(), hoisted.end());
   while (!work.empty()) {
@@ -215,12 +315,20 @@ LogicalResult Splitter::run() {
           work.push_back(v);
     });
   }
-  for (Operation &op : body.without_terminator())
-    if (slice.contains(&op))
-      b.clone(op, outside);
+  for (Operation &op : body.without_terminator()) {
+    if (!slice.contains(&op))
+      continue;
+    Operation *clone = b.clone(op, outside);
+    if (r == 1)
+      continue;
+    for (auto [original, copy] : llvm::zip(preorder(&op), preorder(clone)))
+      if (failed(retype(original, copy, analysis, r)))
+        return failure();
+    if (failed(reduceAcrossRanks(&op, clone, analysis, outside, b)))
+      return failure();
+  }
 
   // The accumulate and its entry block.
-  SmallVector<Value> batch(step.getBatch());
   SmallVector<Value> globalValues;
   for (Value g : globals)
     globalValues.push_back(outside.lookup(g));
@@ -231,7 +339,6 @@ LogicalResult Splitter::run() {
   Block *accBody = new Block();
   acc.getBody().push_back(accBody);
   IRMapping inside;
-  unsigned numParams = step.getParams().size();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     Type type = arg.getType();
     if (i >= numParams)
@@ -295,6 +402,16 @@ LogicalResult Splitter::run() {
     loss = scale(loss);
     for (Value &g : grads)
       g = scale(g);
+  }
+  // Ranks sum their loss and gradients (naive: average them).
+  if (r > 1) {
+    ReduceKind kind = naive ? ReduceKind::Avg : ReduceKind::Sum;
+    auto reduce = [&](Value v) -> Value {
+      return AllReduceOp::create(b, loc, v.getType(), v, kind).getResult();
+    };
+    loss = reduce(loss);
+    for (Value &g : grads)
+      g = reduce(g);
   }
   step.getLoss().replaceAllUsesWith(loss);
   for (auto [old, g] : llvm::zip(step.getGrads(), grads))

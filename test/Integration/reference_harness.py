@@ -22,9 +22,47 @@ TINY_GPT_PARAM_SHAPES = [
     [2, 16], [2, 16, 64], [2, 64], [2, 64, 16], [2, 16], [16], [16], [16, 32]]
 
 
-def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=()):
+# The line of each example's train.step after which its schedule
+# attributes go.
+SCHEDULE_AFTER = {
+    "mlp": "      batch(%x, %labels : tensor<8x16x32xf32>, tensor<8x16xi64>)",
+    "tiny_gpt": "      batch(%tokens, %labels : tensor<8x16xi64>, "
+                "tensor<8x16xi64>)",
+}
+
+
+def with_schedule(text, name, microbatches=1, data_parallel=1):
+    """The example `name` (its source `text`) with the step's schedule set."""
+    anchor = SCHEDULE_AFTER[name]
+    assert text.count(anchor) == 1, f"{name}: schedule anchor not found"
+    return text.replace(
+        anchor, anchor + f"\n      attributes {{microbatches = {microbatches}"
+        f" : i64, data_parallel = {data_parallel} : i64}}")
+
+
+def padded_labels(rng, vocab):
+    """Labels [8, 16] with ragged padding (-100) at the end of every row and
+    one row (5) all padding, so that a split into micro-batches of one
+    example has a micro-batch without any valid token."""
+    labels = rng.integers(0, vocab, (8, 16)).astype(np.int64)
+    for b in range(8):
+        labels[b, rng.integers(6, 16):] = -100
+    labels[5, :] = -100
+    return labels
+
+
+def relative_error(a, b):
+    """||a - b|| / ||b|| in float64 (the norm of the whole tensor)."""
+    a = np.asarray(a, np.float64)
+    b = np.asarray(b, np.float64)
+    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=(),
+               launcher=()):
     """Saves `inputs` (numpy arrays, in argument order) to `workdir`, runs
-    ga-run on them and returns (results as a list of arrays, stdout)."""
+    ga-run on them (under `launcher`, e.g. an mpirun command, if given) and
+    returns (results as a list of arrays, stdout)."""
     os.makedirs(workdir, exist_ok=True)
     paths = []
     for i, array in enumerate(inputs):
@@ -32,7 +70,7 @@ def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=()):
         np.save(path, array)
         paths.append(path)
     out = os.path.join(workdir, "out")
-    cmd = [ga_run, mlir_file, *paths, "--out-dir", out, *extra]
+    cmd = [*launcher, ga_run, mlir_file, *paths, "--out-dir", out, *extra]
     if entry:
         cmd += ["--entry", entry]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -76,6 +114,26 @@ class Checker:
               f"{float(np.max(err)) if err.size else 0:.3e} (|ref| <= "
               f"{scale:.3e}), {worst:.3f} of the tolerance "
               f"(rtol {rtol:g}, atol {atol:g})")
+        if not ok:
+            self.failures += 1
+
+    def relative(self, what, actual, expected, tol):
+        """||actual - expected|| / ||expected|| <= tol (tensor norms)."""
+        self.checks += 1
+        err = relative_error(actual, expected)
+        ok = err <= tol and bool(np.all(np.isfinite(actual)))
+        print(f"{'ok  ' if ok else 'FAIL'} {self.name}: {what}: relative "
+              f"error {err:.3e} (tolerance {tol:g})")
+        if not ok:
+            self.failures += 1
+
+    def differs(self, what, actual, expected, tol):
+        """The bug is visible: the relative error exceeds tol."""
+        self.checks += 1
+        err = relative_error(actual, expected)
+        ok = err > tol
+        print(f"{'ok  ' if ok else 'FAIL'} {self.name}: {what}: differs by "
+              f"{err:.3e} (relative), must exceed {tol:g}")
         if not ok:
             self.failures += 1
 

@@ -26,35 +26,9 @@ import os
 
 import numpy as np
 
-from reference_harness import TINY_GPT_PARAM_SHAPES, Checker, printed, run_ga_run
-
-SCHEDULE_AFTER = {
-    "mlp": "      batch(%x, %labels : tensor<8x16x32xf32>, tensor<8x16xi64>)",
-    "tiny_gpt": "      batch(%tokens, %labels : tensor<8x16xi64>, "
-                "tensor<8x16xi64>)",
-}
-
-
-def with_microbatches(text, name, k):
-    anchor = SCHEDULE_AFTER[name]
-    assert text.count(anchor) == 1, f"{name}: schedule anchor not found"
-    return text.replace(anchor,
-                        anchor + f"\n      attributes {{microbatches = {k} : i64}}")
-
-
-def relative_error(a, b):
-    a = np.asarray(a, np.float64)
-    b = np.asarray(b, np.float64)
-    return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
-
-
-def padded_labels(rng, vocab):
-    labels = rng.integers(0, vocab, (8, 16)).astype(np.int64)
-    for b in range(8):
-        labels[b, rng.integers(6, 16):] = -100
-    labels[5, :] = -100  # a micro-batch of k = 8 with no valid token
-    return labels
-
+from reference_harness import (TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
+                               printed, relative_error, run_ga_run,
+                               with_schedule)
 
 def main():
     parser = argparse.ArgumentParser()
@@ -83,7 +57,7 @@ def main():
         for k in (1, 2, 4, 8):
             path = os.path.join(args.workdir, f"{name}_k{k}.mlir")
             with open(path, "w") as f:
-                f.write(with_microbatches(source, name, k))
+                f.write(with_schedule(source, name, microbatches=k))
             for mode, extra in (("exact", ()), ("naive", ("--naive",))):
                 if k == 1 and mode == "naive":
                     continue

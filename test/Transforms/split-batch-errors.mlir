@@ -1,9 +1,43 @@
 // RUN: ga-opt %s --train-split-batch -split-input-file -verify-diagnostics
 
-// Data parallelism is not generated yet: an error, not a silent schedule.
-func.func @ranks(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<4x3xf32>) {
-  // expected-error @+1 {{train-split-batch: data_parallel = 2 is not supported by this build (micro-batches only)}}
+// A sum over the batch that starts from 1 (a count plus one): each of the
+// ranks would add the 1, so the split over ranks is refused.
+func.func @nonzero_init(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<4x3xf32>) {
   %loss, %gw = train.step params(%w : tensor<4x3xf32>) batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      attributes {data_parallel = 2 : i64} -> tensor<f32> grads(tensor<4x3xf32>) {
+  ^bb0(%pw: tensor<4x3xf32>, %bx: tensor<8x4xf32>, %by: tensor<8xi64>):
+    %zero = arith.constant 0.0 : f32
+    %one = arith.constant 1.0 : f32
+    %init = tensor.empty() : tensor<8x3xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %logits = linalg.matmul ins(%bx, %pw : tensor<8x4xf32>, tensor<4x3xf32>) outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %s = train.cross_entropy sum %logits, %by ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+    %e = tensor.empty() : tensor<f32>
+    %ones = linalg.fill ins(%one : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    // expected-error @+1 {{cannot split over 2 ranks: this sum over the batch starts from an init that is not zero, which every rank would add}}
+    %n = linalg.generic {indexing_maps = [affine_map<(d0) -> (d0)>, affine_map<(d0) -> ()>], iterator_types = ["reduction"]} ins(%by : tensor<8xi64>) outs(%ones : tensor<f32>) {
+    ^bb0(%label: i64, %count: f32):
+      %ignore = arith.constant -100 : i64
+      %valid = arith.cmpi ne, %label, %ignore : i64
+      %v = arith.select %valid, %one, %zero : f32
+      %sum = arith.addf %count, %v : f32
+      linalg.yield %sum : f32
+    } -> tensor<f32>
+    %l = linalg.generic {indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>], iterator_types = []} ins(%s, %n : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %q = arith.divf %a, %b : f32
+      linalg.yield %q : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<4x3xf32>
+}
+
+// -----
+
+// One function runs on one number of ranks.
+func.func @two_rank_counts(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<f32>) {
+  %l2, %g2 = train.step params(%w : tensor<4x3xf32>) batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
       attributes {data_parallel = 2 : i64} -> tensor<f32> grads(tensor<4x3xf32>) {
   ^bb0(%pw: tensor<4x3xf32>, %bx: tensor<8x4xf32>, %by: tensor<8xi64>):
     %zero = arith.constant 0.0 : f32
@@ -13,7 +47,18 @@ func.func @ranks(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) ->
     %l = train.cross_entropy sum %logits, %by ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
     train.yield %l : tensor<f32>
   }
-  return %loss, %gw : tensor<f32>, tensor<4x3xf32>
+  // expected-error @+1 {{data_parallel = 4 in a function that already runs on 2 ranks (another train.step): every step of a function must use the same number of ranks}}
+  %l4, %g4 = train.step params(%w : tensor<4x3xf32>) batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      attributes {data_parallel = 4 : i64} -> tensor<f32> grads(tensor<4x3xf32>) {
+  ^bb0(%pw: tensor<4x3xf32>, %bx: tensor<8x4xf32>, %by: tensor<8xi64>):
+    %zero = arith.constant 0.0 : f32
+    %init = tensor.empty() : tensor<8x3xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %logits = linalg.matmul ins(%bx, %pw : tensor<8x4xf32>, tensor<4x3xf32>) outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %l = train.cross_entropy sum %logits, %by ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %l2, %l4 : tensor<f32>, tensor<f32>
 }
 
 // -----

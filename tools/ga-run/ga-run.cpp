@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Collectives.h"
+
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Npy.h"
@@ -106,6 +108,13 @@ have exactly the argument's shape and element type: float32 (f32), float64
 writes for such arrays). A 0-d tensor is a .npy of shape ().
 
 Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
+
+Data parallelism: a step with data_parallel = r compiles to a program for r
+ranks (the function's ga.data_parallel attribute). Run it with
+`mpirun -np r ga-run FILE.mlir ...`: every rank reads the same .npy files
+and takes its own rows of the batch; the ranks sum the counts, the loss and
+the gradients with MPI; rank 0 prints and writes the results. Launched with
+another number of ranks, or without mpirun, ga-run stops with an error.
 
 Printed: the compile time (pipeline and JIT), the run time, the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
@@ -248,6 +257,23 @@ int main(int argc, char **argv) {
                 "ga-opt --ga-pipeline=target=cpu, or pass the high-level IR");
   auto signature = cast<FunctionType>(signatureAttr.getValue());
 
+  // Data parallelism: join the MPI run, whose size must be the program's.
+  int64_t ranks = 1;
+  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>("ga.data_parallel"))
+    ranks = attr.getInt();
+  struct LeaveRun {
+    ~LeaveRun() { ga_run::stopCollectives(); }
+  } leaveRun;
+  if (Error err = ga_run::startCollectives(ranks, name)) {
+    // Every rank finds the same mismatch; one of them reports it.
+    if (ga_run::worldRank() != 0) {
+      llvm::consumeError(std::move(err));
+      return 1;
+    }
+    return fail(llvm::toString(std::move(err)));
+  }
+  bool reporter = ga_run::worldRank() == 0;
+
   // Check the inputs before compiling further.
   for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
     auto tensor = dyn_cast<RankedTensorType>(type);
@@ -299,6 +325,8 @@ int main(int argc, char **argv) {
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+  // ga_rank and ga_all_reduce_*, which lowered collectives call.
+  (*engine)->registerSymbols(ga_run::runtimeSymbols);
   // Materialize the code now, so that the first run is not charged for it.
   if (auto fn = (*engine)->lookupPacked(name); !fn)
     return fail("JIT compilation failed: " + llvm::toString(fn.takeError()));
@@ -412,7 +440,12 @@ int main(int argc, char **argv) {
     return 0;
   };
 
+  // Every rank holds the same results; rank 0 reports and writes them.
+  if (!reporter)
+    return 0;
   outs() << "ga-run: @" << name << " from " << inputFile << "\n";
+  if (ranks > 1)
+    outs() << "ranks: " << ranks << " (data-parallel, MPI)\n";
   outs() << format("compile_ms: %.1f (pipeline %.1f, jit %.1f)\n", compileMs,
                    pipelineMs, jitMs);
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,

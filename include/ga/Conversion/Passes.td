@@ -39,10 +39,16 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     `train.sgd` and `train.adamw` (one elementwise `linalg.generic` each;
     AdamW computes in the moments' element type and rounds the parameter
     back to its own).
+
+    `train.rank` becomes a call of the runtime function `ga_rank() -> i64`
+    (declared in the enclosing module if missing) and an `arith.index_cast`.
+    `train.all_reduce` stays: it becomes a runtime call when it is
+    bufferized, in place in its input's buffer.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
-    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect"
+    "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
+    "::mlir::func::FuncDialect"
   ];
 }
 

@@ -270,29 +270,41 @@ def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
 }
 
 def TrainSplitBatchPass : Pass<"train-split-batch"> {
-  let summary = "Turn the schedule of a train.step into micro-batch loops "
-                "and rank slices";
+  let summary = "Turn the schedule of a train.step into rank slices and "
+                "micro-batch loops";
   let description = [{
-    Rewrites every `train.step` with `microbatches = k > 1` into explicit
-    code, after checking with the decomposability analysis that the split is
-    exact (the errors of `train-check-decomposable`):
+    Rewrites every `train.step` with `microbatches = k` and
+    `data_parallel = r`, `k * r > 1`, into explicit code, after checking with
+    the decomposability analysis that the split is exact (the errors of
+    `train-check-decomposable`):
 
-    1. The *globals*: every batch-sum that does not depend on the parameters
+    1. With `r > 1`, every rank takes its rows `[rank * B/r, (rank+1) * B/r)`
+       of each batch operand (`train.rank`, `tensor.extract_slice`), and the
+       enclosing function gets `ga.data_parallel = r`.
+    2. The *globals*: every batch-sum that does not depend on the parameters
        and that the rest of the step reads (the valid-token count of
        `train-normalize-loss`, a hand-written mask sum) is computed before
-       the loop, from the data alone, on the whole batch.
-    2. A `train.accumulate` with `microbatches = k` runs the body on
-       micro-batch slices: every per-example value is re-typed to `B/k`
-       rows, the globals are its `globals` operands.
-    3. Auxiliary outputs (which must be globals) are taken from the values
+       the loop, from the data alone, on the rank's rows; every sum over the
+       batch in that computation is completed across the ranks with
+       `train.all_reduce sum`, so the globals are those of the whole global
+       batch.
+    3. A `train.accumulate` with `microbatches = k` runs the body on
+       micro-batch slices: every per-example value is re-typed to
+       `B/(r*k)` rows, the globals are its `globals` operands.
+    4. With `r > 1`, the accumulated loss and gradients are summed across
+       the ranks (`train.all_reduce sum`, never `avg`).
+    5. Auxiliary outputs (which must be globals) are taken from the values
        computed before the loop.
-
-    `data_parallel = r > 1` is rejected with an error for now: rank slices
-    and `train.all_reduce` are not generated yet.
 
     `naive=true` builds the usual, inexact schedule instead, so that its
     error can be measured: nothing is hoisted (each micro-batch normalizes by
-    its own count) and the accumulated loss and gradients are divided by k.
+    its own count), the accumulated loss and gradients are divided by k and
+    the ranks average them (`train.all_reduce avg`).
+
+    Errors: a split that is not exact (the analysis's diagnostics), a batch
+    dimension or an init that cannot be re-typed, a sum over the batch
+    hoisted for the ranks whose init is not zero (each rank would add it),
+    and two steps with different `data_parallel` in one function.
 
     Example: `examples/mlp.mlir` with `microbatches = 4` becomes
 

@@ -6,8 +6,10 @@
 
 #include "ga/Conversion/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
 #include "train/TrainOps.h"
+#include "train/TrainRuntime.h"
 
 namespace ga {
 #define GEN_PASS_DEF_CONVERTTRAINTOLINALGPASS
@@ -33,7 +35,29 @@ struct ConvertTrainToLinalgPass
       return WalkResult::interrupt();
     });
     if (result.wasInterrupted())
+      return signalPassFailure();
+    if (failed(lowerRanks()))
       signalPassFailure();
+  }
+
+  /// train.rank becomes a call of the runtime's `ga_rank() -> i64`.
+  LogicalResult lowerRanks() {
+    SmallVector<ga::train::RankOp> ranks;
+    getOperation()->walk([&](ga::train::RankOp op) { ranks.push_back(op); });
+    for (ga::train::RankOp rank : ranks) {
+      OpBuilder b(rank);
+      func::FuncOp fn = ga::train::getOrInsertRuntimeFunction(
+          b, rank, ga::train::kRankFunction,
+          b.getFunctionType({}, {b.getI64Type()}));
+      if (!fn)
+        return failure();
+      Value call = func::CallOp::create(b, rank.getLoc(), fn, ValueRange{})
+                       .getResult(0);
+      rank.replaceAllUsesWith(arith::IndexCastOp::create(
+          b, rank.getLoc(), b.getIndexType(), call).getResult());
+      rank.erase();
+    }
+    return success();
   }
 };
 } // namespace

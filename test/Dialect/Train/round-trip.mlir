@@ -114,6 +114,16 @@ func.func @all_reduce(%g: tensor<4x5xf32>, %n: tensor<i64>)
   return %s, %a, %c : tensor<4x5xf32>, tensor<4x5xf32>, tensor<i64>
 }
 
+// CHECK-LABEL: func.func @rank
+// CHECK: %[[R:.+]] = train.rank : index
+// CHECK: tensor.extract_slice %{{.+}}[%[[R]], 0] [2, 5] [1, 1]
+func.func @rank(%x: tensor<4x5xf32>) -> tensor<2x5xf32> {
+  %r = train.rank : index
+  %s = tensor.extract_slice %x[%r, 0] [2, 5] [1, 1]
+      : tensor<4x5xf32> to tensor<2x5xf32>
+  return %s : tensor<2x5xf32>
+}
+
 // CHECK-LABEL: func.func @norms
 // CHECK: train.global_norm %{{.+}}, %{{.+}} : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>
 // CHECK: %{{.+}}:2, %{{.+}} = train.clip_by_global_norm %{{.+}}, %{{.+}} max_norm = 1.000000e+00 : tensor<4x5xf32>, tensor<5xbf16> -> tensor<f32>

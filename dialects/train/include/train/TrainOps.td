@@ -400,6 +400,14 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
     The operation communicates: it is not `Pure`, and every rank must execute
     the same sequence of `train.all_reduce` operations.
 
+    Bufferization (`one-shot-bufferize`, through the op's external
+    `BufferizableOpInterface` model) reduces in place in the input's buffer,
+    which the analysis copies first when the input is read afterwards, and
+    turns the op into a call of the runtime function
+    `ga_all_reduce_<type>(memref<*x<type>>, i32 kind)` (`<type>` is `f32`,
+    `f64`, `i32` or `i64`; `kind` is 0 for `sum`, 1 for `avg`), which
+    `ga-run` implements with `MPI_Allreduce`.
+
     Example:
 
     ```mlir
@@ -411,6 +419,33 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
   let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.rank
+//===----------------------------------------------------------------------===//
+
+def Train_RankOp : Train_Op<"rank", [Pure]> {
+  let summary = "The data-parallel rank of this process";
+  let description = [{
+    The index of the rank that runs this code, in `[0, r)` for a program
+    split over `r` data-parallel ranks by `train-split-batch`, which uses it
+    to take the rank's rows of every batch operand. A process that is not
+    part of a data-parallel run is rank 0.
+
+    `convert-train-to-linalg` lowers it to a call of the runtime function
+    `ga_rank() -> i64`, which `ga-run` provides (the MPI rank in
+    `MPI_COMM_WORLD`).
+
+    Example:
+
+    ```mlir
+    %rank = train.rank : index
+    ```
+  }];
+
+  let results = (outs Index:$rank);
+  let assemblyFormat = "attr-dict `:` type($rank)";
 }
 
 //===----------------------------------------------------------------------===//

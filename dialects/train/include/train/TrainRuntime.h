@@ -1,0 +1,57 @@
+//===- TrainRuntime.h - Runtime functions of the train ops ------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The lowered forms of train.rank and train.all_reduce call functions that
+// the runner provides (ga-run implements them with MPI). Their C ABI, with
+// MLIR's default calling convention (an unranked memref is passed as its
+// rank and a pointer to the ranked descriptor):
+//
+//   int64_t ga_rank(void);
+//   void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
+//   (and _f64, _i32, _i64; kind 0 = sum, 1 = avg; in place; the buffer is
+//   contiguous: bufferization copies a strided one first.)
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TRAIN_TRAINRUNTIME_H
+#define GA_TRAIN_TRAINRUNTIME_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/Builders.h"
+#include "llvm/ADT/StringRef.h"
+#include <string>
+
+namespace mlir {
+class DialectRegistry;
+} // namespace mlir
+
+namespace ga {
+namespace train {
+
+/// `int64_t ga_rank(void)`: the data-parallel rank of this process.
+inline constexpr llvm::StringLiteral kRankFunction = "ga_rank";
+
+/// The runtime function that all-reduces a buffer of `elementType`
+/// (`ga_all_reduce_f32`, ...), or an empty string for an element type that
+/// the runtime does not reduce.
+std::string getAllReduceFunctionName(mlir::Type elementType);
+
+/// The private declaration `name : type` in the symbol table that holds
+/// `from`, inserted at its start if missing. Emits an error at `from` and
+/// returns null when a symbol of that name exists with another type.
+mlir::func::FuncOp getOrInsertRuntimeFunction(mlir::OpBuilder &builder,
+                                              mlir::Operation *from,
+                                              llvm::StringRef name,
+                                              mlir::FunctionType type);
+
+/// Registers the BufferizableOpInterface model of train.all_reduce.
+void registerBufferizableOpInterfaceExternalModels(
+    mlir::DialectRegistry &registry);
+
+} // namespace train
+} // namespace ga
+
+#endif // GA_TRAIN_TRAINRUNTIME_H

@@ -1,0 +1,137 @@
+"""Every factorization of the global batch into ranks x micro-batches gives
+the full-batch loss, gradients and gradient norm.
+
+For examples/mlp and examples/tiny_gpt, with random padding (ragged
+sequence tails, and one example whose labels are all -100, so that with
+r * k = 8 one micro-batch has no valid token at all), the step is compiled
+with `data_parallel = r` and `microbatches = k` for every r in {1, 2, 4} and
+k in {1, 2, 4, 8} with r * k <= 8 (the global batch is B = 8), and run with
+`mpirun -np r ga-run` (r > 1) or plain `ga-run` (r = 1):
+
+* exact mode (the default), against the full-batch run r = k = 1:
+  - the loss and the printed global gradient norm within 1e-6 relative;
+  - every gradient within 1e-6: ||g - g_full|| / ||g_full||;
+  - the valid-token count (an auxiliary output) exactly;
+  - micro-batch-only splits (r = 1) bitwise identical.
+* naive mode (`--ga-pipeline` option naive: each micro-batch divides by its
+  own count, the ranks average): for every split, some result differs from
+  the full batch by more than 1e-6, so the comparison above can fail.
+
+Each configuration is compiled once with ga-opt, and every rank runs the
+lowered file. The full-batch results themselves are checked against
+independent float64 references by mlp-reference.test and
+tiny-gpt-reference.test.
+"""
+
+import argparse
+import os
+import shlex
+import subprocess
+import sys
+
+import numpy as np
+
+from reference_harness import (TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
+                               printed, relative_error, run_ga_run,
+                               with_schedule)
+
+TOLERANCE = 1e-6
+FACTORIZATIONS = [(r, k) for r in (1, 2, 4) for k in (1, 2, 4, 8)
+                  if r * k <= 8]
+
+
+def compile_step(ga_opt, source, path, naive):
+    """Lowers `source` to the LLVM dialect at `path` with the CPU pipeline."""
+    with open(path + ".in.mlir", "w") as f:
+        f.write(source)
+    options = "target=cpu" + (" naive=true" if naive else "")
+    cmd = [ga_opt, path + ".in.mlir", f"--ga-pipeline={options}", "-o", path]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                 f"{proc.stderr}")
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-opt", required=True)
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--mpirun", required=True,
+                        help="the launcher command, without -np")
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--examples", default="mlp,tiny_gpt")
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    rng = np.random.default_rng(23)
+    check = Checker("dp")
+
+    inputs = {
+        "mlp": [rng.standard_normal((32, 64)).astype(np.float32) * 0.3,
+                rng.standard_normal(64).astype(np.float32) * 0.1,
+                rng.standard_normal((64, 64)).astype(np.float32) * 0.3,
+                rng.standard_normal((8, 16, 32)).astype(np.float32),
+                padded_labels(rng, 64)],
+        "tiny_gpt": [(rng.standard_normal(s) * 0.3).astype(np.float32)
+                     for s in TINY_GPT_PARAM_SHAPES]
+                    + [rng.integers(0, 32, (8, 16)).astype(np.int64),
+                       padded_labels(rng, 32)],
+    }
+
+    for name in args.examples.split(","):
+        with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
+            source = f.read()
+        runs = {}
+        for r, k in FACTORIZATIONS:
+            for naive in (False, True):
+                if naive and r * k == 1:
+                    continue
+                tag = f"{name}_r{r}_k{k}_{'naive' if naive else 'exact'}"
+                lowered = os.path.join(args.workdir, tag + ".mlir")
+                compile_step(args.ga_opt,
+                             with_schedule(source, name, microbatches=k,
+                                           data_parallel=r),
+                             lowered, naive)
+                launcher = (shlex.split(args.mpirun) + ["-np", str(r)]
+                            if r > 1 else [])
+                runs[r, k, naive] = run_ga_run(
+                    args.ga_run, lowered, inputs[name],
+                    os.path.join(args.workdir, tag), launcher=launcher)
+        base, base_out = runs[1, 1, False]
+        num_grads = len(base) - 2  # loss, gradients..., count
+        for r, k in FACTORIZATIONS:
+            if r * k == 1:
+                continue
+            where = f"{name} r={r} k={k}"
+            results, out = runs[r, k, False]
+            if len(results) != len(base):
+                check.checks += 1
+                check.failures += 1
+                print(f"FAIL dp: {where}: {len(results)} results, expected "
+                      f"{len(base)}")
+                continue
+            check.relative(f"{where}: loss", results[0], base[0], TOLERANCE)
+            for i in range(1, 1 + num_grads):
+                check.relative(f"{where}: gradient #{i} "
+                               f"{list(base[i].shape)}",
+                               results[i], base[i], TOLERANCE)
+            check.relative(f"{where}: printed gradient norm",
+                           printed(out, "grad_norm"),
+                           printed(base_out, "grad_norm"), TOLERANCE)
+            check.equal(f"{where}: valid-token count", results[-1], base[-1])
+            if r == 1:
+                check.equal(f"{where}: all results (micro-batches only)",
+                            np.concatenate([a.ravel().view(np.uint8)
+                                            for a in results]),
+                            np.concatenate([a.ravel().view(np.uint8)
+                                            for a in base]))
+            naive, _ = runs[r, k, True]
+            worst = max(range(1 + num_grads),
+                        key=lambda i: relative_error(naive[i], base[i]))
+            check.differs(f"{where}: naive mode, worst result #{worst}",
+                          naive[worst], base[worst], TOLERANCE)
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()
