@@ -3,6 +3,7 @@
 # the passes, the plugin and the examples, plus the GoogleTest unit tests
 # (test/unit, see its lit.local.cfg).
 
+import re
 import os
 import shutil
 
@@ -90,7 +91,7 @@ def mpirun_command():
         return None
     version = subprocess.run([mpirun, "--version"], capture_output=True,
                              text=True)
-    if "Open MPI" in version.stdout + version.stderr:
+    if re.search(r"Open ?MPI|OpenRTE", version.stdout + version.stderr):
         # 4 ranks on a 2-core machine, and CI containers that run as root.
         return mpirun + " --oversubscribe --allow-run-as-root"
     return mpirun
