@@ -4,7 +4,9 @@
 # Sets up and builds (scripts/build.sh), then compiles examples/mlp.mlir for
 # the CPU (--ga-pipeline=target=cpu: differentiate, bufferize, lower to LLVM)
 # and runs one training step with ga-run on generated data with padding,
-# printing the loss and the gradient norm. Then, for each example, prints a
+# printing the loss and the gradient norm; prints the table of batch splits
+# (ranks under mpirun x micro-batches, naive vs exact). Then, for each
+# example, prints a
 # summary; shows the step read by Debian's stock mlir-opt through the ga-opt
 # plugin; and shows the diagnostic for a schedule that does not divide the
 # batch.
@@ -38,10 +40,11 @@ rule "One training step of examples/mlp.mlir on the CPU"
 echo "(results: loss, d/dw1, d/db1, d/dw2, valid count as .npy;"
 echo " the same with your data: ga-run examples/mlp.mlir W1 B1 W2 X LABELS --out-dir DIR)"
 
-rule "Gradient accumulation of examples/mlp.mlir: naive vs exact (same global batch B = 8)"
+rule "Ranks x micro-batches of examples/mlp.mlir: naive vs exact (same global batch B = 8)"
 "$PYTHON" scripts/split_table.py "$work/data" --ga-run "$GA_RUN"
-echo "(naive: each micro-batch divides by its own token count; exact: ga-opt's"
-echo " default, one global count, in-place accumulation: bitwise the full batch)"
+echo "(naive: each micro-batch divides by its own token count, ranks average;"
+echo " exact: ga-opt's default, one global count summed across ranks (MPI),"
+echo " in-place accumulation: micro-batches alone give bitwise the full batch)"
 
 for example in examples/mlp.mlir examples/tiny_gpt.mlir; do
   rule "ga-opt --train-print-summary $example"
