@@ -17,14 +17,11 @@ tolerance, so that the comparison above can fail.
 
 import argparse
 import os
-import re
-import shlex
-import subprocess
-import sys
 
 import numpy as np
 
-from reference_harness import (Checker, padded_labels, relative_error,
+from reference_harness import (compile_with_pipeline, mpi_launcher,
+                               Checker, padded_labels, relative_error,
                                run_ga_run)
 
 TOLERANCE = 1e-6
@@ -66,17 +63,6 @@ def train_function(mlp_source, microbatches, data_parallel):
             + "\n      : " + ", ".join(types) + "\n}\n")
 
 
-def compile_function(ga_opt, source, path, naive):
-    with open(path + ".in.mlir", "w") as f:
-        f.write(source)
-    options = "target=cpu" + (" naive=true" if naive else "")
-    cmd = [ga_opt, path + ".in.mlir", f"--ga-pipeline={options}", "-o", path]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
-                 f"{proc.stderr}")
-
-
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-opt", required=True)
@@ -101,10 +87,9 @@ def main():
     def run(r, k, naive):
         tag = f"r{r}_k{k}_{'naive' if naive else 'exact'}"
         lowered = os.path.join(args.workdir, tag + ".mlir")
-        compile_function(args.ga_opt, train_function(mlp, k, r), lowered,
-                         naive)
-        launcher = (shlex.split(args.mpirun) + ["-np", str(r)]
-                    if r > 1 else [])
+        compile_with_pipeline(args.ga_opt, train_function(mlp, k, r),
+                              lowered, naive)
+        launcher = mpi_launcher(args.mpirun, r)
         state = list(params) + [np.zeros_like(p) for p in params] * 2
         curve = []
         for step, (x, labels) in enumerate(batches, start=1):

@@ -25,31 +25,17 @@ tiny-gpt-reference.test.
 
 import argparse
 import os
-import shlex
-import subprocess
-import sys
 
 import numpy as np
 
-from reference_harness import (TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
+from reference_harness import (compile_with_pipeline, mpi_launcher,
+                               TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
                                printed, relative_error, run_ga_run,
                                with_schedule)
 
 TOLERANCE = 1e-6
 FACTORIZATIONS = [(r, k) for r in (1, 2, 4) for k in (1, 2, 4, 8)
                   if r * k <= 8]
-
-
-def compile_step(ga_opt, source, path, naive):
-    """Lowers `source` to the LLVM dialect at `path` with the CPU pipeline."""
-    with open(path + ".in.mlir", "w") as f:
-        f.write(source)
-    options = "target=cpu" + (" naive=true" if naive else "")
-    cmd = [ga_opt, path + ".in.mlir", f"--ga-pipeline={options}", "-o", path]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
-                 f"{proc.stderr}")
 
 
 def main():
@@ -88,12 +74,11 @@ def main():
                     continue
                 tag = f"{name}_r{r}_k{k}_{'naive' if naive else 'exact'}"
                 lowered = os.path.join(args.workdir, tag + ".mlir")
-                compile_step(args.ga_opt,
-                             with_schedule(source, name, microbatches=k,
-                                           data_parallel=r),
-                             lowered, naive)
-                launcher = (shlex.split(args.mpirun) + ["-np", str(r)]
-                            if r > 1 else [])
+                compile_with_pipeline(
+                    args.ga_opt, with_schedule(source, name, microbatches=k,
+                                               data_parallel=r),
+                    lowered, naive)
+                launcher = mpi_launcher(args.mpirun, r)
                 runs[r, k, naive] = run_ga_run(
                     args.ga_run, lowered, inputs[name],
                     os.path.join(args.workdir, tag), launcher=launcher)

@@ -7,6 +7,7 @@ was checked against, so a failing run says by how much it failed.
 
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -56,6 +57,26 @@ def relative_error(a, b):
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def compile_with_pipeline(ga_opt, source, path, naive=False):
+    """Lowers the MLIR text `source` to the LLVM dialect at `path` with
+    `ga-opt --ga-pipeline=target=cpu` (naive=true for the naive split), so
+    that every rank of an MPI run only JIT-compiles it."""
+    with open(path + ".in.mlir", "w") as f:
+        f.write(source)
+    options = "target=cpu" + (" naive=true" if naive else "")
+    cmd = [ga_opt, path + ".in.mlir", f"--ga-pipeline={options}", "-o", path]
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                 f"{proc.stderr}")
+
+
+def mpi_launcher(mpirun, ranks):
+    """The command prefix that runs ga-run on `ranks` ranks: none for one
+    rank, `mpirun -np ranks` (mpirun: a command line) otherwise."""
+    return shlex.split(mpirun) + ["-np", str(ranks)] if ranks > 1 else []
 
 
 def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=(),
