@@ -127,7 +127,7 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
         return original->emitError()
                << "cannot split: the init of this operation does not come "
                   "from tensor.empty, linalg.fill or a splat constant, so "
-                  "it cannot be re-typed to a micro-batch";
+                  "it cannot be re-typed to a slice of the batch";
       init.set(reshaped);
     }
   }
@@ -155,7 +155,7 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
     if (failed(verify(clone, /*verifyRecursively=*/false)))
       return original->emitError()
              << "cannot split: this operation could not be re-typed for a "
-                "micro-batch of "
+                "slice of the batch with "
              << factor << " times fewer rows (see the error above)";
   }
   return success();
