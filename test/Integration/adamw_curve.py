@@ -15,12 +15,12 @@ The naive schedule of (2, 4) is run as well: its curve must leave the
 tolerance, so that the comparison above can fail.
 """
 
-import argparse
 import os
 
 import numpy as np
 
 from reference_harness import (compile_with_pipeline, mpi_launcher,
+                               mpi_test_parser,
                                Checker, padded_labels, relative_error,
                                run_ga_run)
 
@@ -64,13 +64,7 @@ def train_function(mlp_source, microbatches, data_parallel):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--mpirun", required=True,
-                        help="the launcher command, without -np")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = mpi_test_parser()
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     rng = np.random.default_rng(5)

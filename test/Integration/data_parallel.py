@@ -23,12 +23,12 @@ independent float64 references by mlp-reference.test and
 tiny-gpt-reference.test.
 """
 
-import argparse
 import os
 
 import numpy as np
 
 from reference_harness import (compile_with_pipeline, mpi_launcher,
+                               mpi_test_parser,
                                TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
                                printed, relative_error, run_ga_run,
                                with_schedule)
@@ -39,13 +39,7 @@ FACTORIZATIONS = [(r, k) for r in (1, 2, 4) for k in (1, 2, 4, 8)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--mpirun", required=True,
-                        help="the launcher command, without -np")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = mpi_test_parser()
     parser.add_argument("--examples", default="mlp,tiny_gpt")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)

@@ -5,6 +5,7 @@ Every comparison prints the worst relative error it saw and the tolerance it
 was checked against, so a failing run says by how much it failed.
 """
 
+import argparse
 import os
 import re
 import shlex
@@ -57,6 +58,18 @@ def relative_error(a, b):
     a = np.asarray(a, np.float64)
     b = np.asarray(b, np.float64)
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
+
+
+def mpi_test_parser():
+    """The arguments of the tests that run ga-run under mpirun."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-opt", required=True)
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--mpirun", required=True,
+                        help="the launcher command, without -np")
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    return parser
 
 
 def compile_with_pipeline(ga_opt, source, path, naive=False):
