@@ -18,9 +18,9 @@
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Decomposability.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "train/TrainOps.h"
 
 namespace ga {
@@ -30,14 +30,8 @@ namespace ga {
 
 using namespace mlir;
 using namespace ga::train;
-
-/// A tensor of zeros: a fill with 0 or a zero splat constant.
-static bool isZero(Value v) {
-  if (auto fill = v.getDefiningOp<linalg::FillOp>())
-    return matchPattern(fill.getInputs()[0], m_AnyZeroFloat()) ||
-           matchPattern(fill.getInputs()[0], m_Zero());
-  return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
-}
+using ga::isZeroTensor;
+using ga::zerosLike;
 
 /// Makes `op` come after the definition of `v` if it does not already
 /// (its only user is after both, see accumulateInto).
@@ -89,7 +83,7 @@ static Value sliceIncrement(tensor::InsertSliceOp insert) {
 static Value accumulateInto(OpBuilder &b, Value g, Value acc,
                             Operation *user, bool sliceUpdate = false) {
   Location loc = g.getLoc();
-  if (isZero(g))
+  if (isZeroTensor(g))
     return acc;
   bool single = g.hasOneUse();
   if (sliceUpdate && !single) {
@@ -102,7 +96,7 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
     if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
       unsigned j = cast<OpResult>(g).getResultNumber();
       OpOperand &init = linalgOp.getDpsInitsMutable()[j];
-      if (isZero(init.get()) && ga::isAdditiveReduction(linalgOp, j) &&
+      if (isZeroTensor(init.get()) && ga::isAdditiveReduction(linalgOp, j) &&
           init.get().getType() == acc.getType()) {
         init.set(acc);
         placeAfter(linalgOp, acc, user);
@@ -111,7 +105,7 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
     }
     if (auto loop = g.getDefiningOp<scf::ForOp>()) {
       if (loop->hasAttr(ga::kAccumulatesIntoInit) &&
-          loop.getNumResults() == 1 && isZero(loop.getInitArgs()[0]) &&
+          loop.getNumResults() == 1 && isZeroTensor(loop.getInitArgs()[0]) &&
           loop.getInitArgs()[0].getType() == acc.getType()) {
         loop.getInitArgsMutable()[0].set(acc);
         placeAfter(loop, acc, user);
@@ -124,9 +118,9 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
       // into acc, with c accumulated into its slice.
       Value increment = sliceIncrement(insert);
       if (!increment && !insert.getDest().hasOneUse() &&
-          !isZero(insert.getDest()))
+          !isZeroTensor(insert.getDest()))
         return addInto(b, g, acc, user);
-      Value dest = isZero(insert.getDest())
+      Value dest = isZeroTensor(insert.getDest())
                        ? acc
                        : accumulateInto(b, insert.getDest(), acc, insert,
                                         /*sliceUpdate=*/true);
@@ -212,15 +206,6 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   int64_t k = static_cast<int64_t>(op.getMicrobatches());
   OpBuilder b(op);
   Location loc = op.getLoc();
-  auto zeros = [&](Type type) -> Value {
-    auto tensor = cast<RankedTensorType>(type);
-    Value empty = tensor::EmptyOp::create(b, loc, tensor.getShape(),
-                                          tensor.getElementType());
-    Value zero = arith::ConstantOp::create(
-        b, loc, b.getZeroAttr(tensor.getElementType()));
-    return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-  };
-
   // The loss accumulator holds the value before the final scaling when the
   // loss is such a scaling.
   Block &body = op.getBody().front();
@@ -228,9 +213,9 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   auto lossGeneric = peel ? yield.getOperand(0).getDefiningOp<linalg::GenericOp>()
                           : linalg::GenericOp();
   Value lossTerm = peel ? lossGeneric->getOperand(*peel) : yield.getOperand(0);
-  SmallVector<Value> inits = {zeros(lossTerm.getType())};
+  SmallVector<Value> inits = {zerosLike(b, loc, lossTerm.getType())};
   for (Value g : yield.getOperands().drop_front())
-    inits.push_back(zeros(g.getType()));
+    inits.push_back(zerosLike(b, loc, g.getType()));
 
   Value lb = arith::ConstantIndexOp::create(b, loc, 0);
   Value ub = arith::ConstantIndexOp::create(b, loc, k);

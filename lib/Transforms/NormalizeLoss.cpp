@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/IR/AffineMap.h"
 #include "train/TrainOps.h"
@@ -16,23 +17,9 @@ namespace ga {
 
 using namespace mlir;
 using namespace ga::train;
-
-/// A 0-d `linalg.generic` with `inputs` whose body is built by `body` from
-/// the scalar block arguments.
-static Value scalarGeneric(
-    OpBuilder &b, Location loc, Type element, ValueRange inputs,
-    function_ref<Value(OpBuilder &, Location, ValueRange)> body) {
-  auto type = RankedTensorType::get({}, element);
-  Value init = tensor::EmptyOp::create(b, loc, type.getShape(), element);
-  SmallVector<AffineMap> maps(inputs.size() + 1,
-                              AffineMap::get(0, 0, b.getContext()));
-  auto op = linalg::GenericOp::create(
-      b, loc, type, inputs, init, maps, ArrayRef<utils::IteratorType>{},
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(nb, nloc, body(nb, nloc, args.drop_back()));
-      });
-  return op.getResult(0);
-}
+using ga::convertScalar;
+using ga::filledTensor;
+using ga::mapScalars;
 
 /// The number of labels different from `ignoreIndex`, as a 0-d tensor of
 /// `element` (a float type).
@@ -40,9 +27,7 @@ static Value countValidLabels(OpBuilder &b, Location loc, Value labels,
                               int64_t ignoreIndex, FloatType element) {
   auto labelsType = cast<RankedTensorType>(labels.getType());
   auto type = RankedTensorType::get({}, element);
-  Value zero = arith::ConstantOp::create(b, loc, b.getFloatAttr(element, 0.0));
-  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
-  Value init = linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+  Value init = filledTensor(b, loc, {}, b.getFloatAttr(element, 0.0));
   unsigned rank = labelsType.getRank();
   SmallVector<AffineMap> maps = {b.getMultiDimIdentityMap(rank),
                                  AffineMap::get(rank, 0, b.getContext())};
@@ -72,19 +57,10 @@ static Value convertCount(OpBuilder &b, Location loc, Value count,
   if (count.getType() == type)
     return count;
   Type element = type.getElementType();
-  return scalarGeneric(b, loc, element, count,
-                       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                         Value v = args[0];
-                         if (isa<IntegerType>(element))
-                           return arith::FPToSIOp::create(nb, nloc, element, v)
-                               .getResult();
-                         if (element.getIntOrFloatBitWidth() >
-                             v.getType().getIntOrFloatBitWidth())
-                           return arith::ExtFOp::create(nb, nloc, element, v)
-                               .getResult();
-                         return arith::TruncFOp::create(nb, nloc, element, v)
-                             .getResult();
-                       });
+  return mapScalars(b, loc, count, element,
+                    [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                      return convertScalar(nb, nloc, args[0], element);
+                    });
 }
 
 namespace {
@@ -116,8 +92,8 @@ struct TrainNormalizeLossPass
       auto sum = cast<CrossEntropyOp>(b.clone(*ce));
       sum.setReduction(Reduction::Sum);
       // sum / max(count, 1): 0 when no label is valid, as the mean.
-      Value loss = scalarGeneric(
-          b, loc, element, ValueRange{sum.getLoss(), count},
+      Value loss = mapScalars(
+          b, loc, ValueRange{sum.getLoss(), count}, element,
           [&](OpBuilder &nb, Location nloc, ValueRange args) {
             Value one = arith::ConstantOp::create(
                 nb, nloc, nb.getFloatAttr(element, 1.0));

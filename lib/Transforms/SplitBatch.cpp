@@ -29,9 +29,9 @@
 
 #include "ga/Transforms/Decomposability.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/IR/IRMapping.h"
-#include "mlir/IR/Matchers.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
 #include "train/TrainOps.h"
@@ -159,16 +159,6 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
              << factor << " times fewer rows (see the error above)";
   }
   return success();
-}
-
-/// Whether `value` is a tensor of zeros: a fill of a zero or a zero splat.
-static bool isZeroTensor(Value value) {
-  auto isZero = [](Value v) {
-    return matchPattern(v, m_AnyZeroFloat()) || matchPattern(v, m_Zero());
-  };
-  if (auto fill = value.getDefiningOp<linalg::FillOp>())
-    return isZero(fill.getInputs()[0]);
-  return isZero(value);
 }
 
 /// After `clone` (a hoisted copy of `original` that reads the rank's rows):
@@ -381,23 +371,15 @@ LogicalResult Splitter::run() {
   if (naive && k > 1) {
     auto scale = [&](Value v) -> Value {
       auto type = cast<RankedTensorType>(v.getType());
-      Value init = tensor::EmptyOp::create(b, loc, type.getShape(),
-                                           type.getElementType());
-      SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
-      SmallVector<utils::IteratorType> iterators(
-          type.getRank(), utils::IteratorType::parallel);
-      return linalg::GenericOp::create(
-                 b, loc, type, v, init, maps, iterators,
-                 [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                   Value factor = arith::ConstantOp::create(
-                       nb, nloc,
-                       nb.getFloatAttr(type.getElementType(), 1.0 / k));
-                   linalg::YieldOp::create(
-                       nb, nloc,
-                       arith::MulFOp::create(nb, nloc, args[0], factor)
-                           .getResult());
-                 })
-          .getResult(0);
+      Type element = type.getElementType();
+      return elementwise(
+          b, loc, type.getShape(), v, {}, element,
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            Value factor = arith::ConstantOp::create(
+                nb, nloc, nb.getFloatAttr(element, 1.0 / k));
+            return SmallVector<Value>{
+                arith::MulFOp::create(nb, nloc, args[0], factor)};
+          })[0];
     };
     loss = scale(loss);
     for (Value &g : grads)

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Conversion/TrainToLinalg.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -16,43 +17,20 @@
 
 using namespace mlir;
 using namespace ga::train;
+using ga::convertScalar;
+using ga::elementwise;
+using ga::filledTensor;
+using ga::mapScalars;
 
 namespace {
 
 using utils::IteratorType;
 
-/// A tensor of `shape` filled with `value`.
-Value filled(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-             TypedAttr value) {
-  Value scalar = arith::ConstantOp::create(b, loc, value);
-  Value empty = tensor::EmptyOp::create(b, loc, shape, value.getType());
-  return linalg::FillOp::create(b, loc, scalar, empty).getResult(0);
-}
-
-/// Converts an integer or float scalar `value` to `type` (an integer or float
-/// type); integers are signed.
-Value convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
-  Type from = value.getType();
-  if (from == type)
-    return value;
-  if (isa<IntegerType>(from) && isa<IntegerType>(type))
-    return from.getIntOrFloatBitWidth() > type.getIntOrFloatBitWidth()
-               ? arith::TruncIOp::create(b, loc, type, value).getResult()
-               : arith::ExtSIOp::create(b, loc, type, value).getResult();
-  if (isa<IntegerType>(from))
-    return arith::SIToFPOp::create(b, loc, type, value);
-  if (isa<IntegerType>(type))
-    return arith::FPToSIOp::create(b, loc, type, value);
-  return from.getIntOrFloatBitWidth() > type.getIntOrFloatBitWidth()
-             ? arith::TruncFOp::create(b, loc, type, value).getResult()
-             : arith::ExtFOp::create(b, loc, type, value).getResult();
-}
-
 /// Sums a 1-D tensor into a 0-d tensor of the same element type.
 Value sumAll(OpBuilder &b, Location loc, Value input) {
   auto type = cast<RankedTensorType>(input.getType());
   Type element = type.getElementType();
-  Value init = filled(b, loc, {}, b.getZeroAttr(element));
+  Value init = filledTensor(b, loc, {}, b.getZeroAttr(element));
   MLIRContext *ctx = b.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   AffineMap scalar = AffineMap::get(1, 0, {}, ctx);
@@ -68,25 +46,6 @@ Value sumAll(OpBuilder &b, Location loc, Value input) {
                        : arith::AddIOp::create(nb, nloc, args[0], args[1])
                              .getResult();
                linalg::YieldOp::create(nb, nloc, sum);
-             })
-      .getResult(0);
-}
-
-/// Applies `fn` to the scalars of the 0-d tensors `inputs`, giving a 0-d
-/// tensor of `resultElement`.
-Value mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
-                 Type resultElement,
-                 function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                       resultElement);
-  MLIRContext *ctx = b.getContext();
-  SmallVector<AffineMap> maps(inputs.size() + 1, AffineMap::get(0, 0, ctx));
-  return linalg::GenericOp::create(
-             b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-             ArrayRef<IteratorType>{},
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(nb, nloc,
-                                       fn(nb, nloc, args.drop_back()));
              })
       .getResult(0);
 }
@@ -123,7 +82,7 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
   SmallVector<IteratorType> rowReduction{IteratorType::parallel,
                                          IteratorType::reduction};
   auto rowType = RankedTensorType::get({n}, floatType);
-  Value maxInit = filled(
+  Value maxInit = filledTensor(
       rewriter, loc, {n},
       rewriter.getFloatAttr(floatType,
                             APFloat::getInf(floatType.getFloatSemantics(),
@@ -140,7 +99,7 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
                                .getResult()});
           })
           .getResult(0);
-  Value sumInit = filled(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
+  Value sumInit = filledTensor(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
   Value sumExp =
       linalg::GenericOp::create(
           rewriter, loc, TypeRange{rowType}, ValueRange{logits, rowMax},
@@ -350,43 +309,10 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
 };
 
 
-/// An elementwise linalg.generic over `shape`: `tensors` are read with the
-/// identity map and `scalars` (0-d tensors) broadcast; `fn` gets the tensor
-/// elements then the scalars and returns one value per result type.
-SmallVector<Value>
-elementwise(OpBuilder &b, Location loc, ArrayRef<int64_t> shape,
-            ValueRange tensors, ValueRange scalars, TypeRange resultElements,
-            function_ref<SmallVector<Value>(OpBuilder &, Location, ValueRange)>
-                fn) {
-  MLIRContext *ctx = b.getContext();
-  unsigned rank = shape.size();
-  AffineMap identity = AffineMap::getMultiDimIdentityMap(rank, ctx);
-  AffineMap broadcast = AffineMap::get(rank, 0, {}, ctx);
-  SmallVector<AffineMap> maps(tensors.size(), identity);
-  maps.append(scalars.size(), broadcast);
-  SmallVector<Value> inits;
-  SmallVector<Type> resultTypes;
-  for (Type element : resultElements) {
-    inits.push_back(tensor::EmptyOp::create(b, loc, shape, element));
-    resultTypes.push_back(RankedTensorType::get(shape, element));
-    maps.push_back(identity);
-  }
-  SmallVector<Value> inputs(tensors);
-  llvm::append_range(inputs, scalars);
-  auto generic = linalg::GenericOp::create(
-      b, loc, resultTypes, inputs, inits, maps,
-      SmallVector<IteratorType>(rank, IteratorType::parallel),
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nloc, fn(nb, nloc, args.take_front(inputs.size())));
-      });
-  return SmallVector<Value>(generic.getResults());
-}
-
 /// sqrt(sum over `inputs` of sum(x^2)) as a 0-d tensor of `element`.
 Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
   MLIRContext *ctx = b.getContext();
-  Value acc = filled(b, loc, {}, b.getZeroAttr(element));
+  Value acc = filledTensor(b, loc, {}, b.getZeroAttr(element));
   for (Value input : inputs) {
     auto type = cast<RankedTensorType>(input.getType());
     unsigned rank = type.getRank();

@@ -13,6 +13,7 @@
 #ifndef GA_LIB_TRANSFORMS_AUTODIFF_ADINTERNAL_H
 #define GA_LIB_TRANSFORMS_AUTODIFF_ADINTERNAL_H
 
+#include "ga/Utils/TensorBuilders.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/IRMapping.h"
@@ -61,9 +62,6 @@ private:
 /// The elementwise sum of two tensors of the same type (linalg.add).
 mlir::Value addTensors(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
                        mlir::Value rhs);
-
-/// A tensor of `type` filled with zeros.
-mlir::Value zerosLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
 
 /// Adjoint rule of a linalg.generic whose results have adjoints in `sweep`.
 mlir::LogicalResult adjointGeneric(mlir::linalg::GenericOp op, Sweep &sweep);

@@ -34,14 +34,6 @@ using namespace ga::train;
 
 namespace ga::ad {
 
-Value zerosLike(OpBuilder &b, Location loc, Type type) {
-  auto tensorType = cast<RankedTensorType>(type);
-  Value zero = arith::ConstantOp::create(
-      b, loc, b.getZeroAttr(tensorType.getElementType()));
-  Value empty = tensor::EmptyOp::create(b, loc, tensorType, ValueRange{});
-  return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-}
-
 Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
   Value empty = tensor::EmptyOp::create(
       b, loc, cast<RankedTensorType>(lhs.getType()), ValueRange{});
@@ -279,7 +271,7 @@ differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
   SmallVector<Value> grads;
   for (Value param : params) {
     Value grad = sweep.getAdjoint(param);
-    grads.push_back(grad ? grad : zerosLike(builder, loc, param.getType()));
+    grads.push_back(grad ? grad : ga::zerosLike(builder, loc, param.getType()));
   }
   toSpecialize.assign(contractions->begin(), contractions->end());
   llvm::append_range(toSpecialize, sweep.created);

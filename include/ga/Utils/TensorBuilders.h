@@ -1,0 +1,62 @@
+//===- TensorBuilders.h - Small linalg-on-tensors builders -------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The few tensor-level building blocks that the conversions and the
+// transformations all need: constant-filled tensors, the test for a tensor of
+// zeros, scalar conversions, and elementwise / 0-d `linalg.generic`s.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_UTILS_TENSORBUILDERS_H
+#define GA_UTILS_TENSORBUILDERS_H
+
+#include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/STLFunctionalExtras.h"
+#include "llvm/ADT/SmallVector.h"
+
+namespace ga {
+
+/// A tensor of `shape` filled with `value` (linalg.fill of a constant).
+mlir::Value filledTensor(mlir::OpBuilder &b, mlir::Location loc,
+                         llvm::ArrayRef<int64_t> shape, mlir::TypedAttr value);
+
+/// A tensor of `type` (a ranked tensor type) filled with zeros.
+mlir::Value zerosLike(mlir::OpBuilder &b, mlir::Location loc, mlir::Type type);
+
+/// Whether `value` is a tensor of zeros: a linalg.fill of a zero constant or
+/// a zero splat constant.
+bool isZeroTensor(mlir::Value value);
+
+/// Converts an integer or float scalar `value` to `type` (an integer or
+/// float type); integers are signed.
+mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
+                          mlir::Value value, mlir::Type type);
+
+/// Applies `fn` to the scalars of the 0-d tensors `inputs`, giving a 0-d
+/// tensor of `resultElement` (a linalg.generic without loops).
+mlir::Value mapScalars(
+    mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange inputs,
+    mlir::Type resultElement,
+    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                   mlir::ValueRange)>
+        fn);
+
+/// An elementwise linalg.generic over `shape`: `tensors` are read with the
+/// identity map and `scalars` (0-d tensors) broadcast; `fn` gets the tensor
+/// elements then the scalars and returns one value per result type.
+llvm::SmallVector<mlir::Value> elementwise(
+    mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> shape,
+    mlir::ValueRange tensors, mlir::ValueRange scalars,
+    mlir::TypeRange resultElements,
+    llvm::function_ref<llvm::SmallVector<mlir::Value>(
+        mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>
+        fn);
+
+} // namespace ga
+
+#endif // GA_UTILS_TENSORBUILDERS_H
