@@ -19,10 +19,9 @@ import os
 
 import numpy as np
 
-from reference_harness import (compile_with_pipeline, mpi_launcher,
-                               mpi_test_parser,
-                               Checker, padded_labels, relative_error,
-                               run_ga_run)
+from reference_harness import (Checker, compile_with_pipeline, mlp_params,
+                               mpi_launcher, mpi_test_parser, padded_labels,
+                               relative_error, run_ga_run)
 
 TOLERANCE = 1e-6
 STEPS = 5
@@ -70,9 +69,7 @@ def main():
     rng = np.random.default_rng(5)
     check = Checker("adamw")
 
-    params = [rng.standard_normal((32, 64)).astype(np.float32) * 0.3,
-              rng.standard_normal(64).astype(np.float32) * 0.1,
-              rng.standard_normal((64, 64)).astype(np.float32) * 0.3]
+    params = mlp_params(rng)
     batches = [(rng.standard_normal((8, 16, 32)).astype(np.float32),
                 padded_labels(rng, 64)) for _ in range(STEPS)]
     with open(os.path.join(args.src, "examples", "mlp.mlir")) as f:

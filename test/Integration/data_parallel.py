@@ -27,11 +27,9 @@ import os
 
 import numpy as np
 
-from reference_harness import (compile_with_pipeline, mpi_launcher,
-                               mpi_test_parser,
-                               TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
-                               printed, relative_error, run_ga_run,
-                               with_schedule)
+from reference_harness import (Checker, compile_with_pipeline, mpi_launcher,
+                               mpi_test_parser, padded_example_inputs, printed,
+                               relative_error, run_ga_run, with_schedule)
 
 TOLERANCE = 1e-6
 FACTORIZATIONS = [(r, k) for r in (1, 2, 4) for k in (1, 2, 4, 8)
@@ -46,17 +44,7 @@ def main():
     rng = np.random.default_rng(23)
     check = Checker("dp")
 
-    inputs = {
-        "mlp": [rng.standard_normal((32, 64)).astype(np.float32) * 0.3,
-                rng.standard_normal(64).astype(np.float32) * 0.1,
-                rng.standard_normal((64, 64)).astype(np.float32) * 0.3,
-                rng.standard_normal((8, 16, 32)).astype(np.float32),
-                padded_labels(rng, 64)],
-        "tiny_gpt": [(rng.standard_normal(s) * 0.3).astype(np.float32)
-                     for s in TINY_GPT_PARAM_SHAPES]
-                    + [rng.integers(0, 32, (8, 16)).astype(np.int64),
-                       padded_labels(rng, 32)],
-    }
+    inputs = padded_example_inputs(rng)
 
     for name in args.examples.split(","):
         with open(os.path.join(args.src, "examples", name + ".mlir")) as f:

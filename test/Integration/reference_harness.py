@@ -53,6 +53,26 @@ def padded_labels(rng, vocab):
     return labels
 
 
+def mlp_params(rng):
+    """Random parameters of examples/mlp.mlir: w1, b1, w2 (float32)."""
+    return [rng.standard_normal((32, 64)).astype(np.float32) * 0.3,
+            rng.standard_normal(64).astype(np.float32) * 0.1,
+            rng.standard_normal((64, 64)).astype(np.float32) * 0.3]
+
+
+def padded_example_inputs(rng):
+    """Random arguments of examples/mlp.mlir and examples/tiny_gpt.mlir
+    (parameters, then the batch, with padded_labels), drawn in that order."""
+    mlp = mlp_params(rng) + [
+        rng.standard_normal((8, 16, 32)).astype(np.float32),
+        padded_labels(rng, 64)]
+    gpt = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+           for s in TINY_GPT_PARAM_SHAPES]
+    gpt += [rng.integers(0, 32, (8, 16)).astype(np.int64),
+            padded_labels(rng, 32)]
+    return {"mlp": mlp, "tiny_gpt": gpt}
+
+
 def relative_error(a, b):
     """||a - b|| / ||b|| in float64 (the norm of the whole tensor)."""
     a = np.asarray(a, np.float64)

@@ -26,9 +26,8 @@ import os
 
 import numpy as np
 
-from reference_harness import (TINY_GPT_PARAM_SHAPES, Checker, padded_labels,
-                               printed, relative_error, run_ga_run,
-                               with_schedule)
+from reference_harness import (Checker, padded_example_inputs, printed,
+                               relative_error, run_ga_run, with_schedule)
 
 def main():
     parser = argparse.ArgumentParser()
@@ -40,17 +39,9 @@ def main():
     rng = np.random.default_rng(11)
     check = Checker("split")
 
-    mlp_inputs = [rng.standard_normal((32, 64)).astype(np.float32) * 0.3,
-                  rng.standard_normal(64).astype(np.float32) * 0.1,
-                  rng.standard_normal((64, 64)).astype(np.float32) * 0.3,
-                  rng.standard_normal((8, 16, 32)).astype(np.float32),
-                  padded_labels(rng, 64)]
-    gpt_inputs = [(rng.standard_normal(s) * 0.3).astype(np.float32)
-                  for s in TINY_GPT_PARAM_SHAPES]
-    gpt_inputs += [rng.integers(0, 32, (8, 16)).astype(np.int64),
-                   padded_labels(rng, 32)]
+    inputs = padded_example_inputs(rng)
 
-    for name, inputs in [("mlp", mlp_inputs), ("tiny_gpt", gpt_inputs)]:
+    for name in ("mlp", "tiny_gpt"):
         with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
             source = f.read()
         runs = {}
@@ -62,7 +53,7 @@ def main():
                 if k == 1 and mode == "naive":
                     continue
                 runs[k, mode] = run_ga_run(
-                    args.ga_run, path, inputs,
+                    args.ga_run, path, inputs[name],
                     os.path.join(args.workdir, f"{name}_k{k}_{mode}"),
                     extra=extra)
         base, base_out = runs[1, "exact"]
