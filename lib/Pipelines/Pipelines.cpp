@@ -34,6 +34,10 @@ static constexpr const char *kCPULowering =
 LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
                                    const CPUPipelineConfig &config) {
   pm.addPass(createTrainRecordSignaturesPass());
+  // Label checks follow the labels to the function's arguments, through the
+  // full-batch step: before the split slices them.
+  if (config.checkLabels)
+    pm.addNestedPass<func::FuncOp>(createTrainCheckLabelsPass());
   // train-split-batch runs the checks of train-check-decomposable itself.
   pm.addPass(createTrainNormalizeLossPass());
   TrainSplitBatchPassOptions split;
@@ -70,6 +74,7 @@ void ga::registerGaPipelines() {
         CPUPipelineConfig config;
         config.vectorize = options.vectorize;
         config.naiveSplit = options.naive;
+        config.checkLabels = options.checkLabels;
         if (failed(buildCPUPipeline(pm, os, config)))
           return errorHandler("ga-pipeline: " + errors);
         return success();

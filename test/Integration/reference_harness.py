@@ -201,6 +201,14 @@ class Checker:
         if not same:
             self.failures += 1
 
+    def true(self, what, ok, detail=""):
+        """A condition that must hold; `detail` is printed when it does not."""
+        self.checks += 1
+        print(f"{'ok  ' if ok else 'FAIL'} {self.name}: {what}"
+              + ("" if ok else f": {detail.strip()}"))
+        if not ok:
+            self.failures += 1
+
     def finish(self):
         print(f"{self.name}: {self.checks - self.failures} of {self.checks} "
               f"checks passed")

@@ -6,6 +6,8 @@
 
 #include "Collectives.h"
 
+#include "ga/Runtime/Errors.h"
+
 #include "llvm/ADT/Twine.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -165,5 +167,6 @@ ga_run::runtimeSymbols(llvm::orc::MangleAndInterner interner) {
   add("ga_all_reduce_f64", reinterpret_cast<void *>(&ga_all_reduce_f64));
   add("ga_all_reduce_i32", reinterpret_cast<void *>(&ga_all_reduce_i32));
   add("ga_all_reduce_i64", reinterpret_cast<void *>(&ga_all_reduce_i64));
+  add("ga_report_error", reinterpret_cast<void *>(&ga_report_error));
   return symbols;
 }

@@ -12,6 +12,7 @@
 
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
+#include "ga/Runtime/Errors.h"
 #include "ga/Runtime/Npy.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -29,6 +30,7 @@
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/InitLLVM.h"
 #include "llvm/Support/Path.h"
 #include "llvm/Support/SourceMgr.h"
@@ -75,11 +77,11 @@ static cl::opt<std::string>
            cl::desc("Write result i to <dir>/result<i>.npy (created if "
                     "missing); without it nothing is written"),
            cl::value_desc("dir"), cl::cat(gaRunCategory));
-static cl::opt<unsigned> repeat("repeat",
-                                cl::desc("Run the function N times and report "
-                                         "the mean and minimum run time"),
-                                cl::init(1), cl::value_desc("N"),
-                                cl::cat(gaRunCategory));
+static cl::opt<int> repeat("repeat",
+                           cl::desc("Run the function N times (N >= 1) and "
+                                    "report the mean and minimum run time"),
+                           cl::init(1), cl::value_desc("N"),
+                           cl::cat(gaRunCategory));
 static cl::opt<bool>
     vectorize("vectorize",
               cl::desc("Compile high-level IR with the pipeline's vector code "
@@ -90,8 +92,21 @@ static cl::opt<bool>
           cl::desc("Split the batch the usual, inexact way (per-micro-batch "
                    "means averaged): --ga-pipeline option naive"),
           cl::init(false), cl::cat(gaRunCategory));
-static cl::opt<unsigned> optLevel("O", cl::desc("LLVM optimization level"),
-                                  cl::init(2), cl::cat(gaRunCategory));
+static cl::opt<int> optLevel("O",
+                             cl::desc("LLVM optimization level (0 to 3)"),
+                             cl::init(2), cl::cat(gaRunCategory));
+static cl::opt<bool> checkLabels(
+    "check-labels",
+    cl::desc("Check every cross-entropy label against [0, V) and "
+             "ignore_index when the step runs (default true; "
+             "--check-labels=false skips the check, and an invalid label is "
+             "then clamped, not reported)"),
+    cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<bool> failOnNonFinite(
+    "fail-on-nonfinite",
+    cl::desc("Exit with status 1, writing no result, when the loss or the "
+             "gradient norm is NaN or infinite (default: a warning)"),
+    cl::init(false), cl::cat(gaRunCategory));
 
 static const char *kOverview = R"(ga-run: run a function of an MLIR file on the CPU
 
@@ -123,6 +138,13 @@ norm sqrt(sum of squares of all gradient results), in float64.
 Errors (a wrong number of inputs, a wrong shape or dtype, a missing or
 malformed .npy file) name the argument, the expected and the actual, and
 exit with status 1.
+
+Runtime errors: every cross-entropy label must be in [0, V) or equal to
+ignore_index. The compiled step checks them (unless --check-labels=false);
+an invalid label stops ga-run with status 1, a message naming the argument,
+the position and the value, and no result written. A NaN or infinite loss
+or gradient norm is reported as a warning (an error with
+--fail-on-nonfinite).
 )";
 
 namespace {
@@ -180,6 +202,10 @@ int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
   cl::HideUnrelatedOptions(gaRunCategory);
   cl::ParseCommandLineOptions(argc, argv, kOverview);
+  if (repeat < 1)
+    return fail("--repeat must be at least 1, got " + Twine(repeat.getValue()));
+  if (optLevel < 0 || optLevel > 3)
+    return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
 
   registerAllPasses();
   ga::registerGaPasses();
@@ -241,7 +267,7 @@ int main(int argc, char **argv) {
     PassManager pm(&context);
     std::string errors;
     raw_string_ostream os(errors);
-    if (failed(ga::buildCPUPipeline(pm, os, {vectorize, naive})))
+    if (failed(ga::buildCPUPipeline(pm, os, {vectorize, naive, checkLabels})))
       return fail("cannot build the CPU pipeline: " + errors);
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");
@@ -381,17 +407,42 @@ int main(int argc, char **argv) {
   };
 
   double totalMs = 0, minMs = 0;
-  for (unsigned r = 0; r < std::max(1u, repeat.getValue()); ++r) {
+  for (int r = 0; r < repeat; ++r) {
     if (r)
       freeResults();
     auto runStart = Clock::now();
     if (Error err = (*engine)->invokePacked(name, packed))
       return fail("running @" + name + " failed: " + llvm::toString(std::move(err)));
+    // A step that reported a runtime error has no valid result.
+    ga_error error;
+    if (ga_take_error(&error) != GA_OK) {
+      freeResults();
+      if (!reporter)
+        return 1;
+      std::string where;
+      if (error.argument >= 0 && error.argument < (int64_t)arrays.size()) {
+        const ga::NpyArray &array = arrays[error.argument];
+        int64_t rest = error.position;
+        SmallVector<int64_t> index(array.shape.size());
+        for (int d = (int)array.shape.size() - 1; d >= 0; --d) {
+          index[d] = array.shape[d] ? rest % array.shape[d] : 0;
+          rest = array.shape[d] ? rest / array.shape[d] : 0;
+        }
+        where = "[";
+        for (auto [k, i] : llvm::enumerate(index))
+          where += (k ? ", " : "") + std::to_string(i);
+        where += "]";
+      }
+      std::string message = ga::describeError(error, where);
+      if (error.argument >= 0 && error.argument < (int64_t)inputArrays.size())
+        message += " ('" + inputArrays[error.argument] + "')";
+      return fail("@" + name + ": " + message + "; no result written");
+    }
     double ms = msSince(runStart);
     totalMs += ms;
     minMs = r ? std::min(minMs, ms) : ms;
   }
-  unsigned runs = std::max(1u, repeat.getValue());
+  unsigned runs = repeat;
 
   // Read the results back (strided copy into C order).
   std::vector<ga::NpyArray> outputs;
@@ -460,8 +511,17 @@ int main(int argc, char **argv) {
         lossIndex = i;
         break;
       }
-  if (lossIndex)
-    outs() << format("loss: %.9g\n", asDouble(outputs[*lossIndex], 0));
+  // NaN or infinite values name themselves; --fail-on-nonfinite makes them
+  // an error before any result is written.
+  SmallVector<std::string> nonFinite;
+  if (lossIndex) {
+    double loss = asDouble(outputs[*lossIndex], 0);
+    outs() << format("loss: %.9g\n", loss);
+    if (!std::isfinite(loss))
+      nonFinite.push_back(llvm::formatv("the loss (result #{0}) is {1}",
+                                        *lossIndex, loss)
+                              .str());
+  }
   if (auto grads =
           llvmFunc->getAttrOfType<DenseI64ArrayAttr>("ga.gradient_results")) {
     double sum = 0;
@@ -470,7 +530,18 @@ int main(int argc, char **argv) {
         double v = asDouble(outputs[i], e);
         sum += v * v;
       }
-    outs() << format("grad_norm: %.9g\n", std::sqrt(sum));
+    double norm = std::sqrt(sum);
+    outs() << format("grad_norm: %.9g\n", norm);
+    if (!std::isfinite(norm))
+      nonFinite.push_back(
+          llvm::formatv("the gradient norm is {0}", norm).str() +
+          " (a NaN or infinite input, or an overflow, reaches the gradients)");
+  }
+  outs().flush();
+  for (const std::string &what : nonFinite) {
+    if (failOnNonFinite)
+      return fail("@" + name + ": " + what + "; no result written");
+    WithColor::warning(errs(), "ga-run") << "@" << name << ": " << what << "\n";
   }
 
   if (!outDir.empty()) {

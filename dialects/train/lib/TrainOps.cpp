@@ -493,4 +493,49 @@ LogicalResult AdamWOp::verify() {
 }
 
 #define GET_OP_CLASSES
+//===----------------------------------------------------------------------===//
+// CheckLabelsOp
+//===----------------------------------------------------------------------===//
+
+LogicalResult CheckLabelsOp::verify() {
+  auto type = cast<RankedTensorType>(getLabels().getType());
+  int64_t numClasses = getNumClasses();
+  if (numClasses <= 0)
+    return emitOpError() << "num_classes must be positive, got " << numClasses;
+  int64_t ignore = getIgnoreIndex();
+  if (ignore >= 0 && ignore < numClasses)
+    return emitOpError() << "ignore_index = " << ignore
+                         << " is a valid class index in [0, " << numClasses
+                         << ")";
+  if (std::optional<int64_t> argument = getArgument(); argument && *argument < 0)
+    return emitOpError() << "argument must be >= 0 when present, got "
+                         << *argument;
+  bool hasOffsets = getOffsets().has_value(), hasSizes = getSizes().has_value(),
+       hasStrides = getStrides().has_value();
+  if (!hasOffsets && !hasSizes && !hasStrides)
+    return success();
+  if (!hasOffsets || !hasSizes || !hasStrides)
+    return emitOpError() << "offsets, sizes and strides go together";
+  ArrayRef<int64_t> offsets = *getOffsets(), sizes = *getSizes(),
+                    strides = *getStrides();
+  int64_t rank = type.getRank();
+  if ((int64_t)offsets.size() != rank || (int64_t)sizes.size() != rank ||
+      (int64_t)strides.size() != rank)
+    return emitOpError() << "offsets, sizes and strides need " << rank
+                         << " entries each (the rank of the labels)";
+  for (int64_t d = 0; d < rank; ++d) {
+    if (offsets[d] < 0 || sizes[d] <= 0 || strides[d] <= 0)
+      return emitOpError() << "dimension " << d << ": offset " << offsets[d]
+                           << ", size " << sizes[d] << ", stride "
+                           << strides[d]
+                           << " (offsets >= 0, sizes and strides > 0)";
+    if (!type.isDynamicDim(d) &&
+        offsets[d] + (sizes[d] - 1) * strides[d] >= type.getDimSize(d))
+      return emitOpError() << "dimension " << d << ": the box ends at "
+                           << offsets[d] + (sizes[d] - 1) * strides[d]
+                           << ", past the labels' size " << type.getDimSize(d);
+  }
+  return success();
+}
+
 #include "train/TrainOps.cpp.inc"

@@ -44,11 +44,17 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     (declared in the enclosing module if missing) and an `arith.index_cast`.
     `train.all_reduce` stays: it becomes a runtime call when it is
     bufferized, in place in its input's buffer.
+
+    `train.check_labels` becomes a `linalg.generic` reduction that finds the
+    first invalid label and, under `scf.if`, a call of the runtime's
+    `ga_report_error` (declared in the module if missing). The cross-entropy
+    lowerings clamp the class index they read the logits with to `[0, V)`:
+    an invalid label never reads out of bounds, checked or not.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::func::FuncDialect"
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"
   ];
 }
 

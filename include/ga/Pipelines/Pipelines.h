@@ -29,12 +29,21 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "naive=true), to measure the error the exact split "
                      "removes"),
       llvm::cl::init(false)};
+  Option<bool> checkLabels{
+      *this, "check-labels",
+      llvm::cl::desc("Check every cross-entropy label against [0, V) and "
+                     "ignore_index when the step runs (train-check-labels); "
+                     "false skips the check: invalid labels are then "
+                     "clamped, not reported"),
+      llvm::cl::init(true)};
 };
 
 /// What buildCPUPipeline builds.
 struct CPUPipelineConfig {
   bool vectorize = true;
   bool naiveSplit = false;
+  /// Insert train-check-labels (runtime label checks).
+  bool checkLabels = true;
 };
 
 /// The CPU pipeline: records signatures, checks and splits the batch

@@ -9,6 +9,50 @@
 
 include "mlir/Pass/PassBase.td"
 
+def TrainCheckLabelsPass : Pass<"train-check-labels", "::mlir::func::FuncOp"> {
+  let summary = "Check cross-entropy labels at run time, before they are used";
+  let description = [{
+    For every `train.cross_entropy` (and `train.cross_entropy_grad`) of a
+    function, follows its labels back to the function argument they are read
+    from, through the block arguments of `train.step` and
+    `train.checkpoint`, `tensor.collapse_shape` / `tensor.expand_shape`
+    (which keep the row-major order) and static, rank-preserving
+    `tensor.extract_slice` (the shifted labels of a next-token loss). It
+    inserts one `train.check_labels` on that argument, with the box the loss
+    reads, at the start of the function: the labels are checked once per
+    call, before anything uses them, whatever the micro-batch split and the
+    rank. An invalid label is reported with the argument's index, its
+    position in the argument and its value (`ga-run` exits with status 1).
+
+    Labels that do not come from a function argument this way (computed
+    labels, or labels of a step that was split already: run this pass
+    before `train-split-batch`) are checked where the loss reads them when
+    the loss is directly in the function body, and otherwise get a warning:
+    such a label is clamped by the lowering (never read out of bounds) but
+    not reported.
+
+    Checks already present are not inserted again, so the pass can run
+    twice.
+
+    Example: with `%labels: tensor<8x16xi64>` argument #4 and
+
+    ```mlir
+    %flat = tensor.collapse_shape %blabels [[0, 1]]
+        : tensor<8x16xi64> into tensor<128xi64>
+    %l = train.cross_entropy mean %logits, %flat ignore_index = -100
+        : (tensor<128x64xf32>, tensor<128xi64>) -> tensor<f32>
+    ```
+
+    inside a `train.step`, the function starts with
+
+    ```mlir
+    train.check_labels %labels num_classes = 64 ignore_index = -100
+        argument = 4 : tensor<8x16xi64>
+    ```
+  }];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
 def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
   let summary = "Remove train.checkpoint regions by inlining their bodies";
   let description = [{

@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Conversion/Passes.h"
+#include "ga/Conversion/TrainToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Transforms/WalkPatternRewriteDriver.h"
@@ -36,8 +37,19 @@ struct ConvertTrainToLinalgPass
     });
     if (result.wasInterrupted())
       return signalPassFailure();
-    if (failed(lowerRanks()))
+    if (failed(lowerRanks()) || failed(lowerLabelChecks()))
       signalPassFailure();
+  }
+
+  /// train.check_labels becomes a reduction and a call of ga_report_error.
+  LogicalResult lowerLabelChecks() {
+    SmallVector<ga::train::CheckLabelsOp> checks;
+    getOperation()->walk(
+        [&](ga::train::CheckLabelsOp op) { checks.push_back(op); });
+    for (ga::train::CheckLabelsOp check : checks)
+      if (failed(ga::lowerCheckLabels(check)))
+        return failure();
+    return success();
   }
 
   /// train.rank becomes a call of the runtime's `ga_rank() -> i64`.

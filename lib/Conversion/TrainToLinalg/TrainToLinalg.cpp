@@ -142,6 +142,22 @@ Value validFlags(OpBuilder &b, Location loc, Value labels, int64_t ignoreIndex) 
       .getResult(0);
 }
 
+/// The column that `label` selects in a row of `numClasses` logits, as an
+/// index: 0 for an ignored label, and an invalid one clamped to
+/// [0, numClasses) so that reading the logits with it never goes out of
+/// bounds (train.check_labels reports invalid labels; see TrainOps.td).
+Value labelColumn(OpBuilder &b, Location l, Value label, Value valid,
+                  int64_t numClasses) {
+  Type labelType = label.getType();
+  Value zero = arith::ConstantOp::create(b, l, b.getIntegerAttr(labelType, 0));
+  Value last = arith::ConstantOp::create(
+      b, l, b.getIntegerAttr(labelType, numClasses - 1));
+  Value safe = arith::SelectOp::create(b, l, valid, label, zero);
+  Value clamped = arith::MaxSIOp::create(
+      b, l, arith::MinSIOp::create(b, l, safe, last), zero);
+  return arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
+}
+
 struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
 
@@ -182,11 +198,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
               b, l, b.getIntegerAttr(labelType, ignoreIndex));
           Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
                                               label, ignore);
-          Value zeroLabel =
-              arith::ConstantOp::create(b, l, b.getIntegerAttr(labelType, 0));
-          Value safe = arith::SelectOp::create(b, l, valid, label, zeroLabel);
           Value column =
-              arith::IndexCastOp::create(b, l, b.getIndexType(), safe);
+              labelColumn(b, l, label, valid, logitsType.getDimSize(1));
           Value row = linalg::IndexOp::create(b, l, 0);
           Value picked = tensor::ExtractOp::create(b, l, logits,
                                                    ValueRange{row, column});
@@ -286,8 +299,8 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
               Value shifted = arith::SubFOp::create(b, l, args[0], args[2]);
               Value p = arith::DivFOp::create(
                   b, l, math::ExpOp::create(b, l, shifted), args[3]);
-              Value column = arith::IndexCastOp::create(
-                  b, l, b.getIndexType(), label);
+              Value column =
+                  labelColumn(b, l, label, valid, logitsType.getDimSize(1));
               Value j = linalg::IndexOp::create(b, l, 1);
               Value hit = arith::CmpIOp::create(
                   b, l, arith::CmpIPredicate::eq, column, j);

@@ -733,3 +733,71 @@ func.func @ce_grad_result(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32
   %g = train.cross_entropy_grad sum %l, %y, %d ignore_index = -100 : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf64>
   return
 }
+
+//===----------------------------------------------------------------------===//
+// train.check_labels
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @check_labels_classes(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op num_classes must be positive, got 0}}
+  train.check_labels %y num_classes = 0 ignore_index = -100 : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_ignore(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op ignore_index = 2 is a valid class index in [0, 5)}}
+  train.check_labels %y num_classes = 5 ignore_index = 2 : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_argument(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op argument must be >= 0 when present, got -1}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 argument = -1 : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_partial_box(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op offsets, sizes and strides go together}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 offsets = [0] : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_box_rank(%y: tensor<8x2xi64>) {
+  // expected-error @below {{'train.check_labels' op offsets, sizes and strides need 2 entries each (the rank of the labels)}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 offsets = [0] sizes = [8] strides = [1] : tensor<8x2xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_box_values(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op dimension 0: offset 0, size 4, stride 0 (offsets >= 0, sizes and strides > 0)}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 offsets = [0] sizes = [4] strides = [0] : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_box_bounds(%y: tensor<8xi64>) {
+  // expected-error @below {{'train.check_labels' op dimension 0: the box ends at 8, past the labels' size 8}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 offsets = [2] sizes = [4] strides = [2] : tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @check_labels_type(%y: tensor<8xf32>) {
+  // expected-error @below {{operand #0 must be ranked tensor of signless integer values}}
+  train.check_labels %y num_classes = 5 ignore_index = -100 : tensor<8xf32>
+  return
+}

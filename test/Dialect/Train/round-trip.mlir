@@ -165,3 +165,16 @@ func.func @cross_entropy_grad(%l: tensor<8x3xf32>, %y: tensor<8xi64>, %d: tensor
       : (tensor<8x3xf32>, tensor<8xi64>, tensor<8xf32>) -> tensor<8x3xf32>
   return %a, %b : tensor<8x3xf32>, tensor<8x3xf32>
 }
+
+// CHECK-LABEL: func.func @check_labels
+// CHECK: train.check_labels %{{.+}} num_classes = 64 ignore_index = -100 : tensor<8x16xi64>
+// CHECK: train.check_labels %{{.+}} num_classes = 32 ignore_index = -1 argument = 4 offsets = [0, 1] sizes = [8, 15] strides = [1, 1] : tensor<8x16xi64>
+// CHECK: train.check_labels %{{.+}} num_classes = 3 ignore_index = 3 argument = 0 : tensor<5xi32>
+func.func @check_labels(%y: tensor<8x16xi64>, %z: tensor<5xi32>) {
+  train.check_labels %y num_classes = 64 ignore_index = -100 : tensor<8x16xi64>
+  train.check_labels %y num_classes = 32 ignore_index = -1 argument = 4
+      offsets = [0, 1] sizes = [8, 15] strides = [1, 1] : tensor<8x16xi64>
+  train.check_labels %z num_classes = 3 ignore_index = 3 argument = 0
+      : tensor<5xi32>
+  return
+}

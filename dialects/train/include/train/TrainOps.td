@@ -178,8 +178,11 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
     The optional second result is `n`, the number of valid tokens, as a 0-d
     integer or float tensor.
 
-    A label that is neither `ignore_index` nor in `[0, V)` is undefined
-    behaviour, as in every framework.
+    A label that is neither `ignore_index` nor in `[0, V)` is invalid. The
+    lowering never reads out of bounds for it (the index it reads with is
+    clamped to `[0, V)`), and `train-check-labels` (in `--ga-pipeline`
+    unless `check-labels=false`) reports it at run time through
+    `train.check_labels`.
 
     Example:
 
@@ -446,6 +449,58 @@ def Train_RankOp : Train_Op<"rank", [Pure]> {
 
   let results = (outs Index:$rank);
   let assemblyFormat = "attr-dict `:` type($rank)";
+}
+
+//===----------------------------------------------------------------------===//
+// train.check_labels
+//===----------------------------------------------------------------------===//
+
+def Train_CheckLabelsOp : Train_Op<"check_labels", [
+    MemoryEffects<[MemWrite]>]> {
+  let summary = "Report labels outside [0, num_classes) that are not ignored";
+  let description = [{
+    Checks every element of `labels` (or of the box `offsets`, `sizes`,
+    `strides` of it, as `tensor.extract_slice` takes it) against
+    `[0, num_classes)` and `ignore_index`. The first invalid label, in
+    row-major order, is reported to the runtime's error path
+    (`ga_report_error`, see `ga/Runtime/Errors.h`) with its row-major
+    position in `labels`, its value and `argument`, the index of the
+    function argument that `labels` is (-1 when the labels are computed).
+    The op has no result and does not stop the step: a caller that finds a
+    reported error discards the step's results (`ga-run` exits with status
+    1 and writes nothing).
+
+    `train-check-labels` inserts it at the start of a function, on the
+    argument that every `train.cross_entropy` reads its labels from; the
+    cross-entropy lowerings themselves clamp the index they read with, so
+    an invalid label never reads out of bounds, checked or not.
+    `convert-train-to-linalg` lowers it to one `linalg.generic` reduction
+    (the first invalid position) and a call under `scf.if`.
+
+    Example (the next-token labels of a `[8, 16]` argument: columns 1..15):
+
+    ```mlir
+    train.check_labels %labels num_classes = 32 ignore_index = -100
+        argument = 16 offsets = [0, 1] sizes = [8, 15] strides = [1, 1]
+        : tensor<8x16xi64>
+    ```
+  }];
+
+  let arguments = (ins
+    RankedTensorOf<[AnySignlessInteger]>:$labels,
+    I64Attr:$num_classes,
+    I64Attr:$ignore_index,
+    OptionalAttr<I64Attr>:$argument,
+    OptionalAttr<DenseI64ArrayAttr>:$offsets,
+    OptionalAttr<DenseI64ArrayAttr>:$sizes,
+    OptionalAttr<DenseI64ArrayAttr>:$strides);
+  let assemblyFormat = [{
+    $labels `num_classes` `=` $num_classes `ignore_index` `=` $ignore_index
+    (`argument` `=` $argument^)?
+    (`offsets` `=` $offsets^)? (`sizes` `=` $sizes^)?
+    (`strides` `=` $strides^)? attr-dict `:` type($labels)
+  }];
+  let hasVerifier = 1;
 }
 
 //===----------------------------------------------------------------------===//

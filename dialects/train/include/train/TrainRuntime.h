@@ -13,6 +13,9 @@
 //   void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
 //   (and _f64, _i32, _i64; kind 0 = sum, 1 = avg; in place; the buffer is
 //   contiguous: bufferization copies a strided one first.)
+//   void ga_report_error(int32_t code, int64_t argument, int64_t position,
+//                        int64_t value, int64_t bound, int64_t ignore);
+//   (train.check_labels; see ga/Runtime/Errors.h.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -33,6 +36,11 @@ namespace train {
 
 /// `int64_t ga_rank(void)`: the data-parallel rank of this process.
 inline constexpr llvm::StringLiteral kRankFunction = "ga_rank";
+
+/// `void ga_report_error(i32 code, i64 argument, i64 position, i64 value,
+/// i64 bound, i64 ignore)`: the error path of compiled steps (see
+/// ga/Runtime/Errors.h).
+inline constexpr llvm::StringLiteral kReportErrorFunction = "ga_report_error";
 
 /// The runtime function that all-reduces a buffer of `elementType`
 /// (`ga_all_reduce_f32`, ...), or an empty string for an element type that

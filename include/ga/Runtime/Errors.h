@@ -1,0 +1,74 @@
+//===- Errors.h - The runtime error path of compiled steps ------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// A compiled step never stops in the middle: when it finds an invalid input
+// (a label outside [0, V) that is not ignore_index), it reports it through
+// `ga_report_error` and goes on with a defined, clamped computation. The
+// caller (ga-run; later the ahead-of-time library's entry point and the CUDA
+// runtime, which copy a device-side record into the same structure) takes the
+// first error after the step with `ga_take_error`, and then discards the
+// results: a step that reported an error has no valid result.
+//
+// C ABI, with no MLIR or LLVM dependency. The first error of a step wins;
+// later ones only increase `count`. Thread-safe.
+//
+//   void ga_report_error(int32_t code, int64_t argument, int64_t position,
+//                        int64_t value, int64_t bound, int64_t ignore);
+//
+// For GA_ERROR_LABEL_OUT_OF_RANGE: `argument` is the index of the function
+// argument that holds the labels (-1 when they are computed inside the step),
+// `position` the row-major index of the element in that argument, `value`
+// the label, `bound` the number of classes V, `ignore` the ignore_index.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_RUNTIME_ERRORS_H
+#define GA_RUNTIME_ERRORS_H
+
+#include <cstdint>
+#include <string>
+
+extern "C" {
+
+/// Error codes of compiled steps.
+enum ga_error_code : int32_t {
+  GA_OK = 0,
+  /// A label that is neither ignore_index nor in [0, V).
+  GA_ERROR_LABEL_OUT_OF_RANGE = 1,
+};
+
+/// The first error a step reported, and how many it reported.
+struct ga_error {
+  int32_t code;
+  int64_t argument;
+  int64_t position;
+  int64_t value;
+  int64_t bound;
+  int64_t ignore;
+  int64_t count;
+};
+
+/// Called by compiled code (see the file comment).
+void ga_report_error(int32_t code, int64_t argument, int64_t position,
+                     int64_t value, int64_t bound, int64_t ignore);
+
+/// Moves the pending error, if any, into `*out` and clears it. Returns the
+/// error code (GA_OK when none was reported; `*out` is then zeroed).
+int32_t ga_take_error(struct ga_error *out);
+
+} // extern "C"
+
+namespace ga {
+
+/// One sentence for `error`, e.g. "label 64 at position 53 of argument #4 is
+/// outside [0, 64) and is not ignore_index (-100)". `where` describes the
+/// position (a multi-index such as "[3, 5]") when the caller knows the
+/// argument's shape; empty, the flat position is printed.
+std::string describeError(const ga_error &error, const std::string &where = "");
+
+} // namespace ga
+
+#endif // GA_RUNTIME_ERRORS_H
