@@ -7,6 +7,7 @@
 #include "ga/Runtime/Npy.h"
 
 #include "llvm/Support/FileSystem.h"
+#include "llvm/Support/MathExtras.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -150,7 +151,18 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
     array.shape.push_back(d);
   }
 
-  size_t expected = array.numElements() * npyDTypeSize(array.dtype);
+  // Checked arithmetic: a header can promise any shape.
+  int64_t elements = 1, bytesWanted = 0;
+  for (int64_t d : array.shape)
+    if (MulOverflow(elements, d, elements))
+      return malformed(name, "the shape " + array.shapeString() +
+                                 " has more elements than a 64-bit count "
+                                 "holds");
+  if (MulOverflow(elements, static_cast<int64_t>(npyDTypeSize(array.dtype)),
+                  bytesWanted))
+    return malformed(name, "the shape " + array.shapeString() +
+                               " has more bytes than a 64-bit count holds");
+  uint64_t expected = static_cast<uint64_t>(bytesWanted);
   StringRef payload = bytes.drop_front(start + headerLen);
   if (payload.size() != expected)
     return malformed(name, "the header promises " + Twine(expected) +
@@ -162,6 +174,17 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
 }
 
 Expected<NpyArray> readNpy(StringRef path) {
+  // Only regular files: a device (/dev/zero) or a pipe has no size to check
+  // the header against and could be read without bound.
+  sys::fs::file_status status;
+  if (std::error_code ec = sys::fs::status(path, status))
+    return createStringError(ec, "cannot read '" + path + "': " +
+                                     ec.message());
+  if (status.type() != sys::fs::file_type::regular_file)
+    return createStringError(inconvertibleErrorCode(),
+                             "cannot read '" + path +
+                                 "': not a regular file (a .npy file is "
+                                 "read whole, and its size checked)");
   ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
       MemoryBuffer::getFile(path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);

@@ -43,9 +43,12 @@ struct NpyArray {
   std::string shapeString() const;
 };
 
-/// Parses `.npy` bytes; `name` is used in error messages.
+/// Parses `.npy` bytes; `name` is used in error messages. The element and
+/// byte counts of the header's shape are computed with overflow checks and
+/// must match the payload exactly, so numElements() of a parsed array is
+/// exact.
 llvm::Expected<NpyArray> parseNpy(llvm::StringRef bytes, llvm::StringRef name);
-/// Reads a `.npy` file.
+/// Reads a `.npy` file; only a regular file (not a device or a pipe).
 llvm::Expected<NpyArray> readNpy(llvm::StringRef path);
 /// Writes `array` as a version 1.0 `.npy` file.
 llvm::Error writeNpy(llvm::StringRef path, const NpyArray &array);

@@ -51,7 +51,7 @@ func.func @clamped(%logits: tensor<4x3xf32>, %y: tensor<4xi64>, %d: tensor<f32>)
 // A declaration of ga_report_error with another type is an error on the check.
 func.func private @ga_report_error(i64)
 func.func @conflict(%y: tensor<4xi64>) {
-  // expected-error @below {{ga_report_error}}
+  // expected-error @below {{the runtime function @ga_report_error : '(i32, i64, i64, i64, i64, i64) -> ()' clashes with a symbol of that name in the module}}
   train.check_labels %y num_classes = 3 ignore_index = -100 : tensor<4xi64>
   return
 }

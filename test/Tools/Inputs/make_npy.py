@@ -19,3 +19,11 @@ with open(f"{out}/w.npy", "rb") as f:
     data = f.read()
 with open(f"{out}/truncated.npy", "wb") as f:
     f.write(data[:-8])
+# Non-finite inputs and an invalid label (linear-ce.mlir has V = 3).
+x_nan = np.ones((8, 4), np.float32)
+x_nan[2, 1] = np.nan
+np.save(f"{out}/x_nan.npy", x_nan)
+x_inf = np.ones((8, 4), np.float32)
+x_inf[5, 0] = np.inf
+np.save(f"{out}/x_inf.npy", x_inf)
+np.save(f"{out}/y_bad.npy", np.array([0, 1, 2, -100, 3, 1, 2, 0], np.int64))
