@@ -115,6 +115,26 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
     result.setType(divideDim(type, c.batchDim, factor));
     changed = true;
   }
+  // Block arguments of region ops (train.checkpoint) that stand for
+  // per-example operands take the slice's type too.
+  for (auto [origRegion, cloneRegion] :
+       llvm::zip(original->getRegions(), clone->getRegions()))
+    for (auto [origBlock, cloneBlock] : llvm::zip(origRegion, cloneRegion))
+      for (auto [origArg, arg] :
+           llvm::zip(origBlock.getArguments(), cloneBlock.getArguments())) {
+        BatchClass c = analysis.get(origArg);
+        auto type = dyn_cast<RankedTensorType>(origArg.getType());
+        if (c.kind != BatchClass::PerExample || !type)
+          continue;
+        if (type.getDimSize(c.batchDim) % factor != 0)
+          return original->emitError()
+                 << "cannot split: dimension " << c.batchDim << " of " << type
+                 << " (the batch dimension of region argument #"
+                 << origArg.getArgNumber() << ") is not divisible by "
+                 << factor;
+        arg.setType(divideDim(type, c.batchDim, factor));
+        changed = true;
+      }
   // Inits of destination-passing ops take the new result types.
   if (auto dps = dyn_cast<DestinationStyleOpInterface>(clone)) {
     for (OpOperand &init : dps.getDpsInitsMutable()) {

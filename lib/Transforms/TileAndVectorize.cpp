@@ -27,6 +27,8 @@ namespace ga {
 #include "ga/Transforms/Passes.h.inc"
 } // namespace ga
 
+#include "llvm/ADT/SmallBitVector.h"
+
 using namespace mlir;
 
 /// Reductions longer than this and not divisible by the vector width stay
@@ -58,6 +60,20 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
 
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
   SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  // The vectorizer assumes the usual form: every output is indexed by the
+  // parallel loops, each once, and by no reduction loop. The verifier also
+  // accepts outputs indexed by a loop marked "reduction" (or missing a
+  // parallel loop); such ops keep their scalar loops, which are correct for
+  // any iterator marking.
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    AffineMap map = op.getMatchingIndexingMap(&init);
+    llvm::SmallBitVector indexed(ranges.size());
+    for (AffineExpr result : map.getResults())
+      indexed.set(cast<AffineDimExpr>(result).getPosition());
+    for (auto [dim, iterator] : llvm::enumerate(iterators))
+      if (indexed.test(dim) != (iterator == utils::IteratorType::parallel))
+        return std::nullopt;
+  }
   AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
   if (out.getNumResults() == 0)
     return std::nullopt;
