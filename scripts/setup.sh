@@ -9,7 +9,13 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
+# GA_SANITIZE=address,undefined builds an instrumented copy in its own
+# directory (build-sanitize/ unless GA_BUILD_DIR says otherwise).
+if [[ -n "${GA_SANITIZE:-}" ]]; then
+  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build-sanitize}"
+else
+  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
+fi
 LLVM_DIR=/usr/lib/llvm-22
 
 # Everything the build and the tests use, from Debian 12's archive.
@@ -48,7 +54,8 @@ if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
     -DCMAKE_BUILD_TYPE="${GA_BUILD_TYPE:-Release}" \
     -DMLIR_DIR="$LLVM_DIR/lib/cmake/mlir" \
-    -DLLVM_EXTERNAL_LIT="$LLVM_DIR/bin/lit"
+    -DLLVM_EXTERNAL_LIT="$LLVM_DIR/bin/lit" \
+    -DGA_SANITIZE="${GA_SANITIZE:-}"
 else
   echo "setup: $BUILD_DIR already configured"
 fi

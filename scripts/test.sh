@@ -12,7 +12,13 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
+# GA_SANITIZE=address,undefined builds an instrumented copy in its own
+# directory (build-sanitize/ unless GA_BUILD_DIR says otherwise).
+if [[ -n "${GA_SANITIZE:-}" ]]; then
+  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build-sanitize}"
+else
+  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
+fi
 
 "$ROOT/scripts/build.sh"
 

@@ -6,6 +6,7 @@
 import re
 import os
 import shutil
+import subprocess
 
 import lit.formats
 from lit.llvm import llvm_config
@@ -20,6 +21,27 @@ config.excludes = [
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ga_obj_root, "test")
 
+# A sanitized build (GA_SANITIZE=... scripts/test.sh): every report is
+# fatal; LeakSanitizer skips Open MPI's own allocations; Debian's stock
+# mlir-opt, which loads the sanitized plugin, needs the sanitizer runtimes
+# loaded first.
+mlir_opt_prefix = ""
+if getattr(config, "ga_sanitize", ""):
+    config.available_features.add("sanitized")
+    supp = os.path.join(config.ga_src_root, "test", "sanitizers", "lsan.supp")
+    config.environment["ASAN_OPTIONS"] = (
+        "detect_leaks=1:abort_on_error=0:halt_on_error=1")
+    config.environment["LSAN_OPTIONS"] = f"suppressions={supp}:print_suppressions=0"
+    config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    preload = []
+    for runtime, name in (("address", "libasan.so"), ("undefined", "libubsan.so")):
+        if runtime in config.ga_sanitize:
+            path = subprocess.run(["c++", f"-print-file-name={name}"],
+                                  capture_output=True, text=True).stdout.strip()
+            preload.append(path)
+    if preload:
+        mlir_opt_prefix = "env LD_PRELOAD=" + ":".join(preload) + " "
+
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ga_src", config.ga_src_root))
 config.substitutions.append(("%ga_obj", config.ga_obj_root))
@@ -27,7 +49,8 @@ config.substitutions.append(
     ("%ga_plugin", os.path.join(config.ga_lib_dir, "libGaPlugin.so")))
 # Debian's stock mlir-opt, for the plugin tests.
 config.substitutions.append(
-    ("%mlir_opt", os.path.join(config.llvm_tools_dir, "mlir-opt")))
+    ("%mlir_opt", mlir_opt_prefix + os.path.join(config.llvm_tools_dir,
+                                                 "mlir-opt")))
 
 # The JIT runner and its support libraries, for the execution tests.
 config.substitutions.append(
@@ -61,8 +84,6 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # The Python that runs the reference scripts: the first python3 that has
 # NumPy (Debian's python3-numpy, which scripts/setup.sh installs, lives in
 # /usr/bin/python3 even when another python3 comes first on PATH).
-import subprocess
-
 
 def python_with_numpy():
     for candidate in ["/usr/bin/python3", shutil.which("python3")]:
