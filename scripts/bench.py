@@ -8,6 +8,8 @@ For both examples at two batch sizes (the example's own B and 4x B), reports
   * scalar:  the same step compiled with `vectorize=false` (scalar loops, the
              baseline of the vectorization stage), and the speed-up of the
              vectorized step over it,
+  * unchecked: the step compiled with `check-labels=false` (no runtime label
+             check), and the check's cost relative to it,
 and, as ratios within this run, how each grows from the small to the large
 size (the baseline is the small size measured by the same script on the
 same machine). Not a test: nothing is asserted.
@@ -97,33 +99,40 @@ def main():
                 paths.append(os.path.join(work, f"{name}_b{batch}_{i}.npy"))
                 np.save(paths[-1], array)
             runs = {}
-            for vectorize in ("true", "false"):
+            for mode, flags in (("true", ["--vectorize=true"]),
+                                ("false", ["--vectorize=false"]),
+                                ("unchecked", ["--check-labels=false"])):
                 out = subprocess.run(
                     [ga_run, path, *paths, "--repeat", str(args.repeat + 1),
-                     f"--vectorize={vectorize}"], capture_output=True,
+                     *flags], capture_output=True,
                     text=True, check=True).stdout
-                runs[vectorize] = (
+                runs[mode] = (
                     float(re.search(r"min ([0-9.]+)\)", out).group(1)),
                     float(re.search(r"loss: (\S+)", out).group(1)))
             rows.append((name, batch, statistics.median(compile_s) * 1e3,
                          runs["true"][0], runs["false"][0], runs["true"][1],
-                         runs["false"][1]))
+                         runs["false"][1], runs["unchecked"][0]))
 
     print(f"ga-opt CPU benchmark ({os.uname().machine}, "
           f"{os.cpu_count()} cores; step = min of {args.repeat} runs)")
     print(f"{'example':10} {'B':>4} {'compile ms':>11} {'step ms':>9} "
           f"{'scalar ms':>10} {'speed-up':>9} {'compile x':>10} "
-          f"{'step x':>7} {'loss':>9} {'scalar loss':>12}")
+          f"{'step x':>7} {'loss':>9} {'scalar loss':>12} "
+          f"{'unchecked ms':>13} {'check cost':>11}")
     base = {}
-    for name, batch, compile_ms, step_ms, scalar_ms, loss, scalar_loss in rows:
+    for (name, batch, compile_ms, step_ms, scalar_ms, loss, scalar_loss,
+         unchecked_ms) in rows:
         base.setdefault(name, (compile_ms, step_ms))
         print(f"{name:10} {batch:>4} {compile_ms:>11.1f} {step_ms:>9.3f} "
               f"{scalar_ms:>10.3f} {scalar_ms / step_ms:>9.2f} "
               f"{compile_ms / base[name][0]:>10.2f} "
               f"{step_ms / base[name][1]:>7.2f} {loss:>9.4f} "
-              f"{scalar_loss:>12.4f}")
+              f"{scalar_loss:>12.4f} {unchecked_ms:>13.3f} "
+              f"{step_ms / unchecked_ms - 1:>+10.1%}")
     print("(speed-up: scalar step / vectorized step, same inputs, same run;")
-    print(" x: ratio to the same example at its smallest B in this run)")
+    print(" x: ratio to the same example at its smallest B in this run;")
+    print(" check cost: step with the runtime label check / step compiled with")
+    print(" check-labels=false, minus 1, same inputs, same run)")
 
 
 if __name__ == "__main__":
