@@ -16,7 +16,8 @@ config.name = "GA"
 config.test_format = lit.formats.ShTest(not llvm_config.use_lit_shell)
 config.suffixes = [".mlir", ".test"]
 config.excludes = [
-    "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "__pycache__"]
+    "CMakeLists.txt", "lit.cfg.py", "lit.site.cfg.py", "Inputs", "__pycache__",
+    "fuzz", "sanitizers"]
 
 config.test_source_root = os.path.dirname(__file__)
 config.test_exec_root = os.path.join(config.ga_obj_root, "test")
@@ -33,6 +34,9 @@ if getattr(config, "ga_sanitize", ""):
         "detect_leaks=1:abort_on_error=0:halt_on_error=1")
     config.environment["LSAN_OPTIONS"] = f"suppressions={supp}:print_suppressions=0"
     config.environment["UBSAN_OPTIONS"] = "print_stacktrace=1:halt_on_error=1"
+    # Open MPI unloads its components at MPI_Finalize, which leaves their
+    # allocations without a module to name (and to suppress); keep them.
+    config.environment["OMPI_MCA_mca_base_component_disable_dlclose"] = "1"
     preload = []
     for runtime, name in (("address", "libasan.so"), ("undefined", "libubsan.so")):
         if runtime in config.ga_sanitize:
@@ -100,6 +104,11 @@ if python:
     config.substitutions.append(("%python", python))
 if python_with_numpy():
     config.available_features.add("numpy")
+
+# memcheck sees the JIT-compiled step's memory accesses (the sanitizers do
+# not instrument JIT code); a sanitized ga-run does not run under it.
+if shutil.which("valgrind") and not getattr(config, "ga_sanitize", ""):
+    config.available_features.add("valgrind")
 
 # MPI: the data-parallel tests launch ga-run under mpirun. They need a ga-run
 # built with MPI and an mpirun; elsewhere they report themselves unsupported.

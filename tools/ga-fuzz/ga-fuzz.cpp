@@ -21,6 +21,7 @@
 #include "mlir/Parser/Parser.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
+#include "llvm/ADT/StringExtras.h"
 
 #include <cstdint>
 #include <cstdio>
@@ -56,12 +57,36 @@ MLIRContext &context() {
   return *ctx;
 }
 
+/// Inputs that reach a known defect of Debian's MLIR 22.1.8 rather than
+/// ga-opt's code: a named linalg op followed by `<` (`linalg.fill<f32>`,
+/// `linalg.matmul <f32>`)
+/// makes the upstream named-op parser read an uninitialized attribute
+/// dictionary (memcheck: "Conditional jump or move depends on uninitialised
+/// value(s)" under linalg::FillOp::parse; sometimes "SmallVector unable to
+/// grow"). Reproducer: test/fuzz/upstream/linalg-named-op-angle.mlir.
+bool hitsKnownUpstreamDefect(llvm::StringRef text) {
+  for (size_t pos = text.find("linalg."); pos != llvm::StringRef::npos;
+       pos = text.find("linalg.", pos + 1)) {
+    size_t end = pos + 7;
+    while (end < text.size() && (llvm::isAlnum(text[end]) || text[end] == '_'))
+      ++end;
+    size_t next = end;
+    while (next < text.size() && llvm::isSpace(text[next]))
+      ++next;
+    if (end > pos + 7 && next < text.size() && text[next] == '<')
+      return true;
+  }
+  return false;
+}
+
 } // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   MLIRContext &ctx = context();
   ScopedDiagnosticHandler quiet(&ctx, [](Diagnostic &) { return success(); });
   std::string text(reinterpret_cast<const char *>(data), size);
+  if (hitsKnownUpstreamDefect(text))
+    return 0;
   ParserConfig config(&ctx);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(text, config);
   if (!module || failed(verify(*module)))

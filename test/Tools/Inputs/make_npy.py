@@ -27,3 +27,6 @@ x_inf = np.ones((8, 4), np.float32)
 x_inf[5, 0] = np.inf
 np.save(f"{out}/x_inf.npy", x_inf)
 np.save(f"{out}/y_bad.npy", np.array([0, 1, 2, -100, 3, 1, 2, 0], np.int64))
+# Labels far outside [0, 3): unchecked, they must still read inside the row.
+np.save(f"{out}/y_far.npy",
+        np.array([0, 10**6, 2, -100, -2**40, 1, 2**62, 0], np.int64))
