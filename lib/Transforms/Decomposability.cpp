@@ -47,7 +47,8 @@ std::string BatchClass::str() const {
   return "";
 }
 
-Decomposability::Decomposability(StepOp step) : step(step) {
+Decomposability::Decomposability(StepOp step, bool meansAreSums)
+    : step(step), meansAreSums(meansAreSums) {
   Block &body = step.getBody().front();
   if (!step.getBatch().empty())
     batchSize = cast<ShapedType>(step.getBatch().front().getType()).getDimSize(0);
@@ -247,11 +248,32 @@ void Decomposability::visit(Operation *op) {
       if (c.kind == BatchClass::BatchSum ||
           (c.kind == BatchClass::PerExample && c.batchDim != 0))
         return setMixed(op, "its rows are not the examples of the batch");
+    // Row i of the logits goes with label i: either both carry the batch or
+    // neither does.
+    if ((logits.kind == BatchClass::PerExample) !=
+        (labels.kind == BatchClass::PerExample))
+      return setMixed(
+          op, std::string("pairs ") +
+                  (labels.kind == BatchClass::PerExample
+                       ? "the batch's labels with logits that do not come "
+                         "from the batch"
+                       : "the batch's logits with labels that do not come "
+                         "from the batch") +
+                  ": a micro-batch would take only some of the labels' rows "
+                  "but all of the logits' rows (or the reverse)");
+    if (ce.getReduction() == Reduction::Mean && !meansAreSums &&
+        (logits.kind == BatchClass::PerExample))
+      return setMixed(
+          op, "is a mean over the batch's tokens (reduction = mean): the "
+              "micro-batch means do not add up to it; train-normalize-loss "
+              "rewrites it into a sum divided by the global count of valid "
+              "labels (train-split-batch does so itself)");
     if (ce.getReduction() == Reduction::None)
-      setAll(perExample(0));
+      setAll(logits.kind == BatchClass::PerExample ? perExample(0)
+                                                   : BatchClass());
     else
-      setAll(batchSum());
-    if (ce.getCount()) {
+      setAll(logits.kind == BatchClass::PerExample ? batchSum() : BatchClass());
+    if (ce.getCount() && logits.kind == BatchClass::PerExample) {
       BatchClass count = batchSum();
       count.paramDependent = false;
       classes[ce.getCount()] = count;
@@ -454,15 +476,18 @@ MixedReason Decomposability::findSplitProblem() const {
   BatchClass loss = get(yield.getOperand(0));
   if (loss.kind != BatchClass::BatchSum)
     return {yield, "the loss is " + loss.str() +
-                       ", not a sum over the batch: micro-batch losses would "
-                       "not add up to it"};
-  for (Value aux : yield.getOperands().drop_front()) {
+                       ", not a sum over the batch: the micro-batch losses "
+                       "would not add up to it"};
+  for (auto [i, aux] : llvm::enumerate(yield.getOperands().drop_front())) {
     BatchClass c = get(aux);
-    if (!c.isGlobal() && c.kind != BatchClass::Invariant)
-      return {yield, "an auxiliary output is " + c.str() +
-                         "; only values computed from the data alone as a "
-                         "sum over the batch (such as counts) can be "
-                         "returned from a split step"};
+    if (c.kind != BatchClass::BatchSum && c.kind != BatchClass::Invariant)
+      return {yield,
+              "auxiliary output #" + std::to_string(i) + " is " + c.str() +
+                  ": a split step can return only values that do not depend "
+                  "on the batch and sums over the batch (a count of valid "
+                  "tokens, the summed loss, a count of correct predictions), "
+                  "which it accumulates over the micro-batches and sums "
+                  "across the ranks"};
   }
   return {};
 }
@@ -472,11 +497,13 @@ LogicalResult Decomposability::checkSplitIsExact() const {
   if (!problem.op)
     return success();
   auto step = cast<StepOp>(this->step);
+  // Reasons on the terminator are whole clauses; the others describe the
+  // operation they are attached to.
   InFlightDiagnostic diag =
       problem.op->emitError()
       << "cannot split this step into " << step.getDataParallel()
-      << " rank(s) x " << step.getMicrobatches()
-      << " micro-batch(es) exactly: this operation " << problem.why;
+      << " rank(s) x " << step.getMicrobatches() << " micro-batch(es) exactly: "
+      << (isa<YieldOp>(problem.op) ? "" : "this operation ") << problem.why;
   diag.attachNote(step.getLoc()) << "the train.step being split";
   return failure();
 }

@@ -150,13 +150,16 @@ static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
   SmallVector<AffineMap> maps(3, b.getMultiDimIdentityMap(type.getRank()));
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
+  bool isFloat = isa<FloatType>(type.getElementType());
   return linalg::GenericOp::create(
              b, loc, type, ValueRange{acc, g}, acc, maps, iterators,
-             [](OpBuilder &nb, Location nloc, ValueRange args) {
-               linalg::YieldOp::create(
-                   nb, nloc,
-                   arith::AddFOp::create(nb, nloc, args[0], args[1])
-                       .getResult());
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               Value sum =
+                   isFloat ? arith::AddFOp::create(nb, nloc, args[0], args[1])
+                                 .getResult()
+                           : arith::AddIOp::create(nb, nloc, args[0], args[1])
+                                 .getResult();
+               linalg::YieldOp::create(nb, nloc, sum);
              })
       .getResult(0);
 }
@@ -196,13 +199,42 @@ static std::optional<unsigned> peelableScale(Value loss, AccumulateOp acc) {
   return std::nullopt;
 }
 
+/// The first operation of `body` that a later pass of the pipeline would
+/// still have to lower or inline: lowering the loop around it would keep the
+/// gradients from accumulating in place (convert-train-to-linalg and
+/// train-inline-checkpoints must run first).
+static Operation *findUnloweredTrainOp(Block &body) {
+  Operation *found = nullptr;
+  body.walk([&](Operation *nested) {
+    if (isa<YieldOp>(nested) ||
+        !isa<TrainDialect>(nested->getDialect()))
+      return WalkResult::advance();
+    found = nested;
+    return WalkResult::interrupt();
+  });
+  return found;
+}
+
 static LogicalResult lowerAccumulate(AccumulateOp op) {
   unsigned numParams = op.getParams().size();
+  unsigned numMetrics = op.getMetrics().size();
   YieldOp yield = op.getYield();
-  if (yield.getNumOperands() != 1 + numParams)
+  if (yield.getNumOperands() != 1 + numParams + numMetrics)
     return op.emitOpError()
            << "cannot be lowered before train-differentiate: its body yields "
               "the loss only, not the gradient contributions";
+  if (Operation *unlowered = findUnloweredTrainOp(op.getBody().front())) {
+    bool checkpoint = isa<CheckpointOp>(unlowered);
+    InFlightDiagnostic diag =
+        op.emitOpError()
+        << "cannot be lowered while its body holds '"
+        << unlowered->getName() << "': run "
+        << (checkpoint ? "train-inline-checkpoints" : "convert-train-to-linalg")
+        << " first, so that every gradient and metric is accumulated in "
+           "place in the order of the full batch";
+    diag.attachNote(unlowered->getLoc()) << "the operation still to lower";
+    return diag;
+  }
   int64_t k = static_cast<int64_t>(op.getMicrobatches());
   OpBuilder b(op);
   Location loc = op.getLoc();
@@ -294,6 +326,10 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   op.getLoss().replaceAllUsesWith(loss);
   for (auto [result, value] :
        llvm::zip(op.getGrads(), loop.getResults().drop_front()))
+    result.replaceAllUsesWith(value);
+  for (auto [result, value] :
+       llvm::zip(op.getMetrics(),
+                 loop.getResults().drop_front(1 + numParams)))
     result.replaceAllUsesWith(value);
   op.erase();
   return success();

@@ -28,6 +28,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Decomposability.h"
+#include "ga/Transforms/NormalizeLoss.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 
@@ -234,7 +235,12 @@ static SmallVector<Operation *> preorder(Operation *op) {
 LogicalResult Splitter::run() {
   int64_t k = static_cast<int64_t>(step.getMicrobatches());
   int64_t r = static_cast<int64_t>(step.getDataParallel());
-  Decomposability analysis(step);
+  // The exact split normalizes mean losses itself (sum / global count); the
+  // naive one keeps them, to average the micro-batch means. Both count
+  // valid labels from the labels alone.
+  if (failed(normalizeLosses(step, /*means=*/!naive)))
+    return failure();
+  Decomposability analysis(step, /*meansAreSums=*/naive);
   if (failed(analysis.checkSplitIsExact()))
     return failure();
   // The function runs on r ranks.
@@ -273,11 +279,19 @@ LogicalResult Splitter::run() {
       for (Value result : op.getResults())
         if (analysis.get(result).isGlobal() && readByNonGlobal(result))
           globals.insert(result);
-  // Auxiliary outputs are computed outside too (in both modes); only the
-  // globals are passed into the loop.
+  // Auxiliary outputs that depend on the parameters (sums over the batch,
+  // the analysis checked it) are the accumulate's metrics: summed over the
+  // micro-batches and the ranks. The others are computed outside (in both
+  // modes); only the globals are passed into the loop.
+  SetVector<Value> metrics;
+  for (Value aux : yield.getOperands().drop_front())
+    if (analysis.get(aux).kind == BatchClass::BatchSum &&
+        analysis.get(aux).paramDependent)
+      metrics.insert(aux);
   SetVector<Value> hoisted = globals;
   for (Value aux : yield.getOperands().drop_front())
-    if (aux.getParentBlock() == &body && !isa<BlockArgument>(aux))
+    if (aux.getParentBlock() == &body && !isa<BlockArgument>(aux) &&
+        !metrics.contains(aux))
       hoisted.insert(aux);
 
   // The rank's rows of every batch operand (all of them when r = 1).
@@ -343,9 +357,12 @@ LogicalResult Splitter::run() {
   for (Value g : globals)
     globalValues.push_back(outside.lookup(g));
   SmallVector<Type> gradTypes(step.getParams().getTypes());
+  SmallVector<Type> metricTypes;
+  for (Value m : metrics)
+    metricTypes.push_back(m.getType());
   auto acc = AccumulateOp::create(
-      b, loc, step.getLoss().getType(), gradTypes, step.getParams(), batch,
-      globalValues, b.getI64IntegerAttr(k));
+      b, loc, step.getLoss().getType(), gradTypes, metricTypes,
+      step.getParams(), batch, globalValues, b.getI64IntegerAttr(k));
   Block *accBody = new Block();
   acc.getBody().push_back(accBody);
   IRMapping inside;
@@ -361,8 +378,10 @@ LogicalResult Splitter::run() {
   OpBuilder inner = OpBuilder::atBlockEnd(accBody);
   for (Operation &op : body.without_terminator())
     inner.clone(op, inside);
-  YieldOp::create(inner, yield.getLoc(),
-                  ValueRange{inside.lookupOrDefault(yield.getOperand(0))});
+  SmallVector<Value> yielded = {inside.lookupOrDefault(yield.getOperand(0))};
+  for (Value m : metrics)
+    yielded.push_back(inside.lookupOrDefault(m));
+  YieldOp::create(inner, yield.getLoc(), yielded);
 
   // Re-type the clone, walking it in lockstep with the original.
   SmallVector<Operation *> originals = preorder(body);
@@ -415,11 +434,23 @@ LogicalResult Splitter::run() {
     for (Value &g : grads)
       g = reduce(g);
   }
+  // Metrics are sums in both modes: summed across the ranks.
+  SmallVector<Value> metricValues(acc.getMetrics());
+  if (r > 1)
+    for (Value &m : metricValues)
+      m = AllReduceOp::create(b, loc, m.getType(), m, ReduceKind::Sum)
+              .getResult();
   step.getLoss().replaceAllUsesWith(loss);
   for (auto [old, g] : llvm::zip(step.getGrads(), grads))
     old.replaceAllUsesWith(g);
-  for (auto [old, aux] : llvm::zip(step.getAux(), yield.getOperands().drop_front()))
-    old.replaceAllUsesWith(outside.lookupOrDefault(aux));
+  for (auto [old, aux] :
+       llvm::zip(step.getAux(), yield.getOperands().drop_front())) {
+    if (metrics.contains(aux))
+      old.replaceAllUsesWith(
+          metricValues[llvm::find(metrics, aux) - metrics.begin()]);
+    else
+      old.replaceAllUsesWith(outside.lookupOrDefault(aux));
+  }
   step.erase();
   return success();
 }

@@ -121,3 +121,40 @@ func.func @count_in_region(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<
   }
   return %loss, %gw : tensor<f32>, tensor<4x3xf32>
 }
+
+// -----
+
+// The batch's labels paired with logits that do not come from the batch (a
+// parameter with as many rows as the batch): refused with the reason, not
+// re-typed into an invalid cross-entropy.
+func.func @labels_without_logits(%w: tensor<8x3xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<8x3xf32>) {
+  // expected-note @+1 {{the train.step being split}}
+  %loss, %gw = train.step params(%w : tensor<8x3xf32>) batch(%y : tensor<8xi64>)
+      attributes {microbatches = 2 : i64} -> tensor<f32> grads(tensor<8x3xf32>) {
+  ^bb0(%pw: tensor<8x3xf32>, %by: tensor<8xi64>):
+    // expected-error @+1 {{cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly: this operation pairs the batch's labels with logits that do not come from the batch: a micro-batch would take only some of the labels' rows but all of the logits' rows (or the reverse)}}
+    %l = train.cross_entropy sum %pw, %by ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<8x3xf32>
+}
+
+// -----
+
+// An auxiliary output that keeps the batch dimension cannot be returned:
+// the message is one sentence that says what can.
+func.func @per_example_aux(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>) -> (tensor<f32>, tensor<4x3xf32>, tensor<8x3xf32>) {
+  // expected-note @+1 {{the train.step being split}}
+  %loss, %gw, %out = train.step params(%w : tensor<4x3xf32>) batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+      attributes {microbatches = 2 : i64} -> tensor<f32> grads(tensor<4x3xf32>) aux(tensor<8x3xf32>) {
+  ^bb0(%pw: tensor<4x3xf32>, %bx: tensor<8x4xf32>, %by: tensor<8xi64>):
+    %zero = arith.constant 0.0 : f32
+    %init = tensor.empty() : tensor<8x3xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %logits = linalg.matmul ins(%bx, %pw : tensor<8x4xf32>, tensor<4x3xf32>) outs(%acc : tensor<8x3xf32>) -> tensor<8x3xf32>
+    %l = train.cross_entropy sum %logits, %by ignore_index = -100 : (tensor<8x3xf32>, tensor<8xi64>) -> tensor<f32>
+    // expected-error @+1 {{cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly: auxiliary output #0 is per-example (batch dimension 0), parameter-dependent: a split step can return only values that do not depend on the batch and sums over the batch (a count of valid tokens, the summed loss, a count of correct predictions), which it accumulates over the micro-batches and sums across the ranks}}
+    train.yield %l, %logits : tensor<f32>, tensor<8x3xf32>
+  }
+  return %loss, %gw, %out : tensor<f32>, tensor<4x3xf32>, tensor<8x3xf32>
+}

@@ -350,8 +350,17 @@ LogicalResult AccumulateOp::verify() {
                                  getMicrobatches(), "microbatches",
                                  batchSize)))
     return failure();
-  return verifyLossAndGrads(*this, getLoss().getType(), getParams().getTypes(),
-                            getGrads().getTypes());
+  if (failed(verifyLossAndGrads(*this, getLoss().getType(),
+                                getParams().getTypes(),
+                                getGrads().getTypes())))
+    return failure();
+  for (auto [i, type] : llvm::enumerate(getMetrics().getTypes()))
+    if (!cast<RankedTensorType>(type).getElementType().isIntOrFloat())
+      return emitOpError() << "metric #" << i
+                           << " needs an integer or float element type (it "
+                              "is accumulated by addition), got "
+                           << type;
+  return success();
 }
 
 LogicalResult AccumulateOp::verifyRegions() {
@@ -380,17 +389,30 @@ LogicalResult AccumulateOp::verifyRegions() {
   if (failed(yield))
     return failure();
   size_t numYielded = yield->getValues().size();
-  if (numYielded != 1 && numYielded != 1 + getParams().size())
-    return emitOpError() << "body yields " << numYielded
-                         << " value(s), expected 1 (the loss contribution) or "
-                         << 1 + getParams().size()
-                         << " (the loss contribution and one gradient "
-                            "contribution per parameter)";
+  size_t numMetrics = getMetrics().size();
+  if (numYielded != 1 + numMetrics &&
+      numYielded != 1 + getParams().size() + numMetrics)
+    return numMetrics == 0
+               ? emitOpError()
+                     << "body yields " << numYielded
+                     << " value(s), expected 1 (the loss contribution) or "
+                     << 1 + getParams().size()
+                     << " (the loss contribution and one gradient "
+                        "contribution per parameter)"
+               : emitOpError()
+                     << "body yields " << numYielded << " value(s), expected "
+                     << 1 + numMetrics << " (the loss contribution and "
+                     << numMetrics << " metric contribution(s)) or "
+                     << 1 + getParams().size() + numMetrics
+                     << " (the loss contribution, one gradient contribution "
+                        "per parameter, then the metric contributions)";
   SmallVector<Type> yielded{getLoss().getType()};
-  if (numYielded > 1)
+  if (numYielded > 1 + numMetrics)
     llvm::append_range(yielded, getParams().getTypes());
+  llvm::append_range(yielded, getMetrics().getTypes());
   return verifyYieldTypes(*this, *yield, yielded,
-                          "the loss, then the gradient contributions");
+                          "the loss, then the gradient contributions, then "
+                          "the metric contributions");
 }
 
 //===----------------------------------------------------------------------===//

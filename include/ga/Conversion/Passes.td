@@ -50,6 +50,13 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     `ga_report_error` (declared in the module if missing). The cross-entropy
     lowerings clamp the class index they read the logits with to `[0, V)`:
     an invalid label never reads out of bounds, checked or not.
+
+    The pass is a dialect conversion: the train compute ops (`cross_entropy`,
+    `cross_entropy_grad`, `global_norm`, `clip_by_global_norm`, `sgd`,
+    `adamw`) are illegal after it, so one it cannot lower (a dynamic shape)
+    is an error on that op, never left behind. The structural ops
+    (`train.step`, `train.accumulate`, `train.checkpoint`,
+    `train.all_reduce`) belong to their own passes and stay.
   }];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",

@@ -59,7 +59,10 @@ class Decomposability {
 public:
   /// Classifies every value of `step`'s body (nested checkpoint bodies
   /// included). Never fails: problems become mixed values with reasons.
-  explicit Decomposability(train::StepOp step);
+  /// A `train.cross_entropy {reduction = mean}` over the batch is mixed (a
+  /// mean of micro-batch means is not the mean) unless `meansAreSums`, which
+  /// the naive split sets: it averages the micro-batch means on purpose.
+  explicit Decomposability(train::StepOp step, bool meansAreSums = false);
 
   BatchClass get(mlir::Value value) const;
   /// The operations where values first became mixed, in body order.
@@ -79,6 +82,7 @@ private:
   void setMixed(mlir::Operation *op, const std::string &why);
 
   mlir::Operation *step;
+  bool meansAreSums;
   int64_t batchSize = 0;
   llvm::DenseMap<mlir::Value, BatchClass> classes;
   llvm::SmallVector<MixedReason> reasons;

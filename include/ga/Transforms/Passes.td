@@ -236,9 +236,21 @@ def TrainCheckDecomposablePass : Pass<"train-check-decomposable"> {
     * slices of part of the batch, reads of the position in the batch, and
       operations the analysis does not understand.
 
+    * a `train.cross_entropy {reduction = mean}` over the batch: the mean of
+      the micro-batch means is not the mean. `train-normalize-loss` rewrites
+      it into a sum divided by the global count, and `train-split-batch`
+      runs that rewrite itself, so the split accepts such a step; this check
+      reports the step as it stands;
+    * a `train.cross_entropy` that pairs the batch's labels with logits that
+      do not carry the batch (or the reverse);
+    * an auxiliary output that keeps the batch dimension or is mixed.
+
     Batch-sums that do not depend on the parameters (token counts, mask
     sums) may be used in any way: `train-split-batch` computes them once for
-    the whole global batch. A step that passes is exact to split.
+    the whole global batch. Auxiliary outputs may be such globals, values
+    that do not depend on the batch, or sums over the batch that depend on
+    the parameters (the summed loss, a count of correct predictions): the
+    split accumulates those. A step that passes is exact to split.
 
     Example (a loss divided by a sum of the logits):
 
@@ -288,7 +300,11 @@ def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
     the full batch.
 
     An optional count result of the cross-entropy is replaced by the new
-    count (converted to its type).
+    count (converted to its type); the count result of a `sum` or `none`
+    cross-entropy is replaced too, by a count of the labels in its own
+    element type, so that no count reads the logits (a split would otherwise
+    compute the whole cross-entropy, and the logits, before the loop).
+    `train-split-batch` runs this rewrite itself on every step it splits.
 
     Example:
 
@@ -320,7 +336,10 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
     Rewrites every `train.step` with `microbatches = k` and
     `data_parallel = r`, `k * r > 1`, into explicit code, after checking with
     the decomposability analysis that the split is exact (the errors of
-    `train-check-decomposable`):
+    `train-check-decomposable`). It first runs the rewrite of
+    `train-normalize-loss` on the step (mean losses into sum / global count,
+    count results from the labels), so that running it alone is as exact as
+    running it after that pass.
 
     1. With `r > 1`, every rank takes its rows `[rank * B/r, (rank+1) * B/r)`
        of each batch operand (`train.rank`, `tensor.extract_slice`), and the
@@ -337,13 +356,17 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
        `B/(r*k)` rows, the globals are its `globals` operands.
     4. With `r > 1`, the accumulated loss and gradients are summed across
        the ranks (`train.all_reduce sum`, never `avg`).
-    5. Auxiliary outputs (which must be globals) are taken from the values
-       computed before the loop.
+    5. Auxiliary outputs that are globals (or do not depend on the batch)
+       are taken from the values computed before the loop; those that are
+       sums over the batch depending on the parameters (the summed loss, a
+       count of correct predictions) become the accumulate's `metrics`,
+       summed over the micro-batches and, with `r > 1`, across the ranks.
 
     `naive=true` builds the usual, inexact schedule instead, so that its
-    error can be measured: nothing is hoisted (each micro-batch normalizes by
-    its own count), the accumulated loss and gradients are divided by k and
-    the ranks average them (`train.all_reduce avg`).
+    error can be measured: mean losses stay means, nothing is hoisted (each
+    micro-batch normalizes by its own count), the accumulated loss and
+    gradients are divided by k and the ranks average them
+    (`train.all_reduce avg`); metrics are still summed.
 
     Errors: a split that is not exact (the analysis's diagnostics), a batch
     dimension or an init that cannot be re-typed, a sum over the batch
@@ -388,7 +411,13 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
     The loss is accumulated before its final division by a global (or
     multiplication by a constant), which is applied once after the loop,
     again as in the full-batch step. This is what makes a micro-batch split
-    on the CPU bitwise identical to the full-batch run.
+    on the CPU bitwise identical to the full-batch run. Metrics accumulate
+    like gradients (integer metrics with `arith.addi`).
+
+    The body must be fully lowered first: a train op left in it
+    (`train.cross_entropy` before `convert-train-to-linalg`, a
+    `train.checkpoint` before `train-inline-checkpoints`) is an error, since
+    lowering it inside the loop later would no longer accumulate in place.
 
     Example (one parameter, k = 2; the gradient matmul accumulates into the
     loop's running gradient):

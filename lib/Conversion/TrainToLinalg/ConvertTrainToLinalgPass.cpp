@@ -8,7 +8,7 @@
 #include "ga/Conversion/TrainToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
-#include "mlir/Transforms/WalkPatternRewriteDriver.h"
+#include "mlir/Transforms/DialectConversion.h"
 #include "train/TrainOps.h"
 #include "train/TrainRuntime.h"
 
@@ -25,17 +25,37 @@ struct ConvertTrainToLinalgPass
   using Base::Base;
 
   void runOnOperation() override {
+    // The compute ops of the train dialect are illegal after this pass: one
+    // left behind is an error on that op. The structural ops (train.step,
+    // train.accumulate, train.checkpoint, train.all_reduce) are lowered by
+    // their own passes.
+    ConversionTarget target(getContext());
+    target.addIllegalOp<ga::train::CrossEntropyOp,
+                        ga::train::CrossEntropyGradOp, ga::train::GlobalNormOp,
+                        ga::train::ClipByGlobalNormOp, ga::train::SgdOp,
+                        ga::train::AdamWOp>();
+    target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
+    // The patterns need static shapes; say so on the op rather than leave
+    // the conversion to report a bare failure to legalize it.
+    WalkResult shapes = getOperation()->walk([&](Operation *op) {
+      if (!target.isIllegal(op))
+        return WalkResult::advance();
+      for (auto [i, type] : llvm::enumerate(op->getOperandTypes()))
+        if (auto shaped = dyn_cast<ShapedType>(type);
+            shaped && !shaped.hasStaticShape()) {
+          op->emitOpError() << "could not be lowered to linalg (only "
+                               "static shapes are supported): operand #"
+                            << i << " has the dynamic shape " << type;
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (shapes.wasInterrupted())
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     ga::populateTrainToLinalgPatterns(patterns);
-    // One rewrite per op, no fixed point needed: a plain walk.
-    walkAndApplyPatterns(getOperation(), std::move(patterns));
-    // Report what could not be lowered, on the op.
-    WalkResult result = getOperation()->walk([](ga::train::CrossEntropyOp op) {
-      op.emitOpError() << "could not be lowered to linalg (only static "
-                          "shapes are supported)";
-      return WalkResult::interrupt();
-    });
-    if (result.wasInterrupted())
+    if (failed(applyPartialConversion(getOperation(), target,
+                                      std::move(patterns))))
       return signalPassFailure();
     if (failed(lowerRanks()) || failed(lowerLabelChecks()))
       signalPassFailure();

@@ -314,7 +314,8 @@ LogicalResult ga::differentiateStep(StepOp step) {
 
 LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
   YieldOp yield = op.getYield();
-  if (yield.getValues().size() != 1)
+  // Already differentiated: the body yields the gradients too.
+  if (yield.getValues().size() != 1 + op.getMetrics().size())
     return success();
   Block &body = op.getBody().front();
   Value loss = yield.getValues().front();
@@ -325,6 +326,7 @@ LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
     return failure();
   SmallVector<Value> values{loss};
   llvm::append_range(values, *grads);
+  llvm::append_range(values, yield.getValues().drop_front());
   OpBuilder builder(yield);
   YieldOp::create(builder, yield.getLoc(), values);
   yield.erase();

@@ -74,6 +74,17 @@ func.func @dynamic(%l: tensor<?x5xf32>, %y: tensor<?xi64>) -> tensor<f32> {
 
 // -----
 
+// A train op the conversion cannot lower is an error on that op, never left
+// behind with exit 0.
+func.func @dynamic_grad(%l: tensor<?x5xf32>, %y: tensor<?xi64>, %d: tensor<f32>) -> tensor<?x5xf32> {
+  // expected-error @below {{'train.cross_entropy_grad' op could not be lowered to linalg (only static shapes are supported): operand #0 has the dynamic shape 'tensor<?x5xf32>'}}
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100
+      : (tensor<?x5xf32>, tensor<?xi64>, tensor<f32>) -> tensor<?x5xf32>
+  return %g : tensor<?x5xf32>
+}
+
+// -----
+
 // The gradient: (softmax - onehot) * s, s = dloss / count (0 if no valid
 // token), masked to 0 for ignored labels.
 

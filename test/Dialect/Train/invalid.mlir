@@ -493,6 +493,43 @@ func.func @acc_yield_count(%w: tensor<3xf32>) {
 
 // -----
 
+func.func @acc_metrics_yield_count(%w: tensor<3xf32>) {
+  // expected-error @below {{body yields 1 value(s), expected 2 (the loss contribution and 1 metric contribution(s)) or 3 (the loss contribution, one gradient contribution per parameter, then the metric contributions)}}
+  %l, %g, %m = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<i64>) {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_metric_type(%w: tensor<3xf32>) {
+  // expected-error @below {{body yields 'tensor<f32>' at position 1, expected 'tensor<i64>'}}
+  %l, %g, %m = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<i64>) {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c, %c : tensor<f32>, tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_metric_element(%w: tensor<3xf32>) {
+  // expected-error @below {{metric #0 needs an integer or float element type (it is accumulated by addition), got 'tensor<complex<f32>>'}}
+  %l, %g, %m = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<complex<f32>>) {
+  ^bb0(%a: tensor<3xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    %z = arith.constant dense<(0.0, 0.0)> : tensor<complex<f32>>
+    train.yield %c, %z : tensor<f32>, tensor<complex<f32>>
+  }
+  return
+}
+
+// -----
+
 func.func @acc_yield_grad_type(%w: tensor<3xf32>) {
   // expected-error @below {{body yields 'tensor<f32>' at position 1, expected 'tensor<3xf32>'}}
   %l, %g = train.accumulate microbatches = 1 params(%w : tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) {

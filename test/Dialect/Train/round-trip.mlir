@@ -102,6 +102,34 @@ func.func @accumulate(%w: tensor<3xf32>, %x: tensor<8x3xf32>, %n: tensor<f32>)
       : tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<3xf32>
 }
 
+// Metrics: accumulated by addition beside the loss, never differentiated.
+// CHECK-LABEL: func.func @accumulate_metrics
+// CHECK: train.accumulate microbatches = 2 params(%{{.+}} : tensor<3xf32>) batch(%{{.+}} : tensor<8x3xf32>) -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<f32>, tensor<i64>) {
+// CHECK: train.yield %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<f32>, tensor<i64>
+// CHECK: train.accumulate microbatches = 2 params(%{{.+}} : tensor<3xf32>) batch(%{{.+}} : tensor<8x3xf32>) -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<i64>) {
+// CHECK: train.yield %{{.+}}, %{{.+}}, %{{.+}} : tensor<f32>, tensor<3xf32>, tensor<i64>
+func.func @accumulate_metrics(%w: tensor<3xf32>, %x: tensor<8x3xf32>)
+    -> (tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<i64>) {
+  %loss, %gw, %sum, %n = train.accumulate microbatches = 2
+      params(%w : tensor<3xf32>) batch(%x : tensor<8x3xf32>)
+      -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<f32>, tensor<i64>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<4x3xf32>):
+    %l = arith.constant dense<0.5> : tensor<f32>
+    %c = arith.constant dense<4> : tensor<i64>
+    train.yield %l, %l, %c : tensor<f32>, tensor<f32>, tensor<i64>
+  }
+  // Differentiated: the gradients come between the loss and the metrics.
+  %loss2, %gw2, %n2 = train.accumulate microbatches = 2
+      params(%w : tensor<3xf32>) batch(%x : tensor<8x3xf32>)
+      -> tensor<f32> grads(tensor<3xf32>) metrics(tensor<i64>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<4x3xf32>):
+    %l = arith.constant dense<0.5> : tensor<f32>
+    %c = arith.constant dense<4> : tensor<i64>
+    train.yield %l, %w_, %c : tensor<f32>, tensor<3xf32>, tensor<i64>
+  }
+  return %loss, %gw, %sum, %n : tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<i64>
+}
+
 // CHECK-LABEL: func.func @all_reduce
 // CHECK: train.all_reduce sum %{{.+}} : tensor<4x5xf32>
 // CHECK: train.all_reduce avg %{{.+}} : tensor<4x5xf32>

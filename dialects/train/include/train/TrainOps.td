@@ -310,7 +310,7 @@ def Train_CheckpointOp : Train_Op<"checkpoint", [
 
 def Train_AccumulateOp : Train_Op<"accumulate", [
     IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects,
-    AttrSizedOperandSegments]> {
+    AttrSizedOperandSegments, AttrSizedResultSegments]> {
   let summary = "The explicit micro-batch loop of gradient accumulation";
   let description = [{
     What `train-split-batch` makes of a `train.step` with `microbatches = k`:
@@ -328,8 +328,13 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
     The body yields either the micro-batch's loss contribution alone (a 0-d
     float tensor; the gradients are then those of the accumulated loss, to be
     made explicit by `train-differentiate`), or the loss contribution followed
-    by one gradient contribution per parameter (with the parameter's type).
-    Results: the accumulated loss, then the accumulated gradients.
+    by one gradient contribution per parameter (with the parameter's type);
+    then, in both forms, one contribution per *metric*. Metrics are sums over
+    the batch that the step returns beside its loss (the summed loss, a count
+    of correct predictions): they are accumulated like the loss, by addition
+    (integer or float), and never differentiated.
+    Results: the accumulated loss, then the accumulated gradients, then the
+    accumulated metrics.
 
     Micro-batches are accumulated in order 0, 1, ..., k-1 into the running
     accumulators.
@@ -357,7 +362,8 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
     I64Attr:$microbatches);
   let results = (outs
     AnyRankedTensor:$loss,
-    Variadic<AnyRankedTensor>:$grads);
+    Variadic<AnyRankedTensor>:$grads,
+    Variadic<AnyRankedTensor>:$metrics);
   let regions = (region SizedRegion<1>:$body);
 
   let assemblyFormat = [{
@@ -368,6 +374,7 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
     attr-dict-with-keyword
     `->` type($loss)
     (`grads` `(` type($grads)^ `)`)?
+    (`metrics` `(` type($metrics)^ `)`)?
     $body
   }];
 
