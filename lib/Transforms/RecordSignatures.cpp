@@ -27,7 +27,7 @@ struct TrainRecordSignaturesPass
       if (func.isExternal())
         return;
       Builder b(func.getContext());
-      func->setAttr("ga.signature", TypeAttr::get(func.getFunctionType()));
+      func->setAttr(TrainDialect::SignatureAttrHelper::getNameStr(), TypeAttr::get(func.getFunctionType()));
       auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
       if (!ret)
         return;
@@ -37,12 +37,12 @@ struct TrainRecordSignaturesPass
         if (!step)
           continue;
         if (value == step.getLoss())
-          func->setAttr("ga.loss_result", b.getI64IntegerAttr(i));
+          func->setAttr(TrainDialect::LossResultAttrHelper::getNameStr(), b.getI64IntegerAttr(i));
         else if (llvm::is_contained(step.getGrads(), value))
           gradients.push_back(i);
       }
       if (!gradients.empty())
-        func->setAttr("ga.gradient_results",
+        func->setAttr(TrainDialect::GradientResultsAttrHelper::getNameStr(),
                       b.getDenseI64ArrayAttr(gradients));
     });
   }

@@ -16,7 +16,7 @@
 // batch operand (train.rank); the hoisted computation of the globals runs on
 // those rows, with a train.all_reduce sum after every operation that sums
 // over the batch, so that what follows (max(count, 1), ...) sees the sum over
-// the whole global batch. The function gets `ga.data_parallel = r`.
+// the whole global batch. The function gets `train.data_parallel = r`.
 //
 // The body is cloned into the accumulate and then re-typed in place, walking
 // the original and the clone in lockstep: every per-example value (class from
@@ -246,14 +246,14 @@ LogicalResult Splitter::run() {
   // The function runs on r ranks.
   if (r > 1) {
     if (auto func = step->getParentOfType<FunctionOpInterface>()) {
-      auto existing = func->getAttrOfType<IntegerAttr>("ga.data_parallel");
+      auto existing = func->getAttrOfType<IntegerAttr>(TrainDialect::DataParallelAttrHelper::getNameStr());
       if (existing && existing.getInt() != r)
         return step.emitError()
                << "data_parallel = " << r << " in a function that already "
                << "runs on " << existing.getInt()
                << " ranks (another train.step): every step of a function "
                   "must use the same number of ranks";
-      func->setAttr("ga.data_parallel",
+      func->setAttr(TrainDialect::DataParallelAttrHelper::getNameStr(),
                     IntegerAttr::get(IntegerType::get(step.getContext(), 64), r));
     }
   }

@@ -6,9 +6,9 @@
 // The whole step is in the LLVM dialect, and the entry function keeps its
 // tensor signature and which results are the loss and the gradients.
 // CHECK: llvm.func @mlp_step(
-// CHECK-SAME: ga.gradient_results = array<i64: 1, 2, 3>
-// CHECK-SAME: ga.loss_result = 0 : i64
-// CHECK-SAME: ga.signature = (tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<8x16x32xf32>, tensor<8x16xi64>) -> (tensor<f32>, tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<i64>)
+// CHECK-SAME: train.gradient_results = array<i64: 1, 2, 3>
+// CHECK-SAME: train.loss_result = 0 : i64
+// CHECK-SAME: train.signature = (tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<8x16x32xf32>, tensor<8x16xi64>) -> (tensor<f32>, tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<i64>)
 // CHECK-NOT: train.
 // CHECK-NOT: linalg.
 // CHECK-NOT: func.func

@@ -4,7 +4,7 @@
 // a function without a step gets the signature only; declarations nothing.
 
 // CHECK-LABEL: func.func @step
-// CHECK-SAME: attributes {ga.gradient_results = array<i64: 2>, ga.loss_result = 1 : i64, ga.signature = (tensor<4x3xf32>, tensor<8x4xf32>, tensor<8xi64>) -> (tensor<i64>, tensor<f32>, tensor<4x3xf32>)}
+// CHECK-SAME: attributes {train.gradient_results = array<i64: 2>, train.loss_result = 1 : i64, train.signature = (tensor<4x3xf32>, tensor<8x4xf32>, tensor<8xi64>) -> (tensor<i64>, tensor<f32>, tensor<4x3xf32>)}
 func.func @step(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>)
     -> (tensor<i64>, tensor<f32>, tensor<4x3xf32>) {
   %loss, %g, %n = train.step params(%w : tensor<4x3xf32>)
@@ -25,7 +25,7 @@ func.func @step(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>)
 }
 
 // CHECK-LABEL: func.func @plain
-// CHECK-SAME: attributes {ga.signature = (tensor<4xf32>) -> tensor<4xf32>}
+// CHECK-SAME: attributes {train.signature = (tensor<4xf32>) -> tensor<4xf32>}
 func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>
 }

@@ -12,7 +12,7 @@
 // the ranks.
 // RANKS-LABEL: func.func @shifted
 // RANKS-SAME: %[[W:[^:]*]]: tensor<4x3xf32>, %[[X:[^:]*]]: tensor<8x5x4xf32>, %[[Y:[^:]*]]: tensor<8x5xi64>
-// RANKS-SAME: attributes {ga.data_parallel = 2 : i64}
+// RANKS-SAME: attributes {train.data_parallel = 2 : i64}
 // RANKS: %[[RANK:.*]] = train.rank : index
 // RANKS: %[[ROWS:.*]] = arith.constant 4 : index
 // RANKS: %[[OFF:.*]] = arith.muli %[[RANK]], %[[ROWS]] : index
@@ -51,11 +51,11 @@
 // NAIVE-NOT: train.all_reduce
 
 // The CPU pipeline: the rank and the three reductions (count, loss,
-// gradient) are runtime calls; the function keeps ga.data_parallel for
+// gradient) are runtime calls; the function keeps train.data_parallel for
 // ga-run.
 // LLVM-DAG: llvm.func @ga_all_reduce_f32(i64, !llvm.ptr, i32)
 // LLVM-DAG: llvm.func @ga_rank() -> i64
-// LLVM: llvm.func @shifted({{.*}} attributes {{{.*}}ga.data_parallel = 2 : i64
+// LLVM: llvm.func @shifted({{.*}} attributes {{{.*}}train.data_parallel = 2 : i64
 // LLVM: llvm.call @ga_rank() : () -> i64
 // LLVM-COUNT-3: llvm.call @ga_all_reduce_f32
 // LLVM-NOT: llvm.call @ga_all_reduce_f32

@@ -134,7 +134,7 @@ llvm::Error ga_run::startCollectives(int64_t ranks, llvm::StringRef program) {
   if (ranks > 1 && !launched)
     return llvm::createStringError(
         "@" + program + " runs on " + Twine(ranks) +
-        " data-parallel ranks (ga.data_parallel = " + Twine(ranks) +
+        " data-parallel ranks (train.data_parallel = " + Twine(ranks) +
         "): launch it with `mpirun -np " + Twine(ranks) + " ga-run ...`");
   if (!launched)
     return llvm::Error::success();
@@ -154,7 +154,7 @@ llvm::Error ga_run::startCollectives(int64_t ranks, llvm::StringRef program) {
   if (gSize != ranks)
     return llvm::createStringError(
         "@" + program + " runs on " + Twine(ranks) +
-        " data-parallel ranks (ga.data_parallel = " + Twine(ranks) +
+        " data-parallel ranks (train.data_parallel = " + Twine(ranks) +
         "), but mpirun started " + Twine(gSize) + ": launch it with "
         "`mpirun -np " + Twine(ranks) + " ga-run ...`");
   return llvm::Error::success();

@@ -14,6 +14,7 @@
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Errors.h"
 #include "ga/Runtime/Npy.h"
+#include "train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -115,7 +116,7 @@ static const char *kOverview = R"(ga-run: run a function of an MLIR file on the 
 FILE.mlir holds either high-level IR (a func.func, typically with a
 train.step: it is compiled with --ga-pipeline=target=cpu, which
 differentiates it) or IR already lowered by that pipeline (an llvm.func
-carrying the ga.signature attribute).
+carrying the train.signature attribute).
 
 Inputs: one .npy file per function argument, in argument order. Each must
 have exactly the argument's shape and element type: float32 (f32), float64
@@ -125,7 +126,7 @@ writes for such arrays). A 0-d tensor is a .npy of shape ().
 Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
 
 Data parallelism: a step with data_parallel = r compiles to a program for r
-ranks (the function's ga.data_parallel attribute). Run it with
+ranks (the function's train.data_parallel attribute). Run it with
 `mpirun -np r ga-run FILE.mlir ...`: every rank reads the same .npy files
 and takes its own rows of the batch; the ranks sum the counts, the loss and
 the gradients with MPI; rank 0 prints and writes the results. Launched with
@@ -235,7 +236,7 @@ int main(int argc, char **argv) {
     if (auto func = dyn_cast<func::FuncOp>(op); func && !func.isExternal())
       candidates.push_back(op);
     if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op);
-        func && !func.isExternal() && func->hasAttr("ga.signature"))
+        func && !func.isExternal() && func->hasAttr(ga::train::TrainDialect::SignatureAttrHelper::getNameStr()))
       candidates.push_back(op);
   });
   Operation *entry = nullptr;
@@ -276,16 +277,16 @@ int main(int argc, char **argv) {
   auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
     return fail("@" + name + " was not lowered to an llvm.func");
-  auto signatureAttr = llvmFunc->getAttrOfType<TypeAttr>("ga.signature");
+  auto signatureAttr = llvmFunc->getAttrOfType<TypeAttr>(ga::train::TrainDialect::SignatureAttrHelper::getNameStr());
   if (!signatureAttr)
     return fail("@" + name +
-                " has no ga.signature attribute: lower it with "
+                " has no train.signature attribute: lower it with "
                 "ga-opt --ga-pipeline=target=cpu, or pass the high-level IR");
   auto signature = cast<FunctionType>(signatureAttr.getValue());
 
   // Data parallelism: join the MPI run, whose size must be the program's.
   int64_t ranks = 1;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>("ga.data_parallel"))
+  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(ga::train::TrainDialect::DataParallelAttrHelper::getNameStr()))
     ranks = attr.getInt();
   struct LeaveRun {
     ~LeaveRun() { ga_run::stopCollectives(); }
@@ -502,7 +503,7 @@ int main(int argc, char **argv) {
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
   std::optional<int64_t> lossIndex;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>("ga.loss_result"))
+  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(ga::train::TrainDialect::LossResultAttrHelper::getNameStr()))
     lossIndex = attr.getInt();
   else
     for (auto [i, out] : llvm::enumerate(outputs))
@@ -523,7 +524,7 @@ int main(int argc, char **argv) {
                               .str());
   }
   if (auto grads =
-          llvmFunc->getAttrOfType<DenseI64ArrayAttr>("ga.gradient_results")) {
+          llvmFunc->getAttrOfType<DenseI64ArrayAttr>(ga::train::TrainDialect::GradientResultsAttrHelper::getNameStr())) {
     double sum = 0;
     for (int64_t i : grads.asArrayRef())
       for (int64_t e = 0, n = outputs[i].numElements(); e < n; ++e) {

@@ -7,6 +7,9 @@
 #include "train/TrainDialect.h"
 #include "train/TrainOps.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+
 using namespace mlir;
 using namespace ga::train;
 
@@ -17,4 +20,92 @@ void TrainDialect::initialize() {
 #define GET_OP_LIST
 #include "train/TrainOps.cpp.inc"
       >();
+}
+
+/// The number of results of the function signature recorded on `op`, if
+/// any.
+static std::optional<unsigned> recordedResults(Operation *op) {
+  auto signature = op->getAttrOfType<TypeAttr>(
+      TrainDialect::SignatureAttrHelper::getNameStr());
+  if (!signature)
+    return std::nullopt;
+  if (auto type = dyn_cast<FunctionType>(signature.getValue()))
+    return type.getNumResults();
+  return std::nullopt;
+}
+
+LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  Attribute value = attr.getValue();
+  auto onFunction = [&]() -> LogicalResult {
+    if (isa<FunctionOpInterface>(op))
+      return success();
+    return op->emitError() << "'" << name
+                           << "' belongs on a function, not on '"
+                           << op->getName() << "'";
+  };
+  auto resultIndex = [&](int64_t index) -> LogicalResult {
+    std::optional<unsigned> results = recordedResults(op);
+    if (index < 0 || (results && index >= static_cast<int64_t>(*results)))
+      return op->emitError()
+             << "'" << name << "' names result #" << index
+             << ", but the recorded signature has "
+             << (results ? std::to_string(*results) : std::string("no"))
+             << " result(s)";
+    return success();
+  };
+
+  if (name == SignatureAttrHelper::getNameStr()) {
+    auto type = dyn_cast<TypeAttr>(value);
+    if (!type || !isa<FunctionType>(type.getValue()))
+      return op->emitError() << "'" << name
+                             << "' must be a function type, got " << value;
+    return onFunction();
+  }
+  if (name == LossResultAttrHelper::getNameStr()) {
+    auto index = dyn_cast<IntegerAttr>(value);
+    if (!index)
+      return op->emitError() << "'" << name
+                             << "' must be an integer, got " << value;
+    if (failed(onFunction()))
+      return failure();
+    return resultIndex(index.getInt());
+  }
+  if (name == GradientResultsAttrHelper::getNameStr()) {
+    auto indices = dyn_cast<DenseI64ArrayAttr>(value);
+    if (!indices)
+      return op->emitError() << "'" << name
+                             << "' must be an array<i64>, got " << value;
+    if (failed(onFunction()))
+      return failure();
+    for (int64_t index : indices.asArrayRef())
+      if (failed(resultIndex(index)))
+        return failure();
+    return success();
+  }
+  if (name == DataParallelAttrHelper::getNameStr()) {
+    auto ranks = dyn_cast<IntegerAttr>(value);
+    if (!ranks || ranks.getInt() < 1)
+      return op->emitError() << "'" << name
+                             << "' must be an integer >= 1, got " << value;
+    return onFunction();
+  }
+  if (name == AccumulatesIntoInitAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError() << "'" << name
+                             << "' must be a unit attribute, got " << value;
+    // Bufferization keeps it on the loop, which then has no results.
+    if (!isa<scf::ForOp>(op))
+      return op->emitError() << "'" << name << "' belongs on an scf.for, not "
+                             << "on '" << op->getName() << "'";
+    return success();
+  }
+  return op->emitError() << "unknown attribute '" << name
+                         << "' of the train dialect (known: "
+                         << SignatureAttrHelper::getNameStr() << ", "
+                         << LossResultAttrHelper::getNameStr() << ", "
+                         << GradientResultsAttrHelper::getNameStr() << ", "
+                         << DataParallelAttrHelper::getNameStr() << ", "
+                         << AccumulatesIntoInitAttrHelper::getNameStr() << ")";
 }

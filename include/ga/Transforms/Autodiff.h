@@ -19,6 +19,7 @@
 #define GA_TRANSFORMS_AUTODIFF_H
 
 #include "mlir/IR/Operation.h"
+#include "train/TrainDialect.h"
 #include "mlir/Support/LLVM.h"
 #include "llvm/ADT/SmallVector.h"
 
@@ -32,7 +33,8 @@ class AccumulateOp;
 /// scatter-adds (the adjoint of an embedding lookup): the loop's result is
 /// its init plus the scattered values, so a running accumulator may be its
 /// init (see train-lower-accumulate).
-inline constexpr const char kAccumulatesIntoInit[] = "ga.accumulates_into_init";
+inline constexpr llvm::StringLiteral kAccumulatesIntoInit =
+    train::TrainDialect::AccumulatesIntoInitAttrHelper::getNameStr();
 
 /// What the adjoint of one operation reads from the forward pass.
 struct AdjointNeeds {

@@ -141,9 +141,9 @@ def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleO
   let summary = "Record each function's tensor signature for ga-run";
   let description = [{
     Attaches to every `func.func` with a body its tensor-level signature
-    (`ga.signature`, a function type) and, when its results come from a
-    `train.step`, which results are the loss (`ga.loss_result`) and the
-    gradients (`ga.gradient_results`). The attributes survive lowering to the
+    (`train.signature`, a function type) and, when its results come from a
+    `train.step`, which results are the loss (`train.loss_result`) and the
+    gradients (`train.gradient_results`). The attributes survive lowering to the
     LLVM dialect, so `ga-run` can run already-lowered IR: it reads and writes
     `.npy` files with these shapes and reports the loss and the gradient
     norm. The first stage of `--ga-pipeline`.
@@ -152,8 +152,8 @@ def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleO
     gives `@mlp_step` the attributes
 
     ```mlir
-    ga.gradient_results = array<i64: 1, 2, 3>, ga.loss_result = 0 : i64,
-    ga.signature = (tensor<32x64xf32>, ...) -> (tensor<f32>, ...)
+    train.gradient_results = array<i64: 1, 2, 3>, train.loss_result = 0 : i64,
+    train.signature = (tensor<32x64xf32>, ...) -> (tensor<f32>, ...)
     ```
   }];
   let dependentDialects = ["::mlir::func::FuncDialect"];
@@ -343,7 +343,7 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
 
     1. With `r > 1`, every rank takes its rows `[rank * B/r, (rank+1) * B/r)`
        of each batch operand (`train.rank`, `tensor.extract_slice`), and the
-       enclosing function gets `ga.data_parallel = r`.
+       enclosing function gets `train.data_parallel = r`.
     2. The *globals*: every batch-sum that does not depend on the parameters
        and that the rest of the step reads (the valid-token count of
        `train-normalize-loss`, a hand-written mask sum) is computed before

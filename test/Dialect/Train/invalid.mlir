@@ -838,3 +838,53 @@ func.func @check_labels_type(%y: tensor<8xf32>) {
   train.check_labels %y num_classes = 5 ignore_index = -100 : tensor<8xf32>
   return
 }
+
+// -----
+
+//===----------------------------------------------------------------------===//
+// Discardable attributes
+//===----------------------------------------------------------------------===//
+
+// expected-error @below {{'train.data_parallel' must be an integer >= 1, got 0 : i64}}
+func.func @ranks_zero() attributes {train.data_parallel = 0 : i64} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.signature' must be a function type, got i32}}
+func.func @signature_not_function() attributes {train.signature = i32} {
+  return
+}
+
+// -----
+
+func.func @loss_result_on_op() {
+  // expected-error @below {{'train.loss_result' belongs on a function, not on 'arith.constant'}}
+  %c = arith.constant {train.loss_result = 0 : i64} 0 : i32
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.gradient_results' names result #3, but the recorded signature has 2 result(s)}}
+func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>)
+    attributes {train.signature = (tensor<4xf32>) -> (tensor<f32>, tensor<4xf32>),
+                train.loss_result = 0 : i64, train.gradient_results = array<i64: 1, 3>} {
+  %c = arith.constant dense<0.0> : tensor<f32>
+  return %c, %w : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{'train.accumulates_into_init' belongs on an scf.for, not on 'func.func'}}
+func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
+  return
+}
+
+// -----
+
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init)}}
+func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
+  return
+}

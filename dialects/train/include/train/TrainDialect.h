@@ -7,7 +7,9 @@
 #ifndef GA_TRAIN_TRAINDIALECT_H
 #define GA_TRAIN_TRAINDIALECT_H
 
+#include "mlir/IR/BuiltinAttributes.h"
 #include "mlir/IR/Dialect.h"
+#include "mlir/IR/Operation.h"
 
 #include "train/TrainDialect.h.inc"
 

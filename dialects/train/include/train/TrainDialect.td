@@ -30,7 +30,31 @@ def Train_Dialect : Dialect {
     offending operation.
 
     Dimension 0 of every batch operand is the batch dimension.
+
+    Discardable attributes (set by the passes, checked by the dialect's
+    verifier wherever they appear):
+
+    * `train.signature` (type attribute, a function type), on a function:
+      the tensor signature of the function before lowering, which `ga-run`
+      reads to call the lowered function (`train-record-signatures`);
+    * `train.loss_result` (i64), on a function: which result is the loss;
+    * `train.gradient_results` (array of i64), on a function: which results
+      are gradients;
+    * `train.data_parallel` (i64, at least 1), on a function: the number of
+      data-parallel ranks it runs on (`train-split-batch`);
+    * `train.accumulates_into_init` (unit), on an `scf.for`:
+      the loop nest adds into its init (an embedding's scatter-add), so that
+      `train-lower-accumulate` may pass it the running accumulator.
   }];
+
+  let discardableAttrs = (ins
+    "::mlir::TypeAttr":$signature,
+    "::mlir::IntegerAttr":$loss_result,
+    "::mlir::DenseI64ArrayAttr":$gradient_results,
+    "::mlir::IntegerAttr":$data_parallel,
+    "::mlir::UnitAttr":$accumulates_into_init
+  );
+  let hasOperationAttrVerify = 1;
 }
 
 #endif // GA_TRAIN_TRAINDIALECT_TD
