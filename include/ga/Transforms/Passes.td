@@ -9,6 +9,34 @@
 
 include "mlir/Pass/PassBase.td"
 
+//===----------------------------------------------------------------------===//
+// The CPU pipeline, in the order ga-pipeline runs it (convert-train-to-linalg,
+// between train-inline-checkpoints and train-lower-accumulate, is in
+// Conversion/Passes.td)
+//===----------------------------------------------------------------------===//
+
+def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleOp"> {
+  let summary = "Record each function's tensor signature for ga-run";
+  let description = [{
+    Attaches to every `func.func` with a body its tensor-level signature
+    (`train.signature`, a function type) and, when its results come from a
+    `train.step`, which results are the loss (`train.loss_result`) and the
+    gradients (`train.gradient_results`). The attributes survive lowering to the
+    LLVM dialect, so `ga-run` can run already-lowered IR: it reads and writes
+    `.npy` files with these shapes and reports the loss and the gradient
+    norm. The first stage of `--ga-pipeline`.
+
+    Example: for `examples/mlp.mlir`, `ga-opt --train-record-signatures`
+    gives `@mlp_step` the attributes
+
+    ```mlir
+    train.gradient_results = array<i64: 1, 2, 3>, train.loss_result = 0 : i64,
+    train.signature = (tensor<32x64xf32>, ...) -> (tensor<f32>, ...)
+    ```
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect"];
+}
+
 def TrainCheckLabelsPass : Pass<"train-check-labels", "::mlir::func::FuncOp"> {
   let summary = "Check cross-entropy labels at run time, before they are used";
   let description = [{
@@ -51,230 +79,6 @@ def TrainCheckLabelsPass : Pass<"train-check-labels", "::mlir::func::FuncOp"> {
     ```
   }];
   let dependentDialects = ["::ga::train::TrainDialect"];
-}
-
-def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
-  let summary = "Remove train.checkpoint regions by inlining their bodies";
-  let description = [{
-    Replaces every `train.checkpoint` by the operations of its body: the
-    region's inputs stand for its block arguments and the yielded values for
-    its results. The values computed inside are then saved for the backward
-    pass like any other value (no recomputation).
-
-    Inlining never changes values; use it to measure what checkpointing
-    saves, or to lower a step whose memory budget is not a concern. Nested
-    checkpoints are inlined too.
-
-    Example:
-
-    ```mlir
-    %h = train.checkpoint (%x : tensor<4xf32>) -> tensor<4xf32> {
-    ^bb0(%a: tensor<4xf32>):
-      %y = math.tanh %a : tensor<4xf32>
-      train.yield %y : tensor<4xf32>
-    }
-    ```
-
-    becomes
-
-    ```mlir
-    %h = math.tanh %x : tensor<4xf32>
-    ```
-  }];
-  let dependentDialects = ["::ga::train::TrainDialect"];
-}
-
-def TrainDifferentiatePass : Pass<"train-differentiate"> {
-  let summary = "Reverse-mode automatic differentiation of training steps";
-  let description = [{
-    Computes the gradient of the loss with respect to every parameter by
-    reverse-mode automatic differentiation, in plain linalg, tensor, arith and
-    math IR (plus `train.cross_entropy_grad`):
-
-    * every `train.step` (with `microbatches = data_parallel = 1`) is replaced
-      by its forward computation followed by the backward sweep; its results
-      (loss, gradients, auxiliary outputs) are replaced by the computed values;
-    * every `train.accumulate` whose body yields only the loss contribution
-      gets a body that also yields each parameter's gradient contribution.
-
-    Named linalg ops are generalized first; the adjoint of a `linalg.generic`
-    is another `linalg.generic` over the same loops, built from the
-    derivative of the scalar body with the operand's indexing map as output
-    map (elementwise ops, broadcasts, add/min/max reductions and
-    contractions alike). Contraction-shaped adjoints and the forward
-    contractions are specialized back to named ops (`linalg.matmul`, ...).
-    Tensors read with `tensor.extract` inside a body (embedding lookups) get
-    a scatter-add; `tensor.extract_slice`/`insert_slice`/`expand_shape`/
-    `collapse_shape` move cotangents; `train.checkpoint` regions are
-    recomputed in the backward pass from their inputs, which are all that the
-    backward pass keeps of them.
-
-    Integer values (labels, token ids, counts) get no gradient. An operation
-    between the parameters and the loss without a rule is an error on that
-    operation. A parameter that does not influence the loss gets a zero
-    gradient.
-
-    Example: `ga-opt --train-differentiate examples/mlp.mlir`.
-  }];
-  let dependentDialects = [
-    "::ga::train::TrainDialect", "::mlir::arith::ArithDialect",
-    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
-    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
-  ];
-}
-
-def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
-  let summary = "Report which forward values each adjoint needs (testing)";
-  let description = [{
-    For every operation in the body of a `train.step`, emits a remark saying
-    which of its operands and results its adjoint reads (the memory model of
-    rematerialization planning), or that it has no adjoint rule. Named
-    linalg ops are answered for their generalized form. Used by lit tests.
-
-    Example: for `linalg.matmul ins(%x, %w ...) outs(%acc ...)` inside a
-    step, `ga-opt --test-train-adjoint-needs` remarks
-    `adjoint needs operands [0, 1], results []`.
-  }];
-}
-
-def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleOp"> {
-  let summary = "Record each function's tensor signature for ga-run";
-  let description = [{
-    Attaches to every `func.func` with a body its tensor-level signature
-    (`train.signature`, a function type) and, when its results come from a
-    `train.step`, which results are the loss (`train.loss_result`) and the
-    gradients (`train.gradient_results`). The attributes survive lowering to the
-    LLVM dialect, so `ga-run` can run already-lowered IR: it reads and writes
-    `.npy` files with these shapes and reports the loss and the gradient
-    norm. The first stage of `--ga-pipeline`.
-
-    Example: for `examples/mlp.mlir`, `ga-opt --train-record-signatures`
-    gives `@mlp_step` the attributes
-
-    ```mlir
-    train.gradient_results = array<i64: 1, 2, 3>, train.loss_result = 0 : i64,
-    train.signature = (tensor<32x64xf32>, ...) -> (tensor<f32>, ...)
-    ```
-  }];
-  let dependentDialects = ["::mlir::func::FuncDialect"];
-}
-
-def TrainPrintSummaryPass : Pass<"train-print-summary"> {
-  let summary = "Print a readable summary of every train.step";
-  let description = [{
-    For every `train.step`, prints to standard output where it is, its
-    schedule (micro-batches, data-parallel ranks, micro-batch size), its
-    parameters (types and the number of trainable values), its batch
-    operands, the losses it computes, its auxiliary outputs, and how many
-    operations of each kind its body holds. The IR is left unchanged.
-
-    Example:
-
-    ```
-    ga-opt --train-print-summary -o /dev/null examples/mlp.mlir
-    ```
-  }];
-}
-
-def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
-  let summary = "Tile linalg operations on tensors and vectorize the tiles";
-  let description = [{
-    The vectorization stage of the CPU pipeline. It runs on linalg operations
-    with tensor semantics, before bufferization, and only where vector code
-    pays: the operation has static shapes, indexing maps that are projected
-    permutations, no gather (`tensor.extract`) or `linalg.index` in its body,
-    and the innermost dimension of its result is a parallel loop whose size is
-    a multiple of `vector-width`. Everything else is left to the scalar loops
-    of `convert-linalg-to-loops`.
-
-    Such an operation is tiled with `scf.for` loops (`vector-width` along the
-    result's innermost dimension; `register-rows` along the one before it
-    when the operation reduces, so that a contraction keeps a block of
-    accumulators in registers; `vector-width` along every reduction dimension
-    whose size it divides, otherwise the whole dimension up to 64; 1
-    elsewhere) and each tile becomes vector code (`vector.transfer_read`,
-    `vector.contract`, `vector.multi_reduction`, elementwise vector
-    arithmetic). Reductions keep their order within a tile row, so results
-    can differ from the scalar loops only by floating-point reassociation
-    across the tiled reduction.
-
-    Example: `ga-opt --ga-tile-and-vectorize` turns a `linalg.matmul` of
-    `tensor<128x32xf32>` by `tensor<32x64xf32>` into a loop nest over 4x8
-    blocks of the result whose body is a `vector.contract` of
-    `vector<4x8xf32>` and `vector<8x8xf32>`.
-  }];
-  let options = [
-    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
-           "Vector length along the innermost result dimension">,
-    Option<"registerRows", "register-rows", "int64_t", /*default=*/"4",
-           "Rows of a reduction's result computed together in one tile">,
-  ];
-  let dependentDialects = [
-    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
-    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
-  ];
-}
-
-def TrainCheckDecomposablePass : Pass<"train-check-decomposable"> {
-  let summary = "Refuse a batch split that would change the loss or the "
-                "gradients";
-  let description = [{
-    For every `train.step` with `microbatches * data_parallel > 1`, classifies
-    every value of the body along the batch dimension (invariant,
-    per-example, batch-sum, mixed; and whether it depends on the parameters;
-    see `--test-train-decomposability`) and reports an error on the operation
-    that makes the split inexact, saying why:
-
-    * batch statistics that depend on the parameters feeding per-example
-      values (batch normalization);
-    * a reduction over the batch that is not a sum (a softmax or a maximum
-      across the batch);
-    * a non-linear use of a batch-sum that depends on the parameters (a
-      product of two such sums, a division by one, a `log` of one);
-    * a term that does not depend on the batch added to the loss (it would be
-      added once per micro-batch);
-    * slices of part of the batch, reads of the position in the batch, and
-      operations the analysis does not understand.
-
-    * a `train.cross_entropy {reduction = mean}` over the batch: the mean of
-      the micro-batch means is not the mean. `train-normalize-loss` rewrites
-      it into a sum divided by the global count, and `train-split-batch`
-      runs that rewrite itself, so the split accepts such a step; this check
-      reports the step as it stands;
-    * a `train.cross_entropy` that pairs the batch's labels with logits that
-      do not carry the batch (or the reverse);
-    * an auxiliary output that keeps the batch dimension or is mixed.
-
-    Batch-sums that do not depend on the parameters (token counts, mask
-    sums) may be used in any way: `train-split-batch` computes them once for
-    the whole global batch. Auxiliary outputs may be such globals, values
-    that do not depend on the batch, or sums over the batch that depend on
-    the parameters (the summed loss, a count of correct predictions): the
-    split accumulates those. A step that passes is exact to split.
-
-    Example (a loss divided by a sum of the logits):
-
-    ```
-    error: cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly:
-    this operation divides by a batch-sum that depends on the parameters
-    ('arith.divf'): a split would divide by each micro-batch's own sum
-    ```
-  }];
-  let dependentDialects = ["::ga::train::TrainDialect"];
-}
-
-def TestTrainDecomposabilityPass : Pass<"test-train-decomposability"> {
-  let summary = "Report the batch class of every value of each train.step "
-                "(testing)";
-  let description = [{
-    Emits a remark on every operation of each `train.step` body with the
-    class of each result: `invariant`, `per-example (batch dimension d)`,
-    `batch-sum` (depends on the parameters), `batch-sum, global` (computed
-    from the data alone: a split computes it once for the global batch) or
-    `mixed`, with `, parameter-dependent` where it applies; and a remark
-    `mixed: <reason>` on each operation where a value first becomes mixed.
-    For lit tests of the analysis behind `train-check-decomposable`.
-  }];
 }
 
 def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
@@ -393,6 +197,76 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
   ];
 }
 
+def TrainDifferentiatePass : Pass<"train-differentiate"> {
+  let summary = "Reverse-mode automatic differentiation of training steps";
+  let description = [{
+    Computes the gradient of the loss with respect to every parameter by
+    reverse-mode automatic differentiation, in plain linalg, tensor, arith and
+    math IR (plus `train.cross_entropy_grad`):
+
+    * every `train.step` (with `microbatches = data_parallel = 1`) is replaced
+      by its forward computation followed by the backward sweep; its results
+      (loss, gradients, auxiliary outputs) are replaced by the computed values;
+    * every `train.accumulate` whose body yields only the loss contribution
+      gets a body that also yields each parameter's gradient contribution.
+
+    Named linalg ops are generalized first; the adjoint of a `linalg.generic`
+    is another `linalg.generic` over the same loops, built from the
+    derivative of the scalar body with the operand's indexing map as output
+    map (elementwise ops, broadcasts, add/min/max reductions and
+    contractions alike). Contraction-shaped adjoints and the forward
+    contractions are specialized back to named ops (`linalg.matmul`, ...).
+    Tensors read with `tensor.extract` inside a body (embedding lookups) get
+    a scatter-add; `tensor.extract_slice`/`insert_slice`/`expand_shape`/
+    `collapse_shape` move cotangents; `train.checkpoint` regions are
+    recomputed in the backward pass from their inputs, which are all that the
+    backward pass keeps of them.
+
+    Integer values (labels, token ids, counts) get no gradient. An operation
+    between the parameters and the loss without a rule is an error on that
+    operation. A parameter that does not influence the loss gets a zero
+    gradient.
+
+    Example: `ga-opt --train-differentiate examples/mlp.mlir`.
+  }];
+  let dependentDialects = [
+    "::ga::train::TrainDialect", "::mlir::arith::ArithDialect",
+    "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
+def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
+  let summary = "Remove train.checkpoint regions by inlining their bodies";
+  let description = [{
+    Replaces every `train.checkpoint` by the operations of its body: the
+    region's inputs stand for its block arguments and the yielded values for
+    its results. The values computed inside are then saved for the backward
+    pass like any other value (no recomputation).
+
+    Inlining never changes values; use it to measure what checkpointing
+    saves, or to lower a step whose memory budget is not a concern. Nested
+    checkpoints are inlined too.
+
+    Example:
+
+    ```mlir
+    %h = train.checkpoint (%x : tensor<4xf32>) -> tensor<4xf32> {
+    ^bb0(%a: tensor<4xf32>):
+      %y = math.tanh %a : tensor<4xf32>
+      train.yield %y : tensor<4xf32>
+    }
+    ```
+
+    becomes
+
+    ```mlir
+    %h = math.tanh %x : tensor<4xf32>
+    ```
+  }];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
 def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
   let summary = "Lower differentiated train.accumulate loops to scf.for with "
                 "in-place accumulation";
@@ -437,6 +311,146 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
     "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
   ];
+}
+
+def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
+  let summary = "Tile linalg operations on tensors and vectorize the tiles";
+  let description = [{
+    The vectorization stage of the CPU pipeline. It runs on linalg operations
+    with tensor semantics, before bufferization, and only where vector code
+    pays: the operation has static shapes, indexing maps that are projected
+    permutations, no gather (`tensor.extract`) or `linalg.index` in its body,
+    and the innermost dimension of its result is a parallel loop whose size is
+    a multiple of `vector-width`. Everything else is left to the scalar loops
+    of `convert-linalg-to-loops`.
+
+    Such an operation is tiled with `scf.for` loops (`vector-width` along the
+    result's innermost dimension; `register-rows` along the one before it
+    when the operation reduces, so that a contraction keeps a block of
+    accumulators in registers; `vector-width` along every reduction dimension
+    whose size it divides, otherwise the whole dimension up to 64; 1
+    elsewhere) and each tile becomes vector code (`vector.transfer_read`,
+    `vector.contract`, `vector.multi_reduction`, elementwise vector
+    arithmetic). Reductions keep their order within a tile row, so results
+    can differ from the scalar loops only by floating-point reassociation
+    across the tiled reduction.
+
+    Example: `ga-opt --ga-tile-and-vectorize` turns a `linalg.matmul` of
+    `tensor<128x32xf32>` by `tensor<32x64xf32>` into a loop nest over 4x8
+    blocks of the result whose body is a `vector.contract` of
+    `vector<4x8xf32>` and `vector<8x8xf32>`.
+  }];
+  let options = [
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"8",
+           "Vector length along the innermost result dimension">,
+    Option<"registerRows", "register-rows", "int64_t", /*default=*/"4",
+           "Rows of a reduction's result computed together in one tile">,
+  ];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::vector::VectorDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect",
+  ];
+}
+
+//===----------------------------------------------------------------------===//
+// Checks and reports, outside the pipeline
+//===----------------------------------------------------------------------===//
+
+def TrainCheckDecomposablePass : Pass<"train-check-decomposable"> {
+  let summary = "Refuse a batch split that would change the loss or the "
+                "gradients";
+  let description = [{
+    For every `train.step` with `microbatches * data_parallel > 1`, classifies
+    every value of the body along the batch dimension (invariant,
+    per-example, batch-sum, mixed; and whether it depends on the parameters;
+    see `--test-train-decomposability`) and reports an error on the operation
+    that makes the split inexact, saying why:
+
+    * batch statistics that depend on the parameters feeding per-example
+      values (batch normalization);
+    * a reduction over the batch that is not a sum (a softmax or a maximum
+      across the batch);
+    * a non-linear use of a batch-sum that depends on the parameters (a
+      product of two such sums, a division by one, a `log` of one);
+    * a term that does not depend on the batch added to the loss (it would be
+      added once per micro-batch);
+    * slices of part of the batch, reads of the position in the batch, and
+      operations the analysis does not understand.
+
+    * a `train.cross_entropy {reduction = mean}` over the batch: the mean of
+      the micro-batch means is not the mean. `train-normalize-loss` rewrites
+      it into a sum divided by the global count, and `train-split-batch`
+      runs that rewrite itself, so the split accepts such a step; this check
+      reports the step as it stands;
+    * a `train.cross_entropy` that pairs the batch's labels with logits that
+      do not carry the batch (or the reverse);
+    * an auxiliary output that keeps the batch dimension or is mixed.
+
+    Batch-sums that do not depend on the parameters (token counts, mask
+    sums) may be used in any way: `train-split-batch` computes them once for
+    the whole global batch. Auxiliary outputs may be such globals, values
+    that do not depend on the batch, or sums over the batch that depend on
+    the parameters (the summed loss, a count of correct predictions): the
+    split accumulates those. A step that passes is exact to split.
+
+    Example (a loss divided by a sum of the logits):
+
+    ```
+    error: cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly:
+    this operation divides by a batch-sum that depends on the parameters
+    ('arith.divf'): a split would divide by each micro-batch's own sum
+    ```
+  }];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
+def TrainPrintSummaryPass : Pass<"train-print-summary"> {
+  let summary = "Print a readable summary of every train.step";
+  let description = [{
+    For every `train.step`, prints to standard output where it is, its
+    schedule (micro-batches, data-parallel ranks, micro-batch size), its
+    parameters (types and the number of trainable values), its batch
+    operands, the losses it computes, its auxiliary outputs, and how many
+    operations of each kind its body holds. The IR is left unchanged.
+
+    Example:
+
+    ```
+    ga-opt --train-print-summary -o /dev/null examples/mlp.mlir
+    ```
+  }];
+}
+
+//===----------------------------------------------------------------------===//
+// Test passes: the analyses' answers as remarks, for lit tests
+//===----------------------------------------------------------------------===//
+
+def TestTrainDecomposabilityPass : Pass<"test-train-decomposability"> {
+  let summary = "Report the batch class of every value of each train.step "
+                "(testing)";
+  let description = [{
+    Emits a remark on every operation of each `train.step` body with the
+    class of each result: `invariant`, `per-example (batch dimension d)`,
+    `batch-sum` (depends on the parameters), `batch-sum, global` (computed
+    from the data alone: a split computes it once for the global batch) or
+    `mixed`, with `, parameter-dependent` where it applies; and a remark
+    `mixed: <reason>` on each operation where a value first becomes mixed.
+    For lit tests of the analysis behind `train-check-decomposable`.
+  }];
+}
+
+def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
+  let summary = "Report which forward values each adjoint needs (testing)";
+  let description = [{
+    For every operation in the body of a `train.step`, emits a remark saying
+    which of its operands and results its adjoint reads (the memory model of
+    rematerialization planning), or that it has no adjoint rule. Named
+    linalg ops are answered for their generalized form. Used by lit tests.
+
+    Example: for `linalg.matmul ins(%x, %w ...) outs(%acc ...)` inside a
+    step, `ga-opt --test-train-adjoint-needs` remarks
+    `adjoint needs operands [0, 1], results []`.
+  }];
 }
 
 #endif // GA_TRANSFORMS_PASSES_TD
