@@ -16,7 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Autodiff.h"
-#include "ga/Transforms/Decomposability.h"
+#include "ga/Analysis/Decomposability.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 

@@ -27,7 +27,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Decomposability.h"
+#include "ga/Analysis/Decomposability.h"
 #include "ga/Transforms/NormalizeLoss.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"

@@ -14,18 +14,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Decomposability.h"
-#include "ga/Transforms/Passes.h"
+#include "ga/Analysis/Decomposability.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
 #include "train/TrainOps.h"
-
-namespace ga {
-#define GEN_PASS_DEF_TRAINCHECKDECOMPOSABLEPASS
-#define GEN_PASS_DEF_TESTTRAINDECOMPOSABILITYPASS
-#include "ga/Transforms/Passes.h.inc"
-} // namespace ga
 
 using namespace mlir;
 using namespace ga;
@@ -507,46 +500,3 @@ LogicalResult Decomposability::checkSplitIsExact() const {
   diag.attachNote(step.getLoc()) << "the train.step being split";
   return failure();
 }
-
-//===----------------------------------------------------------------------===//
-// Passes
-//===----------------------------------------------------------------------===//
-
-namespace {
-struct TrainCheckDecomposablePass
-    : ga::impl::TrainCheckDecomposablePassBase<TrainCheckDecomposablePass> {
-  using Base::Base;
-  void runOnOperation() override {
-    bool failedAny = false;
-    getOperation()->walk([&](StepOp step) {
-      if (step.getDataParallel() * step.getMicrobatches() > 1)
-        failedAny |= failed(Decomposability(step).checkSplitIsExact());
-    });
-    if (failedAny)
-      signalPassFailure();
-  }
-};
-
-struct TestTrainDecomposabilityPass
-    : ga::impl::TestTrainDecomposabilityPassBase<
-          TestTrainDecomposabilityPass> {
-  using Base::Base;
-  void runOnOperation() override {
-    getOperation()->walk([&](StepOp step) {
-      Decomposability analysis(step);
-      step.getBody().walk([&](Operation *op) {
-        if (op->getNumResults() == 0 || isa<StepOp>(op) ||
-            op->getParentOfType<linalg::LinalgOp>())
-          return;
-        std::string text;
-        for (auto [i, r] : llvm::enumerate(op->getResults()))
-          text += (i ? "; " : "") + analysis.get(r).str();
-        op->emitRemark() << text;
-      });
-      for (const MixedReason &reason : analysis.getMixedReasons())
-        if (!reason.why.empty())
-          reason.op->emitRemark() << "mixed: " << reason.why;
-    });
-  }
-};
-} // namespace

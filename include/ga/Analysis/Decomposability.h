@@ -22,8 +22,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#ifndef GA_TRANSFORMS_DECOMPOSABILITY_H
-#define GA_TRANSFORMS_DECOMPOSABILITY_H
+#ifndef GA_ANALYSIS_DECOMPOSABILITY_H
+#define GA_ANALYSIS_DECOMPOSABILITY_H
 
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/Value.h"
@@ -95,4 +95,4 @@ bool isAdditiveReduction(mlir::linalg::LinalgOp op, unsigned j);
 
 } // namespace ga
 
-#endif // GA_TRANSFORMS_DECOMPOSABILITY_H
+#endif // GA_ANALYSIS_DECOMPOSABILITY_H
