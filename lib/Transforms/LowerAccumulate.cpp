@@ -164,39 +164,123 @@ static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
       .getResult(0);
 }
 
-/// If `loss` is a 0-d generic that divides one value computed in the loop by
-/// values computed before it (or multiplies it by them), returns the operand
-/// index of that value: the division can then be applied once, after the
-/// loop, to the accumulated value.
-static std::optional<unsigned> peelableScale(Value loss, AccumulateOp acc) {
-  auto generic = loss.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !loss.hasOneUse() || generic.getNumLoops() != 0 ||
-      generic.getNumDpsInits() != 1)
-    return std::nullopt;
-  std::optional<unsigned> inLoop;
+/// Whether the value yielded by the body of the 0-d generic `generic` is
+/// linear in the block arguments `terms`: built from them with additions and
+/// subtractions of linear values, negations, and products or quotients by
+/// values that do not depend on them.
+static bool isLinearIn(linalg::GenericOp generic,
+                       const llvm::SmallDenseSet<Value> &terms) {
+  enum class Kind { Constant, Linear, Other };
+  llvm::DenseMap<Value, Kind> kinds;
+  auto of = [&](Value v) {
+    if (terms.contains(v))
+      return Kind::Linear;
+    auto it = kinds.find(v);
+    return it == kinds.end() ? Kind::Constant : it->second;
+  };
+  Block *body = generic.getBlock();
+  for (Operation &op : body->without_terminator()) {
+    Kind kind = Kind::Constant;
+    bool anyLinear = llvm::any_of(op.getOperands(), [&](Value v) {
+      return of(v) != Kind::Constant;
+    });
+    if (llvm::any_of(op.getOperands(),
+                     [&](Value v) { return of(v) == Kind::Other; }))
+      kind = Kind::Other;
+    else if (!anyLinear)
+      kind = Kind::Constant;
+    else if (isa<arith::AddFOp, arith::SubFOp>(op))
+      // x + c is affine, not linear: summed over micro-batches it would
+      // count c once per micro-batch.
+      kind = of(op.getOperand(0)) == of(op.getOperand(1)) ? Kind::Linear
+                                                         : Kind::Other;
+    else if (isa<arith::NegFOp>(op))
+      kind = Kind::Linear;
+    else if (isa<arith::MulFOp>(op))
+      kind = of(op.getOperand(0)) == Kind::Constant ||
+                     of(op.getOperand(1)) == Kind::Constant
+                 ? Kind::Linear
+                 : Kind::Other;
+    else if (isa<arith::DivFOp>(op))
+      kind = of(op.getOperand(1)) == Kind::Constant ? Kind::Linear
+                                                    : Kind::Other;
+    else
+      kind = Kind::Other;
+    for (Value r : op.getResults())
+      kinds[r] = kind;
+  }
+  return of(body->getTerminator()->getOperand(0)) == Kind::Linear;
+}
+
+namespace {
+/// The final scaling of the loss that train-lower-accumulate applies once,
+/// after the loop: a tree of 0-d generics, linear in the loop-computed
+/// values at its leaves, with factors computed before the loop.
+struct LossScaling {
+  /// The generics, producers first; the last one yields the loss.
+  SmallVector<linalg::GenericOp> tree;
+  /// The values computed in the loop that the tree reads: each gets its own
+  /// accumulator.
+  SmallVector<Value> leaves;
+};
+} // namespace
+
+/// A 0-d generic with one result, read once, whose init is a tensor.empty.
+static linalg::GenericOp scalarGeneric(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !v.hasOneUse() || generic.getNumLoops() != 0 ||
+      generic.getNumDpsInits() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return {};
+  return generic;
+}
+
+static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
+                           LossScaling &scaling) {
+  // It is cloned after the loop: its body may read only its own values.
+  bool captures = false;
+  generic.getBlock()->walk([&](Operation *nested) {
+    for (Value v : nested->getOperands())
+      captures |= !generic->isAncestor(v.getParentBlock()->getParentOp());
+  });
+  if (captures)
+    return false;
+  llvm::SmallDenseSet<Value> terms;
   for (OpOperand *input : generic.getDpsInputOperands()) {
     // The body is isolated: a value is the same in every micro-batch exactly
     // when it is a parameter or a global.
     Value v = input->get();
     if (isa<BlockArgument>(v) && !llvm::is_contained(acc.getBatchArgs(), v))
       continue;
-    if (inLoop)
-      return std::nullopt;
-    inLoop = input->getOperandNumber();
+    terms.insert(generic.getBlock()->getArgument(input->getOperandNumber()));
+    if (linalg::GenericOp producer = scalarGeneric(v)) {
+      if (!collectScaling(producer, acc, scaling))
+        return false;
+      continue;
+    }
+    // One accumulator per leaf: a value read twice is not peeled.
+    if (llvm::is_contained(scaling.leaves, v))
+      return false;
+    scaling.leaves.push_back(v);
   }
-  if (!inLoop || !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+  if (terms.empty() || !isLinearIn(generic, terms))
+    return false;
+  scaling.tree.push_back(generic);
+  return true;
+}
+
+/// If `loss` is computed by 0-d generics that are linear in the values
+/// computed in the loop that they read, with factors computed before it (a
+/// sum divided by a global count; two such quotients added, one per mask),
+/// returns them: their loop-computed inputs are accumulated over the
+/// micro-batches and the generics are applied once, after the loop, to the
+/// accumulated values, as in the full-batch step.
+static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
+  linalg::GenericOp root = scalarGeneric(loss);
+  LossScaling scaling;
+  if (!root || !collectScaling(root, acc, scaling))
     return std::nullopt;
-  Block *body = generic.getBlock();
-  BlockArgument x = body->getArgument(*inLoop);
-  Value yielded = body->getTerminator()->getOperand(0);
-  Operation *def = yielded.getDefiningOp();
-  if (!def || !x.hasOneUse() || *x.getUsers().begin() != def)
-    return std::nullopt;
-  if (isa<arith::DivFOp>(def) && def->getOperand(0) == x)
-    return inLoop;
-  if (isa<arith::MulFOp>(def))
-    return inLoop;
-  return std::nullopt;
+  return scaling;
 }
 
 /// The first operation of `body` that a later pass of the pipeline would
@@ -241,11 +325,13 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   // The loss accumulator holds the value before the final scaling when the
   // loss is such a scaling.
   Block &body = op.getBody().front();
-  std::optional<unsigned> peel = peelableScale(yield.getOperand(0), op);
-  auto lossGeneric = peel ? yield.getOperand(0).getDefiningOp<linalg::GenericOp>()
-                          : linalg::GenericOp();
-  Value lossTerm = peel ? lossGeneric->getOperand(*peel) : yield.getOperand(0);
-  SmallVector<Value> inits = {zerosLike(b, loc, lossTerm.getType())};
+  std::optional<LossScaling> peel = peelableScale(yield.getOperand(0), op);
+  SmallVector<Value> lossTerms =
+      peel ? peel->leaves : SmallVector<Value>{yield.getOperand(0)};
+  unsigned numTerms = lossTerms.size();
+  SmallVector<Value> inits;
+  for (Value term : lossTerms)
+    inits.push_back(zerosLike(b, loc, term.getType()));
   for (Value g : yield.getOperands().drop_front())
     inits.push_back(zerosLike(b, loc, g.getType()));
 
@@ -279,19 +365,23 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
     inner.clone(nested, mapping);
   auto newYield = scf::YieldOp::create(inner, loc, ValueRange{});
   SmallVector<Value> accumulated;
-  Value lossValue = mapping.lookupOrDefault(yield.getOperand(0));
-  Operation *peeled = nullptr;
-  if (peel) {
-    peeled = lossValue.getDefiningOp();
-    lossValue = peeled->getOperand(*peel);
-  }
-  SmallVector<Value> yielded = {lossValue};
+  SmallVector<Value> yielded;
+  for (Value term : lossTerms)
+    yielded.push_back(mapping.lookupOrDefault(term));
+  // The loop's copy of the scaling is dead once the yield reads its leaves;
+  // it goes before the leaves are accumulated, which needs them to have the
+  // yield as their only user.
+  SmallVector<Operation *> peeled;
+  if (peel)
+    for (linalg::GenericOp generic : llvm::reverse(peel->tree))
+      peeled.push_back(
+          mapping.lookupOrDefault(generic.getResult(0)).getDefiningOp());
   for (Value g : yield.getOperands().drop_front())
     yielded.push_back(mapping.lookupOrDefault(g));
   // The yield uses the values so that each has the terminator as its user.
   newYield->setOperands(yielded);
-  if (peeled)
-    peeled->erase();
+  for (Operation *dead : peeled)
+    dead->erase();
   for (auto [value, acc] : llvm::zip(yielded, loop.getRegionIterArgs()))
     accumulated.push_back(accumulateInto(inner, value, acc, newYield));
   newYield->setOperands(accumulated);
@@ -312,24 +402,28 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   Value loss = loop.getResult(0);
   if (peel) {
     IRMapping after;
-    after.map(lossGeneric->getOperand(*peel), loss);
-    for (OpOperand *input : lossGeneric.getDpsInputOperands())
-      if (input->getOperandNumber() != *peel)
-        after.map(input->get(), mapping.lookupOrDefault(input->get()));
-    auto type = cast<RankedTensorType>(op.getLoss().getType());
-    after.map(lossGeneric.getDpsInits()[0],
-              tensor::EmptyOp::create(b, loc, type.getShape(),
-                                      type.getElementType())
-                  .getResult());
-    loss = b.clone(*lossGeneric, after)->getResult(0);
+    for (linalg::GenericOp generic : peel->tree) {
+      for (OpOperand *input : generic.getDpsInputOperands())
+        if (!after.contains(input->get()))
+          after.map(input->get(), mapping.lookupOrDefault(input->get()));
+      auto type = cast<RankedTensorType>(generic.getResult(0).getType());
+      after.map(generic.getDpsInits()[0],
+                tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType())
+                    .getResult());
+    }
+    for (auto [j, leaf] : llvm::enumerate(peel->leaves))
+      after.map(leaf, loop.getResult(j));
+    for (linalg::GenericOp generic : peel->tree)
+      loss = b.clone(*generic, after)->getResult(0);
   }
   op.getLoss().replaceAllUsesWith(loss);
   for (auto [result, value] :
-       llvm::zip(op.getGrads(), loop.getResults().drop_front()))
+       llvm::zip(op.getGrads(), loop.getResults().drop_front(numTerms)))
     result.replaceAllUsesWith(value);
   for (auto [result, value] :
        llvm::zip(op.getMetrics(),
-                 loop.getResults().drop_front(1 + numParams)))
+                 loop.getResults().drop_front(numTerms + numParams)))
     result.replaceAllUsesWith(value);
   op.erase();
   return success();

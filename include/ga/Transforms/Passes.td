@@ -282,9 +282,12 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
     in the same order as in the full-batch step. Other contributions are
     added to the accumulator.
 
-    The loss is accumulated before its final division by a global (or
-    multiplication by a constant), which is applied once after the loop,
-    again as in the full-batch step. This is what makes a micro-batch split
+    The loss is accumulated before its final scaling: the 0-d generics at
+    its end that are linear in loop-computed values, with factors computed
+    before the loop (a division by a global count; two such quotients added,
+    one per mask). Each loop-computed value they read gets its own
+    accumulator, and the scaling is applied once after the loop, again as in
+    the full-batch step. This is what makes a micro-batch split
     on the CPU bitwise identical to the full-batch run. Metrics accumulate
     like gradients (integer metrics with `arith.addi`).
 
