@@ -8,6 +8,7 @@
 
 #include "ga/Conversion/Passes.h"
 #include "ga/Pipelines/Pipelines.h"
+#include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/InitAllDialects.h"
@@ -19,6 +20,8 @@ void ga::registerGaDialects(mlir::DialectRegistry &registry) {
   registry.insert<ga::train::TrainDialect>();
   // train.all_reduce bufferizes to a runtime call.
   ga::train::registerBufferizableOpInterfaceExternalModels(registry);
+  // Adjoints of the train, linalg and tensor ops.
+  ga::registerDifferentiableOpInterfaceExternalModels(registry);
 }
 
 void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {

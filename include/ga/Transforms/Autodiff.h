@@ -18,6 +18,8 @@
 #ifndef GA_TRANSFORMS_AUTODIFF_H
 #define GA_TRANSFORMS_AUTODIFF_H
 
+#include "ga/Interfaces/DifferentiableOpInterface.h"
+#include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Operation.h"
 #include "train/TrainDialect.h"
 #include "mlir/Support/LLVM.h"
@@ -36,20 +38,19 @@ class AccumulateOp;
 inline constexpr llvm::StringLiteral kAccumulatesIntoInit =
     train::TrainDialect::AccumulatesIntoInitAttrHelper::getNameStr();
 
-/// What the adjoint of one operation reads from the forward pass.
-struct AdjointNeeds {
-  /// False when train-differentiate has no rule for the operation.
-  bool differentiable = false;
-  /// One flag per operand / result: the adjoint reads this value.
-  llvm::SmallVector<bool> operands;
-  llvm::SmallVector<bool> results;
-};
-
-/// The forward values that the adjoint of `op` needs (see AdjointNeeds). For
-/// a `linalg.generic` this follows the derivative of its scalar body: a bias
-/// addition needs nothing, a product needs both factors, a max-reduction its
-/// result. Named linalg ops answer for their generalized form.
+/// The forward values that the adjoint of `op` needs (see AdjointNeeds),
+/// from its DifferentiableOpInterface. For a linalg op this follows the
+/// derivative of its scalar body: a bias addition needs nothing, a product
+/// needs both factors, a max-reduction its result. An op without the
+/// interface is differentiable (and needs nothing) when it has no float
+/// tensor operand.
 AdjointNeeds getAdjointNeeds(mlir::Operation *op);
+
+/// Attaches DifferentiableOpInterface to linalg.generic, the named linalg
+/// structured ops, the tensor slicing and reshaping ops, train.cross_entropy
+/// and train.checkpoint.
+void registerDifferentiableOpInterfaceExternalModels(
+    mlir::DialectRegistry &registry);
 
 /// Replaces `step` (which must have microbatches = data_parallel = 1) by its
 /// forward computation followed by the reverse-mode gradient computation of

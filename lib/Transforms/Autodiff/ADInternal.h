@@ -13,6 +13,7 @@
 #ifndef GA_LIB_TRANSFORMS_AUTODIFF_ADINTERNAL_H
 #define GA_LIB_TRANSFORMS_AUTODIFF_ADINTERNAL_H
 
+#include "ga/Interfaces/DifferentiableOpInterface.h"
 #include "ga/Utils/TensorBuilders.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Builders.h"
@@ -21,43 +22,6 @@
 #include "llvm/ADT/DenseSet.h"
 
 namespace ga::ad {
-
-/// The state of one reverse sweep: which values depend on a parameter
-/// (active), the adjoint accumulated so far for each value, and where the
-/// backward code goes.
-class Sweep {
-public:
-  explicit Sweep(mlir::OpBuilder &builder) : builder(builder) {}
-
-  mlir::OpBuilder &builder;
-
-  /// Marks `v` as depending on a parameter.
-  void markActive(mlir::Value v) { active.insert(v); }
-  /// Float tensors that depend on a parameter get adjoints; everything else
-  /// (integers, labels, constants) gets none.
-  bool isActive(mlir::Value v) const { return active.contains(v); }
-  /// Forward activity through `ops` (recursing into checkpoint regions and
-  /// counting tensors that generic bodies read from above).
-  void propagateActivity(llvm::ArrayRef<mlir::Operation *> ops);
-
-  /// The adjoint accumulated for `v`, or null if it has none (yet).
-  mlir::Value getAdjoint(mlir::Value v) const { return adjoints.lookup(v); }
-  /// Replaces the adjoint of `v` (a rule that folded the old one in).
-  void setAdjoint(mlir::Value v, mlir::Value adjoint) { adjoints[v] = adjoint; }
-  /// adjoint(v) += contribution; no-op for inactive values.
-  void addAdjoint(mlir::Location loc, mlir::Value v, mlir::Value contribution);
-
-  /// Visits `ops` last to first and applies the adjoint rule of each one
-  /// whose results have adjoints.
-  mlir::LogicalResult reverse(llvm::ArrayRef<mlir::Operation *> ops);
-
-  /// Generics built by the sweep, to specialize back to named ops.
-  llvm::SmallVector<mlir::linalg::GenericOp> created;
-
-private:
-  llvm::DenseSet<mlir::Value> active;
-  llvm::DenseMap<mlir::Value, mlir::Value> adjoints;
-};
 
 /// The elementwise sum of two tensors of the same type (linalg.add).
 mlir::Value addTensors(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
@@ -69,6 +33,9 @@ mlir::LogicalResult adjointGeneric(mlir::linalg::GenericOp op, Sweep &sweep);
 mlir::LogicalResult adjointTensorOp(mlir::Operation *op, Sweep &sweep);
 /// True if adjointTensorOp has a rule for `op`.
 bool hasTensorRule(mlir::Operation *op);
+/// Adjoint rule of a train.checkpoint: recomputes its body and sweeps it.
+mlir::LogicalResult adjointCheckpoint(mlir::Operation *checkpoint,
+                                      Sweep &sweep);
 
 /// Reverse mode over the scalar body of a linalg.generic. The body is
 /// recomputed at the builder's position (with `map` giving the new values of
@@ -103,8 +70,9 @@ llvm::SmallVector<bool>
 scalarArgsNeeded(mlir::Block &body, llvm::ArrayRef<mlir::Operation *> skip,
                  llvm::ArrayRef<mlir::Value> extraRoots = {});
 
-/// The adjoint needs of a linalg.generic (see ga::AdjointNeeds).
-void genericAdjointNeeds(mlir::linalg::GenericOp op, bool &differentiable,
+/// The adjoint needs of a linalg structured op (see ga::AdjointNeeds), from
+/// its scalar body: the same for a named op and its generic form.
+void genericAdjointNeeds(mlir::linalg::LinalgOp op, bool &differentiable,
                          llvm::SmallVectorImpl<bool> &operands,
                          llvm::SmallVectorImpl<bool> &results);
 

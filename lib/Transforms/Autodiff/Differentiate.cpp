@@ -93,7 +93,8 @@ void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
 /// inputs and sweeps the recomputed operations backwards. The recomputed
 /// values read the checkpoint's inputs directly, so their adjoints flow into
 /// the inputs' accumulators in the same order as without the checkpoint.
-static LogicalResult adjointCheckpoint(CheckpointOp checkpoint, Sweep &sweep) {
+LogicalResult adjointCheckpoint(Operation *op, Sweep &sweep) {
+  auto checkpoint = cast<CheckpointOp>(op);
   Block &body = checkpoint.getBody().front();
   IRMapping map;
   map.map(body.getArguments(), checkpoint.getInputs());
@@ -114,21 +115,14 @@ LogicalResult Sweep::reverse(ArrayRef<Operation *> ops) {
     if (llvm::none_of(op->getResults(),
                       [&](Value r) { return bool(getAdjoint(r)); }))
       continue;
-    if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-      if (failed(adjointGeneric(generic, *this)))
-        return failure();
-    } else if (auto checkpoint = dyn_cast<CheckpointOp>(op)) {
-      if (failed(adjointCheckpoint(checkpoint, *this)))
-        return failure();
-    } else if (hasTensorRule(op)) {
-      if (failed(adjointTensorOp(op, *this)))
-        return failure();
-    } else {
+    auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
+    if (!differentiable)
       return op->emitOpError()
              << "cannot be differentiated: train-differentiate has no "
                 "adjoint rule for it, and it lies between the parameters and "
                 "the loss";
-    }
+    if (failed(differentiable.buildAdjoint(*this)))
+      return failure();
   }
   return success();
 }
@@ -339,49 +333,13 @@ LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
 //===----------------------------------------------------------------------===//
 
 ga::AdjointNeeds ga::getAdjointNeeds(Operation *op) {
+  if (auto differentiable = dyn_cast<DifferentiableOpInterface>(op))
+    return differentiable.getAdjointNeeds();
   AdjointNeeds needs;
   needs.operands.assign(op->getNumOperands(), false);
   needs.results.assign(op->getNumResults(), false);
-  if (auto generic = dyn_cast<linalg::GenericOp>(op)) {
-    genericAdjointNeeds(generic, needs.differentiable, needs.operands,
-                        needs.results);
-    return needs;
-  }
-  if (auto named = dyn_cast<linalg::LinalgOp>(op)) {
-    // Answer for the generalized form, built in a scratch module.
-    OpBuilder builder(op->getContext());
-    OwningOpRef<ModuleOp> scratch = ModuleOp::create(op->getLoc());
-    builder.setInsertionPointToEnd(scratch->getBody());
-    auto clone = cast<linalg::LinalgOp>(builder.clone(*op));
-    IRRewriter rewriter(builder);
-    rewriter.setInsertionPoint(clone);
-    FailureOr<linalg::GenericOp> generic =
-        linalg::generalizeNamedOp(rewriter, clone);
-    if (succeeded(generic)) {
-      genericAdjointNeeds(*generic, needs.differentiable, needs.operands,
-                          needs.results);
-      // Drop the scratch ops' uses of the real values before returning.
-      (*generic)->dropAllReferences();
-    } else {
-      clone->dropAllReferences();
-    }
-    return needs;
-  }
-  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
-    needs.differentiable = true;
-    needs.operands[ce.getLogitsMutable().getOperandNumber()] = true;
-    needs.operands[ce.getLabelsMutable().getOperandNumber()] = true;
-    return needs;
-  }
-  if (isa<CheckpointOp>(op)) {
-    needs.differentiable = true;
-    needs.operands.assign(op->getNumOperands(), true);
-    return needs;
-  }
-  needs.differentiable =
-      hasTensorRule(op) ||
-      llvm::none_of(op->getOperandTypes(),
-                    [](Type t) { return isFloatTensor(t); });
+  needs.differentiable = llvm::none_of(
+      op->getOperandTypes(), [](Type t) { return isFloatTensor(t); });
   return needs;
 }
 
@@ -393,6 +351,13 @@ namespace {
 struct TrainDifferentiatePass
     : ga::impl::TrainDifferentiatePassBase<TrainDifferentiatePass> {
   using Base::Base;
+
+  // The adjoints come from the interface's external models: registered here
+  // too, so that the pass works in any context.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    ga::registerDifferentiableOpInterfaceExternalModels(registry);
+  }
 
   void runOnOperation() override {
     SmallVector<Operation *> targets;
@@ -413,6 +378,11 @@ struct TrainDifferentiatePass
 struct TestTrainAdjointNeedsPass
     : ga::impl::TestTrainAdjointNeedsPassBase<TestTrainAdjointNeedsPass> {
   using Base::Base;
+
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    ga::registerDifferentiableOpInterfaceExternalModels(registry);
+  }
 
   void runOnOperation() override {
     auto list = [](ArrayRef<bool> flags) {

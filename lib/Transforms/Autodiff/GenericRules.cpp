@@ -50,12 +50,13 @@ struct OutputInfo {
 /// `None` (the init is read like an input). With reduction loops, each init
 /// must be read only by the operation yielded for it, `combine(out, h)`.
 /// Fails (with `why` set) when that is not the case.
-LogicalResult classifyOutputs(GenericOp op, SmallVectorImpl<OutputInfo> &infos,
+LogicalResult classifyOutputs(linalg::LinalgOp op,
+                              SmallVectorImpl<OutputInfo> &infos,
                               std::string &why) {
   infos.assign(op.getNumDpsInits(), OutputInfo{});
   if (op.getNumReductionLoops() == 0)
     return success();
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   Operation *yield = body.getTerminator();
   for (unsigned j = 0; j < op.getNumDpsInits(); ++j) {
     BlockArgument out = body.getArgument(op.getNumDpsInputs() + j);
@@ -158,7 +159,7 @@ GenericOp pruneUnusedInputs(OpBuilder &b, GenericOp op) {
 
 /// The forward operands that an adjoint body reads, in order: the inputs,
 /// and the inits too when the generic has no reduction loops.
-SmallVector<OpOperand *> readOperands(GenericOp op) {
+SmallVector<OpOperand *> readOperands(linalg::LinalgOp op) {
   SmallVector<OpOperand *> operands;
   bool reduces = op.getNumReductionLoops() != 0;
   for (OpOperand &operand : op->getOpOperands())
@@ -420,7 +421,7 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
   return success();
 }
 
-void genericAdjointNeeds(GenericOp op, bool &differentiable,
+void genericAdjointNeeds(linalg::LinalgOp op, bool &differentiable,
                          SmallVectorImpl<bool> &operands,
                          SmallVectorImpl<bool> &results) {
   operands.assign(op->getNumOperands(), false);
@@ -430,7 +431,7 @@ void genericAdjointNeeds(GenericOp op, bool &differentiable,
   differentiable = succeeded(classifyOutputs(op, infos, why));
   if (!differentiable)
     return;
-  Block &body = op.getRegion().front();
+  Block &body = *op.getBlock();
   SmallVector<Value> roots;
   for (auto [j, info] : llvm::enumerate(infos))
     if (info.kind == Combiner::MinMax) {

@@ -1,0 +1,166 @@
+//===- DifferentiableOpTest.cpp - Adding a differentiable op ---------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Adding a differentiable op is writing one external model of
+// DifferentiableOpInterface: tensor.concat has no adjoint in ga-opt, so
+// train-differentiate refuses a step that concatenates parameters; with the
+// model below (the README's example) attached, it differentiates it, and the
+// adjoint needs come from the same model.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/InitAll.h"
+#include "ga/Interfaces/DifferentiableOpInterface.h"
+#include "ga/Transforms/Autodiff.h"
+#include "ga/Transforms/Passes.h"
+#include "train/TrainOps.h"
+
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/Diagnostics.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/IR/Verifier.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+
+#include "gtest/gtest.h"
+
+using namespace mlir;
+
+namespace {
+
+/// The adjoint of tensor.concat: each input gets the slice of the result's
+/// adjoint at its offset along the concatenated dimension.
+struct ConcatModel
+    : ga::DifferentiableOpInterface::ExternalModel<ConcatModel,
+                                                   tensor::ConcatOp> {
+  LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    Value dy = sweep.getAdjoint(concat.getResult());
+    int64_t dim = concat.getDim();
+    int64_t offset = 0;
+    for (Value input : concat.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(),
+                                                               1);
+      offsets[dim] = offset;
+      offset += type.getDimSize(dim);
+      Value slice = tensor::ExtractSliceOp::create(
+          sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
+          ValueRange{}, offsets, type.getShape(), strides);
+      sweep.addAdjoint(op->getLoc(), input, slice);
+    }
+    return success();
+  }
+  ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
+    ga::AdjointNeeds needs;
+    needs.differentiable = true;
+    needs.operands.assign(op->getNumOperands(), false);
+    needs.results.assign(op->getNumResults(), false);
+    return needs;
+  }
+};
+
+/// loss = sum(concat(w, w)): its gradient is 2 everywhere.
+constexpr const char *kStep = R"mlir(
+func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %loss, %gw = train.step params(%w : tensor<4xf32>) batch(%x : tensor<2x4xf32>)
+      -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<2x4xf32>):
+    %c = tensor.concat dim(0) %pw, %pw : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                         iterator_types = ["reduction"]}
+        ins(%c : tensor<8xf32>) outs(%z : tensor<f32>) {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.addf %o, %a : f32
+      linalg.yield %r : f32
+    } -> tensor<f32>
+    train.yield %s : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<4xf32>
+}
+)mlir";
+
+/// Parses kStep in `context` and runs train-differentiate; returns whether
+/// it succeeded and the text of the first error in `error`.
+bool differentiate(MLIRContext &context, OwningOpRef<ModuleOp> &module,
+                   std::string &error) {
+  module = parseSourceString<ModuleOp>(kStep, &context);
+  if (!module)
+    return false;
+  ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
+    if (error.empty())
+      error = diag.str();
+    return success();
+  });
+  PassManager pm(&context);
+  pm.addPass(ga::createTrainDifferentiatePass());
+  return succeeded(pm.run(*module));
+}
+
+DialectRegistry gaRegistry() {
+  DialectRegistry registry;
+  ga::registerGaDialects(registry);
+  ga::registerGaUpstreamDialects(registry);
+  return registry;
+}
+
+TEST(DifferentiableOp, WithoutAModelTheOpIsRefused) {
+  MLIRContext context(gaRegistry());
+  OwningOpRef<ModuleOp> module;
+  std::string error;
+  EXPECT_FALSE(differentiate(context, module, error));
+  EXPECT_NE(error.find("'tensor.concat' op cannot be differentiated"),
+            std::string::npos)
+      << error;
+}
+
+TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
+  DialectRegistry registry = gaRegistry();
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::ConcatOp::attachInterface<ConcatModel>(*ctx);
+  });
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module;
+  std::string error;
+  ASSERT_TRUE(differentiate(context, module, error)) << error;
+  ASSERT_TRUE(succeeded(verify(*module)));
+  // The model's adjoint: one slice of the result's adjoint per input.
+  int slices = 0;
+  module->walk([&](tensor::ExtractSliceOp) { ++slices; });
+  EXPECT_EQ(slices, 2);
+  int steps = 0;
+  module->walk([&](ga::train::StepOp) { ++steps; });
+  EXPECT_EQ(steps, 0);
+}
+
+TEST(DifferentiableOp, NeedsComeFromTheModel) {
+  DialectRegistry registry = gaRegistry();
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::ConcatOp::attachInterface<ConcatModel>(*ctx);
+  });
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kStep, &context);
+  ASSERT_TRUE(module);
+  tensor::ConcatOp concat;
+  module->walk([&](tensor::ConcatOp op) { concat = op; });
+  ASSERT_TRUE(concat);
+  ga::AdjointNeeds needs = ga::getAdjointNeeds(concat);
+  EXPECT_TRUE(needs.differentiable);
+  EXPECT_EQ(needs.operands, SmallVector<bool>({false, false}));
+  // The generic's model: a sum's adjoint reads neither operand.
+  linalg::GenericOp sum;
+  module->walk([&](linalg::GenericOp op) { sum = op; });
+  ASSERT_TRUE(sum);
+  ga::AdjointNeeds sumNeeds = ga::getAdjointNeeds(sum);
+  EXPECT_TRUE(sumNeeds.differentiable);
+  EXPECT_EQ(sumNeeds.operands, SmallVector<bool>({false, false}));
+}
+
+} // namespace
