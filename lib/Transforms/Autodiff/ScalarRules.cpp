@@ -69,7 +69,166 @@ struct Emit {
 };
 } // namespace
 
+namespace {
+/// The forward values a scalar rule reads besides the cotangent of the
+/// result (bits).
+enum Reads : unsigned {
+  ReadsNothing = 0,
+  ReadsOperands = 1,  ///< the operation's operands
+  ReadsResult = 2,    ///< the operation's result (recomputed from operands)
+  ReadsCondition = 4, ///< the condition of an arith.select
+};
+
+/// What one rule sees: the operation, its cotangent, and the forward values
+/// through accessors that record what the rule read.
+struct RuleContext {
+  Operation *op;
+  Value c;
+  Emit e;
+  IRMapping &map;
+  ScalarReverse &sweep;
+  unsigned read = ReadsNothing;
+
+  /// The recomputed value of operand `i`.
+  Value x(unsigned i) {
+    read |= ReadsOperands;
+    return map.lookupOrDefault(op->getOperand(i));
+  }
+  /// The recomputed result.
+  Value r() {
+    read |= ReadsResult;
+    return map.lookupOrDefault(op->getResult(0));
+  }
+  /// The recomputed condition of an arith.select.
+  Value condition() {
+    read |= ReadsCondition;
+    return map.lookupOrDefault(cast<arith::SelectOp>(op).getCondition());
+  }
+  /// cotangent(operand i) += value.
+  void seed(unsigned i, Value value) { sweep.seed(op->getOperand(i), value); }
+};
+
+/// One derivative rule: what it reads and how it builds the operands'
+/// cotangents. A null `build` marks an operation that is not differentiated
+/// through but whose operands a recomputation needs (tensor.extract).
+struct ScalarRule {
+  unsigned reads;
+  void (*build)(RuleContext &);
+};
+
+/// The scalar rules, by operation: the one definition of each rule and of
+/// what it reads (scalarArgsNeeded derives the adjoint needs from it, and
+/// ScalarReverse::run checks that a rule reads no more than it declares).
+const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
+  static const llvm::DenseMap<TypeID, ScalarRule> rules = [] {
+    llvm::DenseMap<TypeID, ScalarRule> t;
+    t[TypeID::get<arith::AddFOp>()] = {ReadsNothing, [](RuleContext &k) {
+                                         k.seed(0, k.c);
+                                         k.seed(1, k.c);
+                                       }};
+    t[TypeID::get<arith::SubFOp>()] = {ReadsNothing, [](RuleContext &k) {
+                                         k.seed(0, k.c);
+                                         k.seed(1, k.e.neg(k.c));
+                                       }};
+    t[TypeID::get<arith::MulFOp>()] = {ReadsOperands, [](RuleContext &k) {
+                                         k.seed(0, k.e.mul(k.c, k.x(1)));
+                                         k.seed(1, k.e.mul(k.c, k.x(0)));
+                                       }};
+    // r = x / y: dx = c / y, dy = -c * r / y.
+    t[TypeID::get<arith::DivFOp>()] = {
+        ReadsOperands | ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.div(k.c, k.x(1)));
+          k.seed(1, k.e.neg(k.e.div(k.e.mul(k.c, k.r()), k.x(1))));
+        }};
+    t[TypeID::get<arith::NegFOp>()] = {
+        ReadsNothing, [](RuleContext &k) { k.seed(0, k.e.neg(k.c)); }};
+    auto maxRule = [](RuleContext &k) {
+      Value first = k.e.cmp(arith::CmpFPredicate::OGE, k.x(0), k.x(1));
+      Value zero = k.e.cst(0.0);
+      k.seed(0, k.e.select(first, k.c, zero));
+      k.seed(1, k.e.select(first, zero, k.c));
+    };
+    auto minRule = [](RuleContext &k) {
+      Value first = k.e.cmp(arith::CmpFPredicate::OLE, k.x(0), k.x(1));
+      Value zero = k.e.cst(0.0);
+      k.seed(0, k.e.select(first, k.c, zero));
+      k.seed(1, k.e.select(first, zero, k.c));
+    };
+    t[TypeID::get<arith::MaximumFOp>()] = {ReadsOperands, maxRule};
+    t[TypeID::get<arith::MaxNumFOp>()] = {ReadsOperands, maxRule};
+    t[TypeID::get<arith::MinimumFOp>()] = {ReadsOperands, minRule};
+    t[TypeID::get<arith::MinNumFOp>()] = {ReadsOperands, minRule};
+    t[TypeID::get<arith::SelectOp>()] = {
+        ReadsCondition, [](RuleContext &k) {
+          Value cond = k.condition();
+          Value zero = k.e.cst(0.0);
+          k.seed(1, k.e.select(cond, k.c, zero));
+          k.seed(2, k.e.select(cond, zero, k.c));
+        }};
+    t[TypeID::get<arith::ExtFOp>()] = {
+        ReadsNothing, [](RuleContext &k) {
+          k.seed(0, arith::TruncFOp::create(k.e.b, k.e.loc,
+                                            k.op->getOperand(0).getType(),
+                                            k.c));
+        }};
+    t[TypeID::get<arith::TruncFOp>()] = {
+        ReadsNothing, [](RuleContext &k) {
+          k.seed(0, arith::ExtFOp::create(k.e.b, k.e.loc,
+                                          k.op->getOperand(0).getType(),
+                                          k.c));
+        }};
+    t[TypeID::get<math::ExpOp>()] = {
+        ReadsResult, [](RuleContext &k) { k.seed(0, k.e.mul(k.c, k.r())); }};
+    t[TypeID::get<math::LogOp>()] = {
+        ReadsOperands, [](RuleContext &k) { k.seed(0, k.e.div(k.c, k.x(0))); }};
+    t[TypeID::get<math::TanhOp>()] = {
+        ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.mul(k.c, k.e.sub(k.e.cst(1.0), k.e.mul(k.r(), k.r()))));
+        }};
+    t[TypeID::get<math::SqrtOp>()] = {
+        ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.div(k.e.mul(k.c, k.e.cst(0.5)), k.r()));
+        }};
+    // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 r / x.
+    t[TypeID::get<math::RsqrtOp>()] = {
+        ReadsOperands | ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.mul(k.e.mul(k.c, k.e.cst(-0.5)),
+                            k.e.div(k.r(), k.x(0))));
+        }};
+    t[TypeID::get<math::ErfOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          Value g = math::ExpOp::create(k.e.b, k.e.loc, k.e.neg(k.e.mul(x, x)));
+          k.seed(0, k.e.mul(k.c, k.e.mul(k.e.cst(2.0 / std::sqrt(M_PI)), g)));
+        }};
+    t[TypeID::get<math::PowFOp>()] = {
+        ReadsOperands | ReadsResult, [](RuleContext &k) {
+          Value x = k.x(0), y = k.x(1);
+          Value pm1 =
+              math::PowFOp::create(k.e.b, k.e.loc, x, k.e.sub(y, k.e.cst(1.0)));
+          k.seed(0, k.e.mul(k.c, k.e.mul(y, pm1)));
+          Value exponent = k.op->getOperand(1);
+          if (isa<BlockArgument>(exponent) ||
+              !matchPattern(exponent, m_Constant()))
+            k.seed(1, k.e.mul(k.c, k.e.mul(k.r(), math::LogOp::create(
+                                                      k.e.b, k.e.loc, x))));
+        }};
+    t[TypeID::get<math::AbsFOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value pos = k.e.cmp(arith::CmpFPredicate::OGE, k.x(0), k.e.cst(0.0));
+          k.seed(0, k.e.select(pos, k.c, k.e.neg(k.c)));
+        }};
+    // Not differentiated through (its tensor comes from above, see
+    // GenericRules), but recomputing it needs its operands.
+    t[TypeID::get<tensor::ExtractOp>()] = {ReadsOperands, nullptr};
+    return t;
+  }();
+  return rules;
+}
+} // namespace
+
 LogicalResult ScalarReverse::run(Block &body, ArrayRef<Operation *> skip) {
+  const llvm::DenseMap<TypeID, ScalarRule> &rules = scalarRules();
   for (Operation &opRef : llvm::reverse(body.without_terminator())) {
     Operation *op = &opRef;
     if (isSkipped(op, skip) || op->getNumResults() != 1)
@@ -81,94 +240,42 @@ LogicalResult ScalarReverse::run(Block &body, ArrayRef<Operation *> skip) {
     if (llvm::none_of(op->getOperandTypes(),
                       [](Type t) { return isa<FloatType>(t); }))
       continue; // constants, int-to-float casts, tensor.extract: leaves.
-
-    auto in = [&](unsigned i) { return op->getOperand(i); };
-    auto fwd = [&](Value v) { return map.lookupOrDefault(v); };
-    Emit e{b, op->getLoc(), result.getType()};
-    Value r = fwd(result);
-
-    if (isa<arith::AddFOp>(op)) {
-      seed(in(0), c);
-      seed(in(1), c);
-    } else if (isa<arith::SubFOp>(op)) {
-      seed(in(0), c);
-      seed(in(1), e.neg(c));
-    } else if (isa<arith::MulFOp>(op)) {
-      seed(in(0), e.mul(c, fwd(in(1))));
-      seed(in(1), e.mul(c, fwd(in(0))));
-    } else if (isa<arith::DivFOp>(op)) {
-      // r = x / y: dx = c / y, dy = -c * r / y.
-      seed(in(0), e.div(c, fwd(in(1))));
-      seed(in(1), e.neg(e.div(e.mul(c, r), fwd(in(1)))));
-    } else if (isa<arith::NegFOp>(op)) {
-      seed(in(0), e.neg(c));
-    } else if (isa<arith::MaximumFOp, arith::MaxNumFOp, arith::MinimumFOp,
-                   arith::MinNumFOp>(op)) {
-      // Ties send the whole cotangent to the first operand.
-      bool isMax = isa<arith::MaximumFOp, arith::MaxNumFOp>(op);
-      Value first = e.cmp(isMax ? arith::CmpFPredicate::OGE
-                                : arith::CmpFPredicate::OLE,
-                          fwd(in(0)), fwd(in(1)));
-      Value zero = e.cst(0.0);
-      seed(in(0), e.select(first, c, zero));
-      seed(in(1), e.select(first, zero, c));
-    } else if (auto select = dyn_cast<arith::SelectOp>(op)) {
-      Value cond = fwd(select.getCondition());
-      Value zero = e.cst(0.0);
-      seed(select.getTrueValue(), e.select(cond, c, zero));
-      seed(select.getFalseValue(), e.select(cond, zero, c));
-    } else if (isa<arith::ExtFOp>(op)) {
-      seed(in(0), arith::TruncFOp::create(b, op->getLoc(), in(0).getType(), c));
-    } else if (isa<arith::TruncFOp>(op)) {
-      seed(in(0), arith::ExtFOp::create(b, op->getLoc(), in(0).getType(), c));
-    } else if (isa<math::ExpOp>(op)) {
-      seed(in(0), e.mul(c, r));
-    } else if (isa<math::LogOp>(op)) {
-      seed(in(0), e.div(c, fwd(in(0))));
-    } else if (isa<math::TanhOp>(op)) {
-      seed(in(0), e.mul(c, e.sub(e.cst(1.0), e.mul(r, r))));
-    } else if (isa<math::SqrtOp>(op)) {
-      seed(in(0), e.div(e.mul(c, e.cst(0.5)), r));
-    } else if (isa<math::RsqrtOp>(op)) {
-      // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 r / x.
-      seed(in(0), e.mul(e.mul(c, e.cst(-0.5)), e.div(r, fwd(in(0)))));
-    } else if (isa<math::ErfOp>(op)) {
-      Value x = fwd(in(0));
-      Value g = math::ExpOp::create(b, op->getLoc(), e.neg(e.mul(x, x)));
-      seed(in(0), e.mul(c, e.mul(e.cst(2.0 / std::sqrt(M_PI)), g)));
-    } else if (isa<math::PowFOp>(op)) {
-      Value x = fwd(in(0)), y = fwd(in(1));
-      Value pm1 = math::PowFOp::create(b, op->getLoc(), x,
-                                       e.sub(y, e.cst(1.0)));
-      seed(in(0), e.mul(c, e.mul(y, pm1)));
-      if (isa<BlockArgument>(in(1)) || !matchPattern(in(1), m_Constant()))
-        seed(in(1),
-             e.mul(c, e.mul(r, math::LogOp::create(b, op->getLoc(), x))));
-    } else if (isa<math::AbsFOp>(op)) {
-      Value pos = e.cmp(arith::CmpFPredicate::OGE, fwd(in(0)), e.cst(0.0));
-      seed(in(0), e.select(pos, c, e.neg(c)));
-    } else {
+    auto it = rules.find(op->getName().getTypeID());
+    if (it == rules.end() || !it->second.build)
       return op->emitOpError()
              << "has no derivative rule: train-differentiate cannot "
                 "differentiate a linalg.generic body through it";
-    }
+    RuleContext context{op, c, Emit{b, op->getLoc(), result.getType()}, map,
+                        *this};
+    it->second.build(context);
+    // The needs of the adjoint are derived from the declaration: a rule that
+    // reads more than it declares is a bug in the table.
+    if (context.read & ~it->second.reads)
+      return op->emitOpError()
+             << "derivative rule reads forward values it does not declare "
+                "(read mask "
+             << context.read << ", declared " << it->second.reads
+             << "): fix its entry in the scalar rule table";
   }
   return success();
 }
 
 SmallVector<bool> scalarArgsNeeded(Block &body, ArrayRef<Operation *> skip,
                                    ArrayRef<Value> extraRoots) {
+  const llvm::DenseMap<TypeID, ScalarRule> &rules = scalarRules();
   SmallVector<Value> worklist(extraRoots);
   for (Operation &op : body.without_terminator()) {
     if (isSkipped(&op, skip))
       continue;
-    if (isa<arith::MulFOp, arith::DivFOp, arith::MaximumFOp, arith::MaxNumFOp,
-            arith::MinimumFOp, arith::MinNumFOp, math::ExpOp, math::LogOp,
-            math::TanhOp, math::SqrtOp, math::RsqrtOp, math::ErfOp,
-            math::PowFOp, math::AbsFOp, tensor::ExtractOp>(op))
+    auto it = rules.find(op.getName().getTypeID());
+    if (it == rules.end())
+      continue;
+    unsigned reads = it->second.reads;
+    // The result is recomputed from the operands.
+    if (reads & (ReadsOperands | ReadsResult))
       llvm::append_range(worklist, op.getOperands());
-    else if (auto select = dyn_cast<arith::SelectOp>(op))
-      worklist.push_back(select.getCondition());
+    else if (reads & ReadsCondition)
+      worklist.push_back(cast<arith::SelectOp>(op).getCondition());
   }
   SmallVector<bool> needed(body.getNumArguments(), false);
   DenseSet<Value> seen;
