@@ -110,6 +110,13 @@ if python_with_numpy():
 if shutil.which("valgrind") and not getattr(config, "ga_sanitize", ""):
     config.available_features.add("valgrind")
 
+# The format check uses Debian's clang-format-22 (scripts/setup.sh installs
+# it): the version decides the output, so no other clang-format stands in.
+clang_format = "/usr/lib/llvm-22/bin/clang-format"
+if os.path.exists(clang_format):
+    config.available_features.add("clang-format")
+    config.substitutions.append(("%clang_format", clang_format))
+
 # MPI: the data-parallel tests launch ga-run under mpirun. They need a ga-run
 # built with MPI and an mpirun; elsewhere they report themselves unsupported.
 def mpirun_command():

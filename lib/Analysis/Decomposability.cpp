@@ -1,4 +1,4 @@
-//===- Decomposability.cpp - Batch decomposability of a step ---------------===//
+//===- Decomposability.cpp - Batch decomposability of a step --------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -44,7 +44,8 @@ Decomposability::Decomposability(StepOp step, bool meansAreSums)
     : step(step), meansAreSums(meansAreSums) {
   Block &body = step.getBody().front();
   if (!step.getBatch().empty())
-    batchSize = cast<ShapedType>(step.getBatch().front().getType()).getDimSize(0);
+    batchSize =
+        cast<ShapedType>(step.getBatch().front().getType()).getDimSize(0);
   unsigned numParams = step.getParams().size();
   for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
     BatchClass c;
@@ -74,9 +75,8 @@ void Decomposability::setMixed(Operation *op, const std::string &why) {
     classes[r] = c;
   }
   // Only the first operation on a path is the cause; later ones inherit.
-  if (llvm::none_of(op->getOperands(), [&](Value v) {
-        return get(v).kind == BatchClass::Mixed;
-      }))
+  if (llvm::none_of(op->getOperands(),
+                    [&](Value v) { return get(v).kind == BatchClass::Mixed; }))
     reasons.push_back({op, why});
 }
 
@@ -209,9 +209,8 @@ void Decomposability::visit(Operation *op) {
   SmallVector<BatchClass> in;
   for (Value v : op->getOperands())
     in.push_back(get(v));
-  if (llvm::any_of(in, [](const BatchClass &c) {
-        return c.kind == BatchClass::Mixed;
-      }))
+  if (llvm::any_of(
+          in, [](const BatchClass &c) { return c.kind == BatchClass::Mixed; }))
     return setMixed(op, "");
   auto setAll = [&](BatchClass c) {
     c.paramDependent = c.paramDependent || dep;
@@ -229,9 +228,8 @@ void Decomposability::visit(Operation *op) {
     c.kind = BatchClass::BatchSum;
     return c;
   };
-  bool anyPerExample = llvm::any_of(in, [](const BatchClass &c) {
-    return c.kind == BatchClass::PerExample;
-  });
+  bool anyPerExample = llvm::any_of(
+      in, [](const BatchClass &c) { return c.kind == BatchClass::PerExample; });
   bool anySum = llvm::any_of(
       in, [](const BatchClass &c) { return c.kind == BatchClass::BatchSum; });
 
@@ -319,8 +317,8 @@ void Decomposability::visit(Operation *op) {
         AffineMap map =
             linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(j));
         if (parallel) {
-          std::optional<unsigned> pos =
-              map.getResultPosition(getAffineDimExpr(*batchLoop, op->getContext()));
+          std::optional<unsigned> pos = map.getResultPosition(
+              getAffineDimExpr(*batchLoop, op->getContext()));
           if (!pos)
             return setMixed(op, "drops the batch dimension without summing "
                                 "over it");
@@ -358,9 +356,8 @@ void Decomposability::visit(Operation *op) {
           accumulators.insert(out);
       }
       std::string why;
-      if (!sumArgs.empty() &&
-          bodyLinearity(linalgOp, sumArgs, accumulators, why) ==
-              Linearity::Other)
+      if (!sumArgs.empty() && bodyLinearity(linalgOp, sumArgs, accumulators,
+                                            why) == Linearity::Other)
         return setMixed(op, why);
       setAll(batchSum());
       return;
@@ -439,8 +436,8 @@ void Decomposability::visit(Operation *op) {
 }
 
 MixedReason Decomposability::findSplitProblem() const {
-  auto yield = cast<YieldOp>(
-      cast<StepOp>(step).getBody().front().getTerminator());
+  auto yield =
+      cast<YieldOp>(cast<StepOp>(step).getBody().front().getTerminator());
   // The mixed values the results depend on: report the first cause.
   llvm::SmallPtrSet<Operation *, 16> relevant;
   SmallVector<Value> work(yield.getOperands().begin(),
@@ -459,7 +456,8 @@ MixedReason Decomposability::findSplitProblem() const {
     for (Value captured : capturedValues(def))
       work.push_back(captured);
     if (auto checkpoint = dyn_cast<CheckpointOp>(def))
-      for (Value y : checkpoint.getBody().front().getTerminator()->getOperands())
+      for (Value y :
+           checkpoint.getBody().front().getTerminator()->getOperands())
         work.push_back(y);
   }
   for (const MixedReason &reason : reasons)

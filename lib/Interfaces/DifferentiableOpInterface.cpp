@@ -1,4 +1,4 @@
-//===- DifferentiableOpInterface.cpp - Adjoints of operations --------------===//
+//===- DifferentiableOpInterface.cpp - Adjoints of operations -------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //

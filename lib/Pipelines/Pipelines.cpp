@@ -1,4 +1,4 @@
-//===- Pipelines.cpp - The ga-opt pass pipelines ---------------------------===//
+//===- Pipelines.cpp - The ga-opt pass pipelines --------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -8,51 +8,87 @@
 
 #include "ga/Conversion/Passes.h"
 #include "ga/Transforms/Passes.h"
+#include "mlir/Conversion/Passes.h"
+#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
+#include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
+#include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/Linalg/Passes.h"
+#include "mlir/Dialect/MemRef/Transforms/Passes.h"
+#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
-/// Every stage after the train-specific ones is an upstream pass; the text
-/// form keeps the list readable and identical to what a user would pass to
-/// ga-opt to run the stages one by one.
-static constexpr const char *kCPULowering =
-    "one-shot-bufferize{bufferize-function-boundaries "
-    "function-boundary-type-conversion=identity-layout-map},"
-    "buffer-deallocation-pipeline,"
-    "func.func(convert-linalg-to-loops),"
-    "func.func(lower-vector-multi-reduction,"
-    "convert-vector-to-scf{full-unroll target-rank=1}),"
-    "convert-math-to-llvm,convert-math-to-libm,"
-    "convert-vector-to-llvm{vector-contract-lowering=outerproduct "
-    "vector-transpose-lowering=shuffle1d},"
-    "expand-strided-metadata,lower-affine,convert-scf-to-cf,convert-ub-to-llvm,"
-    "finalize-memref-to-llvm,"
-    "convert-arith-to-llvm,convert-index-to-llvm,convert-cf-to-llvm,"
-    "convert-func-to-llvm,reconcile-unrealized-casts";
+/// The upstream stages: bufferization and lowering to the LLVM dialect.
+static void addCPULowering(OpPassManager &pm) {
+  // Function boundaries bufferize too, to plain (identity-layout) memrefs:
+  // ga-run passes the arguments as contiguous descriptors.
+  bufferization::OneShotBufferizePassOptions bufferize;
+  bufferize.bufferizeFunctionBoundaries = true;
+  bufferize.functionBoundaryTypeConversion =
+      bufferization::LayoutMapOption::IdentityLayoutMap;
+  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  bufferization::buildBufferDeallocationPipeline(pm);
+  // What ga-tile-and-vectorize left as linalg becomes scalar loops; its
+  // vector code is lowered to one-dimensional, fully unrolled transfers.
+  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
+  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
+  VectorTransferToSCFOptions transfers;
+  transfers.enableFullUnroll(true).setTargetRank(1);
+  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
+  // Math intrinsics first, libm calls for the rest (erf, ...).
+  pm.addPass(createConvertMathToLLVMPass());
+  pm.addPass(createConvertMathToLibmPass());
+  ConvertVectorToLLVMPassOptions vectors;
+  vectors.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
+  vectors.vectorTransposeLowering = vector::VectorTransposeLowering::Shuffle1D;
+  pm.addPass(createConvertVectorToLLVMPass(vectors));
+  // Subviews into plain descriptors before memrefs go to LLVM.
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  pm.addPass(createUBToLLVMConversionPass());
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+}
 
 LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
-                                   const CPUPipelineConfig &config) {
+                                   const GaPipelineOptions &options) {
+  if (options.target != "cpu") {
+    errors << "unknown target '" << options.target << "' (available: cpu)";
+    return failure();
+  }
+  // First, while the functions still have their tensor signatures.
   pm.addPass(createTrainRecordSignaturesPass());
   // Label checks follow the labels to the function's arguments, through the
   // full-batch step: before the split slices them.
-  if (config.checkLabels)
+  if (options.checkLabels)
     pm.addNestedPass<func::FuncOp>(createTrainCheckLabelsPass());
-  // train-split-batch runs the checks of train-check-decomposable itself.
+  // train-split-batch runs the checks of train-check-decomposable and this
+  // rewrite itself; running it first keeps --mlir-print-ir-after readable.
   pm.addPass(createTrainNormalizeLossPass());
   TrainSplitBatchPassOptions split;
-  split.naive = config.naiveSplit;
+  split.naive = options.naive;
   pm.addPass(createTrainSplitBatchPass(split));
+  // Differentiation sees the accumulate bodies (one micro-batch each).
   pm.addPass(createTrainDifferentiatePass());
   pm.addPass(createTrainInlineCheckpointsPass());
+  // Train ops are lowered inside the accumulate bodies before the loops
+  // are: train-lower-accumulate refuses a body with train ops left.
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
-  if (config.vectorize) {
+  if (options.vectorize) {
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());
   }
-  return parsePassPipeline(kCPULowering, pm, errors);
+  addCPULowering(pm);
+  return success();
 }
 
 void ga::registerGaPipelines() {
@@ -66,16 +102,9 @@ void ga::registerGaPipelines() {
         GaPipelineOptions options;
         if (failed(options.parseFromString(text)))
           return failure();
-        if (options.target != "cpu")
-          return errorHandler("ga-pipeline: unknown target '" +
-                              options.target + "' (available: cpu)");
         std::string errors;
         llvm::raw_string_ostream os(errors);
-        CPUPipelineConfig config;
-        config.vectorize = options.vectorize;
-        config.naiveSplit = options.naive;
-        config.checkLabels = options.checkLabels;
-        if (failed(buildCPUPipeline(pm, os, config)))
+        if (failed(buildCPUPipeline(pm, os, options)))
           return errorHandler("ga-pipeline: " + errors);
         return success();
       },

@@ -29,10 +29,10 @@ extern "C" int32_t ga_take_error(ga_error *out) {
 }
 
 std::string ga::describeError(const ga_error &error, const std::string &where) {
-  std::string position =
-      where.empty() ? "flat position " + std::to_string(error.position)
-                    : "position " + where + " (flat " +
-                          std::to_string(error.position) + ")";
+  std::string position = where.empty()
+                             ? "flat position " + std::to_string(error.position)
+                             : "position " + where + " (flat " +
+                                   std::to_string(error.position) + ")";
   std::string text;
   switch (error.code) {
   case GA_OK:
@@ -50,7 +50,7 @@ std::string ga::describeError(const ga_error &error, const std::string &where) {
     break;
   }
   if (error.count > 1)
-    text += " (and " + std::to_string(error.count - 1) +
-            " more invalid value(s))";
+    text +=
+        " (and " + std::to_string(error.count - 1) + " more invalid value(s))";
   return text;
 }

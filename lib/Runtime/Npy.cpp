@@ -1,4 +1,4 @@
-//===- Npy.cpp - NumPy .npy files ------------------------------------------===//
+//===- Npy.cpp - NumPy .npy files -----------------------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -95,8 +95,8 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
       return malformed(name, "truncated header");
-    headerLen = byteAt(8) | byteAt(9) << 8 | byteAt(10) << 16 |
-                byteAt(11) << 24;
+    headerLen =
+        byteAt(8) | byteAt(9) << 8 | byteAt(10) << 16 | byteAt(11) << 24;
     start = 12;
   } else {
     return malformed(name, "unsupported format version " + Twine(major));
@@ -178,8 +178,7 @@ Expected<NpyArray> readNpy(StringRef path) {
   // the header against and could be read without bound.
   sys::fs::file_status status;
   if (std::error_code ec = sys::fs::status(path, status))
-    return createStringError(ec, "cannot read '" + path + "': " +
-                                     ec.message());
+    return createStringError(ec, "cannot read '" + path + "': " + ec.message());
   if (status.type() != sys::fs::file_type::regular_file)
     return createStringError(inconvertibleErrorCode(),
                              "cannot read '" + path +
@@ -189,16 +188,16 @@ Expected<NpyArray> readNpy(StringRef path) {
       MemoryBuffer::getFile(path, /*IsText=*/false,
                             /*RequiresNullTerminator=*/false);
   if (!buffer)
-    return createStringError(buffer.getError(), "cannot read '" + path +
-                                                    "': " +
-                                                    buffer.getError().message());
+    return createStringError(buffer.getError(),
+                             "cannot read '" + path +
+                                 "': " + buffer.getError().message());
   return parseNpy((*buffer)->getBuffer(), path);
 }
 
 Error writeNpy(StringRef path, const NpyArray &array) {
-  std::string header = "{'descr': '" + descrOf(array.dtype).str() +
-                       "', 'fortran_order': False, 'shape': " +
-                       array.shapeString() + ", }";
+  std::string header =
+      "{'descr': '" + descrOf(array.dtype).str() +
+      "', 'fortran_order': False, 'shape': " + array.shapeString() + ", }";
   // Pad with spaces so that the data starts at a multiple of 64 bytes.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
@@ -206,8 +205,8 @@ Error writeNpy(StringRef path, const NpyArray &array) {
   std::error_code ec;
   raw_fd_ostream os(path, ec, sys::fs::OF_None);
   if (ec)
-    return createStringError(ec, "cannot write '" + path + "': " +
-                                     ec.message());
+    return createStringError(ec,
+                             "cannot write '" + path + "': " + ec.message());
   os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
      << char(header.size() >> 8) << header;
   os.write(array.data.data(), array.data.size());

@@ -1,4 +1,4 @@
-//===- CheckDecomposable.cpp - The decomposability passes ------------------===//
+//===- CheckDecomposable.cpp - The decomposability passes -----------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -44,8 +44,7 @@ struct TrainCheckDecomposablePass
 };
 
 struct TestTrainDecomposabilityPass
-    : ga::impl::TestTrainDecomposabilityPassBase<
-          TestTrainDecomposabilityPass> {
+    : ga::impl::TestTrainDecomposabilityPassBase<TestTrainDecomposabilityPass> {
   using Base::Base;
   void runOnOperation() override {
     getOperation()->walk([&](StepOp step) {

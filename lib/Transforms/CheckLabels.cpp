@@ -76,8 +76,8 @@ std::optional<LabelSource> traceLabels(Value labels, func::FuncOp func) {
       return std::nullopt;
     }
     Operation *def = value.getDefiningOp();
-    if (!sliced && isa_and_nonnull<tensor::CollapseShapeOp,
-                                   tensor::ExpandShapeOp>(def)) {
+    if (!sliced &&
+        isa_and_nonnull<tensor::CollapseShapeOp, tensor::ExpandShapeOp>(def)) {
       value = def->getOperand(0);
       continue;
     }

@@ -1,4 +1,4 @@
-//===- InlineCheckpoints.cpp - Remove train.checkpoint regions -------------===//
+//===- InlineCheckpoints.cpp - Remove train.checkpoint regions ------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -26,8 +26,7 @@ struct TrainInlineCheckpointsPass
     // Post-order: inner checkpoints are inlined into their parent's body
     // before the parent itself is inlined.
     SmallVector<CheckpointOp> checkpoints;
-    getOperation()->walk(
-        [&](CheckpointOp op) { checkpoints.push_back(op); });
+    getOperation()->walk([&](CheckpointOp op) { checkpoints.push_back(op); });
 
     IRRewriter rewriter(&getContext());
     for (CheckpointOp op : checkpoints) {

@@ -1,4 +1,4 @@
-//===- LowerAccumulate.cpp - train.accumulate to scf.for -------------------===//
+//===- LowerAccumulate.cpp - train.accumulate to scf.for ------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -15,8 +15,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Autodiff.h"
 #include "ga/Analysis/Decomposability.h"
+#include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 
@@ -80,17 +80,17 @@ static Value sliceIncrement(tensor::InsertSliceOp insert) {
 /// allows it. New operations go before `user`, the only user of `g` (with
 /// `sliceUpdate`, `g` is the D of a slice update, see sliceIncrement, and
 /// has two users).
-static Value accumulateInto(OpBuilder &b, Value g, Value acc,
-                            Operation *user, bool sliceUpdate = false) {
+static Value accumulateInto(OpBuilder &b, Value g, Value acc, Operation *user,
+                            bool sliceUpdate = false) {
   Location loc = g.getLoc();
   if (isZeroTensor(g))
     return acc;
   bool single = g.hasOneUse();
   if (sliceUpdate && !single) {
     auto insert = dyn_cast<tensor::InsertSliceOp>(user);
-    single = insert && sliceIncrement(insert) &&
-             llvm::count_if(g.getUsers(), [](Operation *) { return true; }) ==
-                 2;
+    single =
+        insert && sliceIncrement(insert) &&
+        llvm::count_if(g.getUsers(), [](Operation *) { return true; }) == 2;
   }
   if (single) {
     if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
@@ -132,10 +132,9 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc,
       Value source = accumulateInto(
           b, increment ? increment : insert.getSource(), part, insert);
       b.setInsertionPoint(insert);
-      return tensor::InsertSliceOp::create(b, loc, source, dest,
-                                           insert.getMixedOffsets(),
-                                           insert.getMixedSizes(),
-                                           insert.getMixedStrides());
+      return tensor::InsertSliceOp::create(
+          b, loc, source, dest, insert.getMixedOffsets(),
+          insert.getMixedSizes(), insert.getMixedStrides());
     }
   }
   return addInto(b, g, acc, user);
@@ -181,9 +180,8 @@ static bool isLinearIn(linalg::GenericOp generic,
   Block *body = generic.getBlock();
   for (Operation &op : body->without_terminator()) {
     Kind kind = Kind::Constant;
-    bool anyLinear = llvm::any_of(op.getOperands(), [&](Value v) {
-      return of(v) != Kind::Constant;
-    });
+    bool anyLinear = llvm::any_of(
+        op.getOperands(), [&](Value v) { return of(v) != Kind::Constant; });
     if (llvm::any_of(op.getOperands(),
                      [&](Value v) { return of(v) == Kind::Other; }))
       kind = Kind::Other;
@@ -193,7 +191,7 @@ static bool isLinearIn(linalg::GenericOp generic,
       // x + c is affine, not linear: summed over micro-batches it would
       // count c once per micro-batch.
       kind = of(op.getOperand(0)) == of(op.getOperand(1)) ? Kind::Linear
-                                                         : Kind::Other;
+                                                          : Kind::Other;
     else if (isa<arith::NegFOp>(op))
       kind = Kind::Linear;
     else if (isa<arith::MulFOp>(op))
@@ -202,8 +200,8 @@ static bool isLinearIn(linalg::GenericOp generic,
                  ? Kind::Linear
                  : Kind::Other;
     else if (isa<arith::DivFOp>(op))
-      kind = of(op.getOperand(1)) == Kind::Constant ? Kind::Linear
-                                                    : Kind::Other;
+      kind =
+          of(op.getOperand(1)) == Kind::Constant ? Kind::Linear : Kind::Other;
     else
       kind = Kind::Other;
     for (Value r : op.getResults())
@@ -290,8 +288,7 @@ static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
 static Operation *findUnloweredTrainOp(Block &body) {
   Operation *found = nullptr;
   body.walk([&](Operation *nested) {
-    if (isa<YieldOp>(nested) ||
-        !isa<TrainDialect>(nested->getDialect()))
+    if (isa<YieldOp>(nested) || !isa<TrainDialect>(nested->getDialect()))
       return WalkResult::advance();
     found = nested;
     return WalkResult::interrupt();
@@ -311,8 +308,8 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
     bool checkpoint = isa<CheckpointOp>(unlowered);
     InFlightDiagnostic diag =
         op.emitOpError()
-        << "cannot be lowered while its body holds '"
-        << unlowered->getName() << "': run "
+        << "cannot be lowered while its body holds '" << unlowered->getName()
+        << "': run "
         << (checkpoint ? "train-inline-checkpoints" : "convert-train-to-linalg")
         << " first, so that every gradient and metric is accumulated in "
            "place in the order of the full batch";
@@ -349,12 +346,13 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   Value iv = loop.getInductionVar();
   for (auto [arg, full] : llvm::zip(op.getBatchArgs(), op.getBatch())) {
     auto micro = cast<RankedTensorType>(arg.getType());
-    Value rows = arith::ConstantIndexOp::create(inner, loc, micro.getDimSize(0));
+    Value rows =
+        arith::ConstantIndexOp::create(inner, loc, micro.getDimSize(0));
     Value offset = arith::MulIOp::create(inner, loc, iv, rows);
     SmallVector<OpFoldResult> offsets(micro.getRank(), inner.getIndexAttr(0));
     offsets[0] = offset;
-    SmallVector<OpFoldResult> sizes, strides(micro.getRank(),
-                                             inner.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes,
+        strides(micro.getRank(), inner.getIndexAttr(1));
     for (int64_t d : micro.getShape())
       sizes.push_back(inner.getIndexAttr(d));
     mapping.map(arg, tensor::ExtractSliceOp::create(inner, loc, micro, full,
@@ -421,9 +419,8 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   for (auto [result, value] :
        llvm::zip(op.getGrads(), loop.getResults().drop_front(numTerms)))
     result.replaceAllUsesWith(value);
-  for (auto [result, value] :
-       llvm::zip(op.getMetrics(),
-                 loop.getResults().drop_front(numTerms + numParams)))
+  for (auto [result, value] : llvm::zip(
+           op.getMetrics(), loop.getResults().drop_front(numTerms + numParams)))
     result.replaceAllUsesWith(value);
   op.erase();
   return success();

@@ -1,4 +1,4 @@
-//===- NormalizeLoss.cpp - Mean losses into sum + count --------------------===//
+//===- NormalizeLoss.cpp - Mean losses into sum + count -------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -42,18 +42,16 @@ static Value countValidLabels(OpBuilder &b, Location loc, Value labels,
             nb, nloc, nb.getIntegerAttr(args[0].getType(), ignoreIndex));
         Value valid = arith::CmpIOp::create(nb, nloc, arith::CmpIPredicate::ne,
                                             args[0], ignore);
-        TypedAttr oneAttr =
-            isFloat ? TypedAttr(nb.getFloatAttr(element, 1.0))
-                    : TypedAttr(nb.getIntegerAttr(element, 1));
+        TypedAttr oneAttr = isFloat ? TypedAttr(nb.getFloatAttr(element, 1.0))
+                                    : TypedAttr(nb.getIntegerAttr(element, 1));
         Value one = arith::ConstantOp::create(nb, nloc, oneAttr);
         Value none = arith::ConstantOp::create(
             nb, nloc, cast<TypedAttr>(nb.getZeroAttr(element)));
         Value term = arith::SelectOp::create(nb, nloc, valid, one, none);
-        Value sum = isFloat
-                        ? arith::AddFOp::create(nb, nloc, args[1], term)
-                              .getResult()
-                        : arith::AddIOp::create(nb, nloc, args[1], term)
-                              .getResult();
+        Value sum =
+            isFloat
+                ? arith::AddFOp::create(nb, nloc, args[1], term).getResult()
+                : arith::AddIOp::create(nb, nloc, args[1], term).getResult();
         linalg::YieldOp::create(nb, nloc, sum);
       });
   return op.getResult(0);
@@ -98,8 +96,8 @@ LogicalResult ga::normalizeLosses(StepOp step, bool means) {
     auto lossType = cast<RankedTensorType>(ce.getLoss().getType());
     auto element = dyn_cast<FloatType>(lossType.getElementType());
     if (!element)
-      return ce.emitError() << "the loss type " << lossType
-                            << " is not a float tensor";
+      return ce.emitError()
+             << "the loss type " << lossType << " is not a float tensor";
     int64_t ignoreIndex = static_cast<int64_t>(ce.getIgnoreIndex());
     bool normalize = means && ce.getReduction() == Reduction::Mean;
     if (!normalize) {
@@ -121,8 +119,8 @@ LogicalResult ga::normalizeLosses(StepOp step, bool means) {
     Value loss = mapScalars(
         b, loc, ValueRange{sum.getLoss(), count}, element,
         [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value one = arith::ConstantOp::create(
-              nb, nloc, nb.getFloatAttr(element, 1.0));
+          Value one = arith::ConstantOp::create(nb, nloc,
+                                                nb.getFloatAttr(element, 1.0));
           Value divisor = arith::MaximumFOp::create(nb, nloc, args[1], one);
           return arith::DivFOp::create(nb, nloc, args[0], divisor).getResult();
         });

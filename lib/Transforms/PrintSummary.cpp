@@ -1,4 +1,4 @@
-//===- PrintSummary.cpp - A readable summary of train.step ops -------------===//
+//===- PrintSummary.cpp - A readable summary of train.step ops ------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -88,8 +88,7 @@ void printStep(llvm::raw_ostream &os, StepOp step) {
     os << "  loss:       train.cross_entropy "
        << stringifyReduction(ce.getReduction())
        << " (ignore_index = " << static_cast<int64_t>(ce.getIgnoreIndex())
-       << ") over "
-       << ce.getLogits().getType() << " at ";
+       << ") over " << ce.getLogits().getType() << " at ";
     printLocation(os, ce.getLoc());
     os << "\n";
   });

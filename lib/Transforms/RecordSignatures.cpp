@@ -1,4 +1,4 @@
-//===- RecordSignatures.cpp - Tensor signatures for ga-run -----------------===//
+//===- RecordSignatures.cpp - Tensor signatures for ga-run ----------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -27,8 +27,10 @@ struct TrainRecordSignaturesPass
       if (func.isExternal())
         return;
       Builder b(func.getContext());
-      func->setAttr(TrainDialect::SignatureAttrHelper::getNameStr(), TypeAttr::get(func.getFunctionType()));
-      auto ret = dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
+      func->setAttr(TrainDialect::SignatureAttrHelper::getNameStr(),
+                    TypeAttr::get(func.getFunctionType()));
+      auto ret =
+          dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
       if (!ret)
         return;
       SmallVector<int64_t> gradients;
@@ -37,7 +39,8 @@ struct TrainRecordSignaturesPass
         if (!step)
           continue;
         if (value == step.getLoss())
-          func->setAttr(TrainDialect::LossResultAttrHelper::getNameStr(), b.getI64IntegerAttr(i));
+          func->setAttr(TrainDialect::LossResultAttrHelper::getNameStr(),
+                        b.getI64IntegerAttr(i));
         else if (llvm::is_contained(step.getGrads(), value))
           gradients.push_back(i);
       }

@@ -1,4 +1,4 @@
-//===- SplitBatch.cpp - Micro-batch loops and rank slices ------------------===//
+//===- SplitBatch.cpp - Micro-batch loops and rank slices -----------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -76,7 +76,8 @@ static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
   if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def))
     if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue()))
       return arith::ConstantOp::create(
-          b, loc, SplatElementsAttr::get(want, splat.getSplatValue<Attribute>()));
+          b, loc,
+          SplatElementsAttr::get(want, splat.getSplatValue<Attribute>()));
   return {};
 }
 
@@ -153,7 +154,8 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
     }
   }
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(clone)) {
-    BatchClass c = analysis.get(cast<tensor::ExtractSliceOp>(original).getSource());
+    BatchClass c =
+        analysis.get(cast<tensor::ExtractSliceOp>(original).getSource());
     if (c.kind == BatchClass::PerExample) {
       SmallVector<int64_t> sizes(slice.getStaticSizes());
       sizes[c.batchDim] /= factor;
@@ -162,7 +164,8 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
     }
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(clone)) {
-    BatchClass c = analysis.get(cast<tensor::InsertSliceOp>(original).getDest());
+    BatchClass c =
+        analysis.get(cast<tensor::InsertSliceOp>(original).getDest());
     if (c.kind == BatchClass::PerExample) {
       SmallVector<int64_t> sizes(insert.getStaticSizes());
       sizes[c.batchDim] /= factor;
@@ -185,8 +188,7 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
 /// After `clone` (a hoisted copy of `original` that reads the rank's rows):
 /// every batch-sum that it computes from per-example operands is summed
 /// across the ranks, and `mapping` sends the original result to that sum.
-LogicalResult Splitter::reduceAcrossRanks(Operation *original,
-                                          Operation *clone,
+LogicalResult Splitter::reduceAcrossRanks(Operation *original, Operation *clone,
                                           const Decomposability &analysis,
                                           IRMapping &mapping, OpBuilder &b) {
   bool readsExamples = llvm::any_of(original->getOperands(), [&](Value v) {
@@ -221,14 +223,16 @@ LogicalResult Splitter::reduceAcrossRanks(Operation *original,
 static SmallVector<Operation *> preorder(Block &block) {
   SmallVector<Operation *> ops;
   for (Operation &op : block)
-    op.walk<WalkOrder::PreOrder>([&](Operation *nested) { ops.push_back(nested); });
+    op.walk<WalkOrder::PreOrder>(
+        [&](Operation *nested) { ops.push_back(nested); });
   return ops;
 }
 
 /// `op` and the operations nested in it, in pre-order.
 static SmallVector<Operation *> preorder(Operation *op) {
   SmallVector<Operation *> ops;
-  op->walk<WalkOrder::PreOrder>([&](Operation *nested) { ops.push_back(nested); });
+  op->walk<WalkOrder::PreOrder>(
+      [&](Operation *nested) { ops.push_back(nested); });
   return ops;
 }
 
@@ -246,15 +250,17 @@ LogicalResult Splitter::run() {
   // The function runs on r ranks.
   if (r > 1) {
     if (auto func = step->getParentOfType<FunctionOpInterface>()) {
-      auto existing = func->getAttrOfType<IntegerAttr>(TrainDialect::DataParallelAttrHelper::getNameStr());
+      auto existing = func->getAttrOfType<IntegerAttr>(
+          TrainDialect::DataParallelAttrHelper::getNameStr());
       if (existing && existing.getInt() != r)
         return step.emitError()
                << "data_parallel = " << r << " in a function that already "
                << "runs on " << existing.getInt()
                << " ranks (another train.step): every step of a function "
                   "must use the same number of ranks";
-      func->setAttr(TrainDialect::DataParallelAttrHelper::getNameStr(),
-                    IntegerAttr::get(IntegerType::get(step.getContext(), 64), r));
+      func->setAttr(
+          TrainDialect::DataParallelAttrHelper::getNameStr(),
+          IntegerAttr::get(IntegerType::get(step.getContext(), 64), r));
     }
   }
 
@@ -269,9 +275,8 @@ LogicalResult Splitter::run() {
   auto readByNonGlobal = [&](Value v) {
     return llvm::any_of(v.getUsers(), [&](Operation *user) {
       return !isa<YieldOp>(user) &&
-             llvm::any_of(user->getResults(), [&](Value r) {
-               return !analysis.get(r).isGlobal();
-             });
+             llvm::any_of(user->getResults(),
+                          [&](Value r) { return !analysis.get(r).isGlobal(); });
     });
   };
   if (!naive)
@@ -312,9 +317,8 @@ LogicalResult Splitter::run() {
         sizes.push_back(b.getIndexAttr(size));
       offsets[0] = offset;
       sizes[0] = b.getIndexAttr(rows);
-      operand = tensor::ExtractSliceOp::create(b, loc, divideDim(type, 0, r),
-                                               operand, offsets, sizes,
-                                               strides);
+      operand = tensor::ExtractSliceOp::create(
+          b, loc, divideDim(type, 0, r), operand, offsets, sizes, strides);
     }
   }
 
@@ -323,8 +327,8 @@ LogicalResult Splitter::run() {
   IRMapping outside;
   unsigned numParams = step.getParams().size();
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
-    outside.map(arg, i < numParams ? step.getParams()[i]
-                                   : batch[i - numParams]);
+    outside.map(arg,
+                i < numParams ? step.getParams()[i] : batch[i - numParams]);
   llvm::SetVector<Operation *> slice;
   SmallVector<Value> work(hoisted.begin(), hoisted.end());
   while (!work.empty()) {
@@ -360,9 +364,9 @@ LogicalResult Splitter::run() {
   SmallVector<Type> metricTypes;
   for (Value m : metrics)
     metricTypes.push_back(m.getType());
-  auto acc = AccumulateOp::create(
-      b, loc, step.getLoss().getType(), gradTypes, metricTypes,
-      step.getParams(), batch, globalValues, b.getI64IntegerAttr(k));
+  auto acc = AccumulateOp::create(b, loc, step.getLoss().getType(), gradTypes,
+                                  metricTypes, step.getParams(), batch,
+                                  globalValues, b.getI64IntegerAttr(k));
   Block *accBody = new Block();
   acc.getBody().push_back(accBody);
   IRMapping inside;
@@ -393,8 +397,7 @@ LogicalResult Splitter::run() {
       return failure();
   // Inside, the globals are the accumulate's arguments.
   for (auto [i, g] : llvm::enumerate(globals))
-    inside.lookup(g).replaceAllUsesWith(
-        acc.getGlobalArgs()[i]);
+    inside.lookup(g).replaceAllUsesWith(acc.getGlobalArgs()[i]);
   // Drop the clones that only computed globals.
   for (Operation *op : llvm::reverse(clones))
     if (op->getBlock() == accBody && op->use_empty() && isPure(op))
@@ -411,14 +414,13 @@ LogicalResult Splitter::run() {
     auto scale = [&](Value v) -> Value {
       auto type = cast<RankedTensorType>(v.getType());
       Type element = type.getElementType();
-      return elementwise(
-          b, loc, type.getShape(), v, {}, element,
-          [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            Value factor = arith::ConstantOp::create(
-                nb, nloc, nb.getFloatAttr(element, 1.0 / k));
-            return SmallVector<Value>{
-                arith::MulFOp::create(nb, nloc, args[0], factor)};
-          })[0];
+      return elementwise(b, loc, type.getShape(), v, {}, element,
+                         [&](OpBuilder &nb, Location nloc, ValueRange args) {
+                           Value factor = arith::ConstantOp::create(
+                               nb, nloc, nb.getFloatAttr(element, 1.0 / k));
+                           return SmallVector<Value>{arith::MulFOp::create(
+                               nb, nloc, args[0], factor)};
+                         })[0];
     };
     loss = scale(loss);
     for (Value &g : grads)

@@ -1,4 +1,4 @@
-//===- TileAndVectorize.cpp - Vector code for the CPU pipeline -------------===//
+//===- TileAndVectorize.cpp - Vector code for the CPU pipeline ------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -103,9 +103,9 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
       return std::nullopt;
   }
   if (reduces && out.getNumResults() >= 2) {
-    unsigned row = cast<AffineDimExpr>(
-                       out.getResults()[out.getNumResults() - 2])
-                       .getPosition();
+    unsigned row =
+        cast<AffineDimExpr>(out.getResults()[out.getNumResults() - 2])
+            .getPosition();
     if (ranges[row] % rows == 0)
       tiles[row] = rows;
   }
@@ -132,9 +132,8 @@ struct GaTileAndVectorizePass
       return signalPassFailure();
     }
     SmallVector<linalg::LinalgOp> candidates;
-    getOperation()->walk([&](linalg::LinalgOp op) {
-      candidates.push_back(op);
-    });
+    getOperation()->walk(
+        [&](linalg::LinalgOp op) { candidates.push_back(op); });
 
     IRRewriter rewriter(&getContext());
     for (linalg::LinalgOp op : candidates) {

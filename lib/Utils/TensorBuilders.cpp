@@ -1,4 +1,4 @@
-//===- TensorBuilders.cpp - Small linalg-on-tensors builders ---------------===//
+//===- TensorBuilders.cpp - Small linalg-on-tensors builders --------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -54,11 +54,11 @@ Value ga::convertScalar(OpBuilder &b, Location loc, Value value, Type type) {
              : arith::ExtFOp::create(b, loc, type, value).getResult();
 }
 
-Value ga::mapScalars(OpBuilder &b, Location loc, ValueRange inputs,
-                     Type resultElement,
-                     function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
-  Value init = tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{},
-                                       resultElement);
+Value ga::mapScalars(
+    OpBuilder &b, Location loc, ValueRange inputs, Type resultElement,
+    function_ref<Value(OpBuilder &, Location, ValueRange)> fn) {
+  Value init =
+      tensor::EmptyOp::create(b, loc, ArrayRef<int64_t>{}, resultElement);
   SmallVector<AffineMap> maps(inputs.size() + 1,
                               AffineMap::get(0, 0, b.getContext()));
   return linalg::GenericOp::create(
@@ -94,8 +94,8 @@ SmallVector<Value> ga::elementwise(
       b, loc, resultTypes, inputs, inits, maps,
       SmallVector<IteratorType>(rank, IteratorType::parallel),
       [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        linalg::YieldOp::create(
-            nb, nloc, fn(nb, nloc, args.take_front(inputs.size())));
+        linalg::YieldOp::create(nb, nloc,
+                                fn(nb, nloc, args.take_front(inputs.size())));
       });
   return SmallVector<Value>(generic.getResults());
 }

@@ -1,4 +1,4 @@
-//===- DifferentiableOpTest.cpp - Adding a differentiable op ---------------===//
+//===- DifferentiableOpTest.cpp - Adding a differentiable op --------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -44,8 +44,8 @@ struct ConcatModel
     int64_t offset = 0;
     for (Value input : concat.getInputs()) {
       auto type = cast<RankedTensorType>(input.getType());
-      SmallVector<int64_t> offsets(type.getRank(), 0), strides(type.getRank(),
-                                                               1);
+      SmallVector<int64_t> offsets(type.getRank(), 0),
+          strides(type.getRank(), 1);
       offsets[dim] = offset;
       offset += type.getDimSize(dim);
       Value slice = tensor::ExtractSliceOp::create(

@@ -8,8 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Runtime/Errors.h"
 #include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Errors.h"
 
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/Path.h"
@@ -33,8 +33,8 @@ std::string npy(const std::string &header, const std::string &payload) {
 }
 
 std::string dict(const std::string &descr, const std::string &shape) {
-  return "{'descr': '" + descr + "', 'fortran_order': False, 'shape': " +
-         shape + ", }";
+  return "{'descr': '" + descr +
+         "', 'fortran_order': False, 'shape': " + shape + ", }";
 }
 
 /// The error message of parsing `bytes`, or "ok".
@@ -47,10 +47,11 @@ std::string parse(const std::string &bytes) {
 
 TEST(Npy, ParsesEveryDType) {
   for (auto [descr, size] : {std::pair<const char *, size_t>{"<f4", 4},
-                             {"<f8", 8}, {"<i4", 4}, {"<i8", 8}}) {
-    llvm::Expected<NpyArray> array =
-        parseNpy(npy(dict(descr, "(2, 3)"), std::string(6 * size, '\0')),
-                 "a.npy");
+                             {"<f8", 8},
+                             {"<i4", 4},
+                             {"<i8", 8}}) {
+    llvm::Expected<NpyArray> array = parseNpy(
+        npy(dict(descr, "(2, 3)"), std::string(6 * size, '\0')), "a.npy");
     ASSERT_TRUE(!!array) << llvm::toString(array.takeError());
     EXPECT_EQ(array->numElements(), 6);
     EXPECT_EQ(array->shapeString(), "(2, 3)");
@@ -92,10 +93,10 @@ TEST(Npy, MissingKeys) {
   EXPECT_NE(parse(npy("{'descr': '<f4', 'fortran_order': False, }", ""))
                 .find("no 'shape' tuple"),
             std::string::npos);
-  EXPECT_NE(parse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,",
-                      ""))
-                .find("unterminated 'shape' tuple"),
-            std::string::npos);
+  EXPECT_NE(
+      parse(npy("{'descr': '<f4', 'fortran_order': False, 'shape': (2,", ""))
+          .find("unterminated 'shape' tuple"),
+      std::string::npos);
 }
 
 TEST(Npy, BadDimensions) {
@@ -126,10 +127,10 @@ TEST(Npy, ByteCountOverflow) {
             std::string::npos);
   // 2^61 + 1 float64 elements: 8 * (2^61 + 1) wraps to 8 unchecked, the
   // size of this payload.
-  EXPECT_NE(parse(npy(dict("<f8", "(2305843009213693953,)"),
-                      std::string(8, '\0')))
-                .find("more bytes than a 64-bit count holds"),
-            std::string::npos);
+  EXPECT_NE(
+      parse(npy(dict("<f8", "(2305843009213693953,)"), std::string(8, '\0')))
+          .find("more bytes than a 64-bit count holds"),
+      std::string::npos);
 }
 
 TEST(Npy, PayloadSize) {

@@ -71,17 +71,17 @@ protected:
     auto logitsType = RankedTensorType::get({batchSize, 3}, f32);
     Value zero = arith::ConstantOp::create(builder, loc, f32,
                                            builder.getF32FloatAttr(0.0));
-    Value init = tensor::EmptyOp::create(builder, loc, logitsType.getShape(),
-                                         f32);
+    Value init =
+        tensor::EmptyOp::create(builder, loc, logitsType.getShape(), f32);
     Value filled =
         linalg::FillOp::create(builder, loc, zero, init).getResult(0);
-    Value logits = linalg::MatmulOp::create(builder, loc, TypeRange{logitsType},
-                                            ValueRange{x, w}, ValueRange{filled})
-                       .getResult(0);
+    Value logits =
+        linalg::MatmulOp::create(builder, loc, TypeRange{logitsType},
+                                 ValueRange{x, w}, ValueRange{filled})
+            .getResult(0);
     auto ce = CrossEntropyOp::create(builder, loc, lossType, countType, logits,
                                      y, Reduction::Mean, /*ignore_index=*/-100);
-    YieldOp::create(builder, loc,
-                    ValueRange{ce.getLoss(), ce.getCount()});
+    YieldOp::create(builder, loc, ValueRange{ce.getLoss(), ce.getCount()});
     return step;
   }
 
@@ -128,7 +128,8 @@ TEST_F(TrainDialectTest, RejectsAnIndivisibleBatch) {
 TEST_F(TrainDialectTest, RejectsAWrongGradientType) {
   OpBuilder builder(&context);
   StepOp step = buildStep(builder, 8, 1, 1);
-  step.getGrads()[0].setType(RankedTensorType::get({3, 4}, builder.getF32Type()));
+  step.getGrads()[0].setType(
+      RankedTensorType::get({3, 4}, builder.getF32Type()));
   EXPECT_EQ(verifyAndGetError(*module),
             "'train.step' op gradient #0 has type 'tensor<3x4xf32>', but "
             "parameter #0 has type 'tensor<4x3xf32>'");

@@ -34,12 +34,18 @@ namespace {
 
 /// The passes the target drives, as pass pipeline text on a module.
 const char *const kPasses[] = {
-    "train-check-labels",          "train-normalize-loss",
-    "train-check-decomposable",    "train-split-batch",
-    "train-split-batch{naive=true}", "train-differentiate",
-    "train-inline-checkpoints",    "convert-train-to-linalg",
-    "train-lower-accumulate",      "train-record-signatures",
-    "ga-tile-and-vectorize",       "test-train-decomposability",
+    "train-check-labels",
+    "train-normalize-loss",
+    "train-check-decomposable",
+    "train-split-batch",
+    "train-split-batch{naive=true}",
+    "train-differentiate",
+    "train-inline-checkpoints",
+    "convert-train-to-linalg",
+    "train-lower-accumulate",
+    "train-record-signatures",
+    "ga-tile-and-vectorize",
+    "test-train-decomposability",
     "test-train-adjoint-needs",
 };
 
@@ -97,13 +103,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   const char *pass = kPasses[hash % std::size(kPasses)];
   PassManager pm(&ctx);
   pm.enableVerifier(false);
-  std::string pipeline = std::string("builtin.module(") +
-                         (std::string(pass).rfind("ga-tile", 0) == 0 ||
-                                  std::string(pass).rfind("train-check-labels",
-                                                          0) == 0
-                              ? "func.func(" + std::string(pass) + ")"
-                              : std::string(pass)) +
-                         ")";
+  std::string pipeline =
+      std::string("builtin.module(") +
+      (std::string(pass).rfind("ga-tile", 0) == 0 ||
+               std::string(pass).rfind("train-check-labels", 0) == 0
+           ? "func.func(" + std::string(pass) + ")"
+           : std::string(pass)) +
+      ")";
   if (failed(parsePassPipeline(pipeline, pm))) {
     std::fprintf(stderr, "ga-fuzz: bad pipeline %s\n", pipeline.c_str());
     std::abort();

@@ -1,4 +1,4 @@
-//===- ga-opt.cpp - The ga-opt driver --------------------------------------===//
+//===- ga-opt.cpp - The ga-opt driver -------------------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //

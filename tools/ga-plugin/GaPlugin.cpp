@@ -1,4 +1,4 @@
-//===- GaPlugin.cpp - ga-opt as an mlir-opt plugin -------------------------===//
+//===- GaPlugin.cpp - ga-opt as an mlir-opt plugin ------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //

@@ -1,4 +1,4 @@
-//===- Collectives.cpp - ga-run's data-parallel runtime --------------------===//
+//===- Collectives.cpp - ga-run's data-parallel runtime -------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -88,7 +88,8 @@ template <> MPI_Datatype mpiType<int64_t>() { return MPI_INT64_T; }
 #endif
 
 /// kind 0: sum; kind 1: sum divided by the number of ranks.
-template <typename T> void allReduce(int64_t rank, void *descriptor, int32_t kind) {
+template <typename T>
+void allReduce(int64_t rank, void *descriptor, int32_t kind) {
   int64_t count;
   T *data = contiguousData<T>(rank, descriptor, count);
   if (gSize == 1)
@@ -147,16 +148,20 @@ llvm::Error ga_run::startCollectives(int64_t ranks, llvm::StringRef program) {
   MPI_Comm_size(MPI_COMM_WORLD, &gSize);
   if (gSize != ranks && ranks == 1)
     return llvm::createStringError(
-        "@" + program + " runs on one rank (its train.step has no "
-        "data_parallel), but mpirun started " + Twine(gSize) +
+        "@" + program +
+        " runs on one rank (its train.step has no "
+        "data_parallel), but mpirun started " +
+        Twine(gSize) +
         ": run it without mpirun, or recompile it with data_parallel = " +
         Twine(gSize));
   if (gSize != ranks)
     return llvm::createStringError(
         "@" + program + " runs on " + Twine(ranks) +
         " data-parallel ranks (train.data_parallel = " + Twine(ranks) +
-        "), but mpirun started " + Twine(gSize) + ": launch it with "
-        "`mpirun -np " + Twine(ranks) + " ga-run ...`");
+        "), but mpirun started " + Twine(gSize) +
+        ": launch it with "
+        "`mpirun -np " +
+        Twine(ranks) + " ga-run ...`");
   return llvm::Error::success();
 #else
   return llvm::createStringError(

@@ -1,4 +1,4 @@
-//===- ga-run.cpp - Run a training step on the CPU -------------------------===//
+//===- ga-run.cpp - Run a training step on the CPU ------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -47,18 +47,18 @@ using namespace mlir;
 namespace cl = llvm::cl;
 
 using llvm::Error;
+using llvm::errs;
+using llvm::Expected;
+using llvm::format;
+using llvm::InitLLVM;
+using llvm::MemoryBuffer;
+using llvm::outs;
 using llvm::raw_string_ostream;
 using llvm::SmallString;
-using llvm::Twine;
-using llvm::errs;
-using llvm::outs;
-using llvm::format;
-using llvm::MemoryBuffer;
-using llvm::SourceMgr;
 using llvm::SMLoc;
+using llvm::SourceMgr;
+using llvm::Twine;
 using llvm::WithColor;
-using llvm::InitLLVM;
-using llvm::Expected;
 
 static cl::OptionCategory gaRunCategory("ga-run options");
 
@@ -93,8 +93,7 @@ static cl::opt<bool>
           cl::desc("Split the batch the usual, inexact way (per-micro-batch "
                    "means averaged): --ga-pipeline option naive"),
           cl::init(false), cl::cat(gaRunCategory));
-static cl::opt<int> optLevel("O",
-                             cl::desc("LLVM optimization level (0 to 3)"),
+static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
                              cl::init(2), cl::cat(gaRunCategory));
 static cl::opt<bool> checkLabels(
     "check-labels",
@@ -109,7 +108,8 @@ static cl::opt<bool> failOnNonFinite(
              "gradient norm is NaN or infinite (default: a warning)"),
     cl::init(false), cl::cat(gaRunCategory));
 
-static const char *kOverview = R"(ga-run: run a function of an MLIR file on the CPU
+static const char *kOverview =
+    R"(ga-run: run a function of an MLIR file on the CPU
 
   ga-run FILE.mlir [--entry NAME] ARG0.npy ARG1.npy ... [--out-dir DIR]
 
@@ -236,7 +236,9 @@ int main(int argc, char **argv) {
     if (auto func = dyn_cast<func::FuncOp>(op); func && !func.isExternal())
       candidates.push_back(op);
     if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op);
-        func && !func.isExternal() && func->hasAttr(ga::train::TrainDialect::SignatureAttrHelper::getNameStr()))
+        func && !func.isExternal() &&
+        func->hasAttr(
+            ga::train::TrainDialect::SignatureAttrHelper::getNameStr()))
       candidates.push_back(op);
   });
   Operation *entry = nullptr;
@@ -253,11 +255,11 @@ int main(int argc, char **argv) {
     std::string names;
     for (Operation *op : candidates)
       names += " @" + SymbolTable::getSymbolName(op).str();
-    return fail(Twine(candidates.size() ? "several functions in '"
-                                        : "no function with a body in '") +
-                inputFile + "'" +
-                (candidates.size() ? "; choose one with --entry:" + names
-                                   : ""));
+    return fail(
+        Twine(candidates.size() ? "several functions in '"
+                                : "no function with a body in '") +
+        inputFile + "'" +
+        (candidates.size() ? "; choose one with --entry:" + names : ""));
   }
   std::string name = SymbolTable::getSymbolName(entry).str();
 
@@ -268,7 +270,11 @@ int main(int argc, char **argv) {
     PassManager pm(&context);
     std::string errors;
     raw_string_ostream os(errors);
-    if (failed(ga::buildCPUPipeline(pm, os, {vectorize, naive, checkLabels})))
+    ga::GaPipelineOptions options;
+    options.vectorize = vectorize;
+    options.naive = naive;
+    options.checkLabels = checkLabels;
+    if (failed(ga::buildCPUPipeline(pm, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");
@@ -277,7 +283,8 @@ int main(int argc, char **argv) {
   auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
     return fail("@" + name + " was not lowered to an llvm.func");
-  auto signatureAttr = llvmFunc->getAttrOfType<TypeAttr>(ga::train::TrainDialect::SignatureAttrHelper::getNameStr());
+  auto signatureAttr = llvmFunc->getAttrOfType<TypeAttr>(
+      ga::train::TrainDialect::SignatureAttrHelper::getNameStr());
   if (!signatureAttr)
     return fail("@" + name +
                 " has no train.signature attribute: lower it with "
@@ -286,7 +293,8 @@ int main(int argc, char **argv) {
 
   // Data parallelism: join the MPI run, whose size must be the program's.
   int64_t ranks = 1;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(ga::train::TrainDialect::DataParallelAttrHelper::getNameStr()))
+  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(
+          ga::train::TrainDialect::DataParallelAttrHelper::getNameStr()))
     ranks = attr.getInt();
   struct LeaveRun {
     ~LeaveRun() { ga_run::stopCollectives(); }
@@ -334,8 +342,7 @@ int main(int argc, char **argv) {
         ArrayRef<int64_t>(array->shape) != expected.getShape())
       return fail("argument #" + Twine(i) + " ('" + path + "'): expected " +
                   describe(expected) + ", got " +
-                  ga::npyDTypeName(array->dtype) + " " +
-                  array->shapeString());
+                  ga::npyDTypeName(array->dtype) + " " + array->shapeString());
     arrays.push_back(std::move(*array));
   }
 
@@ -351,7 +358,8 @@ int main(int argc, char **argv) {
   engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
-    return fail("JIT compilation failed: " + llvm::toString(engine.takeError()));
+    return fail("JIT compilation failed: " +
+                llvm::toString(engine.takeError()));
   // ga_rank and ga_all_reduce_*, which lowered collectives call.
   (*engine)->registerSymbols(ga_run::runtimeSymbols);
   // Materialize the code now, so that the first run is not charged for it.
@@ -413,7 +421,8 @@ int main(int argc, char **argv) {
       freeResults();
     auto runStart = Clock::now();
     if (Error err = (*engine)->invokePacked(name, packed))
-      return fail("running @" + name + " failed: " + llvm::toString(std::move(err)));
+      return fail("running @" + name +
+                  " failed: " + llvm::toString(std::move(err)));
     // A step that reported a runtime error has no valid result.
     ga_error error;
     if (ga_take_error(&error) != GA_OK) {
@@ -503,12 +512,13 @@ int main(int argc, char **argv) {
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
   std::optional<int64_t> lossIndex;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(ga::train::TrainDialect::LossResultAttrHelper::getNameStr()))
+  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(
+          ga::train::TrainDialect::LossResultAttrHelper::getNameStr()))
     lossIndex = attr.getInt();
   else
     for (auto [i, out] : llvm::enumerate(outputs))
-      if (out.shape.empty() && (out.dtype == ga::NpyDType::F32 ||
-                                out.dtype == ga::NpyDType::F64)) {
+      if (out.shape.empty() &&
+          (out.dtype == ga::NpyDType::F32 || out.dtype == ga::NpyDType::F64)) {
         lossIndex = i;
         break;
       }
@@ -519,12 +529,12 @@ int main(int argc, char **argv) {
     double loss = asDouble(outputs[*lossIndex], 0);
     outs() << format("loss: %.9g\n", loss);
     if (!std::isfinite(loss))
-      nonFinite.push_back(llvm::formatv("the loss (result #{0}) is {1}",
-                                        *lossIndex, loss)
-                              .str());
+      nonFinite.push_back(
+          llvm::formatv("the loss (result #{0}) is {1}", *lossIndex, loss)
+              .str());
   }
-  if (auto grads =
-          llvmFunc->getAttrOfType<DenseI64ArrayAttr>(ga::train::TrainDialect::GradientResultsAttrHelper::getNameStr())) {
+  if (auto grads = llvmFunc->getAttrOfType<DenseI64ArrayAttr>(
+          ga::train::TrainDialect::GradientResultsAttrHelper::getNameStr())) {
     double sum = 0;
     for (int64_t i : grads.asArrayRef())
       for (int64_t e = 0, n = outputs[i].numElements(); e < n; ++e) {
@@ -554,8 +564,7 @@ int main(int argc, char **argv) {
       if (Error err = ga::writeNpy(path, out))
         return fail(llvm::toString(std::move(err)));
     }
-    outs() << "wrote " << outputs.size() << " result(s) to " << outDir
-           << "\n";
+    outs() << "wrote " << outputs.size() << " result(s) to " << outDir << "\n";
   }
   return 0;
 }

@@ -1,4 +1,4 @@
-//===- TrainDialect.cpp - The train dialect --------------------------------===//
+//===- TrainDialect.cpp - The train dialect -------------------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -41,8 +41,7 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   auto onFunction = [&]() -> LogicalResult {
     if (isa<FunctionOpInterface>(op))
       return success();
-    return op->emitError() << "'" << name
-                           << "' belongs on a function, not on '"
+    return op->emitError() << "'" << name << "' belongs on a function, not on '"
                            << op->getName() << "'";
   };
   auto resultIndex = [&](int64_t index) -> LogicalResult {
@@ -59,15 +58,15 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   if (name == SignatureAttrHelper::getNameStr()) {
     auto type = dyn_cast<TypeAttr>(value);
     if (!type || !isa<FunctionType>(type.getValue()))
-      return op->emitError() << "'" << name
-                             << "' must be a function type, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be a function type, got " << value;
     return onFunction();
   }
   if (name == LossResultAttrHelper::getNameStr()) {
     auto index = dyn_cast<IntegerAttr>(value);
     if (!index)
-      return op->emitError() << "'" << name
-                             << "' must be an integer, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be an integer, got " << value;
     if (failed(onFunction()))
       return failure();
     return resultIndex(index.getInt());
@@ -75,8 +74,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   if (name == GradientResultsAttrHelper::getNameStr()) {
     auto indices = dyn_cast<DenseI64ArrayAttr>(value);
     if (!indices)
-      return op->emitError() << "'" << name
-                             << "' must be an array<i64>, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be an array<i64>, got " << value;
     if (failed(onFunction()))
       return failure();
     for (int64_t index : indices.asArrayRef())
@@ -87,14 +86,14 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
   if (name == DataParallelAttrHelper::getNameStr()) {
     auto ranks = dyn_cast<IntegerAttr>(value);
     if (!ranks || ranks.getInt() < 1)
-      return op->emitError() << "'" << name
-                             << "' must be an integer >= 1, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be an integer >= 1, got " << value;
     return onFunction();
   }
   if (name == AccumulatesIntoInitAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
-      return op->emitError() << "'" << name
-                             << "' must be a unit attribute, got " << value;
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute, got " << value;
     // Bufferization keeps it on the loop, which then has no results.
     if (!isa<scf::ForOp>(op))
       return op->emitError() << "'" << name << "' belongs on an scf.for, not "

@@ -1,4 +1,4 @@
-//===- TrainOps.cpp - Operations of the train dialect ----------------------===//
+//===- TrainOps.cpp - Operations of the train dialect ---------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -80,9 +80,8 @@ static LogicalResult verifyBatchOperands(Operation *op, TypeRange batch,
     int64_t dim = tensor.getDimSize(0);
     if (ShapedType::isDynamic(dim))
       return op->emitOpError()
-             << "batch operand #" << i
-             << " has a dynamic batch dimension (" << type
-             << "); the batch dimension must be static";
+             << "batch operand #" << i << " has a dynamic batch dimension ("
+             << type << "); the batch dimension must be static";
     if (!batchSize) {
       batchSize = dim;
       continue;
@@ -112,9 +111,9 @@ static LogicalResult verifyLossAndGrads(Operation *op, Type loss,
   for (auto [i, pair] : llvm::enumerate(llvm::zip(params, grads))) {
     auto [param, grad] = pair;
     if (param != grad)
-      return op->emitOpError() << "gradient #" << i << " has type " << grad
-                               << ", but parameter #" << i << " has type "
-                               << param;
+      return op->emitOpError()
+             << "gradient #" << i << " has type " << grad << ", but parameter #"
+             << i << " has type " << param;
   }
   return success();
 }
@@ -125,9 +124,8 @@ static LogicalResult
 verifyBlockArgs(Operation *op, Block &block, ArrayRef<Type> expected,
                 llvm::function_ref<std::string(unsigned)> describe) {
   if (block.getNumArguments() != expected.size())
-    return op->emitOpError()
-           << "body must have " << expected.size() << " argument(s), got "
-           << block.getNumArguments();
+    return op->emitOpError() << "body must have " << expected.size()
+                             << " argument(s), got " << block.getNumArguments();
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
     if (arg.getType() != expected[i])
       return op->emitOpError()
@@ -232,8 +230,8 @@ LogicalResult CrossEntropyOp::verify() {
     return emitOpError() << "logits must be a rank-2 float tensor [N, V], got "
                          << logits;
   if (labels.getRank() != 1 || !isa<IntegerType>(labels.getElementType()))
-    return emitOpError()
-           << "labels must be a rank-1 integer tensor [N], got " << labels;
+    return emitOpError() << "labels must be a rank-1 integer tensor [N], got "
+                         << labels;
   int64_t n = logits.getDimSize(0);
   if (!ShapedType::isDynamic(n) && !labels.isDynamicDim(0) &&
       labels.getDimSize(0) != n)
@@ -242,17 +240,15 @@ LogicalResult CrossEntropyOp::verify() {
 
   int64_t numClasses = logits.getDimSize(1);
   int64_t ignore = getIgnoreIndex();
-  if (!ShapedType::isDynamic(numClasses) && ignore >= 0 &&
-      ignore < numClasses)
+  if (!ShapedType::isDynamic(numClasses) && ignore >= 0 && ignore < numClasses)
     return emitOpError() << "ignore_index = " << ignore
                          << " is a valid class index in [0, " << numClasses
                          << "): real tokens of that class would be ignored";
 
   Type elementType = logits.getElementType();
-  RankedTensorType expectedLoss =
-      getReduction() == Reduction::None
-          ? RankedTensorType::get({n}, elementType)
-          : RankedTensorType::get({}, elementType);
+  RankedTensorType expectedLoss = getReduction() == Reduction::None
+                                      ? RankedTensorType::get({n}, elementType)
+                                      : RankedTensorType::get({}, elementType);
   if (getLoss().getType() != expectedLoss)
     return emitOpError() << "with reduction = "
                          << stringifyReduction(getReduction())
@@ -280,8 +276,7 @@ LogicalResult CrossEntropyGradOp::verify() {
   if (labels.getRank() != 1 || !isa<IntegerType>(labels.getElementType()) ||
       labels.getDimSize(0) != logits.getDimSize(0))
     return emitOpError() << "labels must be a rank-1 integer tensor of "
-                         << logits.getDimSize(0) << " elements, got "
-                         << labels;
+                         << logits.getDimSize(0) << " elements, got " << labels;
   Type elementType = logits.getElementType();
   RankedTensorType expectedDLoss =
       getReduction() == Reduction::None
@@ -347,12 +342,10 @@ LogicalResult AccumulateOp::verify() {
     return failure();
   std::optional<int64_t> batchSize;
   if (failed(verifyBatchOperands(*this, getBatch().getTypes(),
-                                 getMicrobatches(), "microbatches",
-                                 batchSize)))
+                                 getMicrobatches(), "microbatches", batchSize)))
     return failure();
   if (failed(verifyLossAndGrads(*this, getLoss().getType(),
-                                getParams().getTypes(),
-                                getGrads().getTypes())))
+                                getParams().getTypes(), getGrads().getTypes())))
     return failure();
   for (auto [i, type] : llvm::enumerate(getMetrics().getTypes()))
     if (!cast<RankedTensorType>(type).getElementType().isIntOrFloat())
@@ -454,8 +447,8 @@ LogicalResult GlobalNormOp::verify() {
 }
 
 LogicalResult ClipByGlobalNormOp::verify() {
-  if (failed(verifyNormInputs(*this, getInputs().getTypes(),
-                              getNorm().getType())))
+  if (failed(
+          verifyNormInputs(*this, getInputs().getTypes(), getNorm().getType())))
     return failure();
   if (!(getMaxNorm().convertToDouble() > 0.0))
     return emitOpError() << "max_norm must be positive, got "
@@ -494,8 +487,7 @@ LogicalResult AdamWOp::verify() {
   auto param = cast<RankedTensorType>(getParam().getType());
   auto moment = cast<RankedTensorType>(getM().getType());
   if (!isa<FloatType>(moment.getElementType()))
-    return emitOpError() << "the moments must be float tensors, got "
-                         << moment;
+    return emitOpError() << "the moments must be float tensors, got " << moment;
   if (moment.getShape() != param.getShape())
     return emitOpError() << "the moments " << moment
                          << " must have the parameter's shape " << param;
@@ -529,7 +521,8 @@ LogicalResult CheckLabelsOp::verify() {
     return emitOpError() << "ignore_index = " << ignore
                          << " is a valid class index in [0, " << numClasses
                          << ")";
-  if (std::optional<int64_t> argument = getArgument(); argument && *argument < 0)
+  if (std::optional<int64_t> argument = getArgument();
+      argument && *argument < 0)
     return emitOpError() << "argument must be >= 0 when present, got "
                          << *argument;
   bool hasOffsets = getOffsets().has_value(), hasSizes = getSizes().has_value(),
@@ -548,8 +541,7 @@ LogicalResult CheckLabelsOp::verify() {
   for (int64_t d = 0; d < rank; ++d) {
     if (offsets[d] < 0 || sizes[d] <= 0 || strides[d] <= 0)
       return emitOpError() << "dimension " << d << ": offset " << offsets[d]
-                           << ", size " << sizes[d] << ", stride "
-                           << strides[d]
+                           << ", size " << sizes[d] << ", stride " << strides[d]
                            << " (offsets >= 0, sizes and strides > 0)";
     if (!type.isDynamicDim(d) &&
         offsets[d] + (sizes[d] - 1) * strides[d] >= type.getDimSize(d))

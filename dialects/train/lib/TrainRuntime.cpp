@@ -1,4 +1,4 @@
-//===- TrainRuntime.cpp - Runtime calls and bufferization of collectives ---===//
+//===- TrainRuntime.cpp - Runtime calls and bufferization of collectives --===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -108,8 +108,8 @@ struct AllReduceOpInterface
     }
     auto unranked =
         UnrankedMemRefType::get(elementType, memrefType.getMemorySpace());
-    auto fnType = rewriter.getFunctionType(
-        {unranked, rewriter.getI32Type()}, {});
+    auto fnType =
+        rewriter.getFunctionType({unranked, rewriter.getI32Type()}, {});
     func::FuncOp fn = getOrInsertRuntimeFunction(rewriter, op, name, fnType);
     if (!fn)
       return failure();

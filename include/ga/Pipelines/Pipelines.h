@@ -12,7 +12,8 @@
 
 namespace ga {
 
-/// Options of `--ga-pipeline`.
+/// Options of `--ga-pipeline`, and of buildCPUPipeline for the tools that
+/// build it in C++ (ga-run).
 struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   Option<std::string> target{*this, "target",
                              llvm::cl::desc("Code generation target: cpu"),
@@ -38,24 +39,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
       llvm::cl::init(true)};
 };
 
-/// What buildCPUPipeline builds.
-struct CPUPipelineConfig {
-  bool vectorize = true;
-  bool naiveSplit = false;
-  /// Insert train-check-labels (runtime label checks).
-  bool checkLabels = true;
-};
-
 /// The CPU pipeline: records signatures, checks and splits the batch
 /// schedule (normalizing mean losses first), differentiates, removes
-/// checkpoints, lowers train ops to linalg and micro-batch loops to scf, tiles and vectorizes the linalg
-/// operations that suit vector code (unless `vectorize` is false),
-/// bufferizes (one-shot, function boundaries included, with buffer
-/// deallocation), lowers the remaining linalg to loops and everything to the
-/// LLVM dialect. Fails if an upstream pass is not registered.
+/// checkpoints, lowers train ops to linalg and micro-batch loops to scf, tiles
+/// and vectorizes the linalg operations that suit vector code (unless
+/// `vectorize` is false), bufferizes (one-shot, function boundaries included,
+/// with buffer deallocation), lowers the remaining linalg to loops and
+/// everything to the LLVM dialect.
+/// Every pass is created with its typed options; the ordering constraints
+/// are commented where the pipeline is built (lib/Pipelines/Pipelines.cpp).
+/// Fails, with the reason on `errors`, on a target other than cpu.
 mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
                                      llvm::raw_ostream &errors,
-                                     const CPUPipelineConfig &config = {});
+                                     const GaPipelineOptions &options);
 
 /// Registers `--ga-pipeline="target=cpu"`.
 void registerGaPipelines();

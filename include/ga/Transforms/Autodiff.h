@@ -1,4 +1,5 @@
-//===- Autodiff.h - Reverse-mode differentiation of training steps -*- C++ -*-===//
+//===- Autodiff.h - Reverse-mode differentiation of training steps -*- C++
+//-*-===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -21,8 +22,8 @@
 #include "ga/Interfaces/DifferentiableOpInterface.h"
 #include "mlir/IR/DialectRegistry.h"
 #include "mlir/IR/Operation.h"
-#include "train/TrainDialect.h"
 #include "mlir/Support/LLVM.h"
+#include "train/TrainDialect.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace ga {

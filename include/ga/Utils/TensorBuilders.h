@@ -1,4 +1,5 @@
-//===- TensorBuilders.h - Small linalg-on-tensors builders -------*- C++ -*-===//
+//===- TensorBuilders.h - Small linalg-on-tensors builders -------*- C++
+//-*-===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -39,23 +40,23 @@ mlir::Value convertScalar(mlir::OpBuilder &b, mlir::Location loc,
 
 /// Applies `fn` to the scalars of the 0-d tensors `inputs`, giving a 0-d
 /// tensor of `resultElement` (a linalg.generic without loops).
-mlir::Value mapScalars(
-    mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange inputs,
-    mlir::Type resultElement,
-    llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
-                                   mlir::ValueRange)>
-        fn);
+mlir::Value
+mapScalars(mlir::OpBuilder &b, mlir::Location loc, mlir::ValueRange inputs,
+           mlir::Type resultElement,
+           llvm::function_ref<mlir::Value(mlir::OpBuilder &, mlir::Location,
+                                          mlir::ValueRange)>
+               fn);
 
 /// An elementwise linalg.generic over `shape`: `tensors` are read with the
 /// identity map and `scalars` (0-d tensors) broadcast; `fn` gets the tensor
 /// elements then the scalars and returns one value per result type.
-llvm::SmallVector<mlir::Value> elementwise(
-    mlir::OpBuilder &b, mlir::Location loc, llvm::ArrayRef<int64_t> shape,
-    mlir::ValueRange tensors, mlir::ValueRange scalars,
-    mlir::TypeRange resultElements,
-    llvm::function_ref<llvm::SmallVector<mlir::Value>(
-        mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>
-        fn);
+llvm::SmallVector<mlir::Value>
+elementwise(mlir::OpBuilder &b, mlir::Location loc,
+            llvm::ArrayRef<int64_t> shape, mlir::ValueRange tensors,
+            mlir::ValueRange scalars, mlir::TypeRange resultElements,
+            llvm::function_ref<llvm::SmallVector<mlir::Value>(
+                mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>
+                fn);
 
 } // namespace ga
 

@@ -84,7 +84,8 @@ LogicalResult ga::lowerCheckLabels(CheckLabelsOp op) {
   if (op.getOffsets())
     checked = tensor::ExtractSliceOp::create(
         b, loc, labels, getAsIndexOpFoldResult(ctx, offsets),
-        getAsIndexOpFoldResult(ctx, sizes), getAsIndexOpFoldResult(ctx, strides));
+        getAsIndexOpFoldResult(ctx, sizes),
+        getAsIndexOpFoldResult(ctx, strides));
 
   // The first invalid position, INT64_MAX when every label is valid. A
   // minimum is order-independent: the result does not depend on how the
@@ -129,8 +130,7 @@ LogicalResult ga::lowerCheckLabels(CheckLabelsOp op) {
                 arith::IndexCastOp::create(nb, l, nb.getI64Type(), position));
             linalg::YieldOp::create(
                 nb, l,
-                ValueRange{
-                    arith::MinSIOp::create(nb, l, candidate, args[1])});
+                ValueRange{arith::MinSIOp::create(nb, l, candidate, args[1])});
           })
           .getResult(0);
   Value position = tensor::ExtractOp::create(b, loc, first, ValueRange{});
@@ -138,7 +138,8 @@ LogicalResult ga::lowerCheckLabels(CheckLabelsOp op) {
       b, loc, arith::CmpIPredicate::ne, position,
       arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(none)));
   scf::IfOp::create(b, loc, found, [&](OpBuilder &tb, Location l) {
-    Value linear = arith::IndexCastOp::create(tb, l, tb.getIndexType(), position);
+    Value linear =
+        arith::IndexCastOp::create(tb, l, tb.getIndexType(), position);
     SmallVector<Value> index;
     for (int64_t d = 0; d < rank; ++d)
       index.push_back(arith::RemUIOp::create(
@@ -152,10 +153,10 @@ LogicalResult ga::lowerCheckLabels(CheckLabelsOp op) {
     };
     Value code = arith::ConstantOp::create(
         tb, l, tb.getI32IntegerAttr(GA_ERROR_LABEL_OUT_OF_RANGE));
-    func::CallOp::create(
-        tb, l, report,
-        ValueRange{code, i64(op.getArgument().value_or(-1)), position, value,
-                   i64(numClasses), i64(ignore)});
+    func::CallOp::create(tb, l, report,
+                         ValueRange{code, i64(op.getArgument().value_or(-1)),
+                                    position, value, i64(numClasses),
+                                    i64(ignore)});
     scf::YieldOp::create(tb, l);
   });
   op.erase();

@@ -1,4 +1,4 @@
-//===- ConvertTrainToLinalgPass.cpp - The convert-train-to-linalg pass -----===//
+//===- ConvertTrainToLinalgPass.cpp - The convert-train-to-linalg pass ----===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -30,10 +30,10 @@ struct ConvertTrainToLinalgPass
     // train.accumulate, train.checkpoint, train.all_reduce) are lowered by
     // their own passes.
     ConversionTarget target(getContext());
-    target.addIllegalOp<ga::train::CrossEntropyOp,
-                        ga::train::CrossEntropyGradOp, ga::train::GlobalNormOp,
-                        ga::train::ClipByGlobalNormOp, ga::train::SgdOp,
-                        ga::train::AdamWOp>();
+    target
+        .addIllegalOp<ga::train::CrossEntropyOp, ga::train::CrossEntropyGradOp,
+                      ga::train::GlobalNormOp, ga::train::ClipByGlobalNormOp,
+                      ga::train::SgdOp, ga::train::AdamWOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     // The patterns need static shapes; say so on the op rather than leave
     // the conversion to report a bare failure to legalize it.
@@ -83,10 +83,11 @@ struct ConvertTrainToLinalgPass
           b.getFunctionType({}, {b.getI64Type()}));
       if (!fn)
         return failure();
-      Value call = func::CallOp::create(b, rank.getLoc(), fn, ValueRange{})
-                       .getResult(0);
-      rank.replaceAllUsesWith(arith::IndexCastOp::create(
-          b, rank.getLoc(), b.getIndexType(), call).getResult());
+      Value call =
+          func::CallOp::create(b, rank.getLoc(), fn, ValueRange{}).getResult(0);
+      rank.replaceAllUsesWith(
+          arith::IndexCastOp::create(b, rank.getLoc(), b.getIndexType(), call)
+              .getResult());
       rank.erase();
     }
     return success();

@@ -1,4 +1,4 @@
-//===- TrainToLinalg.cpp - Lower train loss ops to linalg -------------------===//
+//===- TrainToLinalg.cpp - Lower train loss ops to linalg -----------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -82,11 +82,11 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
   SmallVector<IteratorType> rowReduction{IteratorType::parallel,
                                          IteratorType::reduction};
   auto rowType = RankedTensorType::get({n}, floatType);
-  Value maxInit = filledTensor(
-      rewriter, loc, {n},
-      rewriter.getFloatAttr(floatType,
-                            APFloat::getInf(floatType.getFloatSemantics(),
-                                            /*Negative=*/true)));
+  Value maxInit =
+      filledTensor(rewriter, loc, {n},
+                   rewriter.getFloatAttr(
+                       floatType, APFloat::getInf(floatType.getFloatSemantics(),
+                                                  /*Negative=*/true)));
   Value rowMax =
       linalg::GenericOp::create(
           rewriter, loc, TypeRange{rowType}, ValueRange{logits},
@@ -99,19 +99,20 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
                                .getResult()});
           })
           .getResult(0);
-  Value sumInit = filledTensor(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
+  Value sumInit =
+      filledTensor(rewriter, loc, {n}, rewriter.getZeroAttr(floatType));
   Value sumExp =
       linalg::GenericOp::create(
           rewriter, loc, TypeRange{rowType}, ValueRange{logits, rowMax},
-          ValueRange{sumInit},
-          ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d}, rowReduction,
+          ValueRange{sumInit}, ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d},
+          rowReduction,
           [&](OpBuilder &b, Location l, ValueRange args) {
             Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
             Value e = math::ExpOp::create(b, l, shifted);
             linalg::YieldOp::create(
                 b, l,
-                ValueRange{arith::AddFOp::create(b, l, e, args[2])
-                               .getResult()});
+                ValueRange{
+                    arith::AddFOp::create(b, l, e, args[2]).getResult()});
           })
           .getResult(0);
 
@@ -119,7 +120,8 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
 }
 
 /// 1 where `labels` differs from `ignoreIndex`, as i64 [N].
-Value validFlags(OpBuilder &b, Location loc, Value labels, int64_t ignoreIndex) {
+Value validFlags(OpBuilder &b, Location loc, Value labels,
+                 int64_t ignoreIndex) {
   auto type = cast<RankedTensorType>(labels.getType());
   auto labelType = cast<IntegerType>(type.getElementType());
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, b.getContext());
@@ -135,9 +137,9 @@ Value validFlags(OpBuilder &b, Location loc, Value labels, int64_t ignoreIndex) 
                    nb, l, arith::CmpIPredicate::ne, args[0], ignore);
                linalg::YieldOp::create(
                    nb, l,
-                   ValueRange{arith::ExtUIOp::create(nb, l, nb.getI64Type(),
-                                                     valid)
-                                  .getResult()});
+                   ValueRange{
+                       arith::ExtUIOp::create(nb, l, nb.getI64Type(), valid)
+                           .getResult()});
              })
       .getResult(0);
 }
@@ -201,8 +203,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
           Value column =
               labelColumn(b, l, label, valid, logitsType.getDimSize(1));
           Value row = linalg::IndexOp::create(b, l, 0);
-          Value picked = tensor::ExtractOp::create(b, l, logits,
-                                                   ValueRange{row, column});
+          Value picked =
+              tensor::ExtractOp::create(b, l, logits, ValueRange{row, column});
           Value logSum = math::LogOp::create(b, l, args[2]);
           Value lse = arith::AddFOp::create(b, l, logSum, args[1]);
           Value loss = arith::SubFOp::create(b, l, lse, picked);
@@ -230,11 +232,11 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     if (Value countResult = op.getCount()) {
       Type element =
           cast<RankedTensorType>(countResult.getType()).getElementType();
-      results.push_back(mapScalars(
-          rewriter, loc, ValueRange{count}, element,
-          [&](OpBuilder &b, Location l, ValueRange args) {
-            return convertScalar(b, l, args[0], element);
-          }));
+      results.push_back(
+          mapScalars(rewriter, loc, ValueRange{count}, element,
+                     [&](OpBuilder &b, Location l, ValueRange args) {
+                       return convertScalar(b, l, args[0], element);
+                     }));
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -284,8 +286,7 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
     Value dlogits =
         linalg::GenericOp::create(
             rewriter, loc, TypeRange{logitsType},
-            ValueRange{logits, labels, rowMax, sumExp, scale},
-            ValueRange{init},
+            ValueRange{logits, labels, rowMax, sumExp, scale}, ValueRange{init},
             ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d, rowOf2d, scaleMap,
                                 rows2d},
             ArrayRef<IteratorType>{IteratorType::parallel,
@@ -302,8 +303,8 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
               Value column =
                   labelColumn(b, l, label, valid, logitsType.getDimSize(1));
               Value j = linalg::IndexOp::create(b, l, 1);
-              Value hit = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::eq, column, j);
+              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                column, j);
               Value one = floatConstant(b, l, floatType, 1.0);
               Value zero = floatConstant(b, l, floatType, 0.0);
               Value target = arith::SelectOp::create(b, l, hit, one, zero);
@@ -311,16 +312,14 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
                   b, l, arith::SubFOp::create(b, l, p, target), args[4]);
               linalg::YieldOp::create(
                   b, l,
-                  ValueRange{
-                      arith::SelectOp::create(b, l, valid, g, zero)
-                          .getResult()});
+                  ValueRange{arith::SelectOp::create(b, l, valid, g, zero)
+                                 .getResult()});
             })
             .getResult(0);
     rewriter.replaceOp(op, dlogits);
     return success();
   }
 };
-
 
 /// sqrt(sum over `inputs` of sum(x^2)) as a 0-d tensor of `element`.
 Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
@@ -340,17 +339,16 @@ Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
                 Value sq = arith::MulFOp::create(nb, nloc, x, x);
                 linalg::YieldOp::create(
                     nb, nloc,
-                    ValueRange{
-                        arith::AddFOp::create(nb, nloc, sq, args[1])
-                            .getResult()});
+                    ValueRange{arith::AddFOp::create(nb, nloc, sq, args[1])
+                                   .getResult()});
               })
               .getResult(0);
   }
-  return mapScalars(b, loc, ValueRange{acc}, element,
-                    [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                      return math::SqrtOp::create(nb, nloc, args[0])
-                          .getResult();
-                    });
+  return mapScalars(
+      b, loc, ValueRange{acc}, element,
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        return math::SqrtOp::create(nb, nloc, args[0]).getResult();
+      });
 }
 
 struct GlobalNormToLinalg : OpRewritePattern<GlobalNormOp> {
@@ -373,24 +371,23 @@ struct ClipByGlobalNormToLinalg : OpRewritePattern<ClipByGlobalNormOp> {
     Value norm = globalNorm(rewriter, loc, op.getInputs(), element);
     double maxNorm = op.getMaxNorm().convertToDouble();
     // scale = min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_ does.
-    Value scale = mapScalars(
-        rewriter, loc, ValueRange{norm}, element,
-        [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-          Value denom = arith::AddFOp::create(
-              b, l, args[0], floatConstant(b, l, element, 1e-6));
-          Value ratio = arith::DivFOp::create(
-              b, l, floatConstant(b, l, element, maxNorm), denom);
-          return arith::MinimumFOp::create(b, l, ratio,
-                                           floatConstant(b, l, element, 1.0));
-        });
+    Value scale =
+        mapScalars(rewriter, loc, ValueRange{norm}, element,
+                   [&](OpBuilder &b, Location l, ValueRange args) -> Value {
+                     Value denom = arith::AddFOp::create(
+                         b, l, args[0], floatConstant(b, l, element, 1e-6));
+                     Value ratio = arith::DivFOp::create(
+                         b, l, floatConstant(b, l, element, maxNorm), denom);
+                     return arith::MinimumFOp::create(
+                         b, l, ratio, floatConstant(b, l, element, 1.0));
+                   });
     SmallVector<Value> results;
     for (Value input : op.getInputs()) {
       auto type = cast<RankedTensorType>(input.getType());
       Type inElement = type.getElementType();
       results.push_back(elementwise(
-          rewriter, loc, type.getShape(), ValueRange{input},
-          ValueRange{scale}, TypeRange{inElement},
-          [&](OpBuilder &b, Location l, ValueRange args) {
+          rewriter, loc, type.getShape(), ValueRange{input}, ValueRange{scale},
+          TypeRange{inElement}, [&](OpBuilder &b, Location l, ValueRange args) {
             Value x = convertScalar(b, l, args[0], element);
             Value y = arith::MulFOp::create(b, l, x, args[1]);
             return SmallVector<Value>{convertScalar(b, l, y, inElement)};
@@ -413,8 +410,7 @@ struct SgdToLinalg : OpRewritePattern<SgdOp> {
     Value result = elementwise(
         rewriter, op.getLoc(), type.getShape(),
         ValueRange{op.getParam(), op.getGrad()}, ValueRange{op.getLr()},
-        TypeRange{element},
-        [&](OpBuilder &b, Location l, ValueRange args) {
+        TypeRange{element}, [&](OpBuilder &b, Location l, ValueRange args) {
           Value lr = convertScalar(b, l, args[2], element);
           Value decay = arith::MulFOp::create(
               b, l, floatConstant(b, l, element, weightDecay), args[0]);
@@ -471,7 +467,8 @@ struct AdamWToLinalg : OpRewritePattern<AdamWOp> {
           Value decayed = arith::MulFOp::create(
               b, l, p,
               arith::SubFOp::create(
-                  b, l, c(1.0), arith::MulFOp::create(b, l, lr, c(weightDecay))));
+                  b, l, c(1.0),
+                  arith::MulFOp::create(b, l, lr, c(weightDecay))));
           Value newP = arith::SubFOp::create(b, l, decayed, update);
           return SmallVector<Value>{convertScalar(b, l, newP, pe), m, v};
         });
@@ -483,7 +480,8 @@ struct AdamWToLinalg : OpRewritePattern<AdamWOp> {
 } // namespace
 
 void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns.add<CrossEntropyToLinalg, CrossEntropyGradToLinalg, GlobalNormToLinalg,
-               ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
-      patterns.getContext());
+  patterns
+      .add<CrossEntropyToLinalg, CrossEntropyGradToLinalg, GlobalNormToLinalg,
+           ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
+          patterns.getContext());
 }

@@ -1,4 +1,4 @@
-//===- Differentiate.cpp - The reverse sweep and train-differentiate -------===//
+//===- Differentiate.cpp - The reverse sweep and train-differentiate ------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -58,8 +58,8 @@ void Sweep::propagateActivity(ArrayRef<Operation *> ops) {
       for (Operation &nested : body.without_terminator())
         inner.push_back(&nested);
       propagateActivity(inner);
-      for (auto [result, yielded] :
-           llvm::zip(checkpoint.getResults(), checkpoint.getYield().getValues()))
+      for (auto [result, yielded] : llvm::zip(
+               checkpoint.getResults(), checkpoint.getYield().getValues()))
         if (isActive(yielded))
           markActive(result);
       continue;
@@ -161,7 +161,7 @@ generalizeNamedOps(Region &region) {
 /// of them a reduction, body `out + a * b`), returns the equivalent
 /// `linalg.matmul` with explicit indexing maps.
 static FailureOr<linalg::MatmulOp> specializeMatmul(RewriterBase &rewriter,
-                                                   linalg::GenericOp generic) {
+                                                    linalg::GenericOp generic) {
   if (generic.getNumLoops() != 3 || generic.getNumReductionLoops() != 1 ||
       generic.getNumDpsInputs() != 2 || generic.getNumDpsInits() != 1 ||
       !linalg::isaContractionOpInterface(generic))
@@ -186,16 +186,16 @@ static FailureOr<linalg::MatmulOp> specializeMatmul(RewriterBase &rewriter,
   unsigned lhs = maps[0].isFunctionOfDim(m) ? 0 : 1;
   if (!maps[lhs].isFunctionOfDim(m) || !maps[1 - lhs].isFunctionOfDim(n))
     return failure();
-  SmallVector<Attribute> mapAttrs{
-      AffineMapAttr::get(renamed(maps[lhs])),
-      AffineMapAttr::get(renamed(maps[1 - lhs])),
-      AffineMapAttr::get(renamed(maps[2]))};
+  SmallVector<Attribute> mapAttrs{AffineMapAttr::get(renamed(maps[lhs])),
+                                  AffineMapAttr::get(renamed(maps[1 - lhs])),
+                                  AffineMapAttr::get(renamed(maps[2]))};
   rewriter.setInsertionPoint(generic);
   auto matmul = linalg::MatmulOp::create(
       rewriter, generic.getLoc(), generic.getResultTypes(),
       ValueRange{generic.getDpsInputs()[lhs], generic.getDpsInputs()[1 - lhs]},
       generic.getDpsInits(),
-      {rewriter.getNamedAttr("indexing_maps", rewriter.getArrayAttr(mapAttrs))});
+      {rewriter.getNamedAttr("indexing_maps",
+                             rewriter.getArrayAttr(mapAttrs))});
   if (failed(mlir::verify(matmul))) {
     rewriter.eraseOp(matmul);
     return failure();
@@ -219,10 +219,9 @@ static LogicalResult checkStatic(Operation *op, TypeRange types) {
   for (auto [i, type] : llvm::enumerate(types))
     if (auto tensor = dyn_cast<RankedTensorType>(type);
         tensor && !tensor.hasStaticShape())
-      return op->emitOpError()
-             << "cannot be differentiated: block argument #" << i
-             << " has a dynamic shape (" << type
-             << "); train-differentiate needs static shapes";
+      return op->emitOpError() << "cannot be differentiated: block argument #"
+                               << i << " has a dynamic shape (" << type
+                               << "); train-differentiate needs static shapes";
   return success();
 }
 
@@ -254,9 +253,8 @@ differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
     auto lossType = cast<RankedTensorType>(loss.getType());
     Value one = arith::ConstantOp::create(
         builder, loc,
-        DenseElementsAttr::get(lossType,
-                               builder.getFloatAttr(lossType.getElementType(),
-                                                    1.0)));
+        DenseElementsAttr::get(
+            lossType, builder.getFloatAttr(lossType.getElementType(), 1.0)));
     sweep.setAdjoint(loss, one);
     if (failed(sweep.reverse(ops)))
       return failure();
@@ -283,8 +281,8 @@ LogicalResult ga::differentiateStep(StepOp step) {
   YieldOp yield = step.getYield();
   Value loss = yield.getValues().front();
   SmallVector<linalg::GenericOp> toSpecialize;
-  FailureOr<SmallVector<Value>> grads = differentiateBody(
-      step, body, step.getParamArgs(), loss, toSpecialize);
+  FailureOr<SmallVector<Value>> grads =
+      differentiateBody(step, body, step.getParamArgs(), loss, toSpecialize);
   if (failed(grads))
     return failure();
 
@@ -338,8 +336,8 @@ ga::AdjointNeeds ga::getAdjointNeeds(Operation *op) {
   AdjointNeeds needs;
   needs.operands.assign(op->getNumOperands(), false);
   needs.results.assign(op->getNumResults(), false);
-  needs.differentiable = llvm::none_of(
-      op->getOperandTypes(), [](Type t) { return isFloatTensor(t); });
+  needs.differentiable = llvm::none_of(op->getOperandTypes(),
+                                       [](Type t) { return isFloatTensor(t); });
   return needs;
 }
 
@@ -401,9 +399,8 @@ struct TestTrainAdjointNeedsPass
         if (!needs.differentiable)
           op.emitRemark() << "no adjoint rule";
         else
-          op.emitRemark() << "adjoint needs operands "
-                          << list(needs.operands) << ", results "
-                          << list(needs.results);
+          op.emitRemark() << "adjoint needs operands " << list(needs.operands)
+                          << ", results " << list(needs.results);
       }
     });
   }

@@ -1,4 +1,4 @@
-//===- ExternalModels.cpp - DifferentiableOpInterface models ---------------===//
+//===- ExternalModels.cpp - DifferentiableOpInterface models --------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -125,16 +125,16 @@ void ga::registerDifferentiableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
     tensor::ExtractSliceOp::attachInterface<
         TensorModel<tensor::ExtractSliceOp>>(*ctx);
-    tensor::InsertSliceOp::attachInterface<
-        TensorModel<tensor::InsertSliceOp>>(*ctx);
-    tensor::ExpandShapeOp::attachInterface<
-        TensorModel<tensor::ExpandShapeOp>>(*ctx);
+    tensor::InsertSliceOp::attachInterface<TensorModel<tensor::InsertSliceOp>>(
+        *ctx);
+    tensor::ExpandShapeOp::attachInterface<TensorModel<tensor::ExpandShapeOp>>(
+        *ctx);
     tensor::CollapseShapeOp::attachInterface<
         TensorModel<tensor::CollapseShapeOp>>(*ctx);
   });
   registry.addExtension(+[](MLIRContext *ctx, train::TrainDialect *) {
-    train::CrossEntropyOp::attachInterface<
-        TensorModel<train::CrossEntropyOp>>(*ctx);
+    train::CrossEntropyOp::attachInterface<TensorModel<train::CrossEntropyOp>>(
+        *ctx);
     train::CheckpointOp::attachInterface<CheckpointModel>(*ctx);
   });
 }

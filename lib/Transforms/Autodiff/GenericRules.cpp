@@ -1,4 +1,4 @@
-//===- GenericRules.cpp - The adjoint of linalg.generic --------------------===//
+//===- GenericRules.cpp - The adjoint of linalg.generic -------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -88,8 +88,8 @@ LogicalResult classifyOutputs(linalg::LinalgOp op,
                  arith::MinNumFOp>(def))
       info.kind = Combiner::MinMax;
     else if (isFloat) {
-      why = "the reduction of output #" + std::to_string(j) + " combines with '" +
-            def->getName().getStringRef().str() +
+      why = "the reduction of output #" + std::to_string(j) +
+            " combines with '" + def->getName().getStringRef().str() +
             "'; only additions, minima and maxima can be differentiated";
       return failure();
     }
@@ -148,9 +148,9 @@ GenericOp pruneUnusedInputs(OpBuilder &b, GenericOp op) {
     maps.push_back(op.getIndexingMapsArray()[numInputs + j]);
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);
-  auto pruned = GenericOp::create(b, op.getLoc(), op.getResultTypes(), inputs,
-                                  op.getDpsInits(), maps,
-                                  op.getIteratorTypesArray());
+  auto pruned =
+      GenericOp::create(b, op.getLoc(), op.getResultTypes(), inputs,
+                        op.getDpsInits(), maps, op.getIteratorTypesArray());
   pruned.getRegion().takeBody(op.getRegion());
   pruned.getRegion().front().eraseArguments(dead);
   op.erase();
@@ -187,7 +187,8 @@ void seedOutputs(ScalarReverse &sr, OpBuilder &b, Location loc, GenericOp op,
       Value h = map.lookupOrDefault(info.contribution);
       Value hit =
           arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, h, y[j]);
-      Value zero = arith::ConstantOp::create(b, loc, b.getZeroAttr(h.getType()));
+      Value zero =
+          arith::ConstantOp::create(b, loc, b.getZeroAttr(h.getType()));
       sr.seed(info.contribution,
               arith::SelectOp::create(b, loc, hit, dy[j], zero));
       break;
@@ -278,11 +279,10 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
       continue;
     AffineMap map = op.getMatchingIndexingMap(operand);
     if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
-      return op.emitOpError()
-             << "cannot be differentiated: operand #"
-             << operand->getOperandNumber() << " is read through "
-             << AffineMapAttr::get(map)
-             << ", which is not a projected permutation";
+      return op.emitOpError() << "cannot be differentiated: operand #"
+                              << operand->getOperandNumber()
+                              << " is read through " << AffineMapAttr::get(map)
+                              << ", which is not a projected permutation";
 
     llvm::SmallBitVector kept(numLoops);
     for (AffineExpr expr : map.getResults())
@@ -295,13 +295,13 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
 
     Value existing = sweep.getAdjoint(value);
     bool accumulate = existing || reduces;
-    Value init = existing ? existing
-                 : reduces
-                     ? zerosLike(b, loc, value.getType())
-                     : tensor::EmptyOp::create(
-                           b, loc, cast<RankedTensorType>(value.getType()),
-                           ValueRange{})
-                           .getResult();
+    Value init =
+        existing ? existing
+        : reduces
+            ? zerosLike(b, loc, value.getType())
+            : tensor::EmptyOp::create(
+                  b, loc, cast<RankedTensorType>(value.getType()), ValueRange{})
+                  .getResult();
 
     SmallVector<AffineMap> maps(inputMaps);
     maps.push_back(map);
@@ -440,8 +440,7 @@ void genericAdjointNeeds(linalg::LinalgOp op, bool &differentiable,
     }
   SmallVector<bool> args = scalarArgsNeeded(body, combiners(infos), roots);
   for (OpOperand *operand : readOperands(op))
-    operands[operand->getOperandNumber()] =
-        args[operand->getOperandNumber()];
+    operands[operand->getOperandNumber()] = args[operand->getOperandNumber()];
 }
 
 } // namespace ga::ad

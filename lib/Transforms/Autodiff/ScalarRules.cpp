@@ -1,4 +1,4 @@
-//===- ScalarRules.cpp - Reverse mode over linalg.generic bodies -----------===//
+//===- ScalarRules.cpp - Reverse mode over linalg.generic bodies ----------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -31,8 +31,7 @@ static bool isSkipped(Operation *op, ArrayRef<Operation *> skip) {
 void ScalarReverse::recompute(Block &body, ArrayRef<Operation *> skip) {
   for (Operation &op : body.without_terminator()) {
     if (isSkipped(&op, skip) ||
-        llvm::all_of(op.getResults(),
-                     [&](Value r) { return map.contains(r); }))
+        llvm::all_of(op.getResults(), [&](Value r) { return map.contains(r); }))
       continue;
     b.clone(op, map);
   }
@@ -167,15 +166,13 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
         }};
     t[TypeID::get<arith::ExtFOp>()] = {
         ReadsNothing, [](RuleContext &k) {
-          k.seed(0, arith::TruncFOp::create(k.e.b, k.e.loc,
-                                            k.op->getOperand(0).getType(),
-                                            k.c));
+          k.seed(0, arith::TruncFOp::create(
+                        k.e.b, k.e.loc, k.op->getOperand(0).getType(), k.c));
         }};
     t[TypeID::get<arith::TruncFOp>()] = {
         ReadsNothing, [](RuleContext &k) {
           k.seed(0, arith::ExtFOp::create(k.e.b, k.e.loc,
-                                          k.op->getOperand(0).getType(),
-                                          k.c));
+                                          k.op->getOperand(0).getType(), k.c));
         }};
     t[TypeID::get<math::ExpOp>()] = {
         ReadsResult, [](RuleContext &k) { k.seed(0, k.e.mul(k.c, k.r())); }};
@@ -192,8 +189,8 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
     // d/dx x^-1/2 = -1/2 x^-3/2 = -1/2 r / x.
     t[TypeID::get<math::RsqrtOp>()] = {
         ReadsOperands | ReadsResult, [](RuleContext &k) {
-          k.seed(0, k.e.mul(k.e.mul(k.c, k.e.cst(-0.5)),
-                            k.e.div(k.r(), k.x(0))));
+          k.seed(0,
+                 k.e.mul(k.e.mul(k.c, k.e.cst(-0.5)), k.e.div(k.r(), k.x(0))));
         }};
     t[TypeID::get<math::ErfOp>()] = {
         ReadsOperands, [](RuleContext &k) {

@@ -1,4 +1,4 @@
-//===- TensorRules.cpp - Adjoints of tensor and train operations -----------===//
+//===- TensorRules.cpp - Adjoints of tensor and train operations ----------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -37,10 +37,10 @@ static void addIntoSlice(Sweep &sweep, Location loc, Value source, Value dy,
   Value acc = sweep.getAdjoint(source);
   if (!acc) {
     Value zeros = zerosLike(b, loc, source.getType());
-    sweep.setAdjoint(source, tensor::InsertSliceOp::create(
-                                 b, loc, dy, zeros, slice.getMixedOffsets(),
-                                 slice.getMixedSizes(),
-                                 slice.getMixedStrides()));
+    sweep.setAdjoint(source,
+                     tensor::InsertSliceOp::create(
+                         b, loc, dy, zeros, slice.getMixedOffsets(),
+                         slice.getMixedSizes(), slice.getMixedStrides()));
     return;
   }
   Value part = tensor::ExtractSliceOp::create(
@@ -49,8 +49,7 @@ static void addIntoSlice(Sweep &sweep, Location loc, Value source, Value dy,
   Value sum = addTensors(b, loc, part, dy);
   sweep.setAdjoint(source, tensor::InsertSliceOp::create(
                                b, loc, sum, acc, slice.getMixedOffsets(),
-                               slice.getMixedSizes(),
-                               slice.getMixedStrides()));
+                               slice.getMixedSizes(), slice.getMixedStrides()));
 }
 
 LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
@@ -80,17 +79,17 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
     return success();
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-    sweep.addAdjoint(loc, expand.getSrc(),
-                     tensor::CollapseShapeOp::create(
-                         b, loc, expand.getSrcType(), dy,
-                         expand.getReassociationIndices()));
+    sweep.addAdjoint(
+        loc, expand.getSrc(),
+        tensor::CollapseShapeOp::create(b, loc, expand.getSrcType(), dy,
+                                        expand.getReassociationIndices()));
     return success();
   }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-    sweep.addAdjoint(loc, collapse.getSrc(),
-                     tensor::ExpandShapeOp::create(
-                         b, loc, collapse.getSrcType(), dy,
-                         collapse.getReassociationIndices()));
+    sweep.addAdjoint(
+        loc, collapse.getSrc(),
+        tensor::ExpandShapeOp::create(b, loc, collapse.getSrcType(), dy,
+                                      collapse.getReassociationIndices()));
     return success();
   }
   if (auto ce = dyn_cast<train::CrossEntropyOp>(op)) {
