@@ -82,12 +82,31 @@ static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
 }
 
 namespace {
+/// The split of one step, phase by phase (see the file comment).
 class Splitter {
 public:
-  Splitter(StepOp step, bool naive) : step(step), naive(naive) {}
+  Splitter(StepOp step, bool naive)
+      : step(step), naive(naive), k(step.getMicrobatches()),
+        r(step.getDataParallel()) {}
   LogicalResult run();
 
 private:
+  /// Normalizes the losses, checks with the analysis that the split is
+  /// exact and records the rank count on the function.
+  LogicalResult checkAndPrepare();
+  /// Which values are globals, metrics and hoisted auxiliary outputs.
+  void classifyOutputs();
+  /// The rank's rows of every batch operand (all of them when r = 1).
+  void sliceRankRows(OpBuilder &b);
+  /// Computes the globals and hoisted outputs before the loop, on the rank's
+  /// rows, their sums over the batch completed across the ranks.
+  LogicalResult hoistGlobals(OpBuilder &b);
+  /// The train.accumulate over micro-batch slices, its body re-typed.
+  LogicalResult buildAccumulate(OpBuilder &b);
+  /// The step's results from the accumulate's (scaled and averaged in
+  /// naive mode, summed across the ranks otherwise); erases the step.
+  void replaceResults(OpBuilder &b);
+
   LogicalResult retype(Operation *original, Operation *clone,
                        const Decomposability &analysis, int64_t factor);
   LogicalResult reduceAcrossRanks(Operation *original, Operation *clone,
@@ -96,6 +115,13 @@ private:
 
   StepOp step;
   bool naive;
+  int64_t k, r;
+  std::optional<Decomposability> analysis;
+  SetVector<Value> globals, metrics, hoisted;
+  SmallVector<Value> batch;
+  /// From the step's body to the values computed before the loop.
+  IRMapping outside;
+  AccumulateOp acc;
 };
 } // namespace
 
@@ -236,16 +262,14 @@ static SmallVector<Operation *> preorder(Operation *op) {
   return ops;
 }
 
-LogicalResult Splitter::run() {
-  int64_t k = static_cast<int64_t>(step.getMicrobatches());
-  int64_t r = static_cast<int64_t>(step.getDataParallel());
+LogicalResult Splitter::checkAndPrepare() {
   // The exact split normalizes mean losses itself (sum / global count); the
   // naive one keeps them, to average the micro-batch means. Both count
   // valid labels from the labels alone.
   if (failed(normalizeLosses(step, /*means=*/!naive)))
     return failure();
-  Decomposability analysis(step, /*meansAreSums=*/naive);
-  if (failed(analysis.checkSplitIsExact()))
+  analysis.emplace(step, /*meansAreSums=*/naive);
+  if (failed(analysis->checkSplitIsExact()))
     return failure();
   // The function runs on r ranks.
   if (r > 1) {
@@ -264,43 +288,46 @@ LogicalResult Splitter::run() {
     }
   }
 
+  return success();
+}
+
+void Splitter::classifyOutputs() {
   Block &body = step.getBody().front();
   auto yield = cast<YieldOp>(body.getTerminator());
-  OpBuilder b(step);
-  Location loc = step.getLoc();
-
   // The globals: global batch-sums read by non-global operations (exact
   // mode) and the auxiliary outputs (both modes).
-  SetVector<Value> globals;
   auto readByNonGlobal = [&](Value v) {
     return llvm::any_of(v.getUsers(), [&](Operation *user) {
       return !isa<YieldOp>(user) &&
-             llvm::any_of(user->getResults(),
-                          [&](Value r) { return !analysis.get(r).isGlobal(); });
+             llvm::any_of(user->getResults(), [&](Value r) {
+               return !analysis->get(r).isGlobal();
+             });
     });
   };
   if (!naive)
     for (Operation &op : body.without_terminator())
       for (Value result : op.getResults())
-        if (analysis.get(result).isGlobal() && readByNonGlobal(result))
+        if (analysis->get(result).isGlobal() && readByNonGlobal(result))
           globals.insert(result);
   // Auxiliary outputs that depend on the parameters (sums over the batch,
   // the analysis checked it) are the accumulate's metrics: summed over the
   // micro-batches and the ranks. The others are computed outside (in both
   // modes); only the globals are passed into the loop.
-  SetVector<Value> metrics;
   for (Value aux : yield.getOperands().drop_front())
-    if (analysis.get(aux).kind == BatchClass::BatchSum &&
-        analysis.get(aux).paramDependent)
+    if (analysis->get(aux).kind == BatchClass::BatchSum &&
+        analysis->get(aux).paramDependent)
       metrics.insert(aux);
-  SetVector<Value> hoisted = globals;
+  hoisted = globals;
   for (Value aux : yield.getOperands().drop_front())
     if (aux.getParentBlock() == &body && !isa<BlockArgument>(aux) &&
         !metrics.contains(aux))
       hoisted.insert(aux);
+}
 
+void Splitter::sliceRankRows(OpBuilder &b) {
+  Location loc = step.getLoc();
   // The rank's rows of every batch operand (all of them when r = 1).
-  SmallVector<Value> batch(step.getBatch());
+  batch.assign(step.getBatch().begin(), step.getBatch().end());
   if (r > 1) {
     // Every batch operand has B rows (the step's verifier checks it).
     int64_t rows =
@@ -321,10 +348,12 @@ LogicalResult Splitter::run() {
           b, loc, divideDim(type, 0, r), operand, offsets, sizes, strides);
     }
   }
+}
 
+LogicalResult Splitter::hoistGlobals(OpBuilder &b) {
+  Block &body = step.getBody().front();
   // Hoist what the globals need, on the rank's rows; sums over the batch
   // are completed across the ranks.
-  IRMapping outside;
   unsigned numParams = step.getParams().size();
   for (auto [i, arg] : llvm::enumerate(body.getArguments()))
     outside.map(arg,
@@ -350,12 +379,20 @@ LogicalResult Splitter::run() {
     if (r == 1)
       continue;
     for (auto [original, copy] : llvm::zip(preorder(&op), preorder(clone)))
-      if (failed(retype(original, copy, analysis, r)))
+      if (failed(retype(original, copy, *analysis, r)))
         return failure();
-    if (failed(reduceAcrossRanks(&op, clone, analysis, outside, b)))
+    if (failed(reduceAcrossRanks(&op, clone, *analysis, outside, b)))
       return failure();
   }
 
+  return success();
+}
+
+LogicalResult Splitter::buildAccumulate(OpBuilder &b) {
+  Block &body = step.getBody().front();
+  auto yield = cast<YieldOp>(body.getTerminator());
+  Location loc = step.getLoc();
+  unsigned numParams = step.getParams().size();
   // The accumulate and its entry block.
   SmallVector<Value> globalValues;
   for (Value g : globals)
@@ -364,9 +401,9 @@ LogicalResult Splitter::run() {
   SmallVector<Type> metricTypes;
   for (Value m : metrics)
     metricTypes.push_back(m.getType());
-  auto acc = AccumulateOp::create(b, loc, step.getLoss().getType(), gradTypes,
-                                  metricTypes, step.getParams(), batch,
-                                  globalValues, b.getI64IntegerAttr(k));
+  acc = AccumulateOp::create(b, loc, step.getLoss().getType(), gradTypes,
+                             metricTypes, step.getParams(), batch, globalValues,
+                             b.getI64IntegerAttr(k));
   Block *accBody = new Block();
   acc.getBody().push_back(accBody);
   IRMapping inside;
@@ -393,7 +430,7 @@ LogicalResult Splitter::run() {
   originals.pop_back(); // the yields differ
   clones.pop_back();
   for (auto [original, clone] : llvm::zip(originals, clones))
-    if (failed(retype(original, clone, analysis, k * r)))
+    if (failed(retype(original, clone, *analysis, k * r)))
       return failure();
   // Inside, the globals are the accumulate's arguments.
   for (auto [i, g] : llvm::enumerate(globals))
@@ -407,6 +444,12 @@ LogicalResult Splitter::run() {
                                "train.accumulate (see the errors above)";
   }
 
+  return success();
+}
+
+void Splitter::replaceResults(OpBuilder &b) {
+  auto yield = cast<YieldOp>(step.getBody().front().getTerminator());
+  Location loc = step.getLoc();
   // Results.
   Value loss = acc.getLoss();
   SmallVector<Value> grads(acc.getGrads());
@@ -454,6 +497,17 @@ LogicalResult Splitter::run() {
       old.replaceAllUsesWith(outside.lookupOrDefault(aux));
   }
   step.erase();
+}
+
+LogicalResult Splitter::run() {
+  if (failed(checkAndPrepare()))
+    return failure();
+  classifyOutputs();
+  OpBuilder b(step);
+  sliceRankRows(b);
+  if (failed(hoistGlobals(b)) || failed(buildAccumulate(b)))
+    return failure();
+  replaceResults(b);
   return success();
 }
 
