@@ -137,8 +137,9 @@ def mpirun_command():
         # after a correct run. Leaks of ga-run are checked by the
         # single-process tests.
         if getattr(config, "ga_sanitize", ""):
-            launcher += (" -x ASAN_OPTIONS=detect_leaks=0:abort_on_error=0:"
-                         "halt_on_error=1")
+            ranks = config.environment["ASAN_OPTIONS"].replace(
+                "detect_leaks=1", "detect_leaks=0")
+            launcher += " -x ASAN_OPTIONS=" + ranks
         return launcher
     return mpirun
 

@@ -99,22 +99,10 @@ static SmallVector<Value> capturedValues(Operation *op) {
   return captured;
 }
 
-namespace {
-/// How a scalar of a linalg body depends on the parameter-dependent
-/// batch-sums it reads: not at all, proportionally (it scales with the part
-/// of the batch summed so far, so micro-batch contributions add up), or in a
-/// way a split would change.
-enum class Linearity { Constant, Proportional, Other };
-} // namespace
-
-/// The linearity of the yielded values of `op` in the block arguments
-/// `sumArgs`. `accumulators` are output arguments of an additive reduction:
-/// they hold a partial sum of the same quantity. On `Other`, `why` names the
-/// scalar operation at fault.
-static Linearity bodyLinearity(linalg::LinalgOp op,
-                               const llvm::SmallDenseSet<Value> &sumArgs,
-                               const llvm::SmallDenseSet<Value> &accumulators,
-                               std::string &why) {
+Linearity ga::bodyLinearity(linalg::LinalgOp op,
+                            const llvm::SmallDenseSet<Value> &sumArgs,
+                            const llvm::SmallDenseSet<Value> &accumulators,
+                            std::string &why) {
   llvm::DenseMap<Value, Linearity> lin;
   auto of = [&](Value v) {
     if (sumArgs.contains(v) || accumulators.contains(v))

@@ -163,53 +163,6 @@ static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
       .getResult(0);
 }
 
-/// Whether the value yielded by the body of the 0-d generic `generic` is
-/// linear in the block arguments `terms`: built from them with additions and
-/// subtractions of linear values, negations, and products or quotients by
-/// values that do not depend on them.
-static bool isLinearIn(linalg::GenericOp generic,
-                       const llvm::SmallDenseSet<Value> &terms) {
-  enum class Kind { Constant, Linear, Other };
-  llvm::DenseMap<Value, Kind> kinds;
-  auto of = [&](Value v) {
-    if (terms.contains(v))
-      return Kind::Linear;
-    auto it = kinds.find(v);
-    return it == kinds.end() ? Kind::Constant : it->second;
-  };
-  Block *body = generic.getBlock();
-  for (Operation &op : body->without_terminator()) {
-    Kind kind = Kind::Constant;
-    bool anyLinear = llvm::any_of(
-        op.getOperands(), [&](Value v) { return of(v) != Kind::Constant; });
-    if (llvm::any_of(op.getOperands(),
-                     [&](Value v) { return of(v) == Kind::Other; }))
-      kind = Kind::Other;
-    else if (!anyLinear)
-      kind = Kind::Constant;
-    else if (isa<arith::AddFOp, arith::SubFOp>(op))
-      // x + c is affine, not linear: summed over micro-batches it would
-      // count c once per micro-batch.
-      kind = of(op.getOperand(0)) == of(op.getOperand(1)) ? Kind::Linear
-                                                          : Kind::Other;
-    else if (isa<arith::NegFOp>(op))
-      kind = Kind::Linear;
-    else if (isa<arith::MulFOp>(op))
-      kind = of(op.getOperand(0)) == Kind::Constant ||
-                     of(op.getOperand(1)) == Kind::Constant
-                 ? Kind::Linear
-                 : Kind::Other;
-    else if (isa<arith::DivFOp>(op))
-      kind =
-          of(op.getOperand(1)) == Kind::Constant ? Kind::Linear : Kind::Other;
-    else
-      kind = Kind::Other;
-    for (Value r : op.getResults())
-      kinds[r] = kind;
-  }
-  return of(body->getTerminator()->getOperand(0)) == Kind::Linear;
-}
-
 namespace {
 /// The final scaling of the loss that train-lower-accumulate applies once,
 /// after the loop: a tree of 0-d generics, linear in the loop-computed
@@ -261,7 +214,11 @@ static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
       return false;
     scaling.leaves.push_back(v);
   }
-  if (terms.empty() || !isLinearIn(generic, terms))
+  // Linear in the loop-computed terms, by the analysis's own rule: summed
+  // over the micro-batches, it gives its value on the summed terms.
+  std::string why;
+  if (terms.empty() ||
+      ga::bodyLinearity(generic, terms, {}, why) != ga::Linearity::Proportional)
     return false;
   scaling.tree.push_back(generic);
   return true;

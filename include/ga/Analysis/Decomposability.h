@@ -28,6 +28,7 @@
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include <string>
 
 namespace ga {
@@ -87,6 +88,21 @@ private:
   llvm::DenseMap<mlir::Value, BatchClass> classes;
   llvm::SmallVector<MixedReason> reasons;
 };
+
+/// How a scalar of a linalg body depends on the parameter-dependent
+/// batch-sums it reads: not at all, proportionally (it scales with the part
+/// of the batch summed so far, so micro-batch contributions add up), or in a
+/// way a split would change.
+enum class Linearity { Constant, Proportional, Other };
+
+/// The linearity of the yielded values of `op` in the block arguments
+/// `sumArgs`. `accumulators` are output arguments of an additive reduction:
+/// they hold a partial sum of the same quantity. On `Other`, `why` names the
+/// scalar operation at fault.
+Linearity bodyLinearity(mlir::linalg::LinalgOp op,
+                        const llvm::SmallDenseSet<mlir::Value> &sumArgs,
+                        const llvm::SmallDenseSet<mlir::Value> &accumulators,
+                        std::string &why);
 
 /// Whether output `j` of `op` is an additive reduction: the body yields
 /// `init + h` and reads the init nowhere else, so the result is the init

@@ -27,6 +27,14 @@ using namespace ga;
 
 namespace {
 
+/// The needs of a linalg structured op, from its scalar body.
+AdjointNeeds linalgNeeds(Operation *op) {
+  AdjointNeeds needs;
+  ad::genericAdjointNeeds(cast<linalg::LinalgOp>(op), needs.differentiable,
+                          needs.operands, needs.results);
+  return needs;
+}
+
 /// linalg.generic: the scalar body swept backwards.
 struct GenericModel
     : DifferentiableOpInterface::ExternalModel<GenericModel,
@@ -34,12 +42,7 @@ struct GenericModel
   LogicalResult buildAdjoint(Operation *op, ad::Sweep &sweep) const {
     return ad::adjointGeneric(cast<linalg::GenericOp>(op), sweep);
   }
-  AdjointNeeds getAdjointNeeds(Operation *op) const {
-    AdjointNeeds needs;
-    ad::genericAdjointNeeds(cast<linalg::LinalgOp>(op), needs.differentiable,
-                            needs.operands, needs.results);
-    return needs;
-  }
+  AdjointNeeds getAdjointNeeds(Operation *op) const { return linalgNeeds(op); }
 };
 
 /// A named linalg structured op: answered through LinalgOp, from its own
@@ -53,12 +56,7 @@ struct NamedLinalgModel
            << "is a named linalg op: train-differentiate builds the adjoint "
               "of its linalg.generic form (it generalizes named ops first)";
   }
-  AdjointNeeds getAdjointNeeds(Operation *op) const {
-    AdjointNeeds needs;
-    ad::genericAdjointNeeds(cast<linalg::LinalgOp>(op), needs.differentiable,
-                            needs.operands, needs.results);
-    return needs;
-  }
+  AdjointNeeds getAdjointNeeds(Operation *op) const { return linalgNeeds(op); }
 };
 
 template <typename OpTy> void attachNamedLinalgModel(MLIRContext *ctx) {
