@@ -26,11 +26,27 @@ LN_EPS = 1e-5
 CHECKPOINT = False  # --checkpoint
 
 
-def set_batch(batch):
-    """--batch: B and the token counts that depend on it."""
-    global B, N, NP, BATCH
-    B, N, NP = batch, batch * S, batch * (S - 1)
+def set_sizes(batch=None, seq=None, vocab=None, dim=None, heads=None,
+              ffn=None, layers=None):
+    """--batch, --seq, ...: the sizes (those not given keep their defaults)
+    and everything derived from them."""
+    global B, S, V, D, H, F, L, DH, N, NP, BATCH, PARAMS
+    B = batch or B
+    S = seq or S
+    V = vocab or V
+    D = dim or D
+    H = heads or H
+    F = ffn or F
+    L = layers or L
+    if D % H != 0:
+        raise SystemExit(f"gen_tiny_gpt.py: --dim ({D}) must be a multiple "
+                         f"of --heads ({H})")
+    if S < 2:
+        raise SystemExit(f"gen_tiny_gpt.py: --seq must be at least 2, got {S}")
+    DH = D // H
+    N, NP = B * S, B * (S - 1)
     BATCH = [("tokens", [B, S], "i64"), ("labels", [B, S], "i64")]
+    PARAMS = param_shapes()
 
 
 class Emitter:
@@ -284,15 +300,19 @@ def mlp(e, x, layer, w_fc, b_fc, w_proj, b_proj):
                     "projb")
 
 
-PARAMS = [
-    ("wte", [V, D]), ("wpe", [S, D]),
-    ("ln1_g", [L, D]), ("ln1_b", [L, D]),
-    ("w_qkv", [L, D, 3 * D]), ("w_o", [L, D, D]),
-    ("ln2_g", [L, D]), ("ln2_b", [L, D]),
-    ("w_fc", [L, D, F]), ("b_fc", [L, F]),
-    ("w_proj", [L, F, D]), ("b_proj", [L, D]),
-    ("lnf_g", [D]), ("lnf_b", [D]), ("w_head", [D, V]),
-]
+def param_shapes():
+    return [
+        ("wte", [V, D]), ("wpe", [S, D]),
+        ("ln1_g", [L, D]), ("ln1_b", [L, D]),
+        ("w_qkv", [L, D, 3 * D]), ("w_o", [L, D, D]),
+        ("ln2_g", [L, D]), ("ln2_b", [L, D]),
+        ("w_fc", [L, D, F]), ("b_fc", [L, F]),
+        ("w_proj", [L, F, D]), ("b_proj", [L, D]),
+        ("lnf_g", [D]), ("lnf_b", [D]), ("w_head", [D, V]),
+    ]
+
+
+PARAMS = param_shapes()
 BATCH = [("tokens", [B, S], "i64"), ("labels", [B, S], "i64")]
 
 
@@ -388,9 +408,22 @@ def main():
     parser.add_argument("--batch", type=int, default=B,
                         help=f"number of sequences B (default {B}; "
                              "benchmarks use larger ones)")
+    for flag, name, default in [("--seq", "tokens per sequence S", S),
+                                ("--vocab", "vocabulary size V", V),
+                                ("--dim", "model width D", D),
+                                ("--heads", "attention heads H", H),
+                                ("--ffn", "MLP width F", F),
+                                ("--layers", "transformer blocks L", L)]:
+        parser.add_argument(flag, type=int, default=default,
+                            help=f"{name} (default {default})")
     args = parser.parse_args()
+    for flag in ["batch", "seq", "vocab", "dim", "heads", "ffn", "layers"]:
+        if getattr(args, flag) < 1:
+            parser.error(f"--{flag} must be positive, got "
+                         f"{getattr(args, flag)}")
     CHECKPOINT = args.checkpoint
-    set_batch(args.batch)
+    set_sizes(args.batch, args.seq, args.vocab, args.dim, args.heads,
+              args.ffn, args.layers)
     e = Emitter()
     body(e)
     ptypes = [tt(shape) for _, shape in PARAMS]

@@ -22,13 +22,17 @@ using namespace mlir;
 
 /// The upstream stages: bufferization and lowering to the LLVM dialect.
 static void addCPULowering(OpPassManager &pm) {
-  // Function boundaries bufferize too, to plain (identity-layout) memrefs:
-  // ga-run passes the arguments as contiguous descriptors.
-  bufferization::OneShotBufferizePassOptions bufferize;
-  bufferize.bufferizeFunctionBoundaries = true;
-  bufferize.functionBoundaryTypeConversion =
-      bufferization::LayoutMapOption::IdentityLayoutMap;
-  pm.addPass(bufferization::createOneShotBufferizePass(bufferize));
+  // Function boundaries bufferize too: public functions to plain
+  // (identity-layout) memrefs, since ga-run passes the arguments as
+  // contiguous descriptors; kernels to memrefs with any offset, written in
+  // place. The kernels' results that alias their inits go before the
+  // deallocation pipeline, which would otherwise copy them to own them:
+  // canonicalization folds the tile loops' memref iteration arguments (each
+  // yields its own argument) so that a kernel returns its argument itself,
+  // and drop-equivalent-buffer-results removes such results.
+  pm.addPass(ga::createGaBufferizePass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
   // What ga-tile-and-vectorize left as linalg becomes scalar loops; its
   // vector code is lowered to one-dimensional, fully unrolled transfers.
@@ -83,6 +87,11 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
+  // After train-lower-accumulate, whose in-place accumulation reads the
+  // producers of the gradients; before everything whose cost grows with the
+  // code: each distinct operation is tiled, vectorized and compiled once.
+  if (options.outline)
+    pm.addPass(createGaOutlineKernelsPass());
   if (options.vectorize) {
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());

@@ -1,6 +1,8 @@
 // RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s
 // RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=VECTOR
 // RUN: ga-opt --ga-pipeline="target=cpu vectorize=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=SCALAR
+// RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=KERNEL
+// RUN: ga-opt --ga-pipeline="target=cpu outline=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=INLINE
 // RUN: not ga-opt --ga-pipeline="target=tpu" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
 
 // The whole step is in the LLVM dialect, and the entry function keeps its
@@ -9,9 +11,19 @@
 // CHECK-SAME: train.gradient_results = array<i64: 1, 2, 3>
 // CHECK-SAME: train.loss_result = 0 : i64
 // CHECK-SAME: train.signature = (tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<8x16x32xf32>, tensor<8x16xi64>) -> (tensor<f32>, tensor<32x64xf32>, tensor<64xf32>, tensor<64x64xf32>, tensor<i64>)
-// CHECK-NOT: train.
+// CHECK-NOT: {{= train\.|^ *train\.}}
 // CHECK-NOT: linalg.
 // CHECK-NOT: func.func
+
+// Each distinct linalg operation is a kernel function that LLVM may not
+// inline; the step calls it (ga-outline-kernels). outline=false keeps the
+// operations in the step.
+// KERNEL: llvm.func @mlp_step(
+// KERNEL: llvm.call @ga_kernel_0(
+// KERNEL: llvm.func internal @ga_kernel_0(
+// KERNEL-SAME: passthrough = ["noinline"]
+// KERNEL-SAME: train.kernel
+// INLINE-NOT: ga_kernel
 
 // The contractions become vector multiply-adds, unless vectorize=false.
 // VECTOR: llvm.intr.fmuladd{{.*}} : (vector<8xf32>, vector<8xf32>, vector<8xf32>) -> vector<8xf32>

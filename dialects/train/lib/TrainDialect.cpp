@@ -100,11 +100,18 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                              << "on '" << op->getName() << "'";
     return success();
   }
+  if (name == KernelAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute, got " << value;
+    return onFunction();
+  }
   return op->emitError() << "unknown attribute '" << name
                          << "' of the train dialect (known: "
                          << SignatureAttrHelper::getNameStr() << ", "
                          << LossResultAttrHelper::getNameStr() << ", "
                          << GradientResultsAttrHelper::getNameStr() << ", "
                          << DataParallelAttrHelper::getNameStr() << ", "
-                         << AccumulatesIntoInitAttrHelper::getNameStr() << ")";
+                         << AccumulatesIntoInitAttrHelper::getNameStr() << ", "
+                         << KernelAttrHelper::getNameStr() << ")";
 }

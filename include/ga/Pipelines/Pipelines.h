@@ -37,6 +37,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "false skips the check: invalid labels are then "
                      "clamped, not reported"),
       llvm::cl::init(true)};
+  Option<bool> outline{
+      *this, "outline",
+      llvm::cl::desc("Compile each distinct linalg operation once, as a "
+                     "kernel function that its occurrences call "
+                     "(ga-outline-kernels); false compiles every occurrence "
+                     "inline"),
+      llvm::cl::init(true)};
 };
 
 /// The CPU pipeline: records signatures, checks and splits the batch

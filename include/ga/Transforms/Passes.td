@@ -316,6 +316,59 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
   ];
 }
 
+def GaOutlineKernelsPass : Pass<"ga-outline-kernels", "::mlir::ModuleOp"> {
+  let summary = "Outline linalg operations into shared kernel functions";
+  let description = [{
+    Moves every linalg operation on tensors (except `linalg.fill`) of the
+    module's functions into a private kernel function
+    (`ga_kernel_<n>`, marked `train.kernel`) and replaces it with a
+    `func.call`. Operations that compute the same thing on the same types
+    share one kernel: the kernel is the operation with its operands as
+    arguments (its inits last), the values its body reads from above as
+    further arguments, and the constants its body reads cloned into it.
+
+    A model whose layers repeat the same shapes (a transformer's blocks)
+    thus has one kernel per distinct operation of a layer, and everything
+    after this pass (tiling, vectorization, lowering, LLVM's optimizer and
+    code generator) works on that set once, however many layers there are:
+    compile time stops growing with the code of each layer and grows only
+    with the number of calls. The kernels are `noinline` in LLVM, so that it
+    does not undo the sharing.
+
+    Each kernel computes exactly what the operation computed, in the same
+    order: results are bitwise those of the operations it replaces. Run it
+    after `train-lower-accumulate` (whose in-place accumulation looks at the
+    producers of the gradients) and before `ga-tile-and-vectorize`; bufferize
+    with `ga-bufferize`, which lets a kernel write into its caller's buffers.
+
+    Example: the two `linalg.matmul` of `tensor<8x4xf32>` by
+    `tensor<4x4xf32>` below become two calls of one `@ga_kernel_0`.
+  }];
+  let dependentDialects = [
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect",
+  ];
+}
+
+def GaBufferizePass : Pass<"ga-bufferize", "::mlir::ModuleOp"> {
+  let summary = "One-shot bufferization of the module and its kernels";
+  let description = [{
+    One-Shot Bufferize across function boundaries, with the layouts that the
+    CPU pipeline needs: a public function takes and returns identity-layout
+    memrefs (the descriptors that `ga-run` and a C caller pass), a kernel of
+    `ga-outline-kernels` takes memrefs with the row-major strides of their
+    shape and any offset, so that a slice of a larger buffer (a layer of a
+    stacked weight, a micro-batch of the batch, an accumulator) is passed
+    without a copy and written in place. A non-contiguous operand is copied
+    into a contiguous buffer first. Results of a kernel that are its init
+    arguments, written in place, are dropped from its signature (the caller
+    uses its own buffer).
+  }];
+  let dependentDialects = [
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect",
+  ];
+}
+
 def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
   let summary = "Tile linalg operations on tensors and vectorize the tiles";
   let description = [{

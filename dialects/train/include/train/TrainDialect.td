@@ -44,7 +44,10 @@ def Train_Dialect : Dialect {
       data-parallel ranks it runs on (`train-split-batch`);
     * `train.accumulates_into_init` (unit), on an `scf.for`:
       the loop nest adds into its init (an embedding's scatter-add), so that
-      `train-lower-accumulate` may pass it the running accumulator.
+      `train-lower-accumulate` may pass it the running accumulator;
+    * `train.kernel` (unit), on a function: a kernel of
+      `ga-outline-kernels`, which `ga-bufferize` lets write into its
+      caller's buffers.
   }];
 
   let discardableAttrs = (ins
@@ -52,7 +55,8 @@ def Train_Dialect : Dialect {
     "::mlir::IntegerAttr":$loss_result,
     "::mlir::DenseI64ArrayAttr":$gradient_results,
     "::mlir::IntegerAttr":$data_parallel,
-    "::mlir::UnitAttr":$accumulates_into_init
+    "::mlir::UnitAttr":$accumulates_into_init,
+    "::mlir::UnitAttr":$kernel
   );
   let hasOperationAttrVerify = 1;
 }
