@@ -22,7 +22,7 @@ LLVM_DIR=/usr/lib/llvm-22
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
-  libopenmpi-dev openmpi-bin valgrind clang-format-22
+  libopenmpi-dev openmpi-bin valgrind clang-format-22 libomp-22-dev
 )
 
 missing=()

@@ -21,7 +21,8 @@
 using namespace mlir;
 
 /// The upstream stages: bufferization and lowering to the LLVM dialect.
-static void addCPULowering(OpPassManager &pm) {
+static void addCPULowering(OpPassManager &pm,
+                           const ga::GaPipelineOptions &options) {
   // Function boundaries bufferize too: public functions to plain
   // (identity-layout) memrefs, since ga-run passes the arguments as
   // contiguous descriptors; kernels to memrefs with any offset, written in
@@ -34,6 +35,15 @@ static void addCPULowering(OpPassManager &pm) {
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  // On buffers, after deallocation (whose analysis does not know
+  // scf.parallel): the parallel tile loops go to OpenMP threads.
+  if (options.parallel) {
+    pm.addPass(ga::createGaParallelizeLoopsPass());
+    pm.addPass(createConvertSCFToOpenMPPass());
+    // The loop bodies' memref.alloca_scope, which no alloca needs here, is
+    // inlined: scf-to-cf would give it several blocks, which it may not have.
+    pm.addPass(createCanonicalizerPass());
+  }
   // What ga-tile-and-vectorize left as linalg becomes scalar loops; its
   // vector code is lowered to one-dimensional, fully unrolled transfers.
   pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
@@ -58,6 +68,8 @@ static void addCPULowering(OpPassManager &pm) {
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
+  if (options.parallel)
+    pm.addPass(createConvertOpenMPToLLVMPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
@@ -96,7 +108,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());
   }
-  addCPULowering(pm);
+  addCPULowering(pm, options);
   return success();
 }
 

@@ -117,6 +117,37 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
   return tiles;
 }
 
+/// Iteration spaces smaller than this (in points of the loop nest) are not
+/// worth a fork and join of threads.
+static constexpr int64_t kMinParallelWork = 1 << 14;
+
+/// Marks the tile loops of `op` that run over its parallel dimensions with
+/// `train.parallel` (ga-parallelize-loops runs them on threads): each such
+/// tile writes its own part of every result. `op` has the form
+/// chooseTileSizes accepts: every output is indexed by each parallel loop
+/// and by no reduction loop.
+static void markParallelLoops(linalg::LinalgOp op, ArrayRef<int64_t> tiles,
+                              ArrayRef<LoopLikeOpInterface> loops) {
+  int64_t work = 1;
+  for (int64_t range : op.getStaticLoopRanges())
+    work *= range;
+  if (work < kMinParallelWork)
+    return;
+  SmallVector<utils::IteratorType> iterators = op.getIteratorTypesArray();
+  unsigned next = 0;
+  for (auto [dim, tile] : llvm::enumerate(tiles)) {
+    if (tile == 0)
+      continue;
+    if (next >= loops.size())
+      return;
+    // The outer loops of the nest, as long as they are parallel: a parallel
+    // loop inside a reduction loop would fork and join at each step.
+    if (iterators[dim] != utils::IteratorType::parallel)
+      return;
+    loops[next++]->setAttr("train.parallel", UnitAttr::get(op.getContext()));
+  }
+}
+
 namespace {
 struct GaTileAndVectorizePass
     : ga::impl::GaTileAndVectorizePassBase<GaTileAndVectorizePass> {
@@ -151,6 +182,7 @@ struct GaTileAndVectorizePass
             rewriter, cast<TilingInterface>(op.getOperation()), options);
         if (failed(tiled))
           continue;
+        markParallelLoops(op, *tiles, tiled->loops);
         rewriter.replaceOp(op, tiled->replacements);
         if (tiled->tiledOps.size() != 1)
           continue;

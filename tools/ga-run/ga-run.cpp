@@ -43,6 +43,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include <thread>
+
 using namespace mlir;
 namespace cl = llvm::cl;
 
@@ -93,6 +95,23 @@ static cl::opt<bool>
           cl::desc("Split the batch the usual, inexact way (per-micro-batch "
                    "means averaged): --ga-pipeline option naive"),
           cl::init(false), cl::cat(gaRunCategory));
+static cl::opt<bool>
+    outline("outline",
+            cl::desc("Compile each distinct linalg operation once, as a "
+                     "kernel function (default true): --ga-pipeline option "
+                     "outline"),
+            cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<bool>
+    parallel("parallel",
+             cl::desc("Run the step's parallel tile loops on OpenMP threads "
+                      "(default true): --ga-pipeline option parallel"),
+             cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<int> threadCount(
+    "num-threads", cl::init(0),
+    cl::desc("Threads of the step (default: OMP_NUM_THREADS if set, else the "
+             "cores divided among the MPI ranks); results are bitwise the "
+             "same for any count"),
+    cl::cat(gaRunCategory));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
                              cl::init(2), cl::cat(gaRunCategory));
 static cl::opt<bool> checkLabels(
@@ -131,6 +150,12 @@ ranks (the function's train.data_parallel attribute). Run it with
 and takes its own rows of the batch; the ranks sum the counts, the loss and
 the gradients with MPI; rank 0 prints and writes the results. Launched with
 another number of ranks, or without mpirun, ga-run stops with an error.
+
+Threads: the step's parallel loops (tiles of output rows and columns,
+never a reduction) run on OpenMP threads: --num-threads N, else
+OMP_NUM_THREADS, else all cores (divided among the ranks of a data-parallel
+run). Each result element is computed by one thread in a fixed order, so
+results are bitwise the same for any thread count.
 
 Printed: the compile time (pipeline and JIT), the run time, the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
@@ -207,6 +232,9 @@ int main(int argc, char **argv) {
     return fail("--repeat must be at least 1, got " + Twine(repeat.getValue()));
   if (optLevel < 0 || optLevel > 3)
     return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
+  if (threadCount < 0)
+    return fail("--num-threads must be at least 1 (or 0: the default), got " +
+                Twine(threadCount.getValue()));
 
   registerAllPasses();
   ga::registerGaPasses();
@@ -273,6 +301,8 @@ int main(int argc, char **argv) {
     ga::GaPipelineOptions options;
     options.vectorize = vectorize;
     options.naive = naive;
+    options.outline = outline;
+    options.parallel = parallel;
     options.checkLabels = checkLabels;
     if (failed(ga::buildCPUPipeline(pm, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);
@@ -346,6 +376,18 @@ int main(int argc, char **argv) {
     arrays.push_back(std::move(*array));
   }
 
+  // Threads: the OpenMP runtime reads OMP_NUM_THREADS when the step first
+  // forks, after this. Without a choice, the ranks of a data-parallel run
+  // share the cores instead of each taking all of them.
+  if (threadCount > 0)
+    setenv("OMP_NUM_THREADS", std::to_string(threadCount).c_str(), 1);
+  else if (!getenv("OMP_NUM_THREADS") && ranks > 1)
+    setenv("OMP_NUM_THREADS",
+           std::to_string(std::max<unsigned>(
+                              1, std::thread::hardware_concurrency() / ranks))
+               .c_str(),
+           1);
+
   // JIT.
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
@@ -353,8 +395,9 @@ int main(int argc, char **argv) {
   ExecutionEngineOptions engineOptions;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   engineOptions.transformer = transformer;
-  // memrefCopy and friends, which bufferized code calls.
-  llvm::StringRef runtimeLibs[] = {GA_MLIR_C_RUNNER_UTILS};
+  // memrefCopy and friends, which bufferized code calls; the OpenMP runtime
+  // that the parallel loops call.
+  llvm::StringRef runtimeLibs[] = {GA_MLIR_C_RUNNER_UTILS, GA_OPENMP_RUNTIME};
   engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)

@@ -100,6 +100,15 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                              << "on '" << op->getName() << "'";
     return success();
   }
+  if (name == ParallelAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute, got " << value;
+    if (!isa<scf::ForOp>(op))
+      return op->emitError() << "'" << name << "' belongs on an scf.for, not "
+                             << "on '" << op->getName() << "'";
+    return success();
+  }
   if (name == KernelAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
       return op->emitError()
@@ -113,5 +122,6 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << GradientResultsAttrHelper::getNameStr() << ", "
                          << DataParallelAttrHelper::getNameStr() << ", "
                          << AccumulatesIntoInitAttrHelper::getNameStr() << ", "
-                         << KernelAttrHelper::getNameStr() << ")";
+                         << KernelAttrHelper::getNameStr() << ", "
+                         << ParallelAttrHelper::getNameStr() << ")";
 }

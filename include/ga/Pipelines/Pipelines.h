@@ -44,6 +44,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "(ga-outline-kernels); false compiles every occurrence "
                      "inline"),
       llvm::cl::init(true)};
+  Option<bool> parallel{
+      *this, "parallel",
+      llvm::cl::desc("Run the tile loops over output rows and columns on "
+                     "OpenMP threads (ga-parallelize-loops; thread count from "
+                     "OMP_NUM_THREADS or ga-run --num-threads); results are "
+                     "bitwise the same for any thread count"),
+      llvm::cl::init(true)};
 };
 
 /// The CPU pipeline: records signatures, checks and splits the batch

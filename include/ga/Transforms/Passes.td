@@ -408,6 +408,25 @@ def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
   ];
 }
 
+def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
+  let summary = "Run the parallel tile loops on threads (scf.parallel)";
+  let description = [{
+    Turns every outermost `scf.for` marked `train.parallel` (by
+    `ga-tile-and-vectorize`: a loop over tiles of a parallel dimension,
+    outside every reduction loop of its nest, in an iteration space of at
+    least 16384 points) into an `scf.parallel`, which `convert-scf-to-openmp`
+    runs on OpenMP threads. The marks of the loops nested in it are
+    dropped. A marked loop that still carries values (it runs before
+    bufferization) stays a loop.
+
+    Each iteration computes its own tile of the results, with the same
+    instructions in the same order as on one thread: results are bitwise the
+    same for any number of threads (`OMP_NUM_THREADS`, `ga-run --num-threads`).
+    Reductions are never split between threads.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Checks and reports, outside the pipeline
 //===----------------------------------------------------------------------===//

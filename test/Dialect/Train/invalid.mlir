@@ -884,7 +884,7 @@ func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }

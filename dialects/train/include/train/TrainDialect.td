@@ -45,6 +45,9 @@ def Train_Dialect : Dialect {
     * `train.accumulates_into_init` (unit), on an `scf.for`:
       the loop nest adds into its init (an embedding's scatter-add), so that
       `train-lower-accumulate` may pass it the running accumulator;
+    * `train.parallel` (unit), on an `scf.for`: a tile loop of
+      `ga-tile-and-vectorize` whose iterations write disjoint parts of the
+      results, which `ga-parallelize-loops` may run on threads;
     * `train.kernel` (unit), on a function: a kernel of
       `ga-outline-kernels`, which `ga-bufferize` lets write into its
       caller's buffers.
@@ -56,7 +59,8 @@ def Train_Dialect : Dialect {
     "::mlir::DenseI64ArrayAttr":$gradient_results,
     "::mlir::IntegerAttr":$data_parallel,
     "::mlir::UnitAttr":$accumulates_into_init,
-    "::mlir::UnitAttr":$kernel
+    "::mlir::UnitAttr":$kernel,
+    "::mlir::UnitAttr":$parallel
   );
   let hasOperationAttrVerify = 1;
 }
