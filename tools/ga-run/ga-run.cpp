@@ -112,6 +112,11 @@ static cl::opt<int> threadCount(
              "cores divided among the MPI ranks); results are bitwise the "
              "same for any count"),
     cl::cat(gaRunCategory));
+static cl::opt<bool>
+    timePasses("time-stages",
+               cl::desc("Print the time of every pass of the pipeline "
+                        "(MLIR's pass timing report, on stderr)"),
+               cl::init(false), cl::cat(gaRunCategory));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
                              cl::init(2), cl::cat(gaRunCategory));
 static cl::opt<bool> checkLabels(
@@ -157,7 +162,9 @@ OMP_NUM_THREADS, else all cores (divided among the ranks of a data-parallel
 run). Each result element is computed by one thread in a fixed order, so
 results are bitwise the same for any thread count.
 
-Printed: the compile time (pipeline and JIT), the run time, the loss (the
+Printed: the compile time (pipeline and JIT; compile_stages_ms splits the
+JIT into translation to LLVM IR with LLVM's optimizer, and code generation;
+--time-stages adds the time of every pass), the run time, the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
 norm sqrt(sum of squares of all gradient results), in float64.
 
@@ -306,6 +313,8 @@ int main(int argc, char **argv) {
     options.checkLabels = checkLabels;
     if (failed(ga::buildCPUPipeline(pm, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);
+    if (timePasses)
+      pm.enableTiming();
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");
     pipelineMs = msSince(compileStart);
@@ -403,12 +412,14 @@ int main(int argc, char **argv) {
   if (!engine)
     return fail("JIT compilation failed: " +
                 llvm::toString(engine.takeError()));
+  double optimizeMs = msSince(jitStart);
   // ga_rank and ga_all_reduce_*, which lowered collectives call.
   (*engine)->registerSymbols(ga_run::runtimeSymbols);
   // Materialize the code now, so that the first run is not charged for it.
   if (auto fn = (*engine)->lookupPacked(name); !fn)
     return fail("JIT compilation failed: " + llvm::toString(fn.takeError()));
   double jitMs = msSince(jitStart);
+  double codegenMs = jitMs - optimizeMs;
   double compileMs = msSince(compileStart);
 
   // Arguments: memref descriptors, one pointer per field.
@@ -552,6 +563,9 @@ int main(int argc, char **argv) {
     outs() << "ranks: " << ranks << " (data-parallel, MPI)\n";
   outs() << format("compile_ms: %.1f (pipeline %.1f, jit %.1f)\n", compileMs,
                    pipelineMs, jitMs);
+  outs() << format("compile_stages_ms: pipeline %.1f, llvm-ir+optimize %.1f, "
+                   "codegen %.1f\n",
+                   pipelineMs, optimizeMs, codegenMs);
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
   std::optional<int64_t> lossIndex;
