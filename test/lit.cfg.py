@@ -46,6 +46,10 @@ if getattr(config, "ga_sanitize", ""):
     if preload:
         mlir_opt_prefix = "env LD_PRELOAD=" + ":".join(preload) + " "
 
+# lit already runs one test per core: each step runs on one OpenMP thread
+# unless a test asks for more (threads-bitwise.test passes --num-threads).
+config.environment["OMP_NUM_THREADS"] = "1"
+
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ga_src", config.ga_src_root))
 config.substitutions.append(("%ga_obj", config.ga_obj_root))
