@@ -24,6 +24,11 @@ PACKAGES=(
   libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
   libopenmpi-dev openmpi-bin valgrind clang-format-22 libomp-22-dev
 )
+# GA_BENCH=1: also PyTorch on OpenBLAS, the baseline of
+# scripts/bench_models.py (never needed by the build or the tests).
+if [[ -n "${GA_BENCH:-}" ]]; then
+  PACKAGES+=(python3-torch libopenblas0-pthread)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
