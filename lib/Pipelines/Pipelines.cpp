@@ -99,6 +99,10 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
+  // Also after train-lower-accumulate: fused producers would hide the
+  // gradients' producers from its in-place accumulation.
+  if (options.fuse)
+    pm.addPass(createGaFuseElementwisePass());
   // After train-lower-accumulate, whose in-place accumulation reads the
   // producers of the gradients; before everything whose cost grows with the
   // code: each distinct operation is tiled, vectorized and compiled once.

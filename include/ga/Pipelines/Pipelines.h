@@ -37,6 +37,12 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "false skips the check: invalid labels are then "
                      "clamped, not reported"),
       llvm::cl::init(true)};
+  Option<bool> fuse{
+      *this, "fuse",
+      llvm::cl::desc("Fuse single-use elementwise producers into elementwise "
+                     "consumers (ga-fuse-elementwise; bitwise the same "
+                     "results)"),
+      llvm::cl::init(true)};
   Option<bool> outline{
       *this, "outline",
       llvm::cl::desc("Compile each distinct linalg operation once, as a "

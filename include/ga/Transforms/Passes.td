@@ -316,6 +316,24 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
   ];
 }
 
+def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
+  let summary = "Fuse elementwise linalg producers into elementwise consumers";
+  let description = [{
+    Fuses a `linalg.generic` into the `linalg.generic` that reads its
+    result when the producer is elementwise (all loops parallel), its result
+    has no other user, and the consumer's loops are all parallel too: a bias
+    added to a matmul's result, GELU and its adjoint, the pieces of a layer
+    norm and of their adjoints, residual additions. The fused operation
+    computes the same scalar operations on the same values (no value is
+    recomputed, no reduction is touched), so results are bitwise unchanged,
+    and the intermediate tensor is neither written nor read back.
+
+    Run it after `train-lower-accumulate` (whose in-place accumulation looks
+    at the producers of the gradients) and before `ga-outline-kernels`.
+  }];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect"];
+}
+
 def GaOutlineKernelsPass : Pass<"ga-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline linalg operations into shared kernel functions";
   let description = [{

@@ -1,0 +1,90 @@
+//===- FuseElementwise.cpp - Elementwise producer-consumer fusion ---------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Upstream's elementwise fusion, restricted to what keeps results bitwise
+// and costs nothing: a single-use elementwise producer into an elementwise
+// consumer. A consumer with a reduction would recompute the producer at every
+// step of the reduction, and a producer with several users would be computed
+// several times.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+
+namespace ga {
+#define GEN_PASS_DEF_GAFUSEELEMENTWISEPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+
+static bool allParallel(linalg::LinalgOp op) {
+  return op.getNumLoops() == op.getNumParallelLoops();
+}
+
+/// Whether the producer of `operand` may be fused into its owner. A consumer
+/// that also reads its init (an accumulation `acc + g` into a loop's
+/// running value) is left alone: fusing more inputs into it can keep
+/// bufferization from computing it in place in the loop's buffer.
+static bool shouldFuse(OpOperand *operand) {
+  auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+  auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
+  if (!producer || !consumer || !operand->get().hasOneUse() ||
+      producer->getNumResults() != 1 || !allParallel(producer) ||
+      !allParallel(consumer))
+    return false;
+  for (Value init : consumer.getDpsInits())
+    if (llvm::is_contained(consumer.getDpsInputs(), init))
+      return false;
+  return true;
+}
+
+/// Fuses one producer into its consumer somewhere in `root`; false when
+/// nothing is left to fuse.
+static bool fuseOne(Operation *root, RewriterBase &rewriter) {
+  OpOperand *found = nullptr;
+  root->walk([&](linalg::GenericOp consumer) {
+    for (OpOperand *operand : consumer.getDpsInputOperands())
+      if (shouldFuse(operand) && linalg::areElementwiseOpsFusable(operand)) {
+        found = operand;
+        return WalkResult::interrupt();
+      }
+    return WalkResult::advance();
+  });
+  if (!found)
+    return false;
+  Operation *consumer = found->getOwner();
+  Operation *producer = found->get().getDefiningOp();
+  rewriter.setInsertionPoint(consumer);
+  FailureOr<linalg::ElementwiseOpFusionResult> fused =
+      linalg::fuseElementwiseOps(rewriter, found);
+  if (failed(fused))
+    return false;
+  for (auto [original, replacement] : fused->replacements)
+    if (original.getDefiningOp() == consumer)
+      rewriter.replaceAllUsesWith(original, replacement);
+  rewriter.eraseOp(consumer);
+  if (producer->use_empty())
+    rewriter.eraseOp(producer);
+  return true;
+}
+
+namespace {
+// Upstream's fusion patterns come with a rewrite of inits that the body does
+// not read into tensor.empty, which would keep an accumulation from
+// bufferizing in place: the fusion is applied directly instead.
+struct GaFuseElementwisePass
+    : ga::impl::GaFuseElementwisePassBase<GaFuseElementwisePass> {
+  using Base::Base;
+  void runOnOperation() override {
+    IRRewriter rewriter(&getContext());
+    while (fuseOne(getOperation(), rewriter)) {
+    }
+  }
+};
+} // namespace
