@@ -51,7 +51,10 @@ static void addCPULowering(OpPassManager &pm,
   VectorTransferToSCFOptions transfers;
   transfers.enableFullUnroll(true).setTargetRank(1);
   pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
-  // Math intrinsics first, libm calls for the rest (erf, ...).
+  // exp and erf as vector polynomials, then math intrinsics, then libm
+  // calls for the rest.
+  if (options.approximateMath)
+    pm.addPass(ga::createGaApproximateMathPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   ConvertVectorToLLVMPassOptions vectors;

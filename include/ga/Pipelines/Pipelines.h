@@ -43,6 +43,12 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "consumers (ga-fuse-elementwise; bitwise the same "
                      "results)"),
       llvm::cl::init(true)};
+  Option<bool> approximateMath{
+      *this, "approximate-math",
+      llvm::cl::desc("Compute exp and erf with MLIR's vectorizable polynomial "
+                     "approximations (ga-approximate-math) instead of C "
+                     "library calls"),
+      llvm::cl::init(true)};
   Option<bool> outline{
       *this, "outline",
       llvm::cl::desc("Compile each distinct linalg operation once, as a "

@@ -426,6 +426,22 @@ def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
   ];
 }
 
+def GaApproximateMathPass : Pass<"ga-approximate-math"> {
+  let summary = "Vectorizable polynomial forms of exp and erf";
+  let description = [{
+    Rewrites `math.exp` and `math.erf` on `f32` (scalars and vectors) into
+    MLIR's polynomial approximations (arith operations), so that the vector
+    code of softmax, cross-entropy and GELU stays vector code instead of
+    calling the C library once per lane. The approximations are accurate to
+    a few units in the last place; they are deterministic, so results stay
+    bitwise the same for any split, rank count and thread count.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::vector::VectorDialect",
+    "::mlir::math::MathDialect",
+  ];
+}
+
 def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let summary = "Run the parallel tile loops on threads (scf.parallel)";
   let description = [{
