@@ -6,16 +6,14 @@
 
 #include "ga/Runtime/Npy.h"
 
-#include "llvm/Support/FileSystem.h"
-#include "llvm/Support/MathExtras.h"
-#include "llvm/Support/MemoryBuffer.h"
-#include "llvm/Support/raw_ostream.h"
-
-using namespace llvm;
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <sys/stat.h>
 
 namespace ga {
 
-StringRef npyDTypeName(NpyDType dtype) {
+const char *npyDTypeName(NpyDType dtype) {
   switch (dtype) {
   case NpyDType::F32:
     return "float32";
@@ -26,14 +24,14 @@ StringRef npyDTypeName(NpyDType dtype) {
   case NpyDType::I64:
     return "int64";
   }
-  llvm_unreachable("unknown dtype");
+  return "unknown";
 }
 
 size_t npyDTypeSize(NpyDType dtype) {
   return dtype == NpyDType::F32 || dtype == NpyDType::I32 ? 4 : 8;
 }
 
-static StringRef descrOf(NpyDType dtype) {
+static const char *descrOf(NpyDType dtype) {
   switch (dtype) {
   case NpyDType::F32:
     return "<f4";
@@ -44,7 +42,7 @@ static StringRef descrOf(NpyDType dtype) {
   case NpyDType::I64:
     return "<i8";
   }
-  llvm_unreachable("unknown dtype");
+  return "";
 }
 
 int64_t NpyArray::numElements() const {
@@ -54,36 +52,88 @@ int64_t NpyArray::numElements() const {
   return n;
 }
 
-std::string npyShapeString(ArrayRef<int64_t> shape) {
+double NpyArray::at(int64_t i) const {
+  switch (dtype) {
+  case NpyDType::F32:
+    return reinterpret_cast<const float *>(data.data())[i];
+  case NpyDType::F64:
+    return reinterpret_cast<const double *>(data.data())[i];
+  case NpyDType::I32:
+    return reinterpret_cast<const int32_t *>(data.data())[i];
+  case NpyDType::I64:
+    return static_cast<double>(
+        reinterpret_cast<const int64_t *>(data.data())[i]);
+  }
+  return 0;
+}
+
+std::string npyShapeString(const std::vector<int64_t> &shape) {
   std::string text = "(";
-  for (auto [i, d] : llvm::enumerate(shape))
-    text += (i ? ", " : "") + std::to_string(d);
+  for (size_t i = 0; i < shape.size(); ++i)
+    text += (i ? ", " : "") + std::to_string(shape[i]);
   return text + (shape.size() == 1 ? ",)" : ")");
 }
 
 std::string NpyArray::shapeString() const { return npyShapeString(shape); }
 
-static Error malformed(StringRef name, const Twine &why) {
-  return createStringError(inconvertibleErrorCode(),
-                           "'" + name + "' is not a valid .npy file: " + why);
+namespace {
+
+bool malformed(const std::string &name, const std::string &why,
+               std::string &error) {
+  error = "'" + name + "' is not a valid .npy file: " + why;
+  return false;
+}
+
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+
+std::string_view ltrim(std::string_view s) {
+  while (!s.empty() && isSpace(s.front()))
+    s.remove_prefix(1);
+  return s;
+}
+
+std::string_view trim(std::string_view s) {
+  s = ltrim(s);
+  while (!s.empty() && isSpace(s.back()))
+    s.remove_suffix(1);
+  return s;
 }
 
 /// The value text after `'key':` in a header dictionary.
-static std::optional<StringRef> headerValue(StringRef header, StringRef key) {
-  size_t pos = header.find(("'" + key + "'").str());
-  if (pos == StringRef::npos)
-    return std::nullopt;
-  StringRef rest = header.drop_front(pos + key.size() + 2).ltrim();
-  if (!rest.consume_front(":"))
-    return std::nullopt;
-  return rest.ltrim();
+bool headerValue(std::string_view header, const std::string &key,
+                 std::string_view &value) {
+  size_t pos = header.find("'" + key + "'");
+  if (pos == std::string_view::npos)
+    return false;
+  std::string_view rest = ltrim(header.substr(pos + key.size() + 2));
+  if (rest.empty() || rest.front() != ':')
+    return false;
+  value = ltrim(rest.substr(1));
+  return true;
 }
 
-Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
-  if (!bytes.starts_with("\x93NUMPY"))
-    return malformed(name, "missing the \\x93NUMPY magic string");
+/// A non-negative decimal integer, the whole of `text`.
+bool parseDimension(std::string_view text, int64_t &value) {
+  if (text.empty())
+    return false;
+  value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9' ||
+        __builtin_mul_overflow(value, int64_t(10), &value) ||
+        __builtin_add_overflow(value, int64_t(c - '0'), &value))
+      return false;
+  }
+  return true;
+}
+
+} // namespace
+
+bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
+              std::string &error) {
+  if (bytes.substr(0, 6) != "\x93NUMPY")
+    return malformed(name, "missing the \\x93NUMPY magic string", error);
   if (bytes.size() < 10)
-    return malformed(name, "truncated header");
+    return malformed(name, "truncated header", error);
   unsigned major = static_cast<unsigned char>(bytes[6]);
   size_t headerLen, start;
   auto byteAt = [&](size_t i) {
@@ -94,22 +144,25 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
     start = 10;
   } else if (major == 2 || major == 3) {
     if (bytes.size() < 12)
-      return malformed(name, "truncated header");
+      return malformed(name, "truncated header", error);
     headerLen =
         byteAt(8) | byteAt(9) << 8 | byteAt(10) << 16 | byteAt(11) << 24;
     start = 12;
   } else {
-    return malformed(name, "unsupported format version " + Twine(major));
+    return malformed(
+        name, "unsupported format version " + std::to_string(major), error);
   }
   if (bytes.size() < start + headerLen)
-    return malformed(name, "truncated header");
-  StringRef header = bytes.substr(start, headerLen);
+    return malformed(name, "truncated header", error);
+  std::string_view header = bytes.substr(start, headerLen);
 
   NpyArray array;
-  std::optional<StringRef> descr = headerValue(header, "descr");
-  if (!descr || descr->size() < 2 || !descr->consume_front("'"))
-    return malformed(name, "no 'descr' in the header");
-  StringRef code = descr->take_until([](char c) { return c == '\''; });
+  std::string_view descr;
+  if (!headerValue(header, "descr", descr) || descr.size() < 2 ||
+      descr.front() != '\'')
+    return malformed(name, "no 'descr' in the header", error);
+  descr.remove_prefix(1);
+  std::string_view code = descr.substr(0, descr.find('\''));
   if (code == "<f4")
     array.dtype = NpyDType::F32;
   else if (code == "<f8")
@@ -118,99 +171,134 @@ Expected<NpyArray> parseNpy(StringRef bytes, StringRef name) {
     array.dtype = NpyDType::I32;
   else if (code == "<i8")
     array.dtype = NpyDType::I64;
-  else
-    return createStringError(
-        inconvertibleErrorCode(),
-        "'" + name + "' has dtype '" + code +
-            "'; ga-run reads little-endian float32, float64, int32 and int64");
+  else {
+    error = "'" + name + "' has dtype '" + std::string(code) +
+            "'; steps take little-endian float32, float64, int32 and int64";
+    return false;
+  }
 
-  std::optional<StringRef> fortran = headerValue(header, "fortran_order");
-  if (!fortran)
-    return malformed(name, "no 'fortran_order' in the header");
-  if (fortran->starts_with("True"))
-    return createStringError(inconvertibleErrorCode(),
-                             "'" + name +
-                                 "' is in Fortran order; write it in C order "
-                                 "(numpy.ascontiguousarray)");
+  std::string_view fortran;
+  if (!headerValue(header, "fortran_order", fortran))
+    return malformed(name, "no 'fortran_order' in the header", error);
+  if (fortran.substr(0, 4) == "True") {
+    error = "'" + name +
+            "' is in Fortran order; write it in C order "
+            "(numpy.ascontiguousarray)";
+    return false;
+  }
 
-  std::optional<StringRef> shapeText = headerValue(header, "shape");
-  if (!shapeText || !shapeText->consume_front("("))
-    return malformed(name, "no 'shape' tuple in the header");
-  StringRef dims = shapeText->take_until([](char c) { return c == ')'; });
-  if (dims.size() == shapeText->size())
-    return malformed(name, "unterminated 'shape' tuple");
-  SmallVector<StringRef> parts;
-  dims.split(parts, ',', -1, /*KeepEmpty=*/false);
-  for (StringRef part : parts) {
-    part = part.trim();
+  std::string_view shapeText;
+  if (!headerValue(header, "shape", shapeText) || shapeText.empty() ||
+      shapeText.front() != '(')
+    return malformed(name, "no 'shape' tuple in the header", error);
+  shapeText.remove_prefix(1);
+  size_t close = shapeText.find(')');
+  if (close == std::string_view::npos)
+    return malformed(name, "unterminated 'shape' tuple", error);
+  std::string_view dims = shapeText.substr(0, close);
+  while (!dims.empty()) {
+    size_t comma = dims.find(',');
+    std::string_view part = trim(dims.substr(0, comma));
+    dims = comma == std::string_view::npos ? std::string_view()
+                                           : dims.substr(comma + 1);
     if (part.empty())
       continue;
     int64_t d;
-    if (part.getAsInteger(10, d) || d < 0)
-      return malformed(name, "bad dimension '" + part + "' in 'shape'");
+    if (!parseDimension(part, d))
+      return malformed(
+          name, "bad dimension '" + std::string(part) + "' in 'shape'", error);
     array.shape.push_back(d);
   }
 
   // Checked arithmetic: a header can promise any shape.
   int64_t elements = 1, bytesWanted = 0;
   for (int64_t d : array.shape)
-    if (MulOverflow(elements, d, elements))
-      return malformed(name, "the shape " + array.shapeString() +
-                                 " has more elements than a 64-bit count "
-                                 "holds");
-  if (MulOverflow(elements, static_cast<int64_t>(npyDTypeSize(array.dtype)),
-                  bytesWanted))
-    return malformed(name, "the shape " + array.shapeString() +
-                               " has more bytes than a 64-bit count holds");
+    if (__builtin_mul_overflow(elements, d, &elements))
+      return malformed(name,
+                       "the shape " + array.shapeString() +
+                           " has more elements than a 64-bit count holds",
+                       error);
+  if (__builtin_mul_overflow(elements,
+                             static_cast<int64_t>(npyDTypeSize(array.dtype)),
+                             &bytesWanted))
+    return malformed(name,
+                     "the shape " + array.shapeString() +
+                         " has more bytes than a 64-bit count holds",
+                     error);
   uint64_t expected = static_cast<uint64_t>(bytesWanted);
-  StringRef payload = bytes.drop_front(start + headerLen);
+  std::string_view payload = bytes.substr(start + headerLen);
   if (payload.size() != expected)
-    return malformed(name, "the header promises " + Twine(expected) +
-                               " data bytes (" + npyDTypeName(array.dtype) +
-                               " " + array.shapeString() + "), the file has " +
-                               Twine(payload.size()));
+    return malformed(name,
+                     "the header promises " + std::to_string(expected) +
+                         " data bytes (" + npyDTypeName(array.dtype) + " " +
+                         array.shapeString() + "), the file has " +
+                         std::to_string(payload.size()),
+                     error);
   array.data.assign(payload.begin(), payload.end());
-  return array;
+  out = std::move(array);
+  return true;
 }
 
-Expected<NpyArray> readNpy(StringRef path) {
+bool readNpy(const std::string &path, NpyArray &out, std::string &error) {
   // Only regular files: a device (/dev/zero) or a pipe has no size to check
   // the header against and could be read without bound.
-  sys::fs::file_status status;
-  if (std::error_code ec = sys::fs::status(path, status))
-    return createStringError(ec, "cannot read '" + path + "': " + ec.message());
-  if (status.type() != sys::fs::file_type::regular_file)
-    return createStringError(inconvertibleErrorCode(),
-                             "cannot read '" + path +
-                                 "': not a regular file (a .npy file is "
-                                 "read whole, and its size checked)");
-  ErrorOr<std::unique_ptr<MemoryBuffer>> buffer =
-      MemoryBuffer::getFile(path, /*IsText=*/false,
-                            /*RequiresNullTerminator=*/false);
-  if (!buffer)
-    return createStringError(buffer.getError(),
-                             "cannot read '" + path +
-                                 "': " + buffer.getError().message());
-  return parseNpy((*buffer)->getBuffer(), path);
+  struct stat status;
+  if (::stat(path.c_str(), &status) != 0) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  if (!S_ISREG(status.st_mode)) {
+    error = "cannot read '" + path +
+            "': not a regular file (a .npy file is read whole, and its size "
+            "checked)";
+    return false;
+  }
+  FILE *file = std::fopen(path.c_str(), "rb");
+  if (!file) {
+    error = "cannot read '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  std::string bytes(static_cast<size_t>(status.st_size), '\0');
+  size_t got = bytes.empty() ? 0 : std::fread(&bytes[0], 1, bytes.size(), file);
+  bool readError = std::ferror(file);
+  std::fclose(file);
+  if (readError || got != bytes.size()) {
+    error = "cannot read '" + path + "': a read error";
+    return false;
+  }
+  return parseNpy(bytes, path, out, error);
 }
 
-Error writeNpy(StringRef path, const NpyArray &array) {
+bool writeNpy(const std::string &path, const NpyArray &array,
+              std::string &error) {
   std::string header =
-      "{'descr': '" + descrOf(array.dtype).str() +
+      std::string("{'descr': '") + descrOf(array.dtype) +
       "', 'fortran_order': False, 'shape': " + array.shapeString() + ", }";
   // Pad with spaces so that the data starts at a multiple of 64 bytes.
   size_t total = 10 + header.size() + 1;
   header.append((64 - total % 64) % 64, ' ');
   header += '\n';
-  std::error_code ec;
-  raw_fd_ostream os(path, ec, sys::fs::OF_None);
-  if (ec)
-    return createStringError(ec,
-                             "cannot write '" + path + "': " + ec.message());
-  os << "\x93NUMPY" << char(1) << char(0) << char(header.size() & 0xff)
-     << char(header.size() >> 8) << header;
-  os.write(array.data.data(), array.data.size());
-  return Error::success();
+  FILE *file = std::fopen(path.c_str(), "wb");
+  if (!file) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  std::string prefix = "\x93NUMPY";
+  prefix += char(1);
+  prefix += char(0);
+  prefix += char(header.size() & 0xff);
+  prefix += char(header.size() >> 8);
+  prefix += header;
+  bool ok =
+      std::fwrite(prefix.data(), 1, prefix.size(), file) == prefix.size() &&
+      std::fwrite(array.data.data(), 1, array.data.size(), file) ==
+          array.data.size();
+  ok = std::fclose(file) == 0 && ok;
+  if (!ok) {
+    error = "cannot write '" + path + "': " + std::strerror(errno);
+    return false;
+  }
+  return true;
 }
 
 } // namespace ga

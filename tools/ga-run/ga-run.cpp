@@ -8,12 +8,12 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "Collectives.h"
-
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
-#include "ga/Runtime/Errors.h"
 #include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Signature.h"
+#include "ga/Runtime/ga_step.h"
+#include "ga/Transforms/StepSignature.h"
 #include "train/TrainDialect.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -197,40 +197,9 @@ int fail(const Twine &message) {
   return 1;
 }
 
-/// The .npy dtype of a tensor element type, if ga-run exchanges it.
-std::optional<ga::NpyDType> dtypeOf(Type element) {
-  if (element.isF32())
-    return ga::NpyDType::F32;
-  if (element.isF64())
-    return ga::NpyDType::F64;
-  if (element.isInteger(32))
-    return ga::NpyDType::I32;
-  if (element.isInteger(64))
-    return ga::NpyDType::I64;
-  return std::nullopt;
-}
-
-/// "tensor<4x3xf32> (float32 (4, 3))" for an exchangeable tensor, the
-/// type alone otherwise.
-std::string describe(Type type) {
-  std::string text;
-  raw_string_ostream os(text);
-  os << type;
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return text;
-  if (auto dtype = dtypeOf(tensor.getElementType()))
-    os << " (" << ga::npyDTypeName(*dtype) << " "
-       << ga::npyShapeString(tensor.getShape()) << ")";
-  return text;
-}
-
 /// A memref descriptor laid out as the LLVM lowering passes it: allocated
 /// pointer, aligned pointer, offset, sizes, strides; every field 8 bytes.
-struct Descriptor {
-  std::vector<int64_t> fields;
-  static size_t numFields(unsigned rank) { return 3 + 2 * rank; }
-};
+size_t descriptorFields(size_t rank) { return 3 + 2 * rank; }
 
 } // namespace
 
@@ -269,36 +238,11 @@ int main(int argc, char **argv) {
     return 1;
 
   // Find the entry function.
-  SmallVector<Operation *> candidates;
-  module->walk([&](Operation *op) {
-    if (auto func = dyn_cast<func::FuncOp>(op); func && !func.isExternal())
-      candidates.push_back(op);
-    if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op);
-        func && !func.isExternal() &&
-        func->hasAttr(
-            ga::train::TrainDialect::SignatureAttrHelper::getNameStr()))
-      candidates.push_back(op);
-  });
-  Operation *entry = nullptr;
-  if (!entryName.empty()) {
-    for (Operation *op : candidates)
-      if (SymbolTable::getSymbolName(op) == entryName)
-        entry = op;
-    if (!entry)
-      return fail("no function @" + entryName + " with a body in '" +
-                  inputFile + "'");
-  } else if (candidates.size() == 1) {
-    entry = candidates.front();
-  } else {
-    std::string names;
-    for (Operation *op : candidates)
-      names += " @" + SymbolTable::getSymbolName(op).str();
-    return fail(
-        Twine(candidates.size() ? "several functions in '"
-                                : "no function with a body in '") +
-        inputFile + "'" +
-        (candidates.size() ? "; choose one with --entry:" + names : ""));
-  }
+  std::string entryError;
+  Operation *entry =
+      ga::findStepEntry(*module, entryName, inputFile, entryError);
+  if (!entry)
+    return fail(entryError);
   std::string name = SymbolTable::getSymbolName(entry).str();
 
   // Compile.
@@ -325,67 +269,40 @@ int main(int argc, char **argv) {
   auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
     return fail("@" + name + " was not lowered to an llvm.func");
-  auto signatureAttr = llvmFunc->getAttrOfType<TypeAttr>(
-      ga::train::TrainDialect::SignatureAttrHelper::getNameStr());
-  if (!signatureAttr)
-    return fail("@" + name +
-                " has no train.signature attribute: lower it with "
-                "ga-opt --ga-pipeline=target=cpu, or pass the high-level IR");
-  auto signature = cast<FunctionType>(signatureAttr.getValue());
+  ga::StepSignature signature;
+  if (std::string error = ga::buildStepSignature(llvmFunc, signature, "ga-run");
+      !error.empty())
+    return fail(error);
+  // The signature as a step library records it: the runtime's entry and
+  // exit of a step (ga_step_enter, ga_step_leave) read it.
+  std::string signatureText = signature.format();
 
   // Data parallelism: join the MPI run, whose size must be the program's.
-  int64_t ranks = 1;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(
-          ga::train::TrainDialect::DataParallelAttrHelper::getNameStr()))
-    ranks = attr.getInt();
+  int64_t ranks = signature.ranks;
   struct LeaveRun {
-    ~LeaveRun() { ga_run::stopCollectives(); }
+    ~LeaveRun() { ga_collectives_stop(); }
   } leaveRun;
-  if (Error err = ga_run::startCollectives(ranks, name)) {
+  ga_status status;
+  if (ga_collectives_start(ranks, name.c_str(), "ga-run", &status) != GA_OK) {
     // Every rank finds the same mismatch; one of them reports it.
-    if (ga_run::worldRank() != 0) {
-      llvm::consumeError(std::move(err));
+    if (ga_world_rank() != 0)
       return 1;
-    }
-    return fail(llvm::toString(std::move(err)));
+    return fail(status.message);
   }
-  bool reporter = ga_run::worldRank() == 0;
+  bool reporter = ga_world_rank() == 0;
 
   // Check the inputs before compiling further.
-  for (auto [i, type] : llvm::enumerate(signature.getInputs())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape() ||
-        !dtypeOf(tensor.getElementType()))
-      return fail("argument #" + Twine(i) + " of @" + name + " has type " +
-                  describe(type) +
-                  "; ga-run passes statically shaped f32/f64/i32/i64 tensors");
-  }
-  for (auto [i, type] : llvm::enumerate(signature.getResults())) {
-    auto tensor = dyn_cast<RankedTensorType>(type);
-    if (!tensor || !tensor.hasStaticShape() ||
-        !dtypeOf(tensor.getElementType()))
-      return fail("result #" + Twine(i) + " of @" + name + " has type " +
-                  describe(type) +
-                  "; ga-run returns statically shaped f32/f64/i32/i64 tensors");
-  }
-  if (inputArrays.size() != signature.getNumInputs())
-    return fail("@" + name + " takes " + Twine(signature.getNumInputs()) +
-                " argument(s), got " + Twine(inputArrays.size()) +
-                " .npy file(s)");
-  std::vector<ga::NpyArray> arrays;
+  if (std::string error = ga::checkArgumentCount(signature, inputArrays.size());
+      !error.empty())
+    return fail(error);
+  std::vector<ga::NpyArray> arrays(inputArrays.size());
   for (auto [i, path] : llvm::enumerate(inputArrays)) {
-    auto expected = cast<RankedTensorType>(signature.getInput(i));
-    Expected<ga::NpyArray> array = ga::readNpy(path);
-    if (!array)
-      return fail("argument #" + Twine(i) + ": " +
-                  llvm::toString(array.takeError()));
-    ga::NpyDType want = *dtypeOf(expected.getElementType());
-    if (array->dtype != want ||
-        ArrayRef<int64_t>(array->shape) != expected.getShape())
-      return fail("argument #" + Twine(i) + " ('" + path + "'): expected " +
-                  describe(expected) + ", got " +
-                  ga::npyDTypeName(array->dtype) + " " + array->shapeString());
-    arrays.push_back(std::move(*array));
+    std::string error;
+    if (!ga::readNpy(path, arrays[i], error))
+      return fail("argument #" + Twine(i) + ": " + error);
+    error = ga::checkArgument(signature, i, arrays[i], path);
+    if (!error.empty())
+      return fail(error);
   }
 
 #ifdef __GLIBC__
@@ -416,17 +333,16 @@ int main(int argc, char **argv) {
   ExecutionEngineOptions engineOptions;
   auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
   engineOptions.transformer = transformer;
-  // memrefCopy and friends, which bufferized code calls; the OpenMP runtime
-  // that the parallel loops call.
-  llvm::StringRef runtimeLibs[] = {GA_MLIR_C_RUNNER_UTILS, GA_OPENMP_RUNTIME};
+  // libga_runtime (collectives, the error path, memrefCopy: the one that
+  // step libraries link, and that ga-run itself links, so the JIT-compiled
+  // code shares its state) and the OpenMP runtime of the parallel loops.
+  llvm::StringRef runtimeLibs[] = {GA_RUNTIME_LIBRARY, GA_OPENMP_RUNTIME};
   engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
     return fail("JIT compilation failed: " +
                 llvm::toString(engine.takeError()));
   double optimizeMs = msSince(jitStart);
-  // ga_rank and ga_all_reduce_*, which lowered collectives call.
-  (*engine)->registerSymbols(ga_run::runtimeSymbols);
   // Materialize the code now, so that the first run is not charged for it.
   if (auto fn = (*engine)->lookupPacked(name); !fn)
     return fail("JIT compilation failed: " + llvm::toString(fn.takeError()));
@@ -435,137 +351,76 @@ int main(int argc, char **argv) {
   double compileMs = msSince(compileStart);
 
   // Arguments: memref descriptors, one pointer per field.
-  std::vector<Descriptor> argDescs(arrays.size());
+  std::vector<std::vector<int64_t>> argDescs(arrays.size());
   SmallVector<void *> packed;
+  std::vector<const void *> inputPointers;
   for (auto [array, desc] : llvm::zip(arrays, argDescs)) {
-    unsigned rank = array.shape.size();
-    desc.fields.assign(Descriptor::numFields(rank), 0);
-    desc.fields[0] = reinterpret_cast<int64_t>(array.data.data());
-    desc.fields[1] = desc.fields[0];
+    size_t rank = array.shape.size();
+    desc.assign(descriptorFields(rank), 0);
+    desc[0] = reinterpret_cast<int64_t>(array.data.data());
+    desc[1] = desc[0];
     int64_t stride = 1;
     for (int d = rank - 1; d >= 0; --d) {
-      desc.fields[3 + d] = array.shape[d];
-      desc.fields[3 + rank + d] = stride;
+      desc[3 + d] = array.shape[d];
+      desc[3 + rank + d] = stride;
       stride *= array.shape[d];
     }
+    inputPointers.push_back(array.data.data());
   }
-  for (Descriptor &desc : argDescs)
-    for (int64_t &field : desc.fields)
+  for (std::vector<int64_t> &desc : argDescs)
+    for (int64_t &field : desc)
       packed.push_back(&field);
   size_t resultFields = 0;
-  for (Type type : signature.getResults())
-    resultFields +=
-        Descriptor::numFields(cast<RankedTensorType>(type).getRank());
+  for (const ga::TensorSpec &result : signature.results)
+    resultFields += descriptorFields(result.shape.size());
   // A single result is returned as a descriptor; several as a struct of
   // descriptors. Both have the same flat layout of 8-byte fields, which the
   // packed wrapper stores through its last argument.
   std::vector<int64_t> results(resultFields, 0);
   if (resultFields)
     packed.push_back(results.data());
-
-  auto freeResults = [&]() {
-    SmallVector<int64_t> freed;
-    size_t offset = 0;
-    for (Type type : signature.getResults()) {
-      int64_t allocated = results[offset];
-      offset += Descriptor::numFields(cast<RankedTensorType>(type).getRank());
-      bool isInput = llvm::any_of(argDescs, [&](const Descriptor &d) {
-        return d.fields[0] == allocated;
-      });
-      // 0xdeadbeef marks a descriptor of a global constant.
-      if (!allocated || allocated == 0xdeadbeef || isInput ||
-          llvm::is_contained(freed, allocated))
-        continue;
-      freed.push_back(allocated);
-      std::free(reinterpret_cast<void *>(allocated));
-    }
-  };
+  // The results, in C order: ga_step_leave copies the step's buffers here
+  // (and frees them), as a step library's ga_step_run does.
+  std::vector<ga::NpyArray> outputs(signature.results.size());
+  std::vector<void *> outputPointers;
+  for (auto [out, spec] : llvm::zip(outputs, signature.results)) {
+    out.dtype = spec.dtype;
+    out.shape = spec.shape;
+    out.data.resize(std::max<size_t>(spec.numBytes(), 1));
+    outputPointers.push_back(out.data.data());
+  }
 
   double totalMs = 0, minMs = 0;
   for (int r = 0; r < repeat; ++r) {
-    if (r)
-      freeResults();
+    if (ga_step_enter(signatureText.c_str(), inputPointers.data(),
+                      outputPointers.data(), &status) != GA_OK)
+      return fail(status.message);
     auto runStart = Clock::now();
     if (Error err = (*engine)->invokePacked(name, packed))
       return fail("running @" + name +
                   " failed: " + llvm::toString(std::move(err)));
+    double ms = msSince(runStart);
     // A step that reported a runtime error has no valid result.
-    ga_error error;
-    if (ga_take_error(&error) != GA_OK) {
-      freeResults();
+    if (ga_step_leave(signatureText.c_str(), results.data(),
+                      inputPointers.data(), outputPointers.data(),
+                      &status) != GA_OK) {
       if (!reporter)
         return 1;
-      std::string where;
-      if (error.argument >= 0 && error.argument < (int64_t)arrays.size()) {
-        const ga::NpyArray &array = arrays[error.argument];
-        int64_t rest = error.position;
-        SmallVector<int64_t> index(array.shape.size());
-        for (int d = (int)array.shape.size() - 1; d >= 0; --d) {
-          index[d] = array.shape[d] ? rest % array.shape[d] : 0;
-          rest = array.shape[d] ? rest / array.shape[d] : 0;
-        }
-        where = "[";
-        for (auto [k, i] : llvm::enumerate(index))
-          where += (k ? ", " : "") + std::to_string(i);
-        where += "]";
-      }
-      std::string message = ga::describeError(error, where);
-      if (error.argument >= 0 && error.argument < (int64_t)inputArrays.size())
-        message += " ('" + inputArrays[error.argument] + "')";
+      std::string message = status.message;
+      // The runtime names the argument; ga-run knows its file.
+      if (status.code == GA_ERROR_LABEL_OUT_OF_RANGE)
+        for (auto [i, path] : llvm::enumerate(inputArrays))
+          if (message.find(" of argument #" + std::to_string(i) + " ") !=
+              std::string::npos)
+            message += " ('" + path + "')";
       return fail("@" + name + ": " + message + "; no result written");
     }
-    double ms = msSince(runStart);
     totalMs += ms;
     minMs = r ? std::min(minMs, ms) : ms;
   }
   unsigned runs = repeat;
-
-  // Read the results back (strided copy into C order).
-  std::vector<ga::NpyArray> outputs;
-  size_t offset = 0;
-  for (Type type : signature.getResults()) {
-    auto tensor = cast<RankedTensorType>(type);
-    unsigned rank = tensor.getRank();
-    ga::NpyArray out;
-    out.dtype = *dtypeOf(tensor.getElementType());
-    out.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
-    size_t elemSize = ga::npyDTypeSize(out.dtype);
-    out.data.resize(out.numElements() * elemSize);
-    const char *base = reinterpret_cast<const char *>(results[offset + 1]);
-    int64_t baseOffset = results[offset + 2];
-    ArrayRef<int64_t> strides(&results[offset + 3 + rank], rank);
-    SmallVector<int64_t> index(rank, 0);
-    for (int64_t e = 0, n = out.numElements(); e < n; ++e) {
-      int64_t linear = baseOffset;
-      for (unsigned d = 0; d < rank; ++d)
-        linear += index[d] * strides[d];
-      std::memcpy(out.data.data() + e * elemSize, base + linear * elemSize,
-                  elemSize);
-      for (int d = rank - 1; d >= 0; --d) {
-        if (++index[d] < tensor.getDimSize(d))
-          break;
-        index[d] = 0;
-      }
-    }
-    outputs.push_back(std::move(out));
-    offset += Descriptor::numFields(rank);
-  }
-  freeResults();
-
-  auto asDouble = [](const ga::NpyArray &a, int64_t i) -> double {
-    switch (a.dtype) {
-    case ga::NpyDType::F32:
-      return reinterpret_cast<const float *>(a.data.data())[i];
-    case ga::NpyDType::F64:
-      return reinterpret_cast<const double *>(a.data.data())[i];
-    case ga::NpyDType::I32:
-      return reinterpret_cast<const int32_t *>(a.data.data())[i];
-    case ga::NpyDType::I64:
-      return static_cast<double>(
-          reinterpret_cast<const int64_t *>(a.data.data())[i]);
-    }
-    return 0;
-  };
+  for (auto [out, spec] : llvm::zip(outputs, signature.results))
+    out.data.resize(spec.numBytes());
 
   // Every rank holds the same results; rank 0 reports and writes them.
   if (!reporter)
@@ -580,59 +435,19 @@ int main(int argc, char **argv) {
                    pipelineMs, optimizeMs, codegenMs);
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
-  std::optional<int64_t> lossIndex;
-  if (auto attr = llvmFunc->getAttrOfType<IntegerAttr>(
-          ga::train::TrainDialect::LossResultAttrHelper::getNameStr()))
-    lossIndex = attr.getInt();
-  else
-    for (auto [i, out] : llvm::enumerate(outputs))
-      if (out.shape.empty() &&
-          (out.dtype == ga::NpyDType::F32 || out.dtype == ga::NpyDType::F64)) {
-        lossIndex = i;
-        break;
-      }
-  // NaN or infinite values name themselves; --fail-on-nonfinite makes them
-  // an error before any result is written.
-  SmallVector<std::string> nonFinite;
-  if (lossIndex) {
-    double loss = asDouble(outputs[*lossIndex], 0);
-    outs() << format("loss: %.9g\n", loss);
-    if (!std::isfinite(loss))
-      nonFinite.push_back(
-          llvm::formatv("the loss (result #{0}) is {1}", *lossIndex, loss)
-              .str());
-  }
-  if (auto grads = llvmFunc->getAttrOfType<DenseI64ArrayAttr>(
-          ga::train::TrainDialect::GradientResultsAttrHelper::getNameStr())) {
-    double sum = 0;
-    for (int64_t i : grads.asArrayRef())
-      for (int64_t e = 0, n = outputs[i].numElements(); e < n; ++e) {
-        double v = asDouble(outputs[i], e);
-        sum += v * v;
-      }
-    double norm = std::sqrt(sum);
-    outs() << format("grad_norm: %.9g\n", norm);
-    if (!std::isfinite(norm))
-      nonFinite.push_back(
-          llvm::formatv("the gradient norm is {0}", norm).str() +
-          " (a NaN or infinite input, or an overflow, reaches the gradients)");
-  }
+  ga::StepSummary summary = ga::summarize(signature, outputs);
+  outs() << summary.text;
   outs().flush();
-  for (const std::string &what : nonFinite) {
+  for (const std::string &what : summary.nonFinite) {
     if (failOnNonFinite)
       return fail("@" + name + ": " + what + "; no result written");
     WithColor::warning(errs(), "ga-run") << "@" << name << ": " << what << "\n";
   }
 
   if (!outDir.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(outDir))
-      return fail("cannot create '" + outDir + "': " + ec.message());
-    for (auto [i, out] : llvm::enumerate(outputs)) {
-      SmallString<128> path(outDir);
-      llvm::sys::path::append(path, "result" + std::to_string(i) + ".npy");
-      if (Error err = ga::writeNpy(path, out))
-        return fail(llvm::toString(std::move(err)));
-    }
+    std::string error;
+    if (!ga::writeResults(outDir, outputs, error))
+      return fail(error);
     outs() << "wrote " << outputs.size() << " result(s) to " << outDir << "\n";
   }
   return 0;

@@ -28,17 +28,12 @@
 #ifndef GA_RUNTIME_ERRORS_H
 #define GA_RUNTIME_ERRORS_H
 
+#include "ga/Runtime/ga_step.h"
+
 #include <cstdint>
 #include <string>
 
 extern "C" {
-
-/// Error codes of compiled steps.
-enum ga_error_code : int32_t {
-  GA_OK = 0,
-  /// A label that is neither ignore_index nor in [0, V).
-  GA_ERROR_LABEL_OUT_OF_RANGE = 1,
-};
 
 /// The first error a step reported, and how many it reported.
 struct ga_error {

@@ -461,6 +461,38 @@ def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def GaExportStepPass : Pass<"ga-export-step", "::mlir::ModuleOp"> {
+  let summary = "Export a lowered step through the C ABI of a step library";
+  let description = [{
+    Runs on a module that the CPU pipeline lowered to the LLVM dialect.
+    Adds the two exported functions of a step library (the ABI of
+    `ga/Runtime/ga_step.h`, which `ga-compile` builds):
+
+    - `ga_step_signature()`, which returns the step's signature as text
+      (element types and shapes of the arguments and results, the loss and
+      gradient results, the data-parallel rank count), built from the
+      entry's `train.signature`, `train.loss_result`,
+      `train.gradient_results` and `train.data_parallel` attributes;
+    - `ga_step_run(inputs, outputs, status)`, which passes plain pointers as
+      memref descriptors of the recorded shapes, calls the entry, and hands
+      the returned descriptors to the runtime's `ga_step_leave` (copy into
+      the caller's buffers, free, error report) after `ga_step_enter`
+      (world size and pointer checks).
+
+    The entry gets internal linkage. Refuses, with an error on the entry, a
+    function without `train.signature`, a signature with a value that is not
+    a statically shaped f32/f64/i32/i64 tensor, an entry whose lowered
+    arguments are not the descriptors of that signature, and a module that
+    already defines the exported names.
+  }];
+  let options = [
+    Option<"entry", "entry", "std::string", /*default=*/"",
+           "The function to export (default: the only llvm.func carrying "
+           "train.signature)">,
+  ];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 //===----------------------------------------------------------------------===//
 // Checks and reports, outside the pipeline
 //===----------------------------------------------------------------------===//

@@ -1,15 +1,17 @@
-//===- Collectives.cpp - ga-run's data-parallel runtime -------------------===//
+//===- Collectives.cpp - The data-parallel runtime -----------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 //===----------------------------------------------------------------------===//
-
-#include "Collectives.h"
+//
+// The functions that lowered train.rank and train.all_reduce call (ABI:
+// train/TrainRuntime.h), implemented with MPI, and the start and end of the
+// MPI run around them (ga/Runtime/ga_step.h). Standard C++ and MPI only.
+//
+//===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Errors.h"
-
-#include "llvm/ADT/Twine.h"
-#include "llvm/Support/raw_ostream.h"
+#include "ga/Runtime/ga_step.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define GA_LEAK_CHECK 1
@@ -24,15 +26,19 @@
 #if GA_LEAK_CHECK
 #include <sanitizer/lsan_interface.h>
 /// Open MPI's own allocations (made inside MPI calls) are not leaks of
-/// ga-run's: LeakSanitizer ignores what is allocated in this scope.
+/// the runtime's: LeakSanitizer ignores what is allocated in this scope.
 #define GA_MPI_ALLOCATIONS_NOT_LEAKS __lsan::ScopedDisabler lsanDisabler
 #else
 #define GA_MPI_ALLOCATIONS_NOT_LEAKS
 #endif
 
+#include <cerrno>
 #include <climits>
 #include <cstdint>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <string>
 
 #ifdef GA_HAVE_MPI
 // The C API only (mpi.h would pull in the deprecated C++ bindings).
@@ -41,16 +47,15 @@
 #include <mpi.h>
 #endif
 
-using llvm::Twine;
-
 namespace {
 int gRank = 0;
 int gSize = 1;
 bool gJoined = false;
 
-[[noreturn]] void die(const Twine &message) {
-  llvm::errs() << "ga-run: error: rank " << gRank << ": " << message << "\n";
-  llvm::errs().flush();
+[[noreturn]] void die(const std::string &message) {
+  std::fprintf(stderr, "%s: error: rank %d: %s\n",
+               program_invocation_short_name, gRank, message.c_str());
+  std::fflush(stderr);
 #ifdef GA_HAVE_MPI
   if (gJoined)
     MPI_Abort(MPI_COMM_WORLD, 1);
@@ -74,7 +79,7 @@ T *contiguousData(int64_t rank, void *descriptor, int64_t &count) {
     count *= sizes[d];
   }
   if (count > INT_MAX)
-    die("train.all_reduce of " + Twine(count) +
+    die("train.all_reduce of " + std::to_string(count) +
         " elements: MPI counts are limited to 2^31 - 1");
   return aligned + offset;
 }
@@ -99,7 +104,7 @@ void allReduce(int64_t rank, void *descriptor, int32_t kind) {
   int rc = MPI_Allreduce(MPI_IN_PLACE, data, static_cast<int>(count),
                          mpiType<T>(), MPI_SUM, MPI_COMM_WORLD);
   if (rc != MPI_SUCCESS)
-    die("MPI_Allreduce failed with code " + Twine(rc));
+    die("MPI_Allreduce failed with code " + std::to_string(rc));
 #endif
   if (kind == 1)
     for (int64_t i = 0; i < count; ++i)
@@ -123,57 +128,74 @@ void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind) {
 }
 }
 
-bool ga_run::launchedByMPI() {
+namespace {
+bool launchedByMPI() {
   for (const char *name : {"OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_RANK"})
     if (std::getenv(name))
       return true;
   return false;
 }
 
-llvm::Error ga_run::startCollectives(int64_t ranks, llvm::StringRef program) {
+int32_t fail(ga_status *status, int32_t code, const std::string &message) {
+  if (status) {
+    status->code = code;
+    std::snprintf(status->message, sizeof status->message, "%s",
+                  message.c_str());
+  }
+  return code;
+}
+} // namespace
+
+extern "C" int32_t ga_collectives_start(int64_t ranks, const char *program,
+                                        const char *launcher,
+                                        ga_status *status) {
+  if (status)
+    *status = ga_status{};
+  std::string name = program ? program : "step";
+  std::string launch = std::string("`mpirun -np ") + std::to_string(ranks) +
+                       " " + (launcher ? launcher : "PROGRAM") + " ...`";
   bool launched = launchedByMPI();
   if (ranks > 1 && !launched)
-    return llvm::createStringError(
-        "@" + program + " runs on " + Twine(ranks) +
-        " data-parallel ranks (train.data_parallel = " + Twine(ranks) +
-        "): launch it with `mpirun -np " + Twine(ranks) + " ga-run ...`");
-  if (!launched)
-    return llvm::Error::success();
+    return fail(status, GA_ERROR_WORLD_SIZE,
+                "@" + name + " runs on " + std::to_string(ranks) +
+                    " data-parallel ranks (train.data_parallel = " +
+                    std::to_string(ranks) + "): launch it with " + launch);
+  if (!launched || gJoined)
+    return GA_OK;
 #ifdef GA_HAVE_MPI
   GA_MPI_ALLOCATIONS_NOT_LEAKS;
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-    return llvm::createStringError("MPI_Init failed");
+    return fail(status, GA_ERROR_WORLD_SIZE, "MPI_Init failed");
   gJoined = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
   MPI_Comm_size(MPI_COMM_WORLD, &gSize);
   if (gSize != ranks && ranks == 1)
-    return llvm::createStringError(
-        "@" + program +
-        " runs on one rank (its train.step has no "
-        "data_parallel), but mpirun started " +
-        Twine(gSize) +
-        ": run it without mpirun, or recompile it with data_parallel = " +
-        Twine(gSize));
+    return fail(status, GA_ERROR_WORLD_SIZE,
+                "@" + name +
+                    " runs on one rank (its train.step has no "
+                    "data_parallel), but mpirun started " +
+                    std::to_string(gSize) +
+                    ": run it without mpirun, or recompile it with "
+                    "data_parallel = " +
+                    std::to_string(gSize));
   if (gSize != ranks)
-    return llvm::createStringError(
-        "@" + program + " runs on " + Twine(ranks) +
-        " data-parallel ranks (train.data_parallel = " + Twine(ranks) +
-        "), but mpirun started " + Twine(gSize) +
-        ": launch it with "
-        "`mpirun -np " +
-        Twine(ranks) + " ga-run ...`");
-  return llvm::Error::success();
+    return fail(status, GA_ERROR_WORLD_SIZE,
+                "@" + name + " runs on " + std::to_string(ranks) +
+                    " data-parallel ranks (train.data_parallel = " +
+                    std::to_string(ranks) + "), but mpirun started " +
+                    std::to_string(gSize) + ": launch it with " + launch);
+  return GA_OK;
 #else
-  return llvm::createStringError(
-      "this ga-run was built without MPI (no MPI found at configure time), "
-      "so it cannot run under mpirun or on several ranks");
+  return fail(status, GA_ERROR_WORLD_SIZE,
+              "this runtime was built without MPI (no MPI found at configure "
+              "time), so it cannot run under mpirun or on several ranks");
 #endif
 }
 
-int ga_run::worldRank() { return gRank; }
-int ga_run::worldSize() { return gSize; }
+extern "C" int32_t ga_world_rank(void) { return gRank; }
+extern "C" int32_t ga_world_size(void) { return gSize; }
 
-void ga_run::stopCollectives() {
+extern "C" void ga_collectives_stop(void) {
 #ifdef GA_HAVE_MPI
   if (gJoined) {
 #if GA_LEAK_CHECK
@@ -187,20 +209,4 @@ void ga_run::stopCollectives() {
   }
   gJoined = false;
 #endif
-}
-
-llvm::orc::SymbolMap
-ga_run::runtimeSymbols(llvm::orc::MangleAndInterner interner) {
-  llvm::orc::SymbolMap symbols;
-  auto add = [&](const char *name, void *address) {
-    symbols[interner(name)] = {llvm::orc::ExecutorAddr::fromPtr(address),
-                               llvm::JITSymbolFlags::Exported};
-  };
-  add("ga_rank", reinterpret_cast<void *>(&ga_rank));
-  add("ga_all_reduce_f32", reinterpret_cast<void *>(&ga_all_reduce_f32));
-  add("ga_all_reduce_f64", reinterpret_cast<void *>(&ga_all_reduce_f64));
-  add("ga_all_reduce_i32", reinterpret_cast<void *>(&ga_all_reduce_i32));
-  add("ga_all_reduce_i64", reinterpret_cast<void *>(&ga_all_reduce_i64));
-  add("ga_report_error", reinterpret_cast<void *>(&ga_report_error));
-  return symbols;
 }

@@ -1,0 +1,117 @@
+/*===- ga_step.h - The C ABI of a compiled training step ---------*- C -*-===*
+ *
+ * Part of ga-opt: exact gradient accumulation and data parallelism.
+ *
+ *===----------------------------------------------------------------------===*
+ *
+ * A step library (`ga-compile FILE.mlir -o libstep.so`) exports two symbols:
+ *
+ *   const char *ga_step_signature(void);
+ *   int32_t ga_step_run(const void *const *inputs, void *const *outputs,
+ *                       ga_status *status);
+ *
+ * `ga_step_signature` returns the step's signature as text (format below):
+ * a caller reads the argument and result shapes from it and checks what it
+ * passes. `ga_step_run` runs the step once:
+ *
+ * - `inputs[i]` points to argument i: a contiguous, C-order buffer of
+ *   exactly the shape and element type the signature gives (read only).
+ * - `outputs[i]` points to a caller-provided contiguous, C-order buffer for
+ *   result i, which the step fills; a training loop passes the same buffers
+ *   at every step. Outputs must not overlap the inputs.
+ * - The return value is GA_OK (0) or an error code; `status` (may be NULL)
+ *   then holds the same code and a one-sentence message. A step that
+ *   returns an error has written no valid result.
+ *
+ * A library compiled for r data-parallel ranks runs inside an MPI run of r
+ * processes (ga_collectives_start joins it); in any other world it returns
+ * GA_ERROR_WORLD_SIZE without running. One step runs at a time in a
+ * process (the error record is shared).
+ *
+ * Signature text, version 1: one record per line, fields separated by one
+ * space.
+ *
+ *   ga-step 1
+ *   entry NAME
+ *   ranks R
+ *   input I DTYPE SHAPE
+ *   result I DTYPE SHAPE ROLE
+ *
+ * DTYPE is f32, f64, i32 or i64; SHAPE is the dimensions joined by 'x'
+ * ("4x3") or "scalar" for a 0-d tensor; ROLE is loss, gradient or aux. The
+ * inputs and results are listed in order, numbered from 0.
+ *
+ * The runtime (libga_runtime.so, which every step library links) also
+ * exports the functions a step library calls around the compiled code; a
+ * caller does not call them.
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef GA_RUNTIME_GA_STEP_H
+#define GA_RUNTIME_GA_STEP_H
+
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* The version of the signature text and of this ABI. */
+#define GA_STEP_ABI_VERSION 1
+
+/* Error codes of a step. */
+enum {
+  GA_OK = 0,
+  /* A cross-entropy label that is neither ignore_index nor in [0, V). */
+  GA_ERROR_LABEL_OUT_OF_RANGE = 1,
+  /* The library runs on R ranks; the process is in a world of another
+   * size. */
+  GA_ERROR_WORLD_SIZE = 2,
+  /* A NULL input or output pointer. */
+  GA_ERROR_INVALID_ARGUMENT = 3,
+  /* The library's signature text is malformed (a corrupt library). */
+  GA_ERROR_SIGNATURE = 4
+};
+
+/* The outcome of a step: a code and, unless GA_OK, a message. */
+typedef struct ga_status {
+  int32_t code;
+  char message[1024];
+} ga_status;
+
+/* Exported by a step library. */
+const char *ga_step_signature(void);
+int32_t ga_step_run(const void *const *inputs, void *const *outputs,
+                    ga_status *status);
+
+/* Called by a step library before the compiled code: checks the world size
+ * and the pointers. Returns GA_OK or fills `status`. */
+int32_t ga_step_enter(const char *signature, const void *const *inputs,
+                      void *const *outputs, ga_status *status);
+
+/* Called by a step library after the compiled code: `results` holds the
+ * memref descriptors the code returned (allocated pointer, aligned pointer,
+ * offset, sizes, strides; 8 bytes each, result after result). Copies every
+ * result into its output buffer, frees the step's own buffers and takes the
+ * step's runtime error, if any. */
+int32_t ga_step_leave(const char *signature, const int64_t *results,
+                      const void *const *inputs, void *const *outputs,
+                      ga_status *status);
+
+/* Data parallelism. Joins the MPI run (when launched by mpirun, or when
+ * `ranks` > 1) and checks that it has exactly `ranks` processes; `program`
+ * and `launcher` name the program and the command in the error message
+ * ("`mpirun -np R LAUNCHER ...`"). Returns GA_OK or fills `status`. */
+int32_t ga_collectives_start(int64_t ranks, const char *program,
+                             const char *launcher, ga_status *status);
+/* Leaves the MPI run, if ga_collectives_start joined one. */
+void ga_collectives_stop(void);
+/* This process's rank (0 outside an MPI run) and the world size. */
+int32_t ga_world_rank(void);
+int32_t ga_world_size(void);
+
+#ifdef __cplusplus
+} /* extern "C" */
+#endif
+
+#endif /* GA_RUNTIME_GA_STEP_H */

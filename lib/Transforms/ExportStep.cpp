@@ -1,0 +1,328 @@
+//===- ExportStep.cpp - The C ABI of a step library -----------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Adds ga_step_signature and ga_step_run (ga/Runtime/ga_step.h) to a module
+// lowered to the LLVM dialect. ga_step_run expands each input pointer into
+// the memref descriptor of its recorded shape (identity layout: the
+// pipeline's public functions take and return identity layouts), calls the
+// entry, stores the returned descriptors to the stack and hands them to the
+// runtime's ga_step_leave.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+#include "ga/Transforms/StepSignature.h"
+
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/IR/SymbolTable.h"
+
+namespace ga {
+#define GEN_PASS_DEF_GAEXPORTSTEPPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+using ga::train::TrainDialect;
+
+static std::optional<ga::NpyDType> dtypeOf(Type element) {
+  if (element.isF32())
+    return ga::NpyDType::F32;
+  if (element.isF64())
+    return ga::NpyDType::F64;
+  if (element.isInteger(32))
+    return ga::NpyDType::I32;
+  if (element.isInteger(64))
+    return ga::NpyDType::I64;
+  return std::nullopt;
+}
+
+std::string ga::buildStepSignature(Operation *entry, StepSignature &out,
+                                   llvm::StringRef passer) {
+  std::string name = SymbolTable::getSymbolName(entry).str();
+  auto attr = entry->getAttrOfType<TypeAttr>(
+      TrainDialect::SignatureAttrHelper::getNameStr());
+  if (!attr || !isa<FunctionType>(attr.getValue()))
+    return "@" + name +
+           " has no train.signature attribute: lower it with "
+           "ga-opt --ga-pipeline=target=cpu, or pass the high-level IR";
+  auto type = cast<FunctionType>(attr.getValue());
+  StepSignature sig;
+  sig.entry = name;
+  auto spec = [&](Type t, TensorSpec &s) {
+    auto tensor = dyn_cast<RankedTensorType>(t);
+    if (!tensor || !tensor.hasStaticShape())
+      return false;
+    std::optional<NpyDType> dtype = dtypeOf(tensor.getElementType());
+    if (!dtype)
+      return false;
+    s.dtype = *dtype;
+    s.shape.assign(tensor.getShape().begin(), tensor.getShape().end());
+    return true;
+  };
+  auto describe = [](Type t) {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << t;
+    return text;
+  };
+  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
+    TensorSpec s;
+    if (!spec(t, s))
+      return "argument #" + std::to_string(i) + " of @" + name + " has type " +
+             describe(t) + "; " + passer.str() +
+             " passes statically shaped f32/f64/i32/i64 tensors";
+    sig.inputs.push_back(std::move(s));
+  }
+  for (auto [i, t] : llvm::enumerate(type.getResults())) {
+    TensorSpec s;
+    if (!spec(t, s))
+      return "result #" + std::to_string(i) + " of @" + name + " has type " +
+             describe(t) + "; " + passer.str() +
+             " returns statically shaped f32/f64/i32/i64 tensors";
+    sig.results.push_back(std::move(s));
+  }
+  if (auto loss = entry->getAttrOfType<IntegerAttr>(
+          TrainDialect::LossResultAttrHelper::getNameStr()))
+    if (loss.getInt() >= 0 && loss.getInt() < (int64_t)sig.results.size())
+      sig.results[loss.getInt()].role = TensorRole::Loss;
+  if (auto grads = entry->getAttrOfType<DenseI64ArrayAttr>(
+          TrainDialect::GradientResultsAttrHelper::getNameStr()))
+    for (int64_t i : grads.asArrayRef())
+      if (i >= 0 && i < (int64_t)sig.results.size())
+        sig.results[i].role = TensorRole::Gradient;
+  if (auto ranks = entry->getAttrOfType<IntegerAttr>(
+          TrainDialect::DataParallelAttrHelper::getNameStr()))
+    sig.ranks = ranks.getInt();
+  out = std::move(sig);
+  return "";
+}
+
+Operation *ga::findStepEntry(ModuleOp module, llvm::StringRef name,
+                             llvm::StringRef file, std::string &error) {
+  SmallVector<Operation *> candidates;
+  module->walk([&](Operation *op) {
+    if (auto func = dyn_cast<func::FuncOp>(op); func && !func.isExternal())
+      candidates.push_back(op);
+    if (auto func = dyn_cast<LLVM::LLVMFuncOp>(op);
+        func && !func.isExternal() &&
+        func->hasAttr(TrainDialect::SignatureAttrHelper::getNameStr()))
+      candidates.push_back(op);
+  });
+  if (!name.empty()) {
+    for (Operation *op : candidates)
+      if (SymbolTable::getSymbolName(op) == name)
+        return op;
+    error = ("no function @" + name + " with a body in '" + file + "'").str();
+    return nullptr;
+  }
+  if (candidates.size() == 1)
+    return candidates.front();
+  std::string names;
+  for (Operation *op : candidates)
+    names += " @" + SymbolTable::getSymbolName(op).str();
+  error = (Twine(candidates.size() ? "several functions in '"
+                                   : "no function with a body in '") +
+           file + "'" +
+           (candidates.size() ? "; choose one with --entry:" + names : ""))
+              .str();
+  return nullptr;
+}
+
+namespace {
+
+constexpr llvm::StringLiteral kRunName = "ga_step_run";
+constexpr llvm::StringLiteral kSignatureName = "ga_step_signature";
+constexpr llvm::StringLiteral kSignatureText = "ga_step_signature_text";
+constexpr llvm::StringLiteral kEnterName = "ga_step_enter";
+constexpr llvm::StringLiteral kLeaveName = "ga_step_leave";
+
+/// The lowered (memref descriptor) type of a statically shaped memref of
+/// rank `rank`, as FuncToLLVM passes and returns it.
+Type descriptorType(MLIRContext *ctx, unsigned rank) {
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  SmallVector<Type> fields = {ptr, ptr, i64};
+  if (rank) {
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+    fields.push_back(LLVM::LLVMArrayType::get(i64, rank));
+  }
+  return LLVM::LLVMStructType::getLiteral(ctx, fields);
+}
+
+struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    MLIRContext *ctx = module.getContext();
+    LLVM::LLVMFuncOp entryFunc;
+    SmallVector<LLVM::LLVMFuncOp> candidates;
+    for (auto func : module.getOps<LLVM::LLVMFuncOp>())
+      if (!func.isExternal() &&
+          func->hasAttr(TrainDialect::SignatureAttrHelper::getNameStr()))
+        candidates.push_back(func);
+    if (!entry.empty()) {
+      entryFunc = module.lookupSymbol<LLVM::LLVMFuncOp>(entry);
+      if (!entryFunc || entryFunc.isExternal()) {
+        module.emitError() << "ga-export-step: no llvm.func @" << entry
+                           << " with a body (lower the step with "
+                              "--ga-pipeline=target=cpu first)";
+        return signalPassFailure();
+      }
+    } else if (candidates.size() == 1) {
+      entryFunc = candidates.front();
+    } else {
+      InFlightDiagnostic diag = module.emitError()
+                                << "ga-export-step: " << candidates.size()
+                                << " lowered functions carry train.signature";
+      if (candidates.empty())
+        diag << " (lower the step with --ga-pipeline=target=cpu first)";
+      else
+        diag << "; choose one with entry=NAME";
+      return signalPassFailure();
+    }
+
+    ga::StepSignature sig;
+    std::string error =
+        ga::buildStepSignature(entryFunc, sig, "a step library");
+    if (!error.empty()) {
+      entryFunc.emitError() << "ga-export-step: " << error;
+      return signalPassFailure();
+    }
+    for (StringRef name : {kRunName, kSignatureName, kSignatureText})
+      if (module.lookupSymbol(name)) {
+        module.lookupSymbol(name)->emitError()
+            << "ga-export-step: the module already defines @" << name
+            << ", a name of the step library ABI";
+        return signalPassFailure();
+      }
+
+    // The entry's lowered arguments must be the descriptors of the
+    // signature's inputs.
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+    auto i32 = IntegerType::get(ctx, 32);
+    SmallVector<Type> expectedArgs;
+    for (const ga::TensorSpec &in : sig.inputs) {
+      expectedArgs.append({ptr, ptr, i64});
+      expectedArgs.append(2 * in.shape.size(), i64);
+    }
+    SmallVector<Type> resultDescs;
+    for (const ga::TensorSpec &r : sig.results)
+      resultDescs.push_back(descriptorType(ctx, r.shape.size()));
+    Type expectedResult =
+        resultDescs.empty() ? LLVM::LLVMVoidType::get(ctx)
+        : resultDescs.size() == 1
+            ? resultDescs.front()
+            : LLVM::LLVMStructType::getLiteral(ctx, resultDescs);
+    LLVM::LLVMFunctionType fnType = entryFunc.getFunctionType();
+    if (fnType.isVarArg() || fnType.getParams() != ArrayRef(expectedArgs) ||
+        fnType.getReturnType() != expectedResult) {
+      entryFunc.emitError()
+          << "ga-export-step: the lowered arguments and results of @"
+          << entryFunc.getSymName()
+          << " are not the memref descriptors of its train.signature (a "
+             "function lowered with another calling convention)";
+      return signalPassFailure();
+    }
+
+    Location loc = entryFunc.getLoc();
+    OpBuilder b(ctx);
+    b.setInsertionPointToEnd(module.getBody());
+
+    // The signature text, and the function that returns it.
+    std::string text = sig.format();
+    text.push_back('\0');
+    auto textType =
+        LLVM::LLVMArrayType::get(IntegerType::get(ctx, 8), text.size());
+    auto global = LLVM::GlobalOp::create(b, loc, textType, /*isConstant=*/true,
+                                         LLVM::Linkage::Internal,
+                                         kSignatureText, b.getStringAttr(text));
+    auto sigFunc = LLVM::LLVMFuncOp::create(
+        b, loc, kSignatureName, LLVM::LLVMFunctionType::get(ptr, {}));
+    {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(sigFunc.addEntryBlock(b));
+      Value address = LLVM::AddressOfOp::create(b, loc, global);
+      LLVM::ReturnOp::create(b, loc, address);
+    }
+
+    // The runtime's entry and exit.
+    auto declare = [&](StringRef name, LLVM::LLVMFunctionType type) {
+      if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
+        return existing;
+      return LLVM::LLVMFuncOp::create(b, loc, name, type);
+    };
+    LLVM::LLVMFuncOp enter = declare(
+        kEnterName, LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, ptr}));
+    LLVM::LLVMFuncOp leave =
+        declare(kLeaveName,
+                LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr}));
+
+    // ga_step_run(inputs, outputs, status) -> i32.
+    auto run = LLVM::LLVMFuncOp::create(
+        b, loc, kRunName, LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr}));
+    Block *body = run.addEntryBlock(b);
+    Value inputs = body->getArgument(0), outputs = body->getArgument(1),
+          status = body->getArgument(2);
+    Block *call = b.createBlock(&run.getBody());
+    Block *exit = b.createBlock(&run.getBody(), {}, {i32}, {loc});
+
+    b.setInsertionPointToEnd(body);
+    Value text0 = LLVM::AddressOfOp::create(b, loc, global);
+    Value entered =
+        LLVM::CallOp::create(b, loc, enter,
+                             ValueRange{text0, inputs, outputs, status})
+            .getResult();
+    Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
+    Value ok =
+        LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, entered, zero);
+    LLVM::CondBrOp::create(b, loc, ok, call, ValueRange{}, exit,
+                           ValueRange{entered});
+
+    b.setInsertionPointToEnd(call);
+    auto constant = [&](int64_t v) -> Value {
+      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+    };
+    SmallVector<Value> args;
+    for (auto [i, in] : llvm::enumerate(sig.inputs)) {
+      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, inputs,
+                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
+      Value pointer = LLVM::LoadOp::create(b, loc, ptr, slot);
+      args.append({pointer, pointer, constant(0)});
+      int64_t stride = 1;
+      SmallVector<int64_t> strides(in.shape.size());
+      for (int d = (int)in.shape.size() - 1; d >= 0; --d) {
+        strides[d] = stride;
+        stride *= in.shape[d];
+      }
+      for (int64_t size : in.shape)
+        args.push_back(constant(size));
+      for (int64_t s : strides)
+        args.push_back(constant(s));
+    }
+    auto callOp = LLVM::CallOp::create(b, loc, entryFunc, args);
+    Value resultsPtr = LLVM::ZeroOp::create(b, loc, ptr);
+    if (!resultDescs.empty()) {
+      resultsPtr = LLVM::AllocaOp::create(b, loc, ptr, expectedResult,
+                                          constant(1), /*alignment=*/8);
+      LLVM::StoreOp::create(b, loc, callOp.getResult(), resultsPtr);
+    }
+    Value left = LLVM::CallOp::create(
+                     b, loc, leave,
+                     ValueRange{text0, resultsPtr, inputs, outputs, status})
+                     .getResult();
+    LLVM::BrOp::create(b, loc, ValueRange{left}, exit);
+
+    b.setInsertionPointToEnd(exit);
+    LLVM::ReturnOp::create(b, loc, exit->getArgument(0));
+
+    // Only the ABI is exported.
+    entryFunc.setLinkage(LLVM::Linkage::Internal);
+  }
+};
+
+} // namespace

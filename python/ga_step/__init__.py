@@ -1,0 +1,235 @@
+"""Call a training step compiled by ga-compile from Python.
+
+    import ga_step
+    step = ga_step.load("libstep.so")
+    loss, grads, aux = step(w, x, y)
+
+The library's recorded signature (``step.signature``) gives the dtype and
+shape of every argument and result; arguments are checked against it with
+the messages of ga-run and ga-exec. Arguments may be NumPy arrays or any
+object NumPy can read without copying through the buffer protocol or DLPack
+(a CPU ``torch.Tensor``, for example); they are made C-contiguous when they
+are not. Results are new NumPy arrays, or written into ``out=`` arrays that
+a training loop passes at every step.
+
+Standard library (ctypes) and NumPy only.
+"""
+
+import ctypes
+import os
+
+import numpy as np
+
+__all__ = ["load", "Step", "StepError", "Signature", "Tensor"]
+
+ABI_VERSION = 1
+
+_DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
+           "i64": np.int64}
+_NUMPY_NAMES = {"f32": "float32", "f64": "float64", "i32": "int32",
+                "i64": "int64"}
+
+
+class StepError(RuntimeError):
+    """A bad argument, a malformed library or a runtime error of the step
+    (``code`` is the C ABI's error code; 0 for errors found in Python)."""
+
+    def __init__(self, message, code=0):
+        super().__init__(message)
+        self.code = code
+
+
+class _Status(ctypes.Structure):
+    _fields_ = [("code", ctypes.c_int32), ("message", ctypes.c_char * 1024)]
+
+
+class Tensor:
+    """One argument or result: dtype token (f32, ...), shape, role."""
+
+    def __init__(self, dtype, shape, role="aux"):
+        self.dtype, self.shape, self.role = dtype, tuple(shape), role
+
+    @property
+    def numpy_dtype(self):
+        return np.dtype(_DTYPES[self.dtype])
+
+    def describe(self):
+        """As ga-run prints it: tensor<4x3xf32> (float32 (4, 3))."""
+        dims = "".join(f"{d}x" for d in self.shape)
+        return (f"tensor<{dims}{self.dtype}> ({_NUMPY_NAMES[self.dtype]} "
+                f"{_shape_string(self.shape)})")
+
+    def __repr__(self):
+        return f"Tensor({self.dtype}, {self.shape}, {self.role})"
+
+
+class Signature:
+    """The parsed text of ga_step_signature() (format: ga_step.h)."""
+
+    def __init__(self, text):
+        self.text = text
+        self.entry = None
+        self.ranks = 1
+        self.inputs, self.results = [], []
+        lines = [l.split() for l in text.splitlines() if l.strip()]
+        if not lines or len(lines[0]) != 2 or lines[0][0] != "ga-step":
+            raise StepError("malformed step signature: expected 'ga-step "
+                            "VERSION' first", 4)
+        if lines[0][1] != str(ABI_VERSION):
+            raise StepError(f"step signature version {lines[0][1]}, this "
+                            f"binding reads version {ABI_VERSION}: recompile "
+                            "the step with this ga-compile", 4)
+        for fields in lines[1:]:
+            kind = fields[0]
+            if kind == "entry" and len(fields) == 2:
+                self.entry = fields[1]
+            elif kind == "ranks" and len(fields) == 2:
+                self.ranks = int(fields[1])
+            elif kind in ("input", "result"):
+                target = self.inputs if kind == "input" else self.results
+                if len(fields) != (4 if kind == "input" else 5) or \
+                        int(fields[1]) != len(target) or \
+                        fields[2] not in _DTYPES:
+                    raise StepError("malformed step signature line: "
+                                    + " ".join(fields), 4)
+                shape = () if fields[3] == "scalar" else tuple(
+                    int(d) for d in fields[3].split("x"))
+                role = fields[4] if kind == "result" else "input"
+                target.append(Tensor(fields[2], shape, role))
+            else:
+                raise StepError("malformed step signature line: "
+                                + " ".join(fields), 4)
+        if self.entry is None:
+            raise StepError("malformed step signature: no 'entry' record", 4)
+
+    @property
+    def loss_index(self):
+        for i, r in enumerate(self.results):
+            if r.role == "loss":
+                return i
+        return None
+
+
+def _shape_string(shape):
+    if len(shape) == 1:
+        return f"({shape[0]},)"
+    return "(" + ", ".join(str(d) for d in shape) + ")"
+
+
+def _as_array(value):
+    """A NumPy view of `value` (an ndarray, a buffer, a DLPack tensor)."""
+    if isinstance(value, np.ndarray):
+        return value
+    if hasattr(value, "__dlpack__"):
+        try:
+            return np.from_dlpack(value)
+        except (TypeError, RuntimeError, AttributeError):
+            pass
+    if hasattr(value, "numpy"):  # torch.Tensor on the CPU without DLPack
+        return value.numpy()
+    return np.asarray(value)
+
+
+class Step:
+    """A loaded step library. Call it with the step's arguments."""
+
+    def __init__(self, path):
+        self.path = path
+        try:
+            self._lib = ctypes.CDLL(os.path.abspath(path))
+        except OSError as e:
+            raise StepError(f"cannot load '{path}': {e}") from None
+        try:
+            sig_fn = self._lib.ga_step_signature
+            self._run = self._lib.ga_step_run
+        except AttributeError:
+            raise StepError(f"'{path}' is not a step library (it exports no "
+                            "ga_step_signature and ga_step_run): build one "
+                            "with ga-compile") from None
+        sig_fn.restype = ctypes.c_char_p
+        sig_fn.argtypes = []
+        self._run.restype = ctypes.c_int32
+        self._run.argtypes = [ctypes.POINTER(ctypes.c_void_p),
+                              ctypes.POINTER(ctypes.c_void_p),
+                              ctypes.POINTER(_Status)]
+        self.signature = Signature(sig_fn().decode())
+        self.name = self.signature.entry
+        # Join the MPI run for a data-parallel library (or under mpirun);
+        # the runtime reports a wrong world size.
+        start = self._lib.ga_collectives_start
+        start.restype = ctypes.c_int32
+        start.argtypes = [ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
+                          ctypes.POINTER(_Status)]
+        status = _Status()
+        if start(self.signature.ranks, self.name.encode(), b"python3",
+                 ctypes.byref(status)) != 0:
+            raise StepError(status.message.decode(), status.code)
+
+    def check(self, *args):
+        """The arguments as C-contiguous NumPy arrays, checked against the
+        signature with ga-run's messages."""
+        sig = self.signature
+        if len(args) != len(sig.inputs):
+            raise StepError(f"@{self.name} takes {len(sig.inputs)} "
+                            f"argument(s), got {len(args)}")
+        arrays = []
+        for i, (value, want) in enumerate(zip(args, sig.inputs)):
+            a = _as_array(value)
+            if a.dtype != want.numpy_dtype or tuple(a.shape) != want.shape:
+                got = f"{a.dtype} {_shape_string(tuple(a.shape))}"
+                raise StepError(f"argument #{i}: expected {want.describe()}, "
+                                f"got {got}")
+            arrays.append(np.ascontiguousarray(a))
+        return arrays
+
+    def __call__(self, *args, out=None):
+        """Runs the step. Returns the results in order (a tuple), written
+        into `out` (a sequence of arrays of the results' shapes and dtypes)
+        when given."""
+        sig = self.signature
+        arrays = self.check(*args)
+        if out is None:
+            out = [np.empty(r.shape, r.numpy_dtype) for r in sig.results]
+        else:
+            out = list(out)
+            if len(out) != len(sig.results):
+                raise StepError(f"@{self.name} returns {len(sig.results)} "
+                                f"result(s), out= has {len(out)}")
+            for i, (o, want) in enumerate(zip(out, sig.results)):
+                if not isinstance(o, np.ndarray) or \
+                        o.dtype != want.numpy_dtype or \
+                        tuple(o.shape) != want.shape or \
+                        not o.flags.c_contiguous or not o.flags.writeable:
+                    raise StepError(f"out[{i}]: expected a writable "
+                                    f"C-contiguous {want.describe()}")
+        in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(
+            *[a.ctypes.data for a in arrays])
+        # A zero-size result still gets a valid pointer.
+        keep = [o if o.size else np.empty(1, o.dtype) for o in out]
+        out_ptrs = (ctypes.c_void_p * max(1, len(keep)))(
+            *[o.ctypes.data for o in keep])
+        status = _Status()
+        rc = self._run(in_ptrs, out_ptrs, ctypes.byref(status))
+        if rc != 0:
+            message = status.message.decode()
+            if rc == 1:
+                message = f"@{self.name}: {message}"
+            raise StepError(message + "; no result", rc)
+        return tuple(out)
+
+    def summary(self, results):
+        """(loss, gradient norm) as ga-run prints them, in float64."""
+        idx = self.signature.loss_index
+        loss = float(results[idx]) if idx is not None else None
+        total = 0.0
+        has = False
+        for r, spec in zip(results, self.signature.results):
+            if spec.role == "gradient":
+                has = True
+                total += float(np.sum(np.asarray(r, np.float64) ** 2))
+        return loss, (float(np.sqrt(total)) if has else None)
+
+
+def load(path):
+    """Loads the step library at `path` (built by ga-compile)."""
+    return Step(path)

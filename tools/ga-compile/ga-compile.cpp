@@ -1,0 +1,437 @@
+//===- ga-compile.cpp - Compile a training step into a shared library ----===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// Runs --ga-pipeline=target=cpu on a function of an MLIR file (or takes IR
+// that is already lowered), exports it through the C ABI of a step library
+// (ga-export-step, ga/Runtime/ga_step.h), translates it to LLVM IR, emits an
+// object file with LLVM's TargetMachine and links a shared library with the
+// system's C compiler driver. Writes a C header beside it.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/InitAll.h"
+#include "ga/Pipelines/Pipelines.h"
+#include "ga/Runtime/Signature.h"
+#include "ga/Transforms/Passes.h"
+#include "ga/Transforms/StepSignature.h"
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/ExecutionEngine/OptUtils.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/MLIRContext.h"
+#include "mlir/InitAllPasses.h"
+#include "mlir/Parser/Parser.h"
+#include "mlir/Pass/PassManager.h"
+#include "mlir/Support/FileUtilities.h"
+#include "mlir/Target/LLVMIR/Dialect/All.h"
+#include "mlir/Target/LLVMIR/Export.h"
+
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/IR/Module.h"
+#include "llvm/MC/MCSubtargetInfo.h"
+#include "llvm/MC/TargetRegistry.h"
+#include "llvm/Support/CommandLine.h"
+#include "llvm/Support/FileSystem.h"
+#include "llvm/Support/FileUtilities.h"
+#include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/InitLLVM.h"
+#include "llvm/Support/Path.h"
+#include "llvm/Support/Program.h"
+#include "llvm/Support/SourceMgr.h"
+#include "llvm/Support/TargetSelect.h"
+#include "llvm/Support/ToolOutputFile.h"
+#include "llvm/Support/WithColor.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Target/TargetMachine.h"
+#include "llvm/Target/TargetOptions.h"
+#include "llvm/TargetParser/Host.h"
+#include "llvm/TargetParser/SubtargetFeature.h"
+
+#include <chrono>
+
+using namespace mlir;
+namespace cl = llvm::cl;
+using llvm::errs;
+using llvm::outs;
+using llvm::SmallString;
+using llvm::StringRef;
+using llvm::Twine;
+
+static cl::OptionCategory category("ga-compile options");
+
+static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
+                                      cl::desc("<file.mlir>"),
+                                      cl::cat(category));
+static cl::opt<std::string>
+    outputFile("o", cl::Required,
+               cl::desc("The shared library to write (libstep.so)"),
+               cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string>
+    entryName("entry",
+              cl::desc("The function to compile (default: the only function "
+                       "with a body)"),
+              cl::value_desc("name"), cl::cat(category));
+static cl::opt<std::string> target("target",
+                                   cl::desc("Code generation target: cpu"),
+                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> cpu(
+    "cpu",
+    cl::desc("The CPU to compile for: native (default: this machine's CPU and "
+             "features), or an LLVM CPU name; x86-64 is a portable baseline "
+             "that runs on any x86-64 machine"),
+    cl::init("native"), cl::value_desc("name"), cl::cat(category));
+static cl::opt<std::string> pipelineOptions(
+    "pipeline-options",
+    cl::desc("Options of --ga-pipeline, as ga-opt takes them, e.g. "
+             "\"parallel=false naive=true\" (target is --target)"),
+    cl::value_desc("options"), cl::cat(category));
+static cl::opt<std::string>
+    headerFile("header",
+               cl::desc("The C header to write (default: the library's path "
+                        "with .h instead of .so)"),
+               cl::value_desc("file"), cl::cat(category));
+static cl::opt<std::string>
+    linker("linker",
+           cl::desc("The C compiler driver that links the library (default: "
+                    "the first of cc, gcc, clang on PATH)"),
+           cl::value_desc("program"), cl::cat(category));
+static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
+                             cl::init(2), cl::cat(category));
+static cl::opt<bool>
+    timePasses("time-stages",
+               cl::desc("Print the time of every pass of the pipeline "
+                        "(MLIR's pass timing report, on stderr)"),
+               cl::init(false), cl::cat(category));
+
+static const char *kOverview =
+    R"(ga-compile: compile a training step ahead of time into a shared library
+
+  ga-compile FILE.mlir -o libstep.so [--entry NAME] [--cpu native|x86-64]
+             [--pipeline-options "..."]
+
+FILE.mlir holds high-level IR (a func.func, typically with a train.step,
+compiled with --ga-pipeline=target=cpu) or IR that pipeline already lowered.
+The library exports the step through the C ABI of ga_step.h:
+ga_step_signature() (what it takes and returns) and ga_step_run(inputs,
+outputs, status) (plain pointers to C-order buffers). It links
+libga_runtime.so (found beside the library, then where this ga-compile's
+runtime is) and, for parallel loops, the OpenMP runtime libomp.so.5. It
+needs no MLIR or LLVM: run it with ga-exec, from Python (python/ga_step), or
+from any C program.
+
+A C header is written beside the library (--header): the ABI and the
+step's signature.
+
+Printed: the time of each stage (pipeline, translation to LLVM IR, LLVM's
+optimizer, code generation, link) and the library's size.
+)";
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point start) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - start)
+      .count();
+}
+
+int fail(const Twine &message) {
+  llvm::WithColor::error(errs(), "ga-compile") << message << "\n";
+  return 1;
+}
+
+/// The text of ga/Runtime/ga_step.h (GA_STEP_H_TEXT), embedded at build
+/// time.
+#include "StepHeader.inc"
+
+/// A C identifier made of `name`, upper case.
+std::string macroName(StringRef name) {
+  std::string text;
+  for (char c : name)
+    text += std::isalnum(static_cast<unsigned char>(c))
+                ? static_cast<char>(std::toupper(static_cast<unsigned char>(c)))
+                : '_';
+  return text;
+}
+
+std::string headerText(const ga::StepSignature &sig, StringRef source) {
+  std::string m = "GA_STEP_" + macroName(sig.entry);
+  std::string text = GA_STEP_H_TEXT;
+  text += "\n/* Step @" + sig.entry + ", compiled by ga-compile from " +
+          source.str() + ". Generated: do not edit. */\n";
+  text += "#ifndef " + m + "_H\n#define " + m + "_H\n\n";
+  text += "/* Its signature, as ga_step_signature() returns it:\n";
+  std::string signature = sig.format();
+  for (StringRef line : llvm::split(StringRef(signature).rtrim('\n'), '\n'))
+    text += " *   " + line.str() + "\n";
+  text += " */\n";
+  text += "#define " + m + "_NUM_INPUTS " + std::to_string(sig.inputs.size()) +
+          "\n";
+  text += "#define " + m + "_NUM_RESULTS " +
+          std::to_string(sig.results.size()) + "\n";
+  text += "#define " + m + "_RANKS " + std::to_string(sig.ranks) + "\n";
+  if (auto loss = sig.lossIndex())
+    text += "#define " + m + "_LOSS_RESULT " + std::to_string(*loss) + "\n";
+  auto elements = [](const std::vector<ga::TensorSpec> &list) {
+    std::string t = "{";
+    for (size_t i = 0; i < list.size(); ++i)
+      t += (i ? ", " : "") + std::to_string(list[i].numElements());
+    return t + (list.empty() ? "0}" : "}");
+  };
+  text += "/* Elements of each argument and result buffer, in order. */\n";
+  text += "#define " + m + "_INPUT_ELEMENTS " + elements(sig.inputs) + "\n";
+  text += "#define " + m + "_RESULT_ELEMENTS " + elements(sig.results) + "\n";
+  text += "\n#endif /* " + m + "_H */\n";
+  return text;
+}
+
+/// libga_runtime.so: beside this executable's lib/ (a build or install
+/// tree), else where the build put it.
+std::string runtimeLibrary(const char *argv0) {
+  std::string exe =
+      llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&fail));
+  SmallString<256> path(llvm::sys::path::parent_path(exe));
+  llvm::sys::path::append(path, "..", "lib", "libga_runtime.so");
+  if (llvm::sys::fs::exists(path)) {
+    SmallString<256> real;
+    if (!llvm::sys::fs::real_path(path, real))
+      return std::string(real);
+  }
+  return GA_RUNTIME_LIBRARY;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+  if (target != "cpu")
+    return fail("--target=" + target +
+                " is not supported; ga-compile builds step libraries for "
+                "--target=cpu");
+  if (optLevel < 0 || optLevel > 3)
+    return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
+  std::unique_ptr<ga::GaPipelineOptions> options =
+      ga::GaPipelineOptions::createFromString(pipelineOptions);
+  if (!options)
+    return fail("cannot parse --pipeline-options='" + pipelineOptions +
+                "' (see above)");
+  if (options->target != "cpu")
+    return fail("--pipeline-options sets target=" + options->target +
+                "; use --target");
+
+  registerAllPasses();
+  ga::registerGaPasses();
+  DialectRegistry registry;
+  ga::registerGaDialects(registry);
+  ga::registerGaUpstreamDialects(registry);
+  registerAllToLLVMIRTranslations(registry);
+  MLIRContext context(registry);
+  context.loadAllAvailableDialects();
+
+  std::string errorMessage;
+  std::unique_ptr<llvm::MemoryBuffer> buffer =
+      openInputFile(inputFile, &errorMessage);
+  if (!buffer)
+    return fail("cannot read '" + inputFile + "': " + errorMessage);
+  llvm::SourceMgr sourceMgr;
+  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
+  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
+  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
+  if (!module)
+    return 1;
+  std::string entryError;
+  Operation *entry =
+      ga::findStepEntry(*module, entryName, inputFile, entryError);
+  if (!entry)
+    return fail(entryError);
+  std::string name = SymbolTable::getSymbolName(entry).str();
+
+  // Stage 1: the pipeline, and the export of the C ABI.
+  auto start = Clock::now();
+  double pipelineMs = 0;
+  {
+    PassManager pm(&context);
+    if (isa<func::FuncOp>(entry)) {
+      std::string errors;
+      llvm::raw_string_ostream os(errors);
+      if (failed(ga::buildCPUPipeline(pm, os, *options)))
+        return fail("cannot build the CPU pipeline: " + errors);
+    }
+    ga::GaExportStepPassOptions exportOptions;
+    exportOptions.entry = name;
+    pm.addPass(ga::createGaExportStepPass(exportOptions));
+    if (timePasses)
+      pm.enableTiming();
+    if (failed(pm.run(*module)))
+      return fail("compiling '" + inputFile + "' failed (see above)");
+    pipelineMs = msSince(start);
+  }
+  ga::StepSignature signature;
+  auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
+  if (std::string error =
+          ga::buildStepSignature(llvmFunc, signature, "ga-compile");
+      !error.empty())
+    return fail(error);
+
+  // Stage 2: LLVM IR.
+  auto translateStart = Clock::now();
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule =
+      translateModuleToLLVMIR(*module, llvmContext, name);
+  if (!llvmModule)
+    return fail("translating '" + inputFile + "' to LLVM IR failed");
+  double translateMs = msSince(translateStart);
+
+  // Stage 3: the target machine, LLVM's optimizer, code generation.
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  llvm::Triple triple(llvm::sys::getProcessTriple());
+  std::string lookupError;
+  const llvm::Target *llvmTarget =
+      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  if (!llvmTarget)
+    return fail("no LLVM target for " + triple.str() + ": " + lookupError);
+  std::string cpuName =
+      cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.getValue();
+  std::string features;
+  if (cpu == "native") {
+    llvm::SubtargetFeatures list;
+    for (const auto &feature : llvm::sys::getHostCPUFeatures())
+      list.AddFeature(feature.first(), feature.second);
+    features = list.getString();
+  }
+  std::unique_ptr<llvm::MCSubtargetInfo> subtarget(
+      llvmTarget->createMCSubtargetInfo(triple, cpuName, ""));
+  if (!subtarget || !subtarget->isCPUStringValid(cpuName))
+    return fail("--cpu=" + cpu + ": LLVM does not know this CPU for " +
+                triple.str() + " (try native or x86-64)");
+  llvm::TargetOptions targetOptions;
+  auto codeGenLevel = static_cast<llvm::CodeGenOptLevel>(optLevel.getValue());
+  std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
+      triple, cpuName, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
+      codeGenLevel));
+  if (!machine)
+    return fail("cannot create an LLVM target machine for " + triple.str());
+  llvmModule->setDataLayout(machine->createDataLayout());
+  llvmModule->setTargetTriple(triple);
+
+  auto optimizeStart = Clock::now();
+  auto transformer = makeOptimizingTransformer(optLevel, 0, machine.get());
+  if (llvm::Error err = transformer(llvmModule.get()))
+    return fail("LLVM's optimizer failed: " + toString(std::move(err)));
+  double optimizeMs = msSince(optimizeStart);
+
+  auto codegenStart = Clock::now();
+  SmallString<128> objectPath;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("ga-compile", "o", objectPath))
+    return fail("cannot create a temporary object file: " + ec.message());
+  llvm::FileRemover removeObject(objectPath);
+  {
+    std::error_code ec;
+    llvm::ToolOutputFile object(objectPath, ec, llvm::sys::fs::OF_None);
+    if (ec)
+      return fail("cannot write '" + objectPath + "': " + ec.message());
+    llvm::legacy::PassManager codegen;
+    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
+                                     llvm::CodeGenFileType::ObjectFile))
+      return fail("LLVM cannot emit an object file for " + triple.str());
+    codegen.run(*llvmModule);
+    object.keep();
+  }
+  double codegenMs = msSince(codegenStart);
+
+  // Stage 4: link.
+  auto linkStart = Clock::now();
+  std::string driver = linker;
+  if (driver.empty()) {
+    for (const char *candidate : {"cc", "gcc", "clang"})
+      if (auto found = llvm::sys::findProgramByName(candidate)) {
+        driver = *found;
+        break;
+      }
+    if (driver.empty())
+      return fail("no C compiler driver to link the library: none of cc, "
+                  "gcc, clang is on PATH; install one (Debian: gcc) or name "
+                  "one with --linker");
+  } else if (!llvm::sys::fs::can_execute(driver)) {
+    auto found = llvm::sys::findProgramByName(driver);
+    if (!found)
+      return fail("--linker=" + driver + ": no such program");
+    driver = *found;
+  }
+  std::string runtime = runtimeLibrary(argv[0]);
+  if (!llvm::sys::fs::exists(runtime))
+    return fail("the runtime library '" + runtime +
+                "' does not exist: build the ga_runtime target");
+  bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &f) {
+    return f.getName().starts_with("__kmpc_");
+  });
+  std::string runtimeDir = llvm::sys::path::parent_path(runtime).str();
+  std::vector<std::string> args = {driver,
+                                   "-shared",
+                                   "-o",
+                                   outputFile,
+                                   std::string(objectPath),
+                                   runtime,
+                                   "-Wl,-rpath,$ORIGIN:" + runtimeDir,
+                                   "-Wl,-z,defs",
+                                   "-Wl,--as-needed"};
+  if (usesOpenMP)
+    args.push_back(GA_OPENMP_RUNTIME);
+  args.push_back("-lm");
+  std::vector<StringRef> argRefs(args.begin(), args.end());
+  SmallString<128> linkLog;
+  if (std::error_code ec =
+          llvm::sys::fs::createTemporaryFile("ga-compile", "log", linkLog))
+    return fail("cannot create a temporary file: " + ec.message());
+  llvm::FileRemover removeLog(linkLog);
+  std::optional<StringRef> redirects[] = {std::nullopt, StringRef(linkLog),
+                                          StringRef(linkLog)};
+  std::string execError;
+  int rc = llvm::sys::ExecuteAndWait(driver, argRefs, std::nullopt, redirects,
+                                     0, 0, &execError);
+  if (rc != 0) {
+    std::string command;
+    for (StringRef a : argRefs)
+      command += (command.empty() ? "" : " ") + a.str();
+    auto log = llvm::MemoryBuffer::getFile(linkLog);
+    return fail(
+        "linking '" + outputFile + "' failed (" +
+        (execError.empty() ? "exit status " + std::to_string(rc) : execError) +
+        "): " + command + "\n" + (log ? (*log)->getBuffer() : ""));
+  }
+  double linkMs = msSince(linkStart);
+
+  // The header.
+  std::string header = headerFile;
+  if (header.empty()) {
+    SmallString<128> path(outputFile);
+    llvm::sys::path::replace_extension(path, "h");
+    header = std::string(path);
+  }
+  {
+    std::error_code ec;
+    llvm::raw_fd_ostream os(header, ec);
+    if (ec)
+      return fail("cannot write '" + header + "': " + ec.message());
+    os << headerText(signature, llvm::sys::path::filename(inputFile));
+  }
+  uint64_t size = 0;
+  llvm::sys::fs::file_size(outputFile, size);
+
+  outs() << "ga-compile: @" << name << " from " << inputFile << "\n";
+  outs() << llvm::format(
+      "compile_ms: %.1f (pipeline %.1f, llvm-ir %.1f, optimize %.1f, "
+      "codegen %.1f, link %.1f)\n",
+      msSince(start), pipelineMs, translateMs, optimizeMs, codegenMs, linkMs);
+  outs() << "target: " << triple.str() << ", cpu " << cpuName
+         << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "\n";
+  outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header
+         << "\n";
+  return 0;
+}

@@ -1,0 +1,255 @@
+//===- ga-exec.cpp - Run a compiled step library --------------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// The MLIR-free runner: loads a step library that ga-compile built, checks
+// the .npy inputs against the signature recorded in it, runs it and prints
+// and writes what ga-run prints and writes. Depends on libga_runtime, libc,
+// libstdc++ and (through the runtime, optionally) MPI only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Signature.h"
+#include "ga/Runtime/ga_step.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <string>
+#include <thread>
+#include <vector>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
+namespace {
+
+const char *kUsage =
+    R"(ga-exec: run a step library compiled by ga-compile
+
+  ga-exec LIBSTEP.so ARG0.npy ARG1.npy ... [--out-dir DIR] [--repeat N]
+          [--num-threads N] [--fail-on-nonfinite]
+  ga-exec LIBSTEP.so --signature
+
+Inputs: one .npy file per argument of the step, in order, each of exactly
+the shape and element type of the library's signature (--signature prints
+it): float32, float64, int32 or int64, little-endian, C order.
+
+Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
+
+A library compiled for r data-parallel ranks runs under
+`mpirun -np r ga-exec ...`: every rank reads the same .npy files; rank 0
+prints and writes the results.
+
+Threads: --num-threads N, else OMP_NUM_THREADS, else all cores (divided
+among the ranks); results are bitwise the same for any count.
+
+Printed, as ga-run prints them: the run time (mean and minimum of
+--repeat N runs), the loss and the global gradient norm (float64). Errors
+(a wrong number of inputs, a wrong shape or dtype, a malformed .npy file, an
+invalid label, a wrong world size) name what is wrong and exit with status
+1, writing no result. A NaN or infinite loss or gradient norm is a warning
+(an error with --fail-on-nonfinite).
+)";
+
+using Clock = std::chrono::steady_clock;
+
+int fail(const std::string &message) {
+  std::fflush(stdout);
+  std::fprintf(stderr, "ga-exec: error: %s\n", message.c_str());
+  return 1;
+}
+
+/// A positive integer option value, or -1.
+long parsePositive(const std::string &text) {
+  if (text.empty() || text.size() > 9)
+    return -1;
+  long value = 0;
+  for (char c : text) {
+    if (c < '0' || c > '9')
+      return -1;
+    value = value * 10 + (c - '0');
+  }
+  return value;
+}
+
+struct LeaveRun {
+  ~LeaveRun() { ga_collectives_stop(); }
+};
+
+} // namespace
+
+int main(int argc, char **argv) {
+  std::string library, outDir;
+  std::vector<std::string> inputs;
+  long repeat = 1, threads = 0;
+  bool failOnNonFinite = false, printSignature = false;
+  for (int i = 1; i < argc; ++i) {
+    std::string arg = argv[i];
+    auto value = [&](const std::string &flag, std::string &out) {
+      if (arg == flag) {
+        if (i + 1 >= argc)
+          return false;
+        out = argv[++i];
+        return true;
+      }
+      if (arg.rfind(flag + "=", 0) == 0) {
+        out = arg.substr(flag.size() + 1);
+        return true;
+      }
+      return false;
+    };
+    std::string text;
+    if (arg == "--help" || arg == "-h") {
+      std::fputs(kUsage, stdout);
+      return 0;
+    } else if (arg == "--fail-on-nonfinite") {
+      failOnNonFinite = true;
+    } else if (arg == "--signature") {
+      printSignature = true;
+    } else if (value("--out-dir", outDir)) {
+    } else if (value("--repeat", text)) {
+      repeat = parsePositive(text);
+      if (repeat < 1)
+        return fail("--repeat must be at least 1, got '" + text + "'");
+    } else if (value("--num-threads", text)) {
+      threads = parsePositive(text);
+      if (threads < 1)
+        return fail("--num-threads must be at least 1, got '" + text + "'");
+    } else if (arg.size() > 1 && arg[0] == '-') {
+      return fail("unknown option '" + arg + "' (see ga-exec --help)");
+    } else if (library.empty()) {
+      library = arg;
+    } else {
+      inputs.push_back(arg);
+    }
+  }
+  if (library.empty())
+    return fail("no step library given (see ga-exec --help)");
+
+  // Load the library. A path without '/' would be searched for by dlopen.
+  std::string path =
+      library.find('/') == std::string::npos ? "./" + library : library;
+  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  if (!handle)
+    return fail("cannot load '" + library + "': " + dlerror());
+  auto signatureFn =
+      reinterpret_cast<const char *(*)()>(dlsym(handle, "ga_step_signature"));
+  auto runFn =
+      reinterpret_cast<int32_t (*)(const void *const *, void *const *,
+                                   ga_status *)>(dlsym(handle, "ga_step_run"));
+  if (!signatureFn || !runFn)
+    return fail("'" + library +
+                "' is not a step library (it exports no ga_step_signature "
+                "and ga_step_run): build one with ga-compile");
+  const char *signatureText = signatureFn();
+  ga::StepSignature signature;
+  std::string error;
+  if (!ga::parseSignature(signatureText ? signatureText : "", signature, error))
+    return fail("'" + library + "': " + error);
+  if (printSignature) {
+    std::fputs(signatureText, stdout);
+    return 0;
+  }
+  const std::string &name = signature.entry;
+
+  LeaveRun leaveRun;
+  ga_status status;
+  if (ga_collectives_start(signature.ranks, name.c_str(), "ga-exec", &status) !=
+      GA_OK) {
+    if (ga_world_rank() != 0)
+      return 1;
+    return fail(status.message);
+  }
+  bool reporter = ga_world_rank() == 0;
+
+  if (std::string e = ga::checkArgumentCount(signature, inputs.size());
+      !e.empty())
+    return fail(e);
+  std::vector<ga::NpyArray> arrays(inputs.size());
+  std::vector<const void *> inputPointers;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (!ga::readNpy(inputs[i], arrays[i], error))
+      return fail("argument #" + std::to_string(i) + ": " + error);
+    error = ga::checkArgument(signature, i, arrays[i], inputs[i]);
+    if (!error.empty())
+      return fail(error);
+    inputPointers.push_back(arrays[i].data.data());
+  }
+  std::vector<ga::NpyArray> outputs(signature.results.size());
+  std::vector<void *> outputPointers;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    outputs[i].dtype = signature.results[i].dtype;
+    outputs[i].shape = signature.results[i].shape;
+    outputs[i].data.resize(signature.results[i].numBytes() + 1);
+    outputPointers.push_back(outputs[i].data.data());
+  }
+
+#ifdef __GLIBC__
+  // As in ga-run: keep the step's freed buffers for the next call instead
+  // of returning them to the kernel.
+  mallopt(M_MMAP_THRESHOLD, 1 << 30);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
+#endif
+  if (threads > 0)
+    setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
+  else if (!getenv("OMP_NUM_THREADS") && signature.ranks > 1)
+    setenv("OMP_NUM_THREADS",
+           std::to_string(
+               std::max<unsigned>(1, std::thread::hardware_concurrency() /
+                                         signature.ranks))
+               .c_str(),
+           1);
+
+  double totalMs = 0, minMs = 0;
+  for (long r = 0; r < repeat; ++r) {
+    auto start = Clock::now();
+    int32_t rc = runFn(inputPointers.data(), outputPointers.data(), &status);
+    double ms =
+        std::chrono::duration<double, std::milli>(Clock::now() - start).count();
+    if (rc != GA_OK) {
+      if (!reporter)
+        return 1;
+      std::string message = status.message;
+      if (rc == GA_ERROR_LABEL_OUT_OF_RANGE)
+        for (size_t i = 0; i < inputs.size(); ++i)
+          if (message.find(" of argument #" + std::to_string(i) + " ") !=
+              std::string::npos)
+            message += " ('" + inputs[i] + "')";
+      if (rc == GA_ERROR_LABEL_OUT_OF_RANGE)
+        message = "@" + name + ": " + message;
+      return fail(message + "; no result written");
+    }
+    totalMs += ms;
+    minMs = r ? std::min(minMs, ms) : ms;
+  }
+  for (size_t i = 0; i < outputs.size(); ++i)
+    outputs[i].data.resize(signature.results[i].numBytes());
+
+  if (!reporter)
+    return 0;
+  std::printf("ga-exec: @%s from %s\n", name.c_str(), library.c_str());
+  if (signature.ranks > 1)
+    std::printf("ranks: %lld (data-parallel, MPI)\n",
+                static_cast<long long>(signature.ranks));
+  std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
+              repeat, minMs);
+  ga::StepSummary summary = ga::summarize(signature, outputs);
+  std::fputs(summary.text.c_str(), stdout);
+  std::fflush(stdout);
+  for (const std::string &what : summary.nonFinite) {
+    if (failOnNonFinite)
+      return fail("@" + name + ": " + what + "; no result written");
+    std::fprintf(stderr, "ga-exec: warning: @%s: %s\n", name.c_str(),
+                 what.c_str());
+  }
+  if (!outDir.empty()) {
+    if (!ga::writeResults(outDir, outputs, error))
+      return fail(error);
+    std::printf("wrote %zu result(s) to %s\n", outputs.size(), outDir.c_str());
+  }
+  return 0;
+}
