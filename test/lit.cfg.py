@@ -97,7 +97,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
-tools = ["ga-opt", "ga-run"]
+tools = ["ga-opt", "ga-run", "ga-compile", "ga-exec"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The Python that runs the reference scripts: the first python3 that has
@@ -119,6 +119,26 @@ if python:
     config.substitutions.append(("%python", python))
 if python_with_numpy():
     config.available_features.add("numpy")
+
+# %sanitizer_preload: the prefix of a Python that loads the project's shared
+# libraries (the step binding loads libga_runtime.so). Under the sanitizers
+# their runtimes must be loaded first, and Python's own allocations are not
+# checked for leaks.
+python_preload = ""
+if getattr(config, "ga_sanitize", ""):
+    python_preload = mlir_opt_prefix + "ASAN_OPTIONS=" + config.environment[
+        "ASAN_OPTIONS"].replace("detect_leaks=1", "detect_leaks=0") + " "
+config.substitutions.append(("%sanitizer_preload", python_preload))
+
+# PyTorch (Debian's python3-torch), for the binding's DLPack path; not under
+# the sanitizers (its libraries do not load after the sanitizer runtimes).
+if python_with_numpy() and not getattr(config, "ga_sanitize", "") and \
+        subprocess.run([python_with_numpy(), "-c", "import torch"],
+                       capture_output=True).returncode == 0:
+    config.available_features.add("torch")
+    config.substitutions.append(("%torch_flag", "--torch"))
+else:
+    config.substitutions.append(("%torch_flag", ""))
 
 # memcheck sees the JIT-compiled step's memory accesses (the sanitizers do
 # not instrument JIT code); a sanitized ga-run does not run under it.

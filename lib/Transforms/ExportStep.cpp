@@ -305,8 +305,10 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
         args.push_back(constant(s));
     }
     auto callOp = LLVM::CallOp::create(b, loc, entryFunc, args);
-    Value resultsPtr = LLVM::ZeroOp::create(b, loc, ptr);
-    if (!resultDescs.empty()) {
+    Value resultsPtr;
+    if (resultDescs.empty()) {
+      resultsPtr = LLVM::ZeroOp::create(b, loc, ptr);
+    } else {
       resultsPtr = LLVM::AllocaOp::create(b, loc, ptr, expectedResult,
                                           constant(1), /*alignment=*/8);
       LLVM::StoreOp::create(b, loc, callOp.getResult(), resultsPtr);
