@@ -66,7 +66,12 @@ static void addCPULowering(OpPassManager &pm,
   pm.addPass(createLowerAffinePass());
   pm.addPass(createSCFToControlFlowPass());
   pm.addPass(createUBToLLVMConversionPass());
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass());
+  // Allocations call MLIR's generic allocation functions, which
+  // libga_runtime defines over malloc and counts: runs report the peak of
+  // the step's buffers (ga_memory_stats).
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
   pm.addPass(createArithToLLVMConversionPass());
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());

@@ -20,6 +20,8 @@
 #include <memory>
 #include <mutex>
 
+extern "C" void _mlir_memref_to_llvm_free(void *pointer);
+
 namespace {
 
 int32_t fail(ga_status *status, int32_t code, const std::string &message) {
@@ -159,7 +161,8 @@ extern "C" int32_t ga_step_leave(const char *signature, const int64_t *results,
     if (!pointer || pointer == 0xdeadbeef || isInput || seen)
       continue;
     freed.push_back(pointer);
-    std::free(reinterpret_cast<void *>(pointer));
+    // The step allocated it with the runtime's allocator (Memory.cpp).
+    _mlir_memref_to_llvm_free(reinterpret_cast<void *>(pointer));
   }
   ga_error error;
   if (ga_take_error(&error) == GA_OK)

@@ -48,7 +48,9 @@ Threads: --num-threads N, else OMP_NUM_THREADS, else all cores (divided
 among the ranks); results are bitwise the same for any count.
 
 Printed, as ga-run prints them: the run time (mean and minimum of
---repeat N runs), the loss and the global gradient norm (float64). Errors
+--repeat N runs), the peak bytes of the buffers the step allocates
+(step_peak_bytes; the inputs and the output buffers are the caller's), the
+loss and the global gradient norm (float64). Errors
 (a wrong number of inputs, a wrong shape or dtype, a malformed .npy file, an
 invalid label, a wrong world size) name what is wrong and exit with status
 1, writing no result. A NaN or infinite loss or gradient norm is a warning
@@ -237,6 +239,10 @@ int main(int argc, char **argv) {
                 static_cast<long long>(signature.ranks));
   std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
               repeat, minMs);
+  ga_memory memory;
+  ga_memory_stats(&memory);
+  std::printf("step_peak_bytes: %lld\n",
+              static_cast<long long>(memory.peak_bytes));
   ga::StepSummary summary = ga::summarize(signature, outputs);
   std::fputs(summary.text.c_str(), stdout);
   std::fflush(stdout);

@@ -167,7 +167,9 @@ results are bitwise the same for any thread count.
 
 Printed: the compile time (pipeline and JIT; compile_stages_ms splits the
 JIT into translation to LLVM IR with LLVM's optimizer, and code generation;
---time-stages adds the time of every pass), the run time, the loss (the
+--time-stages adds the time of every pass), the run time, the peak bytes
+of the buffers the step allocates (step_peak_bytes: intermediates and
+results, not the inputs; the highest over the runs), the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
 norm sqrt(sum of squares of all gradient results), in float64.
 
@@ -435,6 +437,9 @@ int main(int argc, char **argv) {
                    pipelineMs, optimizeMs, codegenMs);
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
+  ga_memory memory;
+  ga_memory_stats(&memory);
+  outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
   ga::StepSummary summary = ga::summarize(signature, outputs);
   outs() << summary.text;
   outs().flush();

@@ -98,6 +98,19 @@ int32_t ga_step_leave(const char *signature, const int64_t *results,
                       const void *const *inputs, void *const *outputs,
                       ga_status *status);
 
+/* Memory: the bytes of the buffers the compiled code allocates (every
+ * intermediate, and the results until ga_step_leave copies them out; not
+ * the caller's inputs and outputs). `current_bytes` is held now;
+ * `peak_bytes` is the most held at once since the process started or the
+ * last ga_memory_reset_peak; `allocations` counts them all. Process-wide. */
+typedef struct ga_memory {
+  int64_t current_bytes;
+  int64_t peak_bytes;
+  int64_t allocations;
+} ga_memory;
+void ga_memory_stats(ga_memory *out);
+void ga_memory_reset_peak(void);
+
 /* Data parallelism. Joins the MPI run (when launched by mpirun, or when
  * `ranks` > 1) and checks that it has exactly `ranks` processes; `program`
  * and `launcher` name the program and the command in the error message

@@ -1,0 +1,77 @@
+"""Micro-batching saves memory, measured: the peak bytes of the buffers a
+step allocates (step_peak_bytes, counted by libga_runtime's allocator) fall
+strictly as the micro-batch count k grows, for both examples, in ga-run and
+in a library run by ga-exec alike (the same code: the same bytes). Every
+peak is at least the bytes of the gradients, which the step holds whole."""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from reference_harness import Checker, padded_example_inputs, with_schedule
+
+
+def peak(cmd):
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)}:\n{proc.stdout}{proc.stderr}")
+    return int(re.search(r"^step_peak_bytes: (\d+)$", proc.stdout,
+                         re.M).group(1))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--ga-compile", required=True)
+    parser.add_argument("--ga-exec", required=True)
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    inputs = padded_example_inputs(np.random.default_rng(5))
+    check = Checker("memory")
+    params = {"mlp": 3, "tiny_gpt": 15}
+    for name in ("mlp", "tiny_gpt"):
+        with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
+            source = f.read()
+        paths = []
+        for i, a in enumerate(inputs[name]):
+            paths.append(os.path.join(args.workdir, f"{name}_arg{i}.npy"))
+            np.save(paths[-1], a)
+        grad_bytes = sum(a.nbytes for a in inputs[name][:params[name]])
+        peaks = []
+        for k in (1, 2, 4, 8):
+            path = os.path.join(args.workdir, f"{name}_k{k}.mlir")
+            with open(path, "w") as f:
+                f.write(with_schedule(source, name, microbatches=k))
+            jit = peak([args.ga_run, path, *paths])
+            lib = path[:-5] + ".so"
+            subprocess.run([args.ga_compile, path, "-o", lib], check=True,
+                           capture_output=True)
+            aot = peak([args.ga_exec, lib, *paths])
+            print(f"     memory: {name} k={k}: step_peak_bytes {jit} "
+                  f"(ga-run), {aot} (ga-exec); gradients {grad_bytes}")
+            check.close(f"{name} k={k}: ga-exec's peak equals ga-run's", aot,
+                        jit, rtol=0)
+            check.checks += 1
+            ok = jit >= grad_bytes
+            check.failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} memory: {name} k={k}: the "
+                  "peak holds at least the gradients")
+            peaks.append(jit)
+        for (k0, p0), (k1, p1) in zip(zip((1, 2, 4), peaks),
+                                      zip((2, 4, 8), peaks[1:])):
+            check.checks += 1
+            ok = p1 < p0
+            check.failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} memory: {name}: k={k1} peaks "
+                  f"at {p1} bytes, below k={k0} ({p0}): {p1 / p0:.2f}x")
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,123 @@
+//===- SignatureTest.cpp - Unit tests of the step signature ---------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// The text a step library records round-trips through parseSignature; a
+// malformed or foreign text is refused with its line; the runtime's
+// allocator counts what it holds.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Runtime/Signature.h"
+#include "ga/Runtime/ga_step.h"
+
+#include "gtest/gtest.h"
+
+extern "C" void *_mlir_memref_to_llvm_aligned_alloc(size_t alignment,
+                                                    size_t size);
+extern "C" void _mlir_memref_to_llvm_free(void *pointer);
+
+using namespace ga;
+
+namespace {
+
+StepSignature sample() {
+  StepSignature sig;
+  sig.entry = "mlp_step";
+  sig.ranks = 2;
+  sig.inputs = {{NpyDType::F32, {32, 64}, TensorRole::Aux},
+                {NpyDType::I64, {8, 16}, TensorRole::Aux}};
+  sig.results = {{NpyDType::F32, {}, TensorRole::Loss},
+                 {NpyDType::F64, {32, 64}, TensorRole::Gradient},
+                 {NpyDType::I32, {0, 3}, TensorRole::Aux}};
+  return sig;
+}
+
+std::string parseError(const std::string &text) {
+  StepSignature sig;
+  std::string error;
+  return parseSignature(text, sig, error) ? "ok" : error;
+}
+
+TEST(Signature, RoundTrips) {
+  StepSignature sig = sample();
+  std::string text = sig.format();
+  EXPECT_EQ(text, "ga-step 1\nentry mlp_step\nranks 2\n"
+                  "input 0 f32 32x64\ninput 1 i64 8x16\n"
+                  "result 0 f32 scalar loss\nresult 1 f64 32x64 gradient\n"
+                  "result 2 i32 0x3 aux\n");
+  StepSignature back;
+  std::string error;
+  ASSERT_TRUE(parseSignature(text, back, error)) << error;
+  EXPECT_EQ(back.format(), text);
+  EXPECT_EQ(back.entry, "mlp_step");
+  EXPECT_EQ(back.ranks, 2);
+  ASSERT_EQ(back.results.size(), 3u);
+  EXPECT_EQ(back.results[1].shape, (std::vector<int64_t>{32, 64}));
+  EXPECT_EQ(back.results[1].role, TensorRole::Gradient);
+  EXPECT_EQ(back.lossIndex(), std::optional<size_t>(0));
+  EXPECT_EQ(back.inputs[0].describe(), "tensor<32x64xf32> (float32 (32, 64))");
+  EXPECT_EQ(back.results[0].describe(), "tensor<f32> (float32 ())");
+}
+
+TEST(Signature, RefusesMalformedText) {
+  EXPECT_NE(parseError("").find("empty"), std::string::npos);
+  EXPECT_NE(parseError("ga-step 2\nentry a\n").find("version 2"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\n").find("no 'entry'"), std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\ninput 1 f32 4\n")
+                .find("line 3 ('input 1 f32 4'): expected input #0"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\ninput 0 f16 4\n")
+                .find("unknown element type 'f16'"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\ninput 0 f32 4xx3\n")
+                .find("bad shape '4xx3'"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\nresult 0 f32 4 weight\n")
+                .find("unknown role 'weight'"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\nranks 0\n").find("positive"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 1\nentry a\nbogus\n").find("unknown record"),
+            std::string::npos);
+}
+
+TEST(Signature, ChecksArguments) {
+  StepSignature sig = sample();
+  NpyArray good;
+  good.dtype = NpyDType::F32;
+  good.shape = {32, 64};
+  EXPECT_EQ(checkArgument(sig, 0, good, "w.npy"), "");
+  NpyArray wrong = good;
+  wrong.shape = {64, 32};
+  EXPECT_EQ(checkArgument(sig, 0, wrong, "w.npy"),
+            "argument #0 ('w.npy'): expected tensor<32x64xf32> (float32 "
+            "(32, 64)), got float32 (64, 32)");
+  EXPECT_EQ(checkArgumentCount(sig, 1),
+            "@mlp_step takes 2 argument(s), got 1 .npy file(s)");
+  EXPECT_EQ(multiIndex({3, 4}, 7), "[1, 3]");
+}
+
+TEST(Memory, CountsWhatIsHeld) {
+  ga_memory before, during, after;
+  ga_memory_stats(&before);
+  void *a = _mlir_memref_to_llvm_aligned_alloc(64, 1000);
+  void *b = _mlir_memref_to_llvm_aligned_alloc(8, 24);
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(reinterpret_cast<uintptr_t>(a) % 64, 0u);
+  ga_memory_stats(&during);
+  EXPECT_EQ(during.current_bytes - before.current_bytes, 1024);
+  EXPECT_GE(during.peak_bytes, during.current_bytes);
+  EXPECT_EQ(during.allocations - before.allocations, 2);
+  _mlir_memref_to_llvm_free(a);
+  _mlir_memref_to_llvm_free(b);
+  ga_memory_stats(&after);
+  EXPECT_EQ(after.current_bytes, before.current_bytes);
+  EXPECT_GE(after.peak_bytes, before.current_bytes + 1024);
+  ga_memory_reset_peak();
+  ga_memory_stats(&after);
+  EXPECT_EQ(after.peak_bytes, after.current_bytes);
+}
+
+} // namespace
