@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Errors.h"
+#include "ga/Runtime/Runner.h"
 #include "ga/Runtime/ga_step.h"
 
 #if defined(__SANITIZE_ADDRESS__)
@@ -136,14 +137,6 @@ bool launchedByMPI() {
   return false;
 }
 
-int32_t fail(ga_status *status, int32_t code, const std::string &message) {
-  if (status) {
-    status->code = code;
-    std::snprintf(status->message, sizeof status->message, "%s",
-                  message.c_str());
-  }
-  return code;
-}
 } // namespace
 
 extern "C" int32_t ga_collectives_start(int64_t ranks, const char *program,
@@ -156,39 +149,42 @@ extern "C" int32_t ga_collectives_start(int64_t ranks, const char *program,
                        " " + (launcher ? launcher : "PROGRAM") + " ...`";
   bool launched = launchedByMPI();
   if (ranks > 1 && !launched)
-    return fail(status, GA_ERROR_WORLD_SIZE,
-                "@" + name + " runs on " + std::to_string(ranks) +
-                    " data-parallel ranks (train.data_parallel = " +
-                    std::to_string(ranks) + "): launch it with " + launch);
+    return ga::setStatus(status, GA_ERROR_WORLD_SIZE,
+                         "@" + name + " runs on " + std::to_string(ranks) +
+                             " data-parallel ranks (train.data_parallel = " +
+                             std::to_string(ranks) + "): launch it with " +
+                             launch);
   if (!launched || gJoined)
     return GA_OK;
 #ifdef GA_HAVE_MPI
   GA_MPI_ALLOCATIONS_NOT_LEAKS;
   if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-    return fail(status, GA_ERROR_WORLD_SIZE, "MPI_Init failed");
+    return ga::setStatus(status, GA_ERROR_WORLD_SIZE, "MPI_Init failed");
   gJoined = true;
   MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
   MPI_Comm_size(MPI_COMM_WORLD, &gSize);
   if (gSize != ranks && ranks == 1)
-    return fail(status, GA_ERROR_WORLD_SIZE,
-                "@" + name +
-                    " runs on one rank (its train.step has no "
-                    "data_parallel), but mpirun started " +
-                    std::to_string(gSize) +
-                    ": run it without mpirun, or recompile it with "
-                    "data_parallel = " +
-                    std::to_string(gSize));
+    return ga::setStatus(status, GA_ERROR_WORLD_SIZE,
+                         "@" + name +
+                             " runs on one rank (its train.step has no "
+                             "data_parallel), but mpirun started " +
+                             std::to_string(gSize) +
+                             ": run it without mpirun, or recompile it with "
+                             "data_parallel = " +
+                             std::to_string(gSize));
   if (gSize != ranks)
-    return fail(status, GA_ERROR_WORLD_SIZE,
-                "@" + name + " runs on " + std::to_string(ranks) +
-                    " data-parallel ranks (train.data_parallel = " +
-                    std::to_string(ranks) + "), but mpirun started " +
-                    std::to_string(gSize) + ": launch it with " + launch);
+    return ga::setStatus(status, GA_ERROR_WORLD_SIZE,
+                         "@" + name + " runs on " + std::to_string(ranks) +
+                             " data-parallel ranks (train.data_parallel = " +
+                             std::to_string(ranks) + "), but mpirun started " +
+                             std::to_string(gSize) + ": launch it with " +
+                             launch);
   return GA_OK;
 #else
-  return fail(status, GA_ERROR_WORLD_SIZE,
-              "this runtime was built without MPI (no MPI found at configure "
-              "time), so it cannot run under mpirun or on several ranks");
+  return ga::setStatus(
+      status, GA_ERROR_WORLD_SIZE,
+      "this runtime was built without MPI (no MPI found at configure "
+      "time), so it cannot run under mpirun or on several ranks");
 #endif
 }
 

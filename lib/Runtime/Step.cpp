@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Errors.h"
+#include "ga/Runtime/Runner.h"
 #include "ga/Runtime/Signature.h"
 #include "ga/Runtime/ga_step.h"
 
@@ -24,14 +25,7 @@ extern "C" void _mlir_memref_to_llvm_free(void *pointer);
 
 namespace {
 
-int32_t fail(ga_status *status, int32_t code, const std::string &message) {
-  if (status) {
-    status->code = code;
-    std::snprintf(status->message, sizeof status->message, "%s",
-                  message.c_str());
-  }
-  return code;
-}
+using ga::setStatus;
 
 /// The parsed signature of `text`, parsed once per text (a step library's
 /// text lives as long as the library).
@@ -39,7 +33,7 @@ const ga::StepSignature *signatureOf(const char *text, ga_status *status) {
   static std::mutex mutex;
   static std::map<std::string, std::unique_ptr<ga::StepSignature>> cache;
   if (!text) {
-    fail(status, GA_ERROR_SIGNATURE, "the step has no signature");
+    setStatus(status, GA_ERROR_SIGNATURE, "the step has no signature");
     return nullptr;
   }
   std::lock_guard<std::mutex> lock(mutex);
@@ -49,48 +43,12 @@ const ga::StepSignature *signatureOf(const char *text, ga_status *status) {
     std::string error;
     if (!ga::parseSignature(text, *parsed, error)) {
       cache.erase(text);
-      fail(status, GA_ERROR_SIGNATURE, error);
+      setStatus(status, GA_ERROR_SIGNATURE, error);
       return nullptr;
     }
     entry = std::move(parsed);
   }
   return entry.get();
-}
-
-/// Copies the `rank`-d strided buffer at `base` (element offset `offset`,
-/// `sizes`, `strides` in elements) into the contiguous C-order `dst`.
-void copyStrided(char *dst, const char *base, int64_t offset, int64_t rank,
-                 const int64_t *sizes, const int64_t *strides,
-                 size_t elemSize) {
-  int64_t count = 1;
-  for (int64_t d = 0; d < rank; ++d)
-    count *= sizes[d];
-  if (count == 0)
-    return;
-  // Contiguous: one copy.
-  int64_t expect = 1;
-  bool contiguous = true;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (sizes[d] != 1 && strides[d] != expect)
-      contiguous = false;
-    expect *= sizes[d];
-  }
-  if (contiguous) {
-    std::memcpy(dst, base + offset * elemSize, count * elemSize);
-    return;
-  }
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t e = 0; e < count; ++e) {
-    int64_t linear = offset;
-    for (int64_t d = 0; d < rank; ++d)
-      linear += index[d] * strides[d];
-    std::memcpy(dst + e * elemSize, base + linear * elemSize, elemSize);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < sizes[d])
-        break;
-      index[d] = 0;
-    }
-  }
 }
 
 } // namespace
@@ -104,7 +62,7 @@ extern "C" int32_t ga_step_enter(const char *signature,
   if (!sig)
     return GA_ERROR_SIGNATURE;
   if (ga_world_size() != sig->ranks)
-    return fail(
+    return setStatus(
         status, GA_ERROR_WORLD_SIZE,
         "@" + sig->entry + " runs on " + std::to_string(sig->ranks) +
             " data-parallel rank(s), but this process is in a world of " +
@@ -114,14 +72,14 @@ extern "C" int32_t ga_step_enter(const char *signature,
                             : ": run it without mpirun"));
   for (size_t i = 0; i < sig->inputs.size(); ++i)
     if (!inputs || !inputs[i])
-      return fail(status, GA_ERROR_INVALID_ARGUMENT,
-                  "@" + sig->entry + ": input #" + std::to_string(i) +
-                      " is a null pointer");
+      return setStatus(status, GA_ERROR_INVALID_ARGUMENT,
+                       "@" + sig->entry + ": input #" + std::to_string(i) +
+                           " is a null pointer");
   for (size_t i = 0; i < sig->results.size(); ++i)
     if (!outputs || !outputs[i])
-      return fail(status, GA_ERROR_INVALID_ARGUMENT,
-                  "@" + sig->entry + ": output #" + std::to_string(i) +
-                      " is a null pointer");
+      return setStatus(status, GA_ERROR_INVALID_ARGUMENT,
+                       "@" + sig->entry + ": output #" + std::to_string(i) +
+                           " is a null pointer");
   // An error left by an earlier step is not this step's.
   ga_error stale;
   ga_take_error(&stale);
@@ -144,9 +102,15 @@ extern "C" int32_t ga_step_leave(const char *signature, const int64_t *results,
     int64_t rank = spec.shape.size();
     const int64_t *fields = results + offset;
     offset += 3 + 2 * rank;
-    copyStrided(static_cast<char *>(outputs[i]),
-                reinterpret_cast<const char *>(fields[1]), fields[2], rank,
-                fields + 3, fields + 3 + rank, ga::npyDTypeSize(spec.dtype));
+    std::vector<int64_t> contiguous(rank);
+    for (int64_t d = rank - 1, stride = 1; d >= 0; --d) {
+      contiguous[d] = stride;
+      stride *= spec.shape[d];
+    }
+    ga::copyStrided(static_cast<char *>(outputs[i]), 0, contiguous.data(),
+                    reinterpret_cast<const char *>(fields[1]), fields[2],
+                    fields + 3 + rank, fields + 3, rank,
+                    ga::npyDTypeSize(spec.dtype));
     allocated.push_back(fields[0]);
   }
   std::vector<int64_t> freed;
@@ -170,7 +134,7 @@ extern "C" int32_t ga_step_leave(const char *signature, const int64_t *results,
   std::string where;
   if (error.argument >= 0 && error.argument < (int64_t)sig->inputs.size())
     where = ga::multiIndex(sig->inputs[error.argument].shape, error.position);
-  return fail(status, error.code, ga::describeError(error, where));
+  return setStatus(status, error.code, ga::describeError(error, where));
 }
 
 namespace {
@@ -188,27 +152,7 @@ extern "C" void memrefCopy(int64_t elemSize, UnrankedMemRef *src,
   int64_t rank = src->rank;
   auto *s = static_cast<const int64_t *>(src->descriptor);
   auto *d = static_cast<const int64_t *>(dst->descriptor);
-  const char *srcBase = reinterpret_cast<const char *>(s[1]);
-  char *dstBase = reinterpret_cast<char *>(d[1]);
-  const int64_t *sizes = s + 3, *srcStrides = s + 3 + rank,
-                *dstStrides = d + 3 + rank;
-  int64_t count = 1;
-  for (int64_t k = 0; k < rank; ++k)
-    count *= sizes[k];
-  if (count == 0)
-    return;
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t e = 0; e < count; ++e) {
-    int64_t from = s[2], to = d[2];
-    for (int64_t k = 0; k < rank; ++k) {
-      from += index[k] * srcStrides[k];
-      to += index[k] * dstStrides[k];
-    }
-    std::memmove(dstBase + to * elemSize, srcBase + from * elemSize, elemSize);
-    for (int64_t k = rank - 1; k >= 0; --k) {
-      if (++index[k] < sizes[k])
-        break;
-      index[k] = 0;
-    }
-  }
+  ga::copyStrided(reinterpret_cast<char *>(d[1]), d[2], d + 3 + rank,
+                  reinterpret_cast<const char *>(s[1]), s[2], s + 3 + rank,
+                  s + 3, rank, elemSize);
 }

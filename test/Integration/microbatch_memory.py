@@ -7,19 +7,15 @@ peak is at least the bytes of the gradients, which the step holds whole."""
 import argparse
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 
-from reference_harness import Checker, padded_example_inputs, with_schedule
+from reference_harness import (Checker, padded_example_inputs, run_command,
+                               with_schedule)
 
 
 def peak(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)}:\n{proc.stdout}{proc.stderr}")
-    return int(re.search(r"^step_peak_bytes: (\d+)$", proc.stdout,
+    return int(re.search(r"^step_peak_bytes: (\d+)$", run_command(cmd),
                          re.M).group(1))
 
 
@@ -50,8 +46,7 @@ def main():
                 f.write(with_schedule(source, name, microbatches=k))
             jit = peak([args.ga_run, path, *paths])
             lib = path[:-5] + ".so"
-            subprocess.run([args.ga_compile, path, "-o", lib], check=True,
-                           capture_output=True)
+            run_command([args.ga_compile, path, "-o", lib])
             aot = peak([args.ga_exec, lib, *paths])
             print(f"     memory: {name} k={k}: step_peak_bytes {jit} "
                   f"(ga-run), {aot} (ga-exec); gradients {grad_bytes}")

@@ -137,6 +137,16 @@ def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=(),
     return results, proc.stdout
 
 
+def run_command(cmd):
+    """Runs `cmd` and returns its stdout; exits with a FAIL line (the
+    command, its status and output) when it fails."""
+    proc = subprocess.run(cmd, capture_output=True, text=True)
+    if proc.returncode != 0:
+        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
+                 f"{proc.stdout}{proc.stderr}")
+    return proc.stdout
+
+
 def printed(stdout, key):
     """The float that ga-run printed after `key:`."""
     return float(re.search(rf"^{key}: (\S+)", stdout, re.M).group(1))

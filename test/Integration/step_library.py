@@ -13,21 +13,13 @@ ga-run. With --torch, the binding is also called with torch tensors
 import argparse
 import os
 import re
-import subprocess
 import sys
 
 import numpy as np
 
 from reference_harness import (Checker, padded_example_inputs, printed,
-                               run_ga_run, with_schedule)
-
-
-def run(cmd):
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        sys.exit(f"FAIL: {' '.join(cmd)} exited with {proc.returncode}:\n"
-                 f"{proc.stdout}{proc.stderr}")
-    return proc.stdout
+                               run_command as run, run_ga_run,
+                               with_schedule)
 
 
 def main():

@@ -13,6 +13,7 @@
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Signature.h"
+#include "ga/StepDriver.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Transforms/StepSignature.h"
 
@@ -223,32 +224,16 @@ int main(int argc, char **argv) {
     return fail("--pipeline-options sets target=" + options->target +
                 "; use --target");
 
-  registerAllPasses();
-  ga::registerGaPasses();
-  DialectRegistry registry;
-  ga::registerGaDialects(registry);
-  ga::registerGaUpstreamDialects(registry);
-  registerAllToLLVMIRTranslations(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  std::string errorMessage;
-  std::unique_ptr<llvm::MemoryBuffer> buffer =
-      openInputFile(inputFile, &errorMessage);
-  if (!buffer)
-    return fail("cannot read '" + inputFile + "': " + errorMessage);
-  llvm::SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), llvm::SMLoc());
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return 1;
-  std::string entryError;
-  Operation *entry =
-      ga::findStepEntry(*module, entryName, inputFile, entryError);
-  if (!entry)
-    return fail(entryError);
-  std::string name = SymbolTable::getSymbolName(entry).str();
+  std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
+  MLIRContext &context = *contextOwner;
+  std::string loadError;
+  std::unique_ptr<ga::StepModule> step =
+      ga::loadStepModule(context, inputFile, entryName, loadError);
+  if (!step)
+    return loadError.empty() ? 1 : fail(loadError);
+  OwningOpRef<ModuleOp> &module = step->module;
+  Operation *entry = step->entry;
+  std::string name = step->name;
 
   // Stage 1: the pipeline, and the export of the C ABI.
   auto start = Clock::now();

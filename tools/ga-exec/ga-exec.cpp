@@ -10,6 +10,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Runner.h"
 #include "ga/Runtime/Signature.h"
 #include "ga/Runtime/ga_step.h"
 
@@ -19,11 +20,7 @@
 #include <cstring>
 #include <dlfcn.h>
 #include <string>
-#include <thread>
 #include <vector>
-#ifdef __GLIBC__
-#include <malloc.h>
-#endif
 
 namespace {
 
@@ -168,43 +165,16 @@ int main(int argc, char **argv) {
   }
   bool reporter = ga_world_rank() == 0;
 
-  if (std::string e = ga::checkArgumentCount(signature, inputs.size());
-      !e.empty())
+  std::vector<ga::NpyArray> arrays;
+  if (std::string e = ga::readArguments(signature, inputs, arrays); !e.empty())
     return fail(e);
-  std::vector<ga::NpyArray> arrays(inputs.size());
   std::vector<const void *> inputPointers;
-  for (size_t i = 0; i < inputs.size(); ++i) {
-    if (!ga::readNpy(inputs[i], arrays[i], error))
-      return fail("argument #" + std::to_string(i) + ": " + error);
-    error = ga::checkArgument(signature, i, arrays[i], inputs[i]);
-    if (!error.empty())
-      return fail(error);
-    inputPointers.push_back(arrays[i].data.data());
-  }
-  std::vector<ga::NpyArray> outputs(signature.results.size());
+  for (const ga::NpyArray &array : arrays)
+    inputPointers.push_back(array.data.data());
   std::vector<void *> outputPointers;
-  for (size_t i = 0; i < outputs.size(); ++i) {
-    outputs[i].dtype = signature.results[i].dtype;
-    outputs[i].shape = signature.results[i].shape;
-    outputs[i].data.resize(signature.results[i].numBytes() + 1);
-    outputPointers.push_back(outputs[i].data.data());
-  }
-
-#ifdef __GLIBC__
-  // As in ga-run: keep the step's freed buffers for the next call instead
-  // of returning them to the kernel.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-  if (threads > 0)
-    setenv("OMP_NUM_THREADS", std::to_string(threads).c_str(), 1);
-  else if (!getenv("OMP_NUM_THREADS") && signature.ranks > 1)
-    setenv("OMP_NUM_THREADS",
-           std::to_string(
-               std::max<unsigned>(1, std::thread::hardware_concurrency() /
-                                         signature.ranks))
-               .c_str(),
-           1);
+  std::vector<ga::NpyArray> outputs =
+      ga::makeResultBuffers(signature, outputPointers);
+  ga::prepareProcess(threads, signature.ranks);
 
   double totalMs = 0, minMs = 0;
   for (long r = 0; r < repeat; ++r) {
@@ -215,22 +185,11 @@ int main(int argc, char **argv) {
     if (rc != GA_OK) {
       if (!reporter)
         return 1;
-      std::string message = status.message;
-      if (rc == GA_ERROR_LABEL_OUT_OF_RANGE)
-        for (size_t i = 0; i < inputs.size(); ++i)
-          if (message.find(" of argument #" + std::to_string(i) + " ") !=
-              std::string::npos)
-            message += " ('" + inputs[i] + "')";
-      if (rc == GA_ERROR_LABEL_OUT_OF_RANGE)
-        message = "@" + name + ": " + message;
-      return fail(message + "; no result written");
+      return fail(ga::stepFailure(signature, status, inputs));
     }
     totalMs += ms;
     minMs = r ? std::min(minMs, ms) : ms;
   }
-  for (size_t i = 0; i < outputs.size(); ++i)
-    outputs[i].data.resize(signature.results[i].numBytes());
-
   if (!reporter)
     return 0;
   std::printf("ga-exec: @%s from %s\n", name.c_str(), library.c_str());

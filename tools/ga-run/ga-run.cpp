@@ -11,8 +11,10 @@
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Runner.h"
 #include "ga/Runtime/Signature.h"
 #include "ga/Runtime/ga_step.h"
+#include "ga/StepDriver.h"
 #include "ga/Transforms/StepSignature.h"
 #include "train/TrainDialect.h"
 
@@ -217,35 +219,16 @@ int main(int argc, char **argv) {
     return fail("--num-threads must be at least 1 (or 0: the default), got " +
                 Twine(threadCount.getValue()));
 
-  registerAllPasses();
-  ga::registerGaPasses();
-  DialectRegistry registry;
-  ga::registerGaDialects(registry);
-  ga::registerGaUpstreamDialects(registry);
-  registerAllToLLVMIRTranslations(registry);
-  MLIRContext context(registry);
-  context.loadAllAvailableDialects();
-
-  // Parse.
-  std::string errorMessage;
-  std::unique_ptr<MemoryBuffer> buffer =
-      openInputFile(inputFile, &errorMessage);
-  if (!buffer)
-    return fail("cannot read '" + inputFile + "': " + errorMessage);
-  SourceMgr sourceMgr;
-  sourceMgr.AddNewSourceBuffer(std::move(buffer), SMLoc());
-  SourceMgrDiagnosticHandler diagHandler(sourceMgr, &context);
-  OwningOpRef<ModuleOp> module = parseSourceFile<ModuleOp>(sourceMgr, &context);
-  if (!module)
-    return 1;
-
-  // Find the entry function.
-  std::string entryError;
-  Operation *entry =
-      ga::findStepEntry(*module, entryName, inputFile, entryError);
-  if (!entry)
-    return fail(entryError);
-  std::string name = SymbolTable::getSymbolName(entry).str();
+  std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
+  MLIRContext &context = *contextOwner;
+  std::string loadError;
+  std::unique_ptr<ga::StepModule> step =
+      ga::loadStepModule(context, inputFile, entryName, loadError);
+  if (!step)
+    return loadError.empty() ? 1 : fail(loadError);
+  OwningOpRef<ModuleOp> &module = step->module;
+  Operation *entry = step->entry;
+  std::string name = step->name;
 
   // Compile.
   auto compileStart = Clock::now();
@@ -294,39 +277,15 @@ int main(int argc, char **argv) {
   bool reporter = ga_world_rank() == 0;
 
   // Check the inputs before compiling further.
-  if (std::string error = ga::checkArgumentCount(signature, inputArrays.size());
+  std::vector<ga::NpyArray> arrays;
+  if (std::string error = ga::readArguments(
+          signature, std::vector<std::string>(inputArrays), arrays);
       !error.empty())
     return fail(error);
-  std::vector<ga::NpyArray> arrays(inputArrays.size());
-  for (auto [i, path] : llvm::enumerate(inputArrays)) {
-    std::string error;
-    if (!ga::readNpy(path, arrays[i], error))
-      return fail("argument #" + Twine(i) + ": " + error);
-    error = ga::checkArgument(signature, i, arrays[i], path);
-    if (!error.empty())
-      return fail(error);
-  }
 
-#ifdef __GLIBC__
-  // The step allocates and frees the same large buffers at every call.
-  // glibc would map each one afresh and return it to the kernel when freed,
-  // and every call would then fault in and clear its pages again (about a
-  // fifth of the medium benchmark step): keep freed memory for reuse.
-  mallopt(M_MMAP_THRESHOLD, 1 << 30);
-  mallopt(M_TRIM_THRESHOLD, 1 << 30);
-#endif
-
-  // Threads: the OpenMP runtime reads OMP_NUM_THREADS when the step first
-  // forks, after this. Without a choice, the ranks of a data-parallel run
-  // share the cores instead of each taking all of them.
-  if (threadCount > 0)
-    setenv("OMP_NUM_THREADS", std::to_string(threadCount).c_str(), 1);
-  else if (!getenv("OMP_NUM_THREADS") && ranks > 1)
-    setenv("OMP_NUM_THREADS",
-           std::to_string(std::max<unsigned>(
-                              1, std::thread::hardware_concurrency() / ranks))
-               .c_str(),
-           1);
+  // Threads: without a choice, the ranks of a data-parallel run share the
+  // cores instead of each taking all of them.
+  ga::prepareProcess(threadCount, ranks);
 
   // JIT.
   llvm::InitializeNativeTarget();
@@ -383,14 +342,9 @@ int main(int argc, char **argv) {
     packed.push_back(results.data());
   // The results, in C order: ga_step_leave copies the step's buffers here
   // (and frees them), as a step library's ga_step_run does.
-  std::vector<ga::NpyArray> outputs(signature.results.size());
   std::vector<void *> outputPointers;
-  for (auto [out, spec] : llvm::zip(outputs, signature.results)) {
-    out.dtype = spec.dtype;
-    out.shape = spec.shape;
-    out.data.resize(std::max<size_t>(spec.numBytes(), 1));
-    outputPointers.push_back(out.data.data());
-  }
+  std::vector<ga::NpyArray> outputs =
+      ga::makeResultBuffers(signature, outputPointers);
 
   double totalMs = 0, minMs = 0;
   for (int r = 0; r < repeat; ++r) {
@@ -408,21 +362,13 @@ int main(int argc, char **argv) {
                       &status) != GA_OK) {
       if (!reporter)
         return 1;
-      std::string message = status.message;
-      // The runtime names the argument; ga-run knows its file.
-      if (status.code == GA_ERROR_LABEL_OUT_OF_RANGE)
-        for (auto [i, path] : llvm::enumerate(inputArrays))
-          if (message.find(" of argument #" + std::to_string(i) + " ") !=
-              std::string::npos)
-            message += " ('" + path + "')";
-      return fail("@" + name + ": " + message + "; no result written");
+      return fail(ga::stepFailure(signature, status,
+                                  std::vector<std::string>(inputArrays)));
     }
     totalMs += ms;
     minMs = r ? std::min(minMs, ms) : ms;
   }
   unsigned runs = repeat;
-  for (auto [out, spec] : llvm::zip(outputs, signature.results))
-    out.data.resize(spec.numBytes());
 
   // Every rank holds the same results; rank 0 reports and writes them.
   if (!reporter)
