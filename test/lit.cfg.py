@@ -120,10 +120,10 @@ if python:
 if python_with_numpy():
     config.available_features.add("numpy")
 
-# %sanitizer_preload: the prefix of a Python that loads the project's shared
-# libraries (the step binding loads libga_runtime.so). Under the sanitizers
-# their runtimes must be loaded first, and Python's own allocations are not
-# checked for leaks.
+# %sanitizer_preload: the prefix of a program that is not instrumented (Python,
+# a C program) and loads the project's shared libraries (a step library
+# loads libga_runtime.so). Under the sanitizers their runtimes must be
+# loaded first, and the program's own allocations are not checked for leaks.
 python_preload = ""
 if getattr(config, "ga_sanitize", ""):
     python_preload = mlir_opt_prefix + "ASAN_OPTIONS=" + config.environment[
