@@ -40,12 +40,23 @@ static constexpr llvm::StringLiteral kKernelAttr = "train.kernel";
 
 static bool isKernel(func::FuncOp fn) { return fn->hasAttr(kKernelAttr); }
 
+/// Fills of fewer elements stay inline: a few vector stores, cheaper than a
+/// call. Larger ones become loops, and loops left in the step function
+/// (which grows with the model) make LLVM's loop passes, which revisit the
+/// whole function for each loop, grow with the square of its depth.
+static constexpr int64_t kMinOutlinedFill = 1024;
+
 /// Whether `op` is outlined: a linalg operation on tensors that does work
-/// (a fill is cheaper inline than called), not nested in another one.
+/// (a small fill is cheaper inline than called), not nested in another one.
 static bool shouldOutline(linalg::LinalgOp op) {
-  if (isa<linalg::FillOp>(op) || !op.hasPureTensorSemantics() ||
-      op->getNumResults() == 0)
+  if (!op.hasPureTensorSemantics() || op->getNumResults() == 0)
     return false;
+  if (isa<linalg::FillOp>(op)) {
+    auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
+    if (!type || !type.hasStaticShape() ||
+        type.getNumElements() < kMinOutlinedFill)
+      return false;
+  }
   return !op->getParentOfType<linalg::LinalgOp>();
 }
 

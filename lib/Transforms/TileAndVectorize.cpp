@@ -128,6 +128,13 @@ static constexpr int64_t kMinParallelWork = 1 << 14;
 /// and by no reduction loop.
 static void markParallelLoops(linalg::LinalgOp op, ArrayRef<int64_t> tiles,
                               ArrayRef<LoopLikeOpInterface> loops) {
+  // A fill stores one value at memory speed: threads do not pay for their
+  // fork and join, and each parallel region would be outlined from the
+  // function that holds the fill (the step itself, where fills stay when
+  // the other ops become kernels), whose outlining cost grows with the
+  // function's size: quadratic in the model's depth.
+  if (isa<linalg::FillOp>(op))
+    return;
   int64_t work = 1;
   for (int64_t range : op.getStaticLoopRanges())
     work *= range;

@@ -17,6 +17,8 @@
 #include "ga/Transforms/Passes.h"
 #include "ga/Transforms/StepSignature.h"
 
+#include "ParallelCodegen.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
@@ -51,6 +53,7 @@
 #include "llvm/TargetParser/SubtargetFeature.h"
 
 #include <chrono>
+#include <thread>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -98,6 +101,11 @@ static cl::opt<std::string>
            cl::desc("The C compiler driver that links the library (default: "
                     "the first of cc, gcc, clang on PATH)"),
            cl::value_desc("program"), cl::cat(category));
+static cl::opt<unsigned>
+    jobs("jobs",
+         cl::desc("Threads for LLVM's optimizer and code generation (default: "
+                  "the cores); the step's functions are spread over them"),
+         cl::init(0), cl::value_desc("N"), cl::cat(category));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
                              cl::init(2), cl::cat(category));
 static cl::opt<bool>
@@ -126,7 +134,8 @@ A C header is written beside the library (--header): the ABI and the
 step's signature.
 
 Printed: the time of each stage (pipeline, translation to LLVM IR, LLVM's
-optimizer, code generation, link) and the library's size.
+optimizer and code generation, on --jobs threads, link) and the library's
+size.
 )";
 
 namespace {
@@ -304,29 +313,38 @@ int main(int argc, char **argv) {
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
 
-  auto optimizeStart = Clock::now();
-  auto transformer = makeOptimizingTransformer(optLevel, 0, machine.get());
-  if (llvm::Error err = transformer(llvmModule.get()))
-    return fail("LLVM's optimizer failed: " + toString(std::move(err)));
-  double optimizeMs = msSince(optimizeStart);
+  bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &f) {
+    return f.getName().starts_with("__kmpc_");
+  });
 
+  // LLVM's optimizer and code generation, whole functions spread over
+  // threads (ParallelCodegen.h).
   auto codegenStart = Clock::now();
-  SmallString<128> objectPath;
-  if (std::error_code ec =
-          llvm::sys::fs::createTemporaryFile("ga-compile", "o", objectPath))
-    return fail("cannot create a temporary object file: " + ec.message());
-  llvm::FileRemover removeObject(objectPath);
-  {
+  unsigned threads =
+      jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  ga::TargetMachineFactory factory = [&]() {
+    return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
+        triple, cpuName, features, targetOptions, llvm::Reloc::PIC_,
+        std::nullopt, codeGenLevel));
+  };
+  llvm::Expected<std::vector<std::string>> objects = ga::compileInPartitions(
+      std::move(llvmModule), threads, optLevel, factory);
+  if (!objects)
+    return fail("LLVM failed: " + toString(objects.takeError()));
+  std::vector<std::string> objectPaths;
+  std::vector<std::unique_ptr<llvm::FileRemover>> removeObjects;
+  for (const std::string &bytes : *objects) {
+    SmallString<128> path;
+    if (std::error_code ec =
+            llvm::sys::fs::createTemporaryFile("ga-compile", "o", path))
+      return fail("cannot create a temporary object file: " + ec.message());
+    removeObjects.push_back(std::make_unique<llvm::FileRemover>(path));
     std::error_code ec;
-    llvm::ToolOutputFile object(objectPath, ec, llvm::sys::fs::OF_None);
+    llvm::raw_fd_ostream os(path, ec);
     if (ec)
-      return fail("cannot write '" + objectPath + "': " + ec.message());
-    llvm::legacy::PassManager codegen;
-    if (machine->addPassesToEmitFile(codegen, object.os(), nullptr,
-                                     llvm::CodeGenFileType::ObjectFile))
-      return fail("LLVM cannot emit an object file for " + triple.str());
-    codegen.run(*llvmModule);
-    object.keep();
+      return fail("cannot write '" + path + "': " + ec.message());
+    os << bytes;
+    objectPaths.push_back(std::string(path));
   }
   double codegenMs = msSince(codegenStart);
 
@@ -353,19 +371,12 @@ int main(int argc, char **argv) {
   if (!llvm::sys::fs::exists(runtime))
     return fail("the runtime library '" + runtime +
                 "' does not exist: build the ga_runtime target");
-  bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &f) {
-    return f.getName().starts_with("__kmpc_");
-  });
   std::string runtimeDir = llvm::sys::path::parent_path(runtime).str();
-  std::vector<std::string> args = {driver,
-                                   "-shared",
-                                   "-o",
-                                   outputFile,
-                                   std::string(objectPath),
-                                   runtime,
-                                   "-Wl,-rpath,$ORIGIN:" + runtimeDir,
-                                   "-Wl,-z,defs",
-                                   "-Wl,--as-needed"};
+  std::vector<std::string> args = {
+      driver,        "-shared",        "-o",
+      outputFile,    runtime,          "-Wl,-rpath,$ORIGIN:" + runtimeDir,
+      "-Wl,-z,defs", "-Wl,--as-needed"};
+  args.insert(args.begin() + 4, objectPaths.begin(), objectPaths.end());
   if (usesOpenMP)
     args.push_back(GA_OPENMP_RUNTIME);
   args.push_back("-lm");
@@ -411,11 +422,13 @@ int main(int argc, char **argv) {
 
   outs() << "ga-compile: @" << name << " from " << inputFile << "\n";
   outs() << llvm::format(
-      "compile_ms: %.1f (pipeline %.1f, llvm-ir %.1f, optimize %.1f, "
-      "codegen %.1f, link %.1f)\n",
-      msSince(start), pipelineMs, translateMs, optimizeMs, codegenMs, linkMs);
+      "compile_ms: %.1f (pipeline %.1f, llvm-ir %.1f, optimize+codegen "
+      "%.1f, link %.1f)\n",
+      msSince(start), pipelineMs, translateMs, codegenMs, linkMs);
   outs() << "target: " << triple.str() << ", cpu " << cpuName
-         << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "\n";
+         << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "; "
+         << objects->size() << " LLVM partition(s) on " << threads
+         << " thread(s)\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header
          << "\n";
   return 0;

@@ -337,7 +337,8 @@ def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
 def GaOutlineKernelsPass : Pass<"ga-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline linalg operations into shared kernel functions";
   let description = [{
-    Moves every linalg operation on tensors (except `linalg.fill`) of the
+    Moves every linalg operation on tensors (except a `linalg.fill` of fewer
+    than 1024 elements, a few vector stores inline) of the
     module's functions into a private kernel function
     (`ga_kernel_<n>`, marked `train.kernel`) and replaces it with a
     `func.call`. Operations that compute the same thing on the same types
@@ -408,6 +409,11 @@ def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
     arithmetic). Reductions keep their order within a tile row, so results
     can differ from the scalar loops only by floating-point reassociation
     across the tiled reduction.
+
+    The outer tile loops over parallel dimensions (outside every reduction
+    loop) of an operation of at least 16384 points are marked
+    `train.parallel`, for `ga-parallelize-loops`; not those of `linalg.fill`,
+    which stores at memory speed.
 
     Example: `ga-opt --ga-tile-and-vectorize` turns a `linalg.matmul` of
     `tensor<128x32xf32>` by `tensor<32x64xf32>` into a loop nest over 4x8

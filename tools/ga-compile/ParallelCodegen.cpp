@@ -1,0 +1,146 @@
+//===- ParallelCodegen.cpp - ga-compile's object code on several threads --===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// A step's module is one large function (the step, which calls the kernels)
+// and many small ones (the kernels, shared by every layer, and their OpenMP
+// bodies). LLVM optimizes and compiles one function at a time, so whole
+// functions can be spread over threads: the module is partitioned by
+// instruction count, each partition is written as bitcode, read back into
+// its own LLVMContext and optimized and compiled there.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ParallelCodegen.h"
+
+#include "mlir/ExecutionEngine/OptUtils.h"
+
+#include "llvm/Bitcode/BitcodeReader.h"
+#include "llvm/Bitcode/BitcodeWriter.h"
+#include "llvm/IR/LLVMContext.h"
+#include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/raw_ostream.h"
+#include "llvm/Transforms/Utils/Cloning.h"
+
+#include <algorithm>
+#include <mutex>
+#include <thread>
+
+using namespace llvm;
+
+namespace {
+
+/// Optimizes and compiles the bitcode `bitcode` in a fresh context.
+Expected<std::string>
+compilePartition(StringRef bitcode, unsigned optLevel,
+                 const ga::TargetMachineFactory &factory) {
+  LLVMContext context;
+  Expected<std::unique_ptr<Module>> module =
+      parseBitcodeFile(MemoryBufferRef(bitcode, "partition"), context);
+  if (!module)
+    return module.takeError();
+  std::unique_ptr<TargetMachine> machine = factory();
+  if (!machine)
+    return createStringError("cannot create an LLVM target machine");
+  auto transformer =
+      mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
+  if (Error err = transformer(module->get()))
+    return std::move(err);
+  SmallString<0> object;
+  raw_svector_ostream stream(object);
+  legacy::PassManager codegen;
+  if (machine->addPassesToEmitFile(codegen, stream, nullptr,
+                                   CodeGenFileType::ObjectFile))
+    return createStringError("LLVM cannot emit an object file for " +
+                             machine->getTargetTriple().str());
+  codegen.run(**module);
+  return std::string(object.str());
+}
+
+} // namespace
+
+Expected<std::vector<std::string>>
+ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
+                        unsigned optLevel,
+                        const TargetMachineFactory &factory) {
+  // The functions with bodies, heaviest first, each to the lightest
+  // partition so far.
+  std::vector<Function *> functions;
+  for (Function &f : *module)
+    if (!f.isDeclaration())
+      functions.push_back(&f);
+  auto size = [](Function *f) { return f->getInstructionCount(); };
+  std::stable_sort(functions.begin(), functions.end(),
+                   [&](Function *a, Function *b) { return size(a) > size(b); });
+  jobs = std::max(1u, std::min<unsigned>(jobs, functions.size()));
+  std::vector<uint64_t> load(jobs, 0);
+  DenseMap<const GlobalValue *, unsigned> partitionOf;
+  for (Function *f : functions) {
+    unsigned lightest =
+        std::min_element(load.begin(), load.end()) - load.begin();
+    partitionOf[f] = lightest;
+    load[lightest] += size(f) + 1;
+  }
+  // Drop the partitions that got nothing (a module of few functions).
+  jobs = std::count_if(load.begin(), load.end(), [](uint64_t l) { return l; });
+
+  // What one partition calls in another must be a global symbol: hidden,
+  // so that the library does not export it, and dso_local.
+  for (Function *f : functions)
+    if (f->hasLocalLinkage()) {
+      f->setLinkage(GlobalValue::ExternalLinkage);
+      f->setVisibility(GlobalValue::HiddenVisibility);
+      f->setDSOLocal(true);
+    }
+  // Mutable or address-significant local variables live in partition 0 and
+  // are hidden globals; local constants are copied where they are used.
+  for (GlobalVariable &g : module->globals()) {
+    if (g.isDeclaration())
+      continue;
+    bool copyable = g.hasLocalLinkage() && g.isConstant();
+    if (!copyable) {
+      partitionOf[&g] = 0;
+      if (g.hasLocalLinkage()) {
+        g.setLinkage(GlobalValue::ExternalLinkage);
+        g.setVisibility(GlobalValue::HiddenVisibility);
+        g.setDSOLocal(true);
+      }
+    }
+  }
+
+  std::vector<std::string> bitcodes(jobs);
+  for (unsigned p = 0; p < jobs; ++p) {
+    ValueToValueMapTy map;
+    std::unique_ptr<Module> part =
+        CloneModule(*module, map, [&](const GlobalValue *value) {
+          auto *g = dyn_cast<GlobalVariable>(value);
+          if (g && g->hasLocalLinkage() && g->isConstant())
+            return true;
+          auto it = partitionOf.find(value);
+          return it != partitionOf.end() && it->second == p;
+        });
+    raw_string_ostream os(bitcodes[p]);
+    WriteBitcodeToFile(*part, os);
+  }
+  module.reset();
+
+  std::vector<std::string> objects(jobs);
+  std::vector<std::string> errors(jobs);
+  std::vector<std::thread> threads;
+  for (unsigned p = 0; p < jobs; ++p)
+    threads.emplace_back([&, p] {
+      Expected<std::string> object =
+          compilePartition(bitcodes[p], optLevel, factory);
+      if (object)
+        objects[p] = std::move(*object);
+      else
+        errors[p] = toString(object.takeError());
+    });
+  for (std::thread &t : threads)
+    t.join();
+  for (const std::string &error : errors)
+    if (!error.empty())
+      return createStringError(error);
+  return objects;
+}
