@@ -3,7 +3,9 @@
 
 For each size (B, S, V, D, heads, F, layers) of examples/gen_tiny_gpt.py:
   * compile: ga-run's compile stages (ga-opt pipeline, translation to LLVM IR
-    with LLVM's optimizer, code generation), in seconds;
+    with LLVM's optimizer, code generation), in seconds, and ga-compile's
+    whole compile time (the same pipeline, LLVM's work spread over the
+    cores, the link of the step library);
   * step: the step time (minimum over --repeat runs) with one thread and with
     every core (OpenMP threads over output tiles; bitwise the same results);
   * PyTorch: the same model, data and loss in PyTorch eager (float32,
@@ -171,6 +173,14 @@ def ga_step(ga_run, path, arrays, work, repeat, threads):
             [float(stages.group(i)) / 1e3 for i in (1, 2, 3)])
 
 
+def ga_compile_seconds(ga_compile, path, work):
+    """ga-compile's printed compile time of `path`, in seconds."""
+    out = subprocess.run(
+        [ga_compile, path, "-o", os.path.join(work, "libstep.so")],
+        capture_output=True, text=True, check=True).stdout
+    return float(re.search(r"compile_ms: ([0-9.]+)", out).group(1)) / 1e3
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__,
@@ -186,6 +196,7 @@ def main():
             parser.error(f"--sizes: unknown size '{name}' (known: "
                          f"{', '.join(SIZES)})")
     ga_run = os.path.join(args.build, "bin/ga-run")
+    ga_compile = os.path.join(args.build, "bin/ga-compile")
     cores = os.cpu_count()
     work = tempfile.mkdtemp(prefix="ga-bench-models-")
     try:
@@ -216,7 +227,8 @@ def main():
                                    args.repeat, cores)
         else:
             tt, tloss = None, None
-        rows.append((name, size, stages, t1, tn, tt, loss, tloss,
+        aot = ga_compile_seconds(ga_compile, path, work)
+        rows.append((name, size, stages, aot, t1, tn, tt, loss, tloss,
                      step_flops(*size)))
 
     print(f"ga-opt CPU benchmark, tiny-GPT step ({os.uname().machine}, "
@@ -229,18 +241,21 @@ def main():
               "no baseline column")
     print(f"{'model':7} {'B,S,V,D,H,F,L':>26} {'pipeline s':>10} "
           f"{'llvm s':>7} {'codegen s':>9} {'compile s':>9} "
+          f"{'ga-compile s':>12} "
           f"{'1 thr ms':>9} {cores:>2} thr ms {'torch ms':>9} {'ratio':>6} "
           f"{'GFLOP/s':>8} {'of peak':>8} {'loss':>9} {'torch loss':>10}")
-    for (name, size, stages, t1, tn, tt, loss, tloss, flops) in rows:
+    for (name, size, stages, aot, t1, tn, tt, loss, tloss, flops) in rows:
         torch_text = f"{tt * 1e3:>9.2f}" if tt else f"{'-':>9}"
         ratio = f"{tn / tt:>6.2f}" if tt else f"{'-':>6}"
         tloss_text = f"{tloss:>10.5f}" if tloss is not None else f"{'-':>10}"
         frac = f"{flops / tn / (peak * cores):>8.1%}" if peak else f"{'-':>8}"
         print(f"{name:7} {','.join(map(str, size)):>26} {stages[0]:>10.2f} "
               f"{stages[1]:>7.2f} {stages[2]:>9.2f} {sum(stages):>9.2f} "
+              f"{aot:>12.2f} "
               f"{t1 * 1e3:>9.2f} {tn * 1e3:>9.2f} {torch_text} {ratio} "
               f"{flops / tn / 1e9:>8.2f} {frac} {loss:>9.5f} {tloss_text}")
-    print("(compile: ga-run's stages; ratio: ga-opt step on all cores / "
+    print("(compile: ga-run's stages; ga-compile s: the step library's "
+          "whole compile; ratio: ga-opt step on all cores / "
           "PyTorch eager step, same model, data and run; of peak: the step's "
           "FLOP/s over the FMA loop's on all cores)")
 

@@ -92,37 +92,48 @@ int32_t setStatus(ga_status *status, int32_t code, const std::string &message) {
 void copyStrided(char *dst, int64_t dstOffset, const int64_t *dstStrides,
                  const char *src, int64_t srcOffset, const int64_t *srcStrides,
                  const int64_t *sizes, int64_t rank, size_t elemSize) {
-  int64_t count = 1;
   for (int64_t d = 0; d < rank; ++d)
-    count *= sizes[d];
-  if (count == 0)
-    return;
-  // Both row-major and contiguous: one copy.
-  bool contiguous = true;
-  int64_t expect = 1;
-  for (int64_t d = rank - 1; d >= 0; --d) {
-    if (sizes[d] != 1 && (srcStrides[d] != expect || dstStrides[d] != expect))
-      contiguous = false;
-    expect *= sizes[d];
+    if (sizes[d] == 0)
+      return;
+  // The innermost dimensions that are contiguous in both buffers make one
+  // run, copied at once; the outer ones are walked with running offsets.
+  int64_t inner = rank, run = 1;
+  while (inner > 0 &&
+         (sizes[inner - 1] == 1 ||
+          (srcStrides[inner - 1] == run && dstStrides[inner - 1] == run))) {
+    run *= sizes[inner - 1];
+    --inner;
   }
-  if (contiguous) {
-    std::memmove(dst + dstOffset * elemSize, src + srcOffset * elemSize,
-                 count * elemSize);
+  size_t bytes = run * elemSize;
+  char *to = dst + dstOffset * elemSize;
+  const char *from = src + srcOffset * elemSize;
+  if (inner == 0) {
+    std::memmove(to, from, bytes);
     return;
   }
-  std::vector<int64_t> index(rank, 0);
-  for (int64_t e = 0; e < count; ++e) {
-    int64_t from = srcOffset, to = dstOffset;
-    for (int64_t d = 0; d < rank; ++d) {
-      from += index[d] * srcStrides[d];
-      to += index[d] * dstStrides[d];
-    }
-    std::memmove(dst + to * elemSize, src + from * elemSize, elemSize);
-    for (int64_t d = rank - 1; d >= 0; --d) {
-      if (++index[d] < sizes[d])
+  std::vector<int64_t> index(inner, 0);
+  while (true) {
+    if (bytes == 4)
+      std::memcpy(to, from, 4);
+    else if (bytes == 8)
+      std::memcpy(to, from, 8);
+    else
+      std::memmove(to, from, bytes);
+    int64_t d = inner - 1;
+    for (; d >= 0; --d) {
+      int64_t s = srcStrides[d] * static_cast<int64_t>(elemSize);
+      int64_t t = dstStrides[d] * static_cast<int64_t>(elemSize);
+      if (++index[d] < sizes[d]) {
+        from += s;
+        to += t;
         break;
+      }
+      from -= s * (sizes[d] - 1);
+      to -= t * (sizes[d] - 1);
       index[d] = 0;
     }
+    if (d < 0)
+      return;
   }
 }
 

@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Signature.h"
+#include "ga/Runtime/Runner.h"
 #include "ga/Runtime/ga_step.h"
 
 #include "gtest/gtest.h"
@@ -118,6 +119,35 @@ TEST(Memory, CountsWhatIsHeld) {
   ga_memory_reset_peak();
   ga_memory_stats(&after);
   EXPECT_EQ(after.peak_bytes, after.current_bytes);
+}
+
+TEST(Runtime, CopiesStridedBuffers) {
+  // A 3x4 transposed view of a 4x3 int32 buffer (strides 1, 3, offset 1
+  // after a leading element), copied into a 3x4 row-major buffer at offset
+  // 2: every element where the index arithmetic puts it.
+  std::vector<int32_t> src(13), dst(14, -1);
+  for (int i = 0; i < 13; ++i)
+    src[i] = i;
+  const int64_t sizes[] = {3, 4}, srcStrides[] = {1, 3}, dstStrides[] = {4, 1};
+  copyStrided(reinterpret_cast<char *>(dst.data()), 2, dstStrides,
+              reinterpret_cast<const char *>(src.data()), 1, srcStrides, sizes,
+              2, sizeof(int32_t));
+  EXPECT_EQ(dst[0], -1);
+  EXPECT_EQ(dst[1], -1);
+  for (int i = 0; i < 3; ++i)
+    for (int j = 0; j < 4; ++j)
+      EXPECT_EQ(dst[2 + 4 * i + j], 1 + i + 3 * j) << i << ", " << j;
+  // Contiguous rows of a strided 2-d buffer (a row pitch of 5): copied a
+  // row at a time; a size-1 dimension with any stride is ignored.
+  std::vector<int64_t> wide(10), packed(6, 0);
+  for (int i = 0; i < 10; ++i)
+    wide[i] = 100 + i;
+  const int64_t rows[] = {2, 1, 3}, wideStrides[] = {5, 77, 1},
+                packedStrides[] = {3, 3, 1};
+  copyStrided(reinterpret_cast<char *>(packed.data()), 0, packedStrides,
+              reinterpret_cast<const char *>(wide.data()), 0, wideStrides, rows,
+              3, sizeof(int64_t));
+  EXPECT_EQ(packed, (std::vector<int64_t>{100, 101, 102, 105, 106, 107}));
 }
 
 } // namespace
