@@ -43,6 +43,7 @@ compilePartition(StringRef bitcode, unsigned optLevel,
   std::unique_ptr<TargetMachine> machine = factory();
   if (!machine)
     return createStringError("cannot create an LLVM target machine");
+  machine->setOptLevel(static_cast<CodeGenOptLevel>(optLevel));
   auto transformer =
       mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
   if (Error err = transformer(module->get()))
@@ -64,26 +65,43 @@ Expected<std::vector<std::string>>
 ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
                         unsigned optLevel,
                         const TargetMachineFactory &factory) {
-  // The functions with bodies, heaviest first, each to the lightest
-  // partition so far.
-  std::vector<Function *> functions;
+  // The functions with bodies. Kernels (ga_kernel_*, and the OpenMP bodies
+  // LLVM outlined from them) hold the arithmetic and get `optLevel`; the
+  // rest (the step: allocations, descriptors and kernel calls, one straight
+  // line that grows with the model) gets partition 0 to itself and -O1,
+  // where LLVM's full pipeline would cost more than it gains.
+  auto isKernel = [](Function *f) {
+    return f->getName().starts_with("ga_kernel_");
+  };
+  std::vector<Function *> functions, kernels;
   for (Function &f : *module)
-    if (!f.isDeclaration())
+    if (!f.isDeclaration()) {
       functions.push_back(&f);
+      if (isKernel(&f))
+        kernels.push_back(&f);
+    }
   auto size = [](Function *f) { return f->getInstructionCount(); };
-  std::stable_sort(functions.begin(), functions.end(),
+  std::stable_sort(kernels.begin(), kernels.end(),
                    [&](Function *a, Function *b) { return size(a) > size(b); });
-  jobs = std::max(1u, std::min<unsigned>(jobs, functions.size()));
-  std::vector<uint64_t> load(jobs, 0);
   DenseMap<const GlobalValue *, unsigned> partitionOf;
-  for (Function *f : functions) {
+  bool hasSteps = kernels.size() < functions.size();
+  for (Function *f : functions)
+    if (!isKernel(f))
+      partitionOf[f] = 0;
+  unsigned first = hasSteps && !kernels.empty() && jobs > 1 ? 1 : 0;
+  unsigned parts =
+      std::max(first + 1, std::min<unsigned>(jobs, first + kernels.size()));
+  std::vector<uint64_t> load(parts, 0);
+  for (Function *f : kernels) {
     unsigned lightest =
-        std::min_element(load.begin(), load.end()) - load.begin();
+        std::min_element(load.begin() + first, load.end()) - load.begin();
     partitionOf[f] = lightest;
     load[lightest] += size(f) + 1;
   }
-  // Drop the partitions that got nothing (a module of few functions).
-  jobs = std::count_if(load.begin(), load.end(), [](uint64_t l) { return l; });
+  jobs = parts;
+  std::vector<unsigned> levels(jobs, optLevel);
+  if (first == 1)
+    levels[0] = std::min(optLevel, 1u);
 
   // What one partition calls in another must be a global symbol: hidden,
   // so that the library does not export it, and dso_local.
@@ -131,7 +149,7 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
   for (unsigned p = 0; p < jobs; ++p)
     threads.emplace_back([&, p] {
       Expected<std::string> object =
-          compilePartition(bitcodes[p], optLevel, factory);
+          compilePartition(bitcodes[p], levels[p], factory);
       if (object)
         objects[p] = std::move(*object);
       else
