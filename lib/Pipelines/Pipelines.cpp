@@ -20,9 +20,9 @@
 
 using namespace mlir;
 
-/// The upstream stages: bufferization and lowering to the LLVM dialect.
-static void addCPULowering(OpPassManager &pm,
-                           const ga::GaPipelineOptions &options) {
+/// Bufferization, with deallocation after each buffer's last use.
+static void addCPUBufferization(OpPassManager &pm,
+                                const ga::GaPipelineOptions &options) {
   // Function boundaries bufferize too: public functions to plain
   // (identity-layout) memrefs, since ga-run passes the arguments as
   // contiguous descriptors; kernels to memrefs with any offset, written in
@@ -35,6 +35,18 @@ static void addCPULowering(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
   bufferization::buildBufferDeallocationPipeline(pm);
+  // The deallocation pipeline frees buffers at the end of their block: each
+  // is freed after its last use instead, and the copies of returned buffers
+  // go, so that the step holds only what it still reads (the memory model,
+  // ga/Analysis/BufferMemory.h, reads the IR from here).
+  if (options.releaseBuffers) {
+    pm.addNestedPass<func::FuncOp>(ga::createGaReleaseBuffersPass());
+    pm.addPass(createCanonicalizerPass());
+  }
+}
+
+void ga::addCPULoweringFromBuffers(OpPassManager &pm,
+                                   const GaPipelineOptions &options) {
   // On buffers, after deallocation (whose analysis does not know
   // scf.parallel): the parallel tile loops go to OpenMP threads.
   if (options.parallel) {
@@ -120,7 +132,9 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());
   }
-  addCPULowering(pm, options);
+  addCPUBufferization(pm, options);
+  if (!options.buffersOnly)
+    addCPULoweringFromBuffers(pm, options);
   return success();
 }
 

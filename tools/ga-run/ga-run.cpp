@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ga/Analysis/BufferMemory.h"
 #include "ga/InitAll.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Npy.h"
@@ -111,6 +112,17 @@ static cl::opt<bool>
              cl::desc("Run the step's parallel tile loops on OpenMP threads "
                       "(default true): --ga-pipeline option parallel"),
              cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<bool> releaseBuffers(
+    "release-buffers",
+    cl::desc("Free each buffer after its last use (default true): "
+             "--ga-pipeline option release-buffers"),
+    cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<bool> reportMemory(
+    "report-memory",
+    cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "
+             "its arguments) and allocation count of one run, and the memory "
+             "model's prediction of both (model_peak_bytes)"),
+    cl::init(false), cl::cat(gaRunCategory));
 static cl::opt<int> threadCount(
     "num-threads", cl::init(0),
     cl::desc("Threads of the step (default: OMP_NUM_THREADS if set, else the "
@@ -171,7 +183,8 @@ Printed: the compile time (pipeline and JIT; compile_stages_ms splits the
 JIT into translation to LLVM IR with LLVM's optimizer, and code generation;
 --time-stages adds the time of every pass), the run time, the peak bytes
 of the buffers the step allocates (step_peak_bytes: intermediates and
-results, not the inputs; the highest over the runs), the loss (the
+results, not the inputs; the highest over the runs; --report-memory adds
+the arguments, the allocation count and the memory model's prediction), the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
 norm sqrt(sum of squares of all gradient results), in float64.
 
@@ -233,8 +246,11 @@ int main(int argc, char **argv) {
   // Compile.
   auto compileStart = Clock::now();
   double pipelineMs = 0;
+  std::optional<ga::BufferMemoryProfile> model;
+  std::string modelError;
   if (isa<func::FuncOp>(entry)) {
-    PassManager pm(&context);
+    // In two stages: the memory model reads the buffers in between.
+    PassManager buffers(&context), lowering(&context);
     std::string errors;
     raw_string_ostream os(errors);
     ga::GaPipelineOptions options;
@@ -243,11 +259,31 @@ int main(int argc, char **argv) {
     options.outline = outline;
     options.parallel = parallel;
     options.checkLabels = checkLabels;
-    if (failed(ga::buildCPUPipeline(pm, os, options)))
+    options.releaseBuffers = releaseBuffers;
+    options.buffersOnly = true;
+    if (failed(ga::buildCPUPipeline(buffers, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);
-    if (timePasses)
-      pm.enableTiming();
-    if (failed(pm.run(*module)))
+    ga::addCPULoweringFromBuffers(lowering, options);
+    if (timePasses) {
+      buffers.enableTiming();
+      lowering.enableTiming();
+    }
+    if (failed(buffers.run(*module)))
+      return fail("compiling '" + inputFile + "' failed (see above)");
+    if (reportMemory) {
+      auto function = module->lookupSymbol<func::FuncOp>(name);
+      // The model's refusal is a note, not a failure of the run.
+      ScopedDiagnosticHandler keep(&context, [&](Diagnostic &diagnostic) {
+        modelError = diagnostic.str();
+        return success();
+      });
+      if (function)
+        if (FailureOr<ga::BufferMemoryProfile> profile =
+                ga::simulateBufferMemory(function);
+            succeeded(profile))
+          model = *profile;
+    }
+    if (failed(lowering.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");
     pipelineMs = msSince(compileStart);
   }
@@ -386,6 +422,25 @@ int main(int argc, char **argv) {
   ga_memory memory;
   ga_memory_stats(&memory);
   outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
+  if (reportMemory) {
+    int64_t argumentBytes = 0;
+    for (const ga::NpyArray &array : arrays)
+      argumentBytes += static_cast<int64_t>(array.data.size());
+    outs() << "peak_bytes: " << memory.peak_bytes + argumentBytes
+           << " (step buffers " << memory.peak_bytes << " + arguments "
+           << argumentBytes << ")\n";
+    outs() << "allocations: " << memory.allocations / runs << " per run\n";
+    if (model)
+      outs() << "model_peak_bytes: " << model->peakBytes + argumentBytes
+             << " (step buffers " << model->peakBytes << " + arguments "
+             << argumentBytes << "), model_allocations: " << model->allocations
+             << "\n";
+    else
+      outs() << "model_peak_bytes: unavailable ("
+             << (modelError.empty() ? "the step was compiled already"
+                                    : modelError)
+             << ")\n";
+  }
   ga::StepSummary summary = ga::summarize(signature, outputs);
   outs() << summary.text;
   outs().flush();

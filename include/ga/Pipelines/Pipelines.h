@@ -63,6 +63,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "OMP_NUM_THREADS or ga-run --num-threads); results are "
                      "bitwise the same for any thread count"),
       llvm::cl::init(true)};
+  Option<bool> releaseBuffers{
+      *this, "release-buffers",
+      llvm::cl::desc("Free each buffer right after its last use and drop the "
+                     "copies of returned buffers (ga-release-buffers); false "
+                     "keeps MLIR's deallocation at the end of each block, "
+                     "the baseline of the memory benchmark"),
+      llvm::cl::init(true)};
+  Option<bool> buffersOnly{
+      *this, "buffers-only",
+      llvm::cl::desc("Stop after bufferization and deallocation: the memref "
+                     "IR that the memory model reads "
+                     "(--test-train-memory-model)"),
+      llvm::cl::init(false)};
 };
 
 /// The CPU pipeline: records signatures, checks and splits the batch
@@ -70,14 +83,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
 /// checkpoints, lowers train ops to linalg and micro-batch loops to scf, tiles
 /// and vectorizes the linalg operations that suit vector code (unless
 /// `vectorize` is false), bufferizes (one-shot, function boundaries included,
-/// with buffer deallocation), lowers the remaining linalg to loops and
-/// everything to the LLVM dialect.
+/// with each buffer freed after its last use), lowers the remaining linalg to
+/// loops and everything to the LLVM dialect (unless `buffersOnly`).
 /// Every pass is created with its typed options; the ordering constraints
 /// are commented where the pipeline is built (lib/Pipelines/Pipelines.cpp).
 /// Fails, with the reason on `errors`, on a target other than cpu.
 mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
                                      llvm::raw_ostream &errors,
                                      const GaPipelineOptions &options);
+
+/// The rest of the CPU pipeline after a `buffers-only` one: parallel loops,
+/// and the lowering to the LLVM dialect.
+void addCPULoweringFromBuffers(mlir::OpPassManager &pm,
+                               const GaPipelineOptions &options);
 
 /// Registers `--ga-pipeline="target=cpu"`.
 void registerGaPipelines();

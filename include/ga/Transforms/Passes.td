@@ -448,6 +448,34 @@ def GaApproximateMathPass : Pass<"ga-approximate-math"> {
   ];
 }
 
+def GaReleaseBuffersPass : Pass<"ga-release-buffers", "::mlir::func::FuncOp"> {
+  let summary = "Free each buffer right after its last use";
+  let description = [{
+    Runs on buffers, after MLIR's deallocation pipeline, which frees each
+    buffer at the end of the block that allocates it: in a step, every
+    activation would stay allocated until the step returns. This pass
+
+    - moves each `memref.dealloc` of a buffer allocated in the same block
+      right after the last operation of the block that uses the buffer or a
+      view of it (a cast, subview, reshape or its strided metadata);
+    - lets `%a` be `%b` where `%b = memref.alloc` is filled by
+      `memref.copy %a, %b` from a buffer `%a` of the same type that the
+      block allocates and frees and nothing reads after the copy (the copies
+      of returned buffers): the copy, `%b` and the deallocation of `%a` go.
+
+    A buffer whose views are returned, yielded, passed to a branch, taken as
+    a pointer (ownership checks compare them) or given to an operation whose
+    memref results might alias it is left alone. Values are never changed;
+    the step's peak (ga-run's `step_peak_bytes`) drops to what its later
+    operations still read.
+
+    Example: `%a = memref.alloc(); call @k(%a); ...; memref.dealloc %a`
+    becomes `%a = memref.alloc(); call @k(%a); memref.dealloc %a; ...` when
+    nothing after the call uses `%a`.
+  }];
+  let dependentDialects = ["::mlir::memref::MemRefDialect"];
+}
+
 def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let summary = "Run the parallel tile loops on threads (scf.parallel)";
   let description = [{
@@ -598,6 +626,30 @@ def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
     step, `ga-opt --test-train-adjoint-needs` remarks
     `adjoint needs operands [0, 1], results []`.
   }];
+}
+
+def TestTrainMemoryModelPass
+    : Pass<"test-train-memory-model", "::mlir::ModuleOp"> {
+  let summary = "Report the memory model's peak of each function (testing)";
+  let description = [{
+    Simulates one call of each public function with a body (the memory
+    model, `ga/Analysis/BufferMemory.h`) and remarks on it with the peak
+    bytes of its own buffers, the number of allocations and the bytes it
+    returns, with a note at each allocation whose buffers are alive at the
+    peak. A module that is not bufferized yet (tensors, train ops) is first
+    compiled, on a copy, by `--ga-pipeline` with `buffers-only=true` and the
+    given `pipeline-options`; the module itself is left unchanged. The
+    figures are those the runtime counts (`ga-run --report-memory`).
+
+    Example: `ga-opt --test-train-memory-model examples/mlp.mlir
+    -o /dev/null` remarks `memory model: peak 100224 bytes ...`.
+  }];
+  let options = [
+    Option<"pipelineOptions", "pipeline-options", "std::string",
+           /*default=*/"",
+           "Options of --ga-pipeline for a module that is not bufferized yet "
+           "(e.g. 'naive=true vectorize=false')">,
+  ];
 }
 
 #endif // GA_TRANSFORMS_PASSES_TD

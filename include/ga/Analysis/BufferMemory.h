@@ -1,0 +1,75 @@
+//===- BufferMemory.h - The memory model of a bufferized step ---*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Simulates one call of a bufferized function (memrefs, deallocations
+// placed) in program order and follows every heap buffer it allocates: the
+// bytes held after each allocation, the peak, and which buffers are alive
+// at the peak. Loops run their trip counts, calls run their callees; views
+// (casts, subviews, reshapes, strided metadata) belong to the buffer they
+// view. It counts what the runtime counts (ga_memory_stats): each
+// `memref.alloc` as the bytes of its elements plus its alignment (the
+// lowering over-allocates by the alignment to align the pointer), never the
+// function's arguments, globals or stack buffers (`memref.alloca`).
+//
+// The model reads the IR that the target really runs, so it holds for any
+// target that bufferizes the same way: the CUDA target plans device memory
+// with it too.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_ANALYSIS_BUFFERMEMORY_H
+#define GA_ANALYSIS_BUFFERMEMORY_H
+
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/IR/BuiltinTypes.h"
+#include "llvm/ADT/SmallVector.h"
+
+#include <cstdint>
+#include <optional>
+
+namespace ga {
+
+/// The buffers of one allocation site alive at the peak.
+struct LiveAllocation {
+  mlir::Operation *alloc;
+  int64_t bytes; // all of this site's buffers together
+  int64_t count;
+};
+
+/// What one simulated call of a function allocates.
+struct BufferMemoryProfile {
+  /// The most bytes held at once by the function's own buffers.
+  int64_t peakBytes = 0;
+  /// Buffers allocated over the call (every loop iteration counted).
+  int64_t allocations = 0;
+  /// Bytes still held when the function returns (its results).
+  int64_t returnedBytes = 0;
+  /// The allocation sites whose buffers are alive at the peak, largest
+  /// first.
+  llvm::SmallVector<LiveAllocation> liveAtPeak;
+  /// Some `scf.if` had a condition known only at run time (a buffer's
+  /// ownership, computed by the deallocation helpers) and deallocates or
+  /// allocates: the model took its then-branch, which frees a buffer the
+  /// function owns.
+  bool assumedOwnership = false;
+};
+
+/// The bytes the runtime counts for an allocation of `type` with
+/// `alignment` (0: none), or nothing for a dynamic shape.
+std::optional<int64_t> allocationBytes(mlir::MemRefType type,
+                                       int64_t alignment);
+
+/// Simulates one call of `function`, whose callees are looked up in its
+/// symbol table. Fails, with an error at the operation, on what the model
+/// cannot follow: a dynamic allocation size or loop bound, a deallocation of
+/// a buffer the function does not hold, an allocation inside an operation
+/// whose regions it does not run (scf.while, scf.parallel, ...).
+mlir::FailureOr<BufferMemoryProfile>
+simulateBufferMemory(mlir::func::FuncOp function);
+
+} // namespace ga
+
+#endif // GA_ANALYSIS_BUFFERMEMORY_H
