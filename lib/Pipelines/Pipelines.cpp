@@ -99,6 +99,25 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     errors << "unknown target '" << options.target << "' (available: cpu)";
     return failure();
   }
+  // Rematerialization first: the planner compiles each candidate with this
+  // pipeline (without a budget) and reads its peak from the memory model.
+  if (options.memoryBudget > 0) {
+    TrainPlanRematPassOptions remat;
+    remat.memoryBudget = options.memoryBudget;
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "target=" << options.target.getValue()
+       << " vectorize=" << options.vectorize.getValue()
+       << " naive=" << options.naive.getValue()
+       << " check-labels=" << options.checkLabels.getValue()
+       << " fuse=" << options.fuse.getValue()
+       << " approximate-math=" << options.approximateMath.getValue()
+       << " outline=" << options.outline.getValue()
+       << " parallel=" << options.parallel.getValue()
+       << " release-buffers=" << options.releaseBuffers.getValue();
+    remat.pipelineOptions = text;
+    pm.addPass(createTrainPlanRematPass(remat));
+  }
   // First, while the functions still have their tensor signatures.
   pm.addPass(createTrainRecordSignaturesPass());
   // Label checks follow the labels to the function's arguments, through the

@@ -26,6 +26,9 @@ std::unique_ptr<MLIRContext> ga::makeStepContext() {
   registerAllToLLVMIRTranslations(registry);
   auto context = std::make_unique<MLIRContext>(registry);
   context->loadAllAvailableDialects();
+  // Diagnostics name the source location; the operation, often rewritten
+  // halfway by then, would only add noise.
+  context->printOpOnDiagnostic(false);
   return context;
 }
 

@@ -112,6 +112,56 @@ def main():
                 len(outs[False]), rtol=0)
     for i, (a, b) in enumerate(zip(outs[True], outs[False])):
         check.equal(f"gpt L=4: result #{i} checkpointed equals plain", a, b)
+
+    # Rematerialization under a budget: every planned step's measured peak
+    # is within its budget and its results are the unplanned step's, bit for
+    # bit; the smallest feasible budget the planner states is feasible, one
+    # byte less is refused with that figure.
+    plain = os.path.join(args.workdir, "gpt4.mlir")
+    unplanned = peaks[False]
+    refused = subprocess.run(
+        [args.ga_run, plain, *arrays, "--memory-budget=1000"],
+        capture_output=True, text=True)
+    smallest = re.search(r"the smallest peak the planner reaches is (\d+) "
+                         r"bytes", refused.stderr)
+    check.checks += 1
+    ok = refused.returncode == 1 and smallest is not None
+    check.failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} memory-model: a budget of 1000 bytes "
+          f"is refused, stating the smallest feasible one:\n"
+          f"{refused.stderr.strip()}")
+    if not ok:
+        check.finish()
+    smallest = int(smallest.group(1))
+    lower("gpt L=4: the smallest feasible budget is below the unplanned "
+          "peak", smallest, unplanned)
+    budgets = [smallest, (smallest + unplanned) // 2,
+               (smallest + 3 * unplanned) // 4]
+    for budget in budgets:
+        outdir = os.path.join(args.workdir, f"gpt4_budget{budget}")
+        measured, out = compare(f"gpt L=4 budget {budget}", plain, arrays,
+                                [f"--memory-budget={budget}", "--out-dir",
+                                 outdir])
+        check.checks += 1
+        ok = measured <= budget
+        check.failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} memory-model: gpt L=4: measured "
+              f"peak {measured} <= budget {budget}")
+        results = [np.load(os.path.join(outdir, f"result{i}.npy"))
+                   for i in range(len(outs[False]))]
+        for i, (a, b) in enumerate(zip(results, outs[False])):
+            check.equal(f"gpt L=4 budget {budget}: result #{i} equals the "
+                        "unplanned step's", a, b)
+    below = subprocess.run(
+        [args.ga_run, plain, *arrays, f"--memory-budget={smallest - 1}"],
+        capture_output=True, text=True)
+    check.checks += 1
+    ok = (below.returncode == 1 and
+          f"memory budget of {smallest - 1} bytes is infeasible: the smallest "
+          f"peak the planner reaches is {smallest} bytes" in below.stderr)
+    check.failures += not ok
+    print(f"{'ok  ' if ok else 'FAIL'} memory-model: one byte below the "
+          "smallest feasible budget is refused with it")
     check.finish()
 
 

@@ -117,6 +117,12 @@ static cl::opt<bool> releaseBuffers(
     cl::desc("Free each buffer after its last use (default true): "
              "--ga-pipeline option release-buffers"),
     cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<int64_t> memoryBudget(
+    "memory-budget",
+    cl::desc("Fit the step into this many bytes (its buffers at their peak "
+             "plus its arguments, peak_bytes of --report-memory) by "
+             "checkpointing: --ga-pipeline option memory-budget"),
+    cl::init(0), cl::value_desc("bytes"), cl::cat(gaRunCategory));
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "
@@ -260,6 +266,7 @@ int main(int argc, char **argv) {
     options.parallel = parallel;
     options.checkLabels = checkLabels;
     options.releaseBuffers = releaseBuffers;
+    options.memoryBudget = memoryBudget;
     options.buffersOnly = true;
     if (failed(ga::buildCPUPipeline(buffers, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);

@@ -115,6 +115,14 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be a unit attribute, got " << value;
     return onFunction();
   }
+  if (name == RematAttrHelper::getNameStr()) {
+    auto mark = dyn_cast<StringAttr>(value);
+    if (!mark || (mark.getValue() != "save" && mark.getValue() != "recompute"))
+      return op->emitError()
+             << "'" << name << "' must be \"save\" or \"recompute\", got "
+             << value;
+    return success();
+  }
   return op->emitError() << "unknown attribute '" << name
                          << "' of the train dialect (known: "
                          << SignatureAttrHelper::getNameStr() << ", "
@@ -123,5 +131,6 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << DataParallelAttrHelper::getNameStr() << ", "
                          << AccumulatesIntoInitAttrHelper::getNameStr() << ", "
                          << KernelAttrHelper::getNameStr() << ", "
-                         << ParallelAttrHelper::getNameStr() << ")";
+                         << ParallelAttrHelper::getNameStr() << ", "
+                         << RematAttrHelper::getNameStr() << ")";
 }

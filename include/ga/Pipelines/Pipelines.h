@@ -70,6 +70,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "keeps MLIR's deallocation at the end of each block, "
                      "the baseline of the memory benchmark"),
       llvm::cl::init(true)};
+  Option<int64_t> memoryBudget{
+      *this, "memory-budget",
+      llvm::cl::desc("Fit each step into this many bytes (its buffers at "
+                     "their peak plus its arguments) by checkpointing units "
+                     "of its forward pass (train-plan-remat); 0: no "
+                     "planning"),
+      llvm::cl::init(0)};
   Option<bool> buffersOnly{
       *this, "buffers-only",
       llvm::cl::desc("Stop after bufferization and deallocation: the memref "

@@ -448,6 +448,51 @@ def GaApproximateMathPass : Pass<"ga-approximate-math"> {
   ];
 }
 
+def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
+  let summary = "Checkpoint the units of a step that fit it into a memory "
+                "budget";
+  let description = [{
+    Rematerialization under a budget in bytes: the step's own buffers at
+    their peak plus its arguments (what `ga-run --report-memory` prints as
+    `peak_bytes`). Runs on `train.step` operations before the pipeline (as
+    `--ga-pipeline="memory-budget=BYTES"` runs it).
+
+    The forward part of each step body is cut into units: a unit ends after
+    an operation after which exactly one activation (a value that depends on
+    the batch) is still read later, as between the blocks of a transformer
+    and between their attention and MLP halves; a unit without linalg work
+    joins the next, and the loss after the last cut is no unit. A candidate
+    plan (a set of units, each wrapped in a `train.checkpoint`) is compiled
+    on a copy by `--ga-pipeline` with `buffers-only=true` and the given
+    `pipeline-options`, and its peak is read from the memory model, which
+    predicts the runtime's count to the byte; only a plan that the model
+    says fits is applied. The search: no checkpoint if that fits; else the
+    units in order of their work (the points of their linalg iteration
+    spaces, twice for contractions), cheapest first, as few as fit (a
+    bisection on their number). A budget below the peak with every unit
+    checkpointed is an error that states that smallest peak.
+
+    Checkpoints already written are kept (a unit may nest one). An
+    operation marked `train.remat = "save"` keeps its unit saved, one marked
+    `train.remat = "recompute"` has its unit checkpointed whatever the
+    budget. A remark on each step says what was chosen: the units, the
+    share of the forward work recomputed, the peak without new checkpoints
+    and the planned peak.
+
+    Checkpointing never changes values: the planned step's results are
+    bitwise those of the unplanned one.
+  }];
+  let options = [
+    Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
+           "The budget in bytes (0: no planning)">,
+    Option<"pipelineOptions", "pipeline-options", "std::string",
+           /*default=*/"",
+           "Options of --ga-pipeline that compile the candidates (as the "
+           "step will be compiled)">,
+  ];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
 def GaReleaseBuffersPass : Pass<"ga-release-buffers", "::mlir::func::FuncOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{

@@ -884,7 +884,15 @@ func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
+}
+
+// -----
+
+func.func @remat_mark(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'train.remat' must be "save" or "recompute", got "keep"}}
+  %b = arith.addf %a, %a {train.remat = "keep"} : tensor<4xf32>
+  return %b : tensor<4xf32>
 }

@@ -50,7 +50,10 @@ def Train_Dialect : Dialect {
       results, which `ga-parallelize-loops` may run on threads;
     * `train.kernel` (unit), on a function: a kernel of
       `ga-outline-kernels`, which `ga-bufferize` lets write into its
-      caller's buffers.
+      caller's buffers;
+    * `train.remat` (string, `"save"` or `"recompute"`), on an operation of
+      a step body: `train-plan-remat` keeps the unit holding it saved, or
+      checkpoints it whatever the budget.
   }];
 
   let discardableAttrs = (ins
@@ -60,7 +63,8 @@ def Train_Dialect : Dialect {
     "::mlir::IntegerAttr":$data_parallel,
     "::mlir::UnitAttr":$accumulates_into_init,
     "::mlir::UnitAttr":$kernel,
-    "::mlir::UnitAttr":$parallel
+    "::mlir::UnitAttr":$parallel,
+    "::mlir::StringAttr":$remat
   );
   let hasOperationAttrVerify = 1;
 }

@@ -1,0 +1,106 @@
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=FITS
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=PLAN
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=INFEASIBLE
+// RUN: ga-opt %s --split-input-file --ga-pipeline="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=PIPELINE
+
+// A chain of four matmuls with tanh between them: seven units (a cut after
+// every operation that leaves one activation alive). In @marked the first
+// matmul's unit stays saved and the last tanh's is always checkpointed. The peaks are the
+// memory model's, which equals the runtime's count
+// (test/Integration/memory-model.test checks plans against ga-run).
+
+// FITS: remark: train-plan-remat: budget 1000000 bytes; 7 units; without new checkpoints 21380 bytes; 0 checkpoints over 0 units (recomputed 0.0% of the forward work); planned peak 21380 bytes; 1 candidates compiled in
+// FITS: remark: train-plan-remat: budget 1000000 bytes; 7 units; without new checkpoints 21380 bytes; 1 checkpoints over 1 units (recomputed 0.8% of the forward work)
+// FITS-LABEL: func.func @chain
+// FITS-NOT: train.checkpoint
+// FITS-LABEL: func.func @marked
+// FITS: linalg.matmul {train.remat = "save"}
+// FITS: train.checkpoint
+// FITS-NEXT: ^bb0
+// FITS: train.remat = "recompute"
+
+// PLAN: remark: train-plan-remat: budget 20000 bytes; 7 units; without new checkpoints 21380 bytes; 2 checkpoints over 4 units (recomputed 50.0% of the forward work); planned peak 19268 bytes;
+// PLAN: remark: train-plan-remat: budget 20000 bytes; 7 units; without new checkpoints 21380 bytes; 2 checkpoints over 3 units (recomputed 25.8% of the forward work); planned peak 19268 bytes;
+// PLAN-LABEL: func.func @chain
+// PLAN-COUNT-2: train.checkpoint
+// PLAN-NOT: train.checkpoint
+// PLAN-LABEL: func.func @marked
+// PLAN: linalg.matmul {train.remat = "save"}
+// PLAN: train.checkpoint
+
+// INFEASIBLE: error: memory budget of 15000 bytes is infeasible: the smallest peak the planner reaches is 15044 bytes (every segment of 3 of its 7 units checkpointed; without checkpoints 21380 bytes); raise the budget or split the batch into more micro-batches
+
+// PIPELINE: remark: train-plan-remat: budget 20000 bytes; 7 units;
+// PIPELINE: llvm.func @chain
+
+#id = affine_map<(i, j) -> (i, j)>
+func.func @chain(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,
+                 %labels: tensor<32xi64>) -> (tensor<f32>, tensor<16x16xf32>) {
+  %loss, %gw = train.step params(%w : tensor<16x16xf32>)
+      batch(%x, %labels : tensor<32x16xf32>, tensor<32xi64>)
+      -> tensor<f32> grads(tensor<16x16xf32>) {
+  ^bb0(%pw: tensor<16x16xf32>, %bx: tensor<32x16xf32>, %bl: tensor<32xi64>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<32x16xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %m1 = linalg.matmul ins(%bx, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m1 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %m2 = linalg.matmul ins(%h1, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m2 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %m3 = linalg.matmul ins(%h2, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m3 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %logits = linalg.matmul ins(%h3, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %l, %n = train.cross_entropy mean %logits, %bl ignore_index = -100 : (tensor<32x16xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<i64>)
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<16x16xf32>
+}
+
+// -----
+
+#id = affine_map<(i, j) -> (i, j)>
+func.func @marked(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,
+                 %labels: tensor<32xi64>) -> (tensor<f32>, tensor<16x16xf32>) {
+  %loss, %gw = train.step params(%w : tensor<16x16xf32>)
+      batch(%x, %labels : tensor<32x16xf32>, tensor<32xi64>)
+      -> tensor<f32> grads(tensor<16x16xf32>) {
+  ^bb0(%pw: tensor<16x16xf32>, %bx: tensor<32x16xf32>, %bl: tensor<32xi64>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<32x16xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %m1 = linalg.matmul {train.remat = "save"} ins(%bx, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m1 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %m2 = linalg.matmul ins(%h1, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m2 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %m3 = linalg.matmul ins(%h2, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"], train.remat = "recompute"} ins(%m3 : tensor<32x16xf32>) outs(%e : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %logits = linalg.matmul ins(%h3, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %l, %n = train.cross_entropy mean %logits, %bl ignore_index = -100 : (tensor<32x16xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<i64>)
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<16x16xf32>
+}
