@@ -25,6 +25,7 @@ EXTRA_PASSES = [
     "--train-split-batch=naive=true",
     "--ga-pipeline=target=cpu",
     "--ga-pipeline=target=cpu naive=true vectorize=false check-labels=false",
+    "--train-plan-remat=memory-budget=30000",
 ]
 
 
