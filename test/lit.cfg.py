@@ -94,7 +94,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
-tools = ["ga-opt", "ga-run", "ga-compile", "ga-exec"]
+tools = ["ga-opt", "ga-run", "ga-compile", "ga-exec", "ga-remat"]
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The Python that runs the reference scripts: the first python3 that has
