@@ -7,23 +7,22 @@
 // Rematerialization under a budget in bytes. The forward part of a step body
 // is cut into units where a single activation is alive (a transformer's
 // residual stream between and inside blocks); the planner chooses which
-// units become `train.checkpoint` regions. Every candidate plan is compiled
-// on a copy by the CPU pipeline up to its buffers and measured by the memory
-// model (ga/Analysis/BufferMemory.h), which predicts the runtime's count
-// to the byte: a plan is used only if the model says it fits.
-//
-// The search: no checkpoint if that fits; the smallest feasible peak (every
-// unit checkpointed) or an error stating it; otherwise the cheapest units
-// first (by the work of their linalg operations), as few of them as fit,
-// found by bisection on their number (the peak falls as units are added).
+// units become `train.checkpoint` regions. The search runs on a model of the
+// chain of units (ChainModel below: a dynamic program, milliseconds); every
+// plan it proposes is compiled on a copy by the CPU pipeline up to its
+// buffers and measured by the memory model (ga/Analysis/BufferMemory.h),
+// which predicts the runtime's count to the byte: a plan is used only if the
+// measurement says it fits.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ga/Analysis/BufferMemory.h"
+#include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassRegistry.h"
@@ -48,6 +47,16 @@ struct Unit {
   double cost;
   bool mustSave = false;
   bool mustRecompute = false;
+  /// The activation alive after the unit (its output), and its bytes.
+  Value boundary;
+  int64_t boundaryBytes = 0;
+  /// The bytes of the values defined in the unit that its adjoints read
+  /// (besides the boundary): what a saved unit keeps for the backward pass
+  /// and a checkpointed one recomputes.
+  int64_t savedBytes = 0;
+  /// The bytes of the largest value the unit defines: its adjoint and the
+  /// adjoint of an operand are alive at once in the unit's backward pass.
+  int64_t largestBytes = 0;
 };
 
 } // namespace
@@ -63,6 +72,78 @@ static double workOf(Operation *op) {
     work += linalgOp.getNumReductionLoops() ? 2 * points : points;
   });
   return work;
+}
+
+/// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
+static int64_t tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return ga::allocationBytes(
+             MemRefType::get(tensor.getShape(), tensor.getElementType()), 0)
+      .value_or(0);
+}
+
+/// The value whose buffer `value` views (slices and reshapes are views after
+/// bufferization).
+static Value rootOf(Value value) {
+  while (Operation *definer = value.getDefiningOp()) {
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(definer))
+      value = slice.getSource();
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(definer))
+      value = expand.getSrc();
+    else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(definer))
+      value = collapse.getSrc();
+    else if (auto cast = dyn_cast<tensor::CastOp>(definer))
+      value = cast.getSource();
+    else
+      break;
+  }
+  return value;
+}
+
+/// Fills in the bytes of each unit: its boundary, and the values defined in
+/// it that an adjoint reads (from the ops' DifferentiableOpInterface needs),
+/// each buffer once.
+static void measureUnits(ArrayRef<Operation *> ops,
+                         MutableArrayRef<Unit> units) {
+  llvm::DenseMap<Operation *, unsigned> unitOf;
+  for (auto [index, unit] : llvm::enumerate(units))
+    for (unsigned p = unit.first; p <= unit.last; ++p)
+      unitOf[ops[p]] = index;
+  Block *body = ops.empty() ? nullptr : ops.front()->getBlock();
+  llvm::DenseSet<Value> counted;
+  for (Unit &unit : units) {
+    unit.boundaryBytes = tensorBytes(unit.boundary.getType());
+    counted.insert(rootOf(unit.boundary));
+  }
+  for (auto [index, unit] : llvm::enumerate(units))
+    for (unsigned p = unit.first; p <= unit.last; ++p)
+      for (Value result : ops[p]->getResults())
+        if (rootOf(result) == result)
+          unit.largestBytes =
+              std::max(unit.largestBytes, tensorBytes(result.getType()));
+  for (Operation *op : ops) {
+    ga::AdjointNeeds needs = ga::getAdjointNeeds(op);
+    SmallVector<Value> read;
+    for (auto [flag, operand] : llvm::zip(needs.operands, op->getOperands()))
+      if (flag)
+        read.push_back(operand);
+    for (auto [flag, result] : llvm::zip(needs.results, op->getResults()))
+      if (flag)
+        read.push_back(result);
+    for (Value value : read) {
+      Value root = rootOf(value);
+      Operation *definer = root.getDefiningOp();
+      if (!definer || !counted.insert(root).second)
+        continue;
+      Operation *top = body->findAncestorOpInBlock(*definer);
+      auto it = top ? unitOf.find(top) : unitOf.end();
+      if (it == unitOf.end())
+        continue; // the loss: alive in every plan
+      units[it->second].savedBytes += tensorBytes(root.getType());
+    }
+  }
 }
 
 /// Cuts the forward part of `body` into units: a unit ends after an
@@ -130,11 +211,16 @@ static SmallVector<Unit> findUnits(ga::train::StepOp step) {
     // Batch arguments read again later (the labels, by the loss) are the
     // caller's memory: they do not count.
     unsigned alive = 0;
+    Value boundary;
     for (Value value : live)
-      alive += !isa<BlockArgument>(value);
+      if (!isa<BlockArgument>(value)) {
+        ++alive;
+        boundary = value;
+      }
     if (alive != 1)
       continue;
     Unit unit{start, static_cast<unsigned>(i), 0};
+    unit.boundary = boundary;
     for (unsigned j = start; j <= i; ++j) {
       unit.cost += workOf(ops[j]);
       ops[j]->walk([&](Operation *inner) {
@@ -152,6 +238,7 @@ static SmallVector<Unit> findUnits(ga::train::StepOp step) {
     }
     units.push_back(unit);
   }
+  measureUnits(ops, units);
   return units;
 }
 
@@ -203,13 +290,20 @@ static void wrapInCheckpoint(ArrayRef<Operation *> ops) {
     });
 }
 
-/// Consecutive units [first, last], wrapped in one checkpoint: the values
-/// between its units are not kept for the backward pass either.
+/// Consecutive units [first, last], wrapped in one checkpoint (the values
+/// between its units are not kept for the backward pass either), or a unit
+/// left saved.
 struct Segment {
   unsigned first, last;
+  bool checkpointed = true;
+  bool operator==(const Segment &other) const {
+    return first == other.first && last == other.last &&
+           checkpointed == other.checkpointed;
+  }
 };
 
-/// Checkpoints the `segments` of the `index`-th train.step of `module`.
+/// Checkpoints the checkpointed `segments` of the `index`-th train.step of
+/// `module`.
 static void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
                       ArrayRef<Segment> segments) {
   SmallVector<ga::train::StepOp> steps;
@@ -219,26 +313,181 @@ static void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);
   for (const Segment &segment : segments) {
+    if (!segment.checkpointed)
+      continue;
     unsigned first = units[segment.first].first;
     unsigned last = units[segment.last].last;
     wrapInCheckpoint(ArrayRef<Operation *>(ops).slice(first, last - first + 1));
   }
 }
 
+//===----------------------------------------------------------------------===//
+// The chain model
+//===----------------------------------------------------------------------===//
+//
+// The planner searches on a model of the chain of units, built from the
+// tensors of the step (no compilation), and checks the plans it finds with
+// the exact memory model. A plan is a sequence of pieces: a saved unit keeps
+// its saved values and its boundary until its backward pass; a checkpointed
+// segment keeps only its last boundary and, in the backward pass, recomputes
+// all its units' values at once. In the backward pass of a piece, the
+// pieces before it hold what they keep, the piece holds its values, and the
+// adjoint of its boundary is alive; after the forward pass, everything kept
+// plus the loss's values is alive. The model's peak is the largest of these;
+// the exact peak differs by about a constant (parameters, gradients,
+// arguments, the adjoints' temporaries), which the planner measures.
+
+namespace {
+struct ChainModel {
+  ArrayRef<Unit> units;
+  /// The bytes of the values the loss (the ops after the last unit) defines.
+  int64_t tailBytes = 0;
+
+  int64_t valuesOf(unsigned first, unsigned last) const {
+    int64_t bytes = 0;
+    for (unsigned i = first; i <= last; ++i)
+      bytes += units[i].savedBytes + units[i].boundaryBytes;
+    return bytes;
+  }
+
+  /// What the piece [first, last] keeps through the forward pass.
+  int64_t kept(unsigned first, unsigned last, bool checkpointed) const {
+    return checkpointed ? units[last].boundaryBytes : valuesOf(first, last);
+  }
+
+  /// The peak of the backward pass of the piece, with `before` bytes kept
+  /// by the pieces before it.
+  int64_t backwardPeak(int64_t before, unsigned first, unsigned last) const {
+    int64_t adjoints = 0;
+    for (unsigned i = first; i <= last; ++i)
+      adjoints = std::max(adjoints, 2 * units[i].largestBytes);
+    return before + valuesOf(first, last) + adjoints;
+  }
+
+  int64_t peakOf(ArrayRef<Segment> plan) const {
+    int64_t before = 0, peak = 0;
+    for (const Segment &piece : plan) {
+      peak = std::max(peak, backwardPeak(before, piece.first, piece.last));
+      before += kept(piece.first, piece.last, piece.checkpointed);
+    }
+    return std::max(peak, before + tailBytes);
+  }
+
+  double costOf(ArrayRef<Segment> plan) const {
+    double cost = 0;
+    for (const Segment &piece : plan)
+      if (piece.checkpointed)
+        for (unsigned i = piece.first; i <= piece.last; ++i)
+          cost += units[i].cost;
+    return cost;
+  }
+
+  /// The plan of least recomputation whose model peak is at most `limit`
+  /// (units marked "save" saved, units marked "recompute" checkpointed), or
+  /// nothing. A dynamic program over the units: at each position, the
+  /// plans of the prefix that are not dominated in (bytes kept, cost).
+  std::optional<SmallVector<Segment>> cheapestWithin(int64_t limit) const {
+    struct State {
+      int64_t kept;
+      double cost;
+      int parent; // index into the states of position `from`
+      unsigned from;
+      Segment piece;
+    };
+    unsigned n = units.size();
+    std::vector<std::vector<State>> states(n + 1);
+    states[0].push_back({0, 0, -1, 0, {0, 0, false}});
+    for (unsigned i = 0; i < n; ++i) {
+      // Keep the Pareto front of position i.
+      std::vector<State> &front = states[i];
+      llvm::sort(front, [](const State &a, const State &b) {
+        return a.kept < b.kept || (a.kept == b.kept && a.cost < b.cost);
+      });
+      std::vector<State> pruned;
+      for (const State &state : front)
+        if (pruned.empty() || state.cost < pruned.back().cost)
+          pruned.push_back(state);
+      if (pruned.size() > 4096)
+        pruned.resize(4096);
+      front = std::move(pruned);
+      for (auto [s, state] : llvm::enumerate(front)) {
+        // A saved unit.
+        if (!units[i].mustRecompute && backwardPeak(state.kept, i, i) <= limit)
+          states[i + 1].push_back({state.kept + kept(i, i, false),
+                                   state.cost,
+                                   static_cast<int>(s),
+                                   i,
+                                   {i, i, false}});
+        // A checkpointed segment [i, j].
+        double cost = state.cost;
+        for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
+          cost += units[j].cost;
+          if (backwardPeak(state.kept, i, j) > limit)
+            break;
+          states[j + 1].push_back({state.kept + kept(i, j, true),
+                                   cost,
+                                   static_cast<int>(s),
+                                   i,
+                                   {i, j, true}});
+        }
+      }
+    }
+    const State *best = nullptr;
+    for (const State &state : states[n])
+      if (state.kept + tailBytes <= limit &&
+          (!best || state.cost < best->cost ||
+           (state.cost == best->cost && state.kept < best->kept)))
+        best = &state;
+    if (!best)
+      return std::nullopt;
+    SmallVector<Segment> plan;
+    for (const State *state = best; state->parent >= 0;
+         state = &states[state->from][state->parent])
+      plan.push_back(state->piece);
+    std::reverse(plan.begin(), plan.end());
+    return plan;
+  }
+
+  /// The plan of the smallest model peak (the least recomputation among
+  /// those): a bisection on the limit.
+  SmallVector<Segment> smallest() const {
+    int64_t low = 0, high = 0;
+    for (const Unit &unit : units)
+      high += 2 * (unit.savedBytes + unit.boundaryBytes);
+    high += tailBytes;
+    std::optional<SmallVector<Segment>> plan = cheapestWithin(high);
+    if (!plan)
+      return {};
+    while (high - low > 1) {
+      int64_t mid = low + (high - low) / 2;
+      if (std::optional<SmallVector<Segment>> fits = cheapestWithin(mid)) {
+        high = mid;
+        plan = std::move(fits);
+      } else {
+        low = mid;
+      }
+    }
+    return *plan;
+  }
+};
+} // namespace
+
 /// The segments of `length` units (fewer at the end of a run) over the runs
-/// of units that may be checkpointed (a unit marked "save" ends a run).
+/// of units that may be checkpointed (a unit marked "save" ends a run), the
+/// units between them saved.
 static SmallVector<Segment> segmentsOf(ArrayRef<Unit> units, unsigned length) {
   SmallVector<Segment> segments;
   unsigned i = 0;
   while (i < units.size()) {
     if (units[i].mustSave) {
+      segments.push_back({i, i, false});
       ++i;
       continue;
     }
     unsigned first = i;
     while (i < units.size() && !units[i].mustSave && i - first < length)
       ++i;
-    segments.push_back({first, i - 1});
+    segments.push_back({first, i - 1, true});
   }
   return segments;
 }
@@ -247,11 +496,23 @@ static SmallVector<Segment> segmentsOf(ArrayRef<Unit> units, unsigned length) {
 static int64_t argumentBytes(func::FuncOp function) {
   int64_t bytes = 0;
   for (Type type : function.getArgumentTypes())
-    if (auto tensor = dyn_cast<RankedTensorType>(type);
-        tensor && tensor.hasStaticShape())
-      if (std::optional<int64_t> size = ga::allocationBytes(
-              MemRefType::get(tensor.getShape(), tensor.getElementType()), 0))
-        bytes += *size;
+    bytes += tensorBytes(type);
+  return bytes;
+}
+
+/// The bytes of the values the ops after the last unit define (the loss).
+static int64_t tailBytesOf(ga::train::StepOp step, ArrayRef<Unit> units) {
+  Block &body = step.getBody().front();
+  unsigned start = units.empty() ? 0 : units.back().last + 1;
+  int64_t bytes = 0;
+  unsigned position = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (position++ < start)
+      continue;
+    for (Value result : op.getResults())
+      if (rootOf(result) == result)
+        bytes += tensorBytes(result.getType());
+  }
   return bytes;
 }
 
@@ -260,15 +521,24 @@ struct TrainPlanRematPass
     : ga::impl::TrainPlanRematPassBase<TrainPlanRematPass> {
   using Base::Base;
 
-  unsigned candidates = 0;
+  // The planner reads what adjoints need from the interface's external
+  // models: registered here too, so that the pass works in any context.
+  void getDependentDialects(DialectRegistry &registry) const override {
+    Base::getDependentDialects(registry);
+    ga::registerDifferentiableOpInterfaceExternalModels(registry);
+  }
 
-  /// The modelled peak (step buffers plus arguments) of `function` in
-  /// `module` with the `segments` of its `index`-th step checkpointed.
+  unsigned candidates = 0;
+  double compileSeconds = 0;
+
+  /// The exact peak (step buffers plus arguments, from the memory model) of
+  /// `function` in `module` with the `plan` of its `index`-th step applied.
   FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
                             unsigned index, ArrayRef<Unit> units,
-                            ArrayRef<Segment> segments) {
+                            ArrayRef<Segment> plan) {
+    auto start = std::chrono::steady_clock::now();
     OwningOpRef<ModuleOp> copy = module.clone();
-    applyPlan(*copy, index, units, segments);
+    applyPlan(*copy, index, units, plan);
     PassManager pm(module.getContext());
     std::string text =
         "ga-pipeline{buffers-only=true " + pipelineOptions.getValue() + "}";
@@ -287,6 +557,9 @@ struct TrainPlanRematPass
     if (failed(profile))
       return failure();
     ++candidates;
+    compileSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
     return profile->peakBytes + argumentBytes(function);
   }
 
@@ -303,147 +576,160 @@ struct TrainPlanRematPass
 
   LogicalResult plan(ModuleOp module, unsigned index, ga::train::StepOp step) {
     candidates = 0;
-    auto start = std::chrono::steady_clock::now();
+    compileSeconds = 0;
+    double solveSeconds = 0;
+    auto timed = [&](auto &&solve) {
+      auto start = std::chrono::steady_clock::now();
+      auto result = solve();
+      solveSeconds += std::chrono::duration<double>(
+                          std::chrono::steady_clock::now() - start)
+                          .count();
+      return result;
+    };
     auto function = step->getParentOfType<func::FuncOp>();
     if (!function || function.isPrivate())
       return step.emitError("train-plan-remat plans steps in public "
                             "functions (the memory model simulates the "
                             "function)");
-    SmallVector<Unit> units = findUnits(step);
+    SmallVector<Unit> units;
+    ChainModel model;
+    timed([&] {
+      units = findUnits(step);
+      model.units = units;
+      model.tailBytes = tailBytesOf(step, units);
+      return 0;
+    });
     double totalCost = 0;
     for (const Unit &unit : units)
       totalCost += unit.cost;
-    auto costOf = [&](const Segment &segment) {
-      double cost = 0;
-      for (unsigned i = segment.first; i <= segment.last; ++i)
-        cost += units[i].cost;
-      return cost;
-    };
-    // Units marked "recompute" are checkpointed in every plan, each alone
-    // unless a chosen segment holds it.
-    auto withForced = [&](SmallVector<Segment> chosen) {
-      for (auto [i, unit] : llvm::enumerate(units)) {
-        if (!unit.mustRecompute)
-          continue;
-        if (llvm::none_of(chosen, [&](const Segment &s) {
-              return s.first <= i && i <= s.last;
-            }))
-          chosen.push_back(
-              {static_cast<unsigned>(i), static_cast<unsigned>(i)});
-      }
-      llvm::sort(chosen, [](const Segment &a, const Segment &b) {
-        return a.first < b.first;
-      });
-      return chosen;
-    };
     int64_t budget = memoryBudget;
-    SmallVector<Segment> none = withForced({});
-    FailureOr<int64_t> unplanned = peakOf(module, function, index, units, none);
+
+    // Exact peaks by plan, each compiled once.
+    SmallVector<std::pair<SmallVector<Segment>, int64_t>> measured;
+    auto exact = [&](ArrayRef<Segment> plan) -> FailureOr<int64_t> {
+      for (auto &[known, peak] : measured)
+        if (ArrayRef<Segment>(known) == plan)
+          return peak;
+      FailureOr<int64_t> peak = peakOf(module, function, index, units, plan);
+      if (succeeded(peak))
+        measured.push_back({SmallVector<Segment>(plan), *peak});
+      return peak;
+    };
+
+    // Without new checkpoints (units marked "recompute" checkpointed).
+    SmallVector<Segment> unplannedPlan;
+    for (auto [i, unit] : llvm::enumerate(units))
+      unplannedPlan.push_back({static_cast<unsigned>(i),
+                               static_cast<unsigned>(i), unit.mustRecompute});
+    FailureOr<int64_t> unplanned = exact(unplannedPlan);
     if (failed(unplanned))
       return failure();
+
     auto report = [&](ArrayRef<Segment> chosen, int64_t peak) {
-      unsigned count = 0;
-      double cost = 0;
-      for (const Segment &segment : chosen) {
-        count += segment.last - segment.first + 1;
-        cost += costOf(segment);
-      }
-      double seconds = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+      unsigned count = 0, checkpoints = 0;
+      for (const Segment &segment : chosen)
+        if (segment.checkpointed) {
+          ++checkpoints;
+          count += segment.last - segment.first + 1;
+        }
+      double cost = model.costOf(chosen);
       step.emitRemark()
           << "train-plan-remat: budget " << budget << " bytes; " << units.size()
-          << " units; without "
-          << "new checkpoints " << *unplanned << " bytes; " << chosen.size()
-          << " checkpoints over " << count << " units (recomputed "
+          << " units; without new checkpoints " << *unplanned << " bytes; "
+          << checkpoints << " checkpoints over " << count
+          << " units (recomputed "
           << llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
                  .str()
           << "% of the forward work); planned peak " << peak << " bytes; "
-          << candidates << " candidates compiled in "
-          << llvm::formatv("{0:F1}", seconds).str() << " s";
+          << "solved in " << llvm::formatv("{0:F3}", solveSeconds).str()
+          << " s; " << candidates << " plans compiled and measured in "
+          << llvm::formatv("{0:F1}", compileSeconds).str() << " s";
     };
     if (*unplanned <= budget) {
-      applyPlan(module, index, units, none);
-      report(none, *unplanned);
+      applyPlan(module, index, units, unplannedPlan);
+      report(unplannedPlan, *unplanned);
       return success();
     }
-    // Segments of 1, 2, 3, 4 units and of about sqrt(n) (Chen et al.'s
-    // choice for a uniform chain): every segment of a length checkpointed
-    // gives that length's smallest peak.
+
+    // Search on the chain model, measure, recalibrate the model's offset to
+    // the measured plan, search again: a plan is used only once measured.
+    std::optional<std::pair<SmallVector<Segment>, int64_t>> best;
+    auto consider = [&](ArrayRef<Segment> plan, int64_t peak) {
+      if (peak > budget)
+        return;
+      double cost = model.costOf(plan);
+      if (!best || cost < model.costOf(best->first) ||
+          (cost == model.costOf(best->first) && peak < best->second))
+        best = {SmallVector<Segment>(plan), peak};
+    };
+    int64_t offset = *unplanned - model.peakOf(unplannedPlan);
+    for (unsigned round = 0; round < 6; ++round) {
+      std::optional<SmallVector<Segment>> plan =
+          timed([&] { return model.cheapestWithin(budget - offset); });
+      if (!plan)
+        break;
+      // Once a plan fits, another is measured only if the model says it
+      // saves at least 1% of the forward work.
+      if (best &&
+          model.costOf(*plan) > model.costOf(best->first) - 0.01 * totalCost)
+        break;
+      bool seen = llvm::any_of(measured, [&](const auto &entry) {
+        return ArrayRef<Segment>(entry.first) == ArrayRef<Segment>(*plan);
+      });
+      FailureOr<int64_t> peak = exact(*plan);
+      if (failed(peak))
+        return failure();
+      consider(*plan, *peak);
+      if (seen)
+        break;
+      int64_t calibrated = *peak - model.peakOf(*plan);
+      // Tighten past a plan that does not fit; loosen to a plan that fits
+      // with room to spare.
+      offset = *peak > budget ? std::max(offset + 1, calibrated) : calibrated;
+    }
+    if (best) {
+      applyPlan(module, index, units, best->first);
+      report(best->first, best->second);
+      return success();
+    }
+
+    // The plans of the smallest peak: the model's, and segments of 1, 2, 3,
+    // 4 and about sqrt(n) units (Chen et al.'s choice on a uniform chain).
+    SmallVector<SmallVector<Segment>> smallestPlans = {
+        timed([&] { return model.smallest(); })};
     SmallVector<unsigned> lengths = {1, 2, 3, 4};
     unsigned root = static_cast<unsigned>(
         std::lround(std::sqrt(static_cast<double>(units.size()))));
     if (root > 4)
       lengths.push_back(root);
+    for (unsigned length : lengths)
+      if (length <= units.size())
+        smallestPlans.push_back(segmentsOf(units, length));
     int64_t smallest = *unplanned;
-    unsigned smallestLength = 0;
-    struct Choice {
-      SmallVector<Segment> segments;
-      int64_t peak;
-      double cost;
-    };
-    std::optional<Choice> best;
-    for (unsigned length : lengths) {
-      if (length > units.size())
-        break;
-      SmallVector<Segment> segments = segmentsOf(units, length);
-      FailureOr<int64_t> all =
-          peakOf(module, function, index, units, withForced(segments));
-      if (failed(all))
-        return failure();
-      if (*all < smallest) {
-        smallest = *all;
-        smallestLength = length;
-      }
-      if (*all > budget)
+    for (ArrayRef<Segment> plan : smallestPlans) {
+      if (plan.empty())
         continue;
-      // The cheapest segments first; bisect on how many fit.
-      llvm::stable_sort(segments, [&](const Segment &a, const Segment &b) {
-        return costOf(a) < costOf(b);
-      });
-      auto prefix = [&](unsigned n) {
-        return withForced(
-            SmallVector<Segment>(segments.begin(), segments.begin() + n));
-      };
-      unsigned low = 0, high = segments.size(); // high fits, low does not
-      int64_t highPeak = *all;
-      while (high - low > 1) {
-        unsigned mid = (low + high) / 2;
-        FailureOr<int64_t> peak =
-            peakOf(module, function, index, units, prefix(mid));
-        if (failed(peak))
-          return failure();
-        if (*peak <= budget) {
-          high = mid;
-          highPeak = *peak;
-        } else {
-          low = mid;
-        }
-      }
-      SmallVector<Segment> chosen = prefix(high);
-      double cost = 0;
-      for (const Segment &segment : chosen)
-        cost += costOf(segment);
-      if (!best || cost < best->cost ||
-          (cost == best->cost && highPeak < best->peak))
-        best = Choice{chosen, highPeak, cost};
+      SmallVector<Segment> forced(plan);
+      for (Segment &segment : forced)
+        if (!segment.checkpointed && units[segment.first].mustRecompute)
+          segment.checkpointed = true;
+      FailureOr<int64_t> peak = exact(forced);
+      if (failed(peak))
+        return failure();
+      smallest = std::min(smallest, *peak);
+      consider(forced, *peak);
     }
-    if (!best)
-      return step.emitError("memory budget of ")
-             << budget << " bytes is infeasible: the smallest peak the "
-             << "planner reaches is " << smallest << " bytes ("
-             << (smallestLength
-                     ? "every segment of " + std::to_string(smallestLength) +
-                           " of its " + std::to_string(units.size()) +
-                           " units checkpointed"
-                     : "no checkpoint of its " + std::to_string(units.size()) +
-                           " units lowers it")
-             << "; without checkpoints " << *unplanned
-             << " bytes); raise the budget or split the batch into more "
-             << "micro-batches";
-    applyPlan(module, index, units, best->segments);
-    report(best->segments, best->peak);
-    return success();
+    if (best) {
+      applyPlan(module, index, units, best->first);
+      report(best->first, best->second);
+      return success();
+    }
+    return step.emitError("memory budget of ")
+           << budget << " bytes is infeasible: the smallest peak the "
+           << "planner reaches is " << smallest << " bytes (" << units.size()
+           << " units; without checkpoints " << *unplanned
+           << " bytes); raise the budget or split the batch into more "
+           << "micro-batches";
   }
 };
 } // namespace

@@ -461,23 +461,32 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     an operation after which exactly one activation (a value that depends on
     the batch) is still read later, as between the blocks of a transformer
     and between their attention and MLP halves; a unit without linalg work
-    joins the next, and the loss after the last cut is no unit. A candidate
-    plan (a set of units, each wrapped in a `train.checkpoint`) is compiled
-    on a copy by `--ga-pipeline` with `buffers-only=true` and the given
-    `pipeline-options`, and its peak is read from the memory model, which
-    predicts the runtime's count to the byte; only a plan that the model
-    says fits is applied. The search: no checkpoint if that fits; else the
-    units in order of their work (the points of their linalg iteration
-    spaces, twice for contractions), cheapest first, as few as fit (a
-    bisection on their number). A budget below the peak with every unit
-    checkpointed is an error that states that smallest peak.
+    joins the next, and the loss after the last cut is no unit.
+
+    The search runs on a model of the chain of units built from the step's
+    tensors, without compiling: what each unit's adjoints read (the
+    `DifferentiableOpInterface` needs), its boundary activation and its
+    largest value. A plan is a sequence of pieces, each a saved unit or a
+    checkpointed segment of consecutive units; a dynamic program finds the
+    plan of least recomputed work (the points of the linalg iteration spaces,
+    twice for contractions) whose modelled peak fits. Every plan it proposes
+    is compiled on a copy by `--ga-pipeline` with `buffers-only=true` and the
+    given `pipeline-options` and measured by the memory model, which
+    predicts the runtime's count to the byte; the model's offset is
+    recalibrated to each measurement and the search repeated (at most six
+    rounds, stopping when a fitting plan cannot be improved by 1% of the
+    forward work). Only a measured plan that fits is applied. When none
+    does, the plans of least memory are measured (the model's, and segments
+    of 1, 2, 3, 4 and about sqrt(n) units): the cheapest that fits is
+    applied, or the budget is an error that states the smallest of their
+    peaks, whatever the budget.
 
     Checkpoints already written are kept (a unit may nest one). An
     operation marked `train.remat = "save"` keeps its unit saved, one marked
     `train.remat = "recompute"` has its unit checkpointed whatever the
     budget. A remark on each step says what was chosen: the units, the
-    share of the forward work recomputed, the peak without new checkpoints
-    and the planned peak.
+    share of the forward work recomputed, the peak without new checkpoints,
+    the planned peak, the time of the search and of the measurements.
 
     Checkpointing never changes values: the planned step's results are
     bitwise those of the unplanned one.
