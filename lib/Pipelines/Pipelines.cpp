@@ -101,9 +101,20 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   }
   // Rematerialization first: the planner compiles each candidate with this
   // pipeline (without a budget) and reads its peak from the memory model.
+  if (!options.microbatches.empty() && options.microbatches != "auto") {
+    errors << "microbatches must be 'auto' or empty, got '"
+           << options.microbatches.getValue() << "'";
+    return failure();
+  }
+  if (options.microbatches == "auto" && options.memoryBudget <= 0) {
+    errors << "microbatches=auto needs memory-budget (the planner chooses "
+           << "the count that fits it)";
+    return failure();
+  }
   if (options.memoryBudget > 0) {
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;
+    remat.microbatches = options.microbatches;
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "target=" << options.target.getValue()

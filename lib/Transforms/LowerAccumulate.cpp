@@ -140,23 +140,26 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc, Operation *user,
   return addInto(b, g, acc, user);
 }
 
-/// `acc + g` as an elementwise addition before `user`.
+/// `acc + g` as an elementwise addition before `user`. The accumulator is
+/// read through the init only: a tiled (or outlined) update then reads and
+/// writes the same slice of one buffer, which bufferizes in place.
 static Value addInto(OpBuilder &b, Value g, Value acc, Operation *user) {
   Location loc = g.getLoc();
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(user);
   auto type = cast<RankedTensorType>(acc.getType());
-  SmallVector<AffineMap> maps(3, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
   SmallVector<utils::IteratorType> iterators(type.getRank(),
                                              utils::IteratorType::parallel);
   bool isFloat = isa<FloatType>(type.getElementType());
   return linalg::GenericOp::create(
-             b, loc, type, ValueRange{acc, g}, acc, maps, iterators,
+             b, loc, type, ValueRange{g}, acc, maps, iterators,
              [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               // args: g, then the accumulator; the sum is acc + g.
                Value sum =
-                   isFloat ? arith::AddFOp::create(nb, nloc, args[0], args[1])
+                   isFloat ? arith::AddFOp::create(nb, nloc, args[1], args[0])
                                  .getResult()
-                           : arith::AddIOp::create(nb, nloc, args[0], args[1])
+                           : arith::AddIOp::create(nb, nloc, args[1], args[0])
                                  .getResult();
                linalg::YieldOp::create(nb, nloc, sum);
              })

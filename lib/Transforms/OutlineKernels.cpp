@@ -73,8 +73,12 @@ public:
     Operation *operation = op.getOperation();
     Location loc = operation->getLoc();
     // Arguments: the operands, then the values the body reads from above
-    // (constants are cloned instead: they let the kernel fold them).
-    SmallVector<Value> arguments(operation->getOperands());
+    // (constants are cloned instead: they let the kernel fold them). A value
+    // passed twice (an accumulator read as an input and written as the
+    // init) is one argument: the kernel's bufferization then sees the
+    // elementwise update it is and writes it in place.
+    SetVector<Value> argumentSet(operation->getOperands().begin(),
+                                 operation->getOperands().end());
     SmallVector<Value> constants;
     SetVector<Value> above;
     getUsedValuesDefinedAbove(operation->getRegions(), above);
@@ -82,8 +86,9 @@ public:
       if (matchPattern(v, m_Constant()))
         constants.push_back(v);
       else
-        arguments.push_back(v);
+        argumentSet.insert(v);
     }
+    SmallVector<Value> arguments(argumentSet.begin(), argumentSet.end());
     MLIRContext *ctx = module.getContext();
     auto type = FunctionType::get(ctx, TypeRange(ValueRange(arguments)),
                                   operation->getResultTypes());

@@ -29,6 +29,8 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
+#include <functional>
+
 #include <chrono>
 #include <cmath>
 
@@ -245,11 +247,42 @@ static SmallVector<Unit> findUnits(ga::train::StepOp step) {
 /// Wraps ops [first, last] of `body` (given as `ops`) in a train.checkpoint
 /// whose inputs are the values they read from outside and whose results are
 /// the values read after them.
-static void wrapInCheckpoint(ArrayRef<Operation *> ops) {
+/// Whether `value` is made from nothing the region needs as an input: a
+/// tensor.empty, a constant, or a linalg.fill of those. Such values are
+/// rebuilt inside a checkpoint (so that train-split-batch re-types them as
+/// it re-types the inits of the body).
+static bool isRebuildable(Value value) {
+  Operation *definer = value.getDefiningOp();
+  if (!definer)
+    return false;
+  if (isa<tensor::EmptyOp>(definer) ||
+      definer->hasTrait<OpTrait::ConstantLike>())
+    return definer->getNumOperands() == 0;
+  if (auto fill = dyn_cast<linalg::FillOp>(definer))
+    return llvm::all_of(fill->getOperands(), isRebuildable);
+  return false;
+}
+
+static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
+  // Empty tensors, constants and fills stay where they are (later units
+  // may read them too) and are rebuilt inside.
+  SmallVector<Operation *> ops;
+  for (Operation *op : unitOps)
+    if (op->getNumResults() == 0 ||
+        !llvm::all_of(op->getResults(), isRebuildable))
+      ops.push_back(op);
+  if (ops.empty())
+    return;
   llvm::SmallPtrSet<Operation *, 32> inside;
   for (Operation *op : ops)
     op->walk([&](Operation *inner) { inside.insert(inner); });
-  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Value> inputs, rebuilt;
+  std::function<void(Value)> rebuild = [&](Value value) {
+    if (!rebuilt.insert(value))
+      return;
+    for (Value operand : value.getDefiningOp()->getOperands())
+      rebuild(operand);
+  };
   for (Operation *op : ops)
     op->walk([&](Operation *inner) {
       for (Value operand : inner->getOperands()) {
@@ -257,7 +290,11 @@ static void wrapInCheckpoint(ArrayRef<Operation *> ops) {
         Operation *owner =
             definer ? definer
                     : cast<BlockArgument>(operand).getOwner()->getParentOp();
-        if (!inside.contains(owner))
+        if (inside.contains(owner))
+          continue;
+        if (isRebuildable(operand))
+          rebuild(operand);
+        else
           inputs.insert(operand);
       }
     });
@@ -276,10 +313,27 @@ static void wrapInCheckpoint(ArrayRef<Operation *> ops) {
   Block *block = b.createBlock(&checkpoint.getBody());
   for (Value input : inputs)
     block->addArgument(input.getType(), input.getLoc());
+  // The rebuilt values, in the order of the body (operands first).
+  SmallVector<Operation *> definers;
+  for (Value value : rebuilt)
+    if (!llvm::is_contained(definers, value.getDefiningOp()))
+      definers.push_back(value.getDefiningOp());
+  llvm::sort(definers, [](Operation *a, Operation *b) {
+    return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b)
+                                          : b->isProperAncestor(a);
+  });
+  IRMapping copies;
+  b.setInsertionPointToStart(block);
+  for (Operation *definer : definers)
+    b.clone(*definer, copies);
   for (Operation *op : ops)
     op->moveBefore(block, block->end());
   for (auto [i, argument] : llvm::enumerate(block->getArguments()))
     Value(inputs[i]).replaceUsesWithIf(argument, [&](OpOperand &use) {
+      return checkpoint->isProperAncestor(use.getOwner());
+    });
+  for (Value value : rebuilt)
+    value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
       return checkpoint->isProperAncestor(use.getOwner());
     });
   b.setInsertionPointToEnd(block);
@@ -516,6 +570,28 @@ static int64_t tailBytesOf(ga::train::StepOp step, ArrayRef<Unit> units) {
   return bytes;
 }
 
+/// The elements of a step's parameters.
+static int64_t parameterElements(ga::train::StepOp step) {
+  int64_t elements = 0;
+  for (Value param : step.getParams())
+    if (auto tensor = dyn_cast<RankedTensorType>(param.getType());
+        tensor && tensor.hasStaticShape())
+      elements += tensor.getNumElements();
+  return elements;
+}
+
+/// What the search found for one micro-batch count.
+struct Outcome {
+  int64_t microbatches = 1;
+  int64_t unplanned = 0;
+  /// Whether a plan fits; else `smallest` is the least peak reached.
+  bool fits = false;
+  SmallVector<Segment> plan;
+  int64_t peak = 0;
+  double cost = 0;
+  int64_t smallest = 0;
+};
+
 namespace {
 struct TrainPlanRematPass
     : ga::impl::TrainPlanRematPassBase<TrainPlanRematPass> {
@@ -530,6 +606,16 @@ struct TrainPlanRematPass
 
   unsigned candidates = 0;
   double compileSeconds = 0;
+  double solveSeconds = 0;
+
+  template <typename Solve> auto timed(Solve &&solve) {
+    auto start = std::chrono::steady_clock::now();
+    auto result = solve();
+    solveSeconds +=
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+            .count();
+    return result;
+  }
 
   /// The exact peak (step buffers plus arguments, from the memory model) of
   /// `function` in `module` with the `plan` of its `index`-th step applied.
@@ -564,45 +650,52 @@ struct TrainPlanRematPass
   }
 
   void runOnOperation() override {
-    if (memoryBudget <= 0)
+    bool automatic = microbatches == "auto";
+    if (!microbatches.empty() && !automatic) {
+      getOperation().emitError("train-plan-remat: microbatches must be "
+                               "'auto' or empty, got '")
+          << microbatches << "'";
+      return signalPassFailure();
+    }
+    if (memoryBudget <= 0) {
+      if (automatic) {
+        getOperation().emitError("train-plan-remat: microbatches=auto needs "
+                                 "a memory budget (memory-budget=BYTES)");
+        return signalPassFailure();
+      }
       return;
+    }
     ModuleOp module = getOperation();
     SmallVector<ga::train::StepOp> steps;
     module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
     for (auto [index, step] : llvm::enumerate(steps))
-      if (failed(plan(module, index, step)))
+      if (failed(plan(module, index, step, automatic)))
         return signalPassFailure();
   }
 
-  LogicalResult plan(ModuleOp module, unsigned index, ga::train::StepOp step) {
-    candidates = 0;
-    compileSeconds = 0;
-    double solveSeconds = 0;
-    auto timed = [&](auto &&solve) {
-      auto start = std::chrono::steady_clock::now();
-      auto result = solve();
-      solveSeconds += std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - start)
-                          .count();
-      return result;
-    };
-    auto function = step->getParentOfType<func::FuncOp>();
-    if (!function || function.isPrivate())
-      return step.emitError("train-plan-remat plans steps in public "
-                            "functions (the memory model simulates the "
-                            "function)");
-    SmallVector<Unit> units;
+  /// Searches the plan of the `index`-th step at its current micro-batch
+  /// count.
+  FailureOr<Outcome> search(ModuleOp module, unsigned index,
+                            ga::train::StepOp step, func::FuncOp function,
+                            ArrayRef<Unit> fullBatchUnits,
+                            int64_t fullBatchTail, bool exhaustive) {
+    int64_t budget = memoryBudget;
+    Outcome outcome;
+    outcome.microbatches = static_cast<int64_t>(step.getMicrobatches());
+    // The model sees one micro-batch: activations scale with its size.
+    int64_t k = outcome.microbatches;
+    SmallVector<Unit> units(fullBatchUnits);
+    for (Unit &unit : units) {
+      unit.boundaryBytes /= k;
+      unit.savedBytes /= k;
+      unit.largestBytes /= k;
+    }
     ChainModel model;
-    timed([&] {
-      units = findUnits(step);
-      model.units = units;
-      model.tailBytes = tailBytesOf(step, units);
-      return 0;
-    });
+    model.units = units;
+    model.tailBytes = fullBatchTail / k;
     double totalCost = 0;
     for (const Unit &unit : units)
       totalCost += unit.cost;
-    int64_t budget = memoryBudget;
 
     // Exact peaks by plan, each compiled once.
     SmallVector<std::pair<SmallVector<Segment>, int64_t>> measured;
@@ -615,6 +708,18 @@ struct TrainPlanRematPass
         measured.push_back({SmallVector<Segment>(plan), *peak});
       return peak;
     };
+    auto consider = [&](ArrayRef<Segment> plan, int64_t peak) {
+      if (peak > budget)
+        return;
+      double cost = model.costOf(plan);
+      if (!outcome.fits || cost < outcome.cost ||
+          (cost == outcome.cost && peak < outcome.peak)) {
+        outcome.fits = true;
+        outcome.plan.assign(plan.begin(), plan.end());
+        outcome.peak = peak;
+        outcome.cost = cost;
+      }
+    };
 
     // Without new checkpoints (units marked "recompute" checkpointed).
     SmallVector<Segment> unplannedPlan;
@@ -624,44 +729,13 @@ struct TrainPlanRematPass
     FailureOr<int64_t> unplanned = exact(unplannedPlan);
     if (failed(unplanned))
       return failure();
-
-    auto report = [&](ArrayRef<Segment> chosen, int64_t peak) {
-      unsigned count = 0, checkpoints = 0;
-      for (const Segment &segment : chosen)
-        if (segment.checkpointed) {
-          ++checkpoints;
-          count += segment.last - segment.first + 1;
-        }
-      double cost = model.costOf(chosen);
-      step.emitRemark()
-          << "train-plan-remat: budget " << budget << " bytes; " << units.size()
-          << " units; without new checkpoints " << *unplanned << " bytes; "
-          << checkpoints << " checkpoints over " << count
-          << " units (recomputed "
-          << llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
-                 .str()
-          << "% of the forward work); planned peak " << peak << " bytes; "
-          << "solved in " << llvm::formatv("{0:F3}", solveSeconds).str()
-          << " s; " << candidates << " plans compiled and measured in "
-          << llvm::formatv("{0:F1}", compileSeconds).str() << " s";
-    };
-    if (*unplanned <= budget) {
-      applyPlan(module, index, units, unplannedPlan);
-      report(unplannedPlan, *unplanned);
-      return success();
-    }
+    outcome.unplanned = *unplanned;
+    consider(unplannedPlan, *unplanned);
+    if (outcome.fits)
+      return outcome;
 
     // Search on the chain model, measure, recalibrate the model's offset to
     // the measured plan, search again: a plan is used only once measured.
-    std::optional<std::pair<SmallVector<Segment>, int64_t>> best;
-    auto consider = [&](ArrayRef<Segment> plan, int64_t peak) {
-      if (peak > budget)
-        return;
-      double cost = model.costOf(plan);
-      if (!best || cost < model.costOf(best->first) ||
-          (cost == model.costOf(best->first) && peak < best->second))
-        best = {SmallVector<Segment>(plan), peak};
-    };
     int64_t offset = *unplanned - model.peakOf(unplannedPlan);
     for (unsigned round = 0; round < 6; ++round) {
       std::optional<SmallVector<Segment>> plan =
@@ -670,8 +744,7 @@ struct TrainPlanRematPass
         break;
       // Once a plan fits, another is measured only if the model says it
       // saves at least 1% of the forward work.
-      if (best &&
-          model.costOf(*plan) > model.costOf(best->first) - 0.01 * totalCost)
+      if (outcome.fits && model.costOf(*plan) > outcome.cost - 0.01 * totalCost)
         break;
       bool seen = llvm::any_of(measured, [&](const auto &entry) {
         return ArrayRef<Segment>(entry.first) == ArrayRef<Segment>(*plan);
@@ -687,11 +760,8 @@ struct TrainPlanRematPass
       // with room to spare.
       offset = *peak > budget ? std::max(offset + 1, calibrated) : calibrated;
     }
-    if (best) {
-      applyPlan(module, index, units, best->first);
-      report(best->first, best->second);
-      return success();
-    }
+    if (outcome.fits || !exhaustive)
+      return outcome;
 
     // The plans of the smallest peak: the model's, and segments of 1, 2, 3,
     // 4 and about sqrt(n) units (Chen et al.'s choice on a uniform chain).
@@ -705,7 +775,7 @@ struct TrainPlanRematPass
     for (unsigned length : lengths)
       if (length <= units.size())
         smallestPlans.push_back(segmentsOf(units, length));
-    int64_t smallest = *unplanned;
+    outcome.smallest = *unplanned;
     for (ArrayRef<Segment> plan : smallestPlans) {
       if (plan.empty())
         continue;
@@ -716,20 +786,169 @@ struct TrainPlanRematPass
       FailureOr<int64_t> peak = exact(forced);
       if (failed(peak))
         return failure();
-      smallest = std::min(smallest, *peak);
+      outcome.smallest = std::min(outcome.smallest, *peak);
       consider(forced, *peak);
     }
-    if (best) {
-      applyPlan(module, index, units, best->first);
-      report(best->first, best->second);
-      return success();
+    return outcome;
+  }
+
+  LogicalResult plan(ModuleOp module, unsigned index, ga::train::StepOp step,
+                     bool automatic) {
+    candidates = 0;
+    compileSeconds = 0;
+    solveSeconds = 0;
+    auto function = step->getParentOfType<func::FuncOp>();
+    if (!function || function.isPrivate())
+      return step.emitError("train-plan-remat plans steps in public "
+                            "functions (the memory model simulates the "
+                            "function)");
+    int64_t budget = memoryBudget;
+    SmallVector<Unit> units;
+    int64_t tail = 0;
+    timed([&] {
+      units = findUnits(step);
+      tail = tailBytesOf(step, units);
+      return 0;
+    });
+    double totalCost = 0;
+    for (const Unit &unit : units)
+      totalCost += unit.cost;
+    auto percent = [&](double cost) {
+      return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
+          .str();
+    };
+
+    // The micro-batch counts to try: the step's, or every divisor of the
+    // batch per rank (in increasing order) when choosing.
+    SmallVector<int64_t> counts = {
+        static_cast<int64_t>(step.getMicrobatches())};
+    int64_t perRank = 0;
+    if (automatic) {
+      std::optional<int64_t> batch;
+      for (Value operand : step.getBatch())
+        if (auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+            tensor && tensor.getRank() >= 1 && !tensor.isDynamicDim(0))
+          batch = tensor.getDimSize(0);
+      if (!batch)
+        return step.emitError("train-plan-remat: microbatches=auto needs a "
+                              "static batch dimension");
+      perRank = *batch / static_cast<int64_t>(step.getDataParallel());
+      counts.clear();
+      for (int64_t k = 1; k <= perRank; ++k)
+        if (perRank % k == 0)
+          counts.push_back(k);
     }
-    return step.emitError("memory budget of ")
-           << budget << " bytes is infeasible: the smallest peak the "
-           << "planner reaches is " << smallest << " bytes (" << units.size()
-           << " units; without checkpoints " << *unplanned
-           << " bytes); raise the budget or split the batch into more "
-           << "micro-batches";
+    // The estimated time of a step: forward, backward (twice the forward)
+    // and the recomputed work, plus a cost per micro-batch (by default the
+    // accumulation of every gradient, twice the parameters' elements).
+    double perMicrobatch = microbatchCost >= 0
+                               ? static_cast<double>(microbatchCost)
+                               : 2.0 * parameterElements(step);
+    auto timeOf = [&](const Outcome &outcome) {
+      return 3 * totalCost + outcome.cost +
+             perMicrobatch * outcome.microbatches;
+    };
+    int64_t original = step.getMicrobatches();
+    std::optional<Outcome> chosen;
+    SmallVector<Outcome> tried;
+    for (int64_t k : counts) {
+      step.setMicrobatches(k);
+      // When choosing, only the largest count searches the plans of least
+      // memory when the model's search fails: it is the one that reaches
+      // the smallest peak.
+      FailureOr<Outcome> outcome =
+          search(module, index, step, function, units, tail,
+                 !automatic || k == counts.back());
+      if (failed(outcome)) {
+        step.setMicrobatches(original);
+        return failure();
+      }
+      tried.push_back(*outcome);
+      if (outcome->fits && (!chosen || timeOf(*outcome) < timeOf(*chosen)))
+        chosen = *outcome;
+      // More micro-batches cannot beat a plan without recomputation.
+      if (outcome->fits && outcome->cost == 0)
+        break;
+    }
+    if (!chosen) {
+      step.setMicrobatches(original);
+      const Outcome &last = tried.back();
+      if (automatic)
+        return step.emitError("memory budget of ")
+               << budget << " bytes is infeasible at every micro-batch count "
+               << "(1 to " << perRank << "): the smallest peak the planner "
+               << "reaches is " << last.smallest << " bytes, with "
+               << last.microbatches << " micro-batches (" << units.size()
+               << " units; without checkpoints " << last.unplanned << " bytes)";
+      return step.emitError("memory budget of ")
+             << budget << " bytes is infeasible: the smallest peak the "
+             << "planner reaches is " << last.smallest << " bytes ("
+             << units.size() << " units; without checkpoints " << last.unplanned
+             << " bytes); raise the budget or split the "
+             << "batch into more micro-batches";
+    }
+    step.setMicrobatches(chosen->microbatches);
+    applyPlan(module, index, units, chosen->plan);
+
+    unsigned count = 0, checkpoints = 0;
+    for (const Segment &segment : chosen->plan)
+      if (segment.checkpointed) {
+        ++checkpoints;
+        count += segment.last - segment.first + 1;
+      }
+    std::string why;
+    if (automatic) {
+      llvm::raw_string_ostream os(why);
+      os << "microbatches " << chosen->microbatches << " chosen of";
+      for (const Outcome &outcome : tried) {
+        os << " k=" << outcome.microbatches << ": ";
+        if (outcome.fits)
+          os << percent(outcome.cost) << "% recomputed, time "
+             << llvm::formatv("{0:E2}", timeOf(outcome)).str() << ";";
+        else if (outcome.smallest)
+          os << "over the budget (at least " << outcome.smallest << " bytes);";
+        else
+          os << "no plan found within the budget;";
+      }
+      os << " ";
+    }
+    step->setAttr(
+        "train.memory_plan",
+        DictionaryAttr::get(
+            step.getContext(),
+            {NamedAttribute(
+                 StringAttr::get(step.getContext(), "budget"),
+                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
+                                  budget)),
+             NamedAttribute(
+                 StringAttr::get(step.getContext(), "peak"),
+                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
+                                  chosen->peak)),
+             NamedAttribute(
+                 StringAttr::get(step.getContext(), "unplanned"),
+                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
+                                  chosen->unplanned)),
+             NamedAttribute(
+                 StringAttr::get(step.getContext(), "checkpoints"),
+                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
+                                  checkpoints)),
+             NamedAttribute(StringAttr::get(step.getContext(), "recomputed"),
+                            StringAttr::get(step.getContext(),
+                                            percent(chosen->cost) + "%")),
+             NamedAttribute(StringAttr::get(step.getContext(), "choice"),
+                            StringAttr::get(step.getContext(),
+                                            automatic ? "auto" : "fixed"))}));
+    step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
+                      << why << units.size()
+                      << " units; without new checkpoints " << chosen->unplanned
+                      << " bytes; " << checkpoints << " checkpoints over "
+                      << count << " units (recomputed " << percent(chosen->cost)
+                      << "% of the forward work); planned peak " << chosen->peak
+                      << " bytes; solved in "
+                      << llvm::formatv("{0:F3}", solveSeconds).str() << " s; "
+                      << candidates << " plans compiled and measured in "
+                      << llvm::formatv("{0:F1}", compileSeconds).str() << " s";
+    return success();
   }
 };
 } // namespace

@@ -114,6 +114,29 @@ void printStep(llvm::raw_ostream &os, StepOp step) {
     os << entry.second << " " << entry.first;
   });
   os << "\n";
+  unsigned checkpoints = 0;
+  step.getBody().walk([&](CheckpointOp) { ++checkpoints; });
+  if (checkpoints)
+    os << "  remat:      " << checkpoints << " train.checkpoint region(s)\n";
+  if (auto plan = step->getAttrOfType<DictionaryAttr>("train.memory_plan")) {
+    auto integer = [&](StringRef key) -> int64_t {
+      auto value = dyn_cast_or_null<IntegerAttr>(plan.get(key));
+      return value ? value.getInt() : 0;
+    };
+    auto text = [&](StringRef key) -> StringRef {
+      auto value = dyn_cast_or_null<StringAttr>(plan.get(key));
+      return value ? value.getValue() : "?";
+    };
+    os << "  memory:     budget " << integer("budget")
+       << " bytes, planned peak " << integer("peak")
+       << " bytes (without new checkpoints " << integer("unplanned") << "), "
+       << integer("checkpoints") << " checkpoint(s) chosen, "
+       << text("recomputed")
+       << " of the forward work recomputed, micro-batches "
+       << (text("choice") == "auto" ? "chosen by train-plan-remat"
+                                    : "as written")
+       << "\n";
+  }
 }
 
 struct TrainPrintSummaryPass

@@ -201,7 +201,29 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(clone))
     expand.setStaticOutputShape(expand.getResultType().getShape());
-  if (changed || isa<DestinationStyleOpInterface>(clone)) {
+  // An op whose region holds the batch's values (train.checkpoint) is
+  // verified once the ops of its region are re-typed too (verifyRetyped).
+  bool holdsOps =
+      clone->getNumRegions() > 0 && !isa<DestinationStyleOpInterface>(clone);
+  if ((changed || isa<DestinationStyleOpInterface>(clone)) && !holdsOps) {
+    if (failed(verify(clone, /*verifyRecursively=*/false)))
+      return original->emitError()
+             << "cannot split: this operation could not be re-typed for a "
+                "slice of the batch with "
+             << factor << " times fewer rows (see the error above)";
+  }
+  return success();
+}
+
+/// Verifies the re-typed region ops among `clones` (as `originals`), inner
+/// ones first: retype() checks them only after their regions.
+static LogicalResult verifyRetyped(ArrayRef<Operation *> originals,
+                                   ArrayRef<Operation *> clones,
+                                   int64_t factor) {
+  for (auto [original, clone] :
+       llvm::zip(llvm::reverse(originals), llvm::reverse(clones))) {
+    if (clone->getNumRegions() == 0 || isa<DestinationStyleOpInterface>(clone))
+      continue;
     if (failed(verify(clone, /*verifyRecursively=*/false)))
       return original->emitError()
              << "cannot split: this operation could not be re-typed for a "
@@ -378,9 +400,13 @@ LogicalResult Splitter::hoistGlobals(OpBuilder &b) {
     Operation *clone = b.clone(op, outside);
     if (r == 1)
       continue;
-    for (auto [original, copy] : llvm::zip(preorder(&op), preorder(clone)))
+    SmallVector<Operation *> originals = preorder(&op);
+    SmallVector<Operation *> copies = preorder(clone);
+    for (auto [original, copy] : llvm::zip(originals, copies))
       if (failed(retype(original, copy, *analysis, r)))
         return failure();
+    if (failed(verifyRetyped(originals, copies, r)))
+      return failure();
     if (failed(reduceAcrossRanks(&op, clone, *analysis, outside, b)))
       return failure();
   }
@@ -432,6 +458,8 @@ LogicalResult Splitter::buildAccumulate(OpBuilder &b) {
   for (auto [original, clone] : llvm::zip(originals, clones))
     if (failed(retype(original, clone, *analysis, k * r)))
       return failure();
+  if (failed(verifyRetyped(originals, clones, k * r)))
+    return failure();
   // Inside, the globals are the accumulate's arguments.
   for (auto [i, g] : llvm::enumerate(globals))
     inside.lookup(g).replaceAllUsesWith(acc.getGlobalArgs()[i]);

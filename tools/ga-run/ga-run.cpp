@@ -123,6 +123,12 @@ static cl::opt<int64_t> memoryBudget(
              "plus its arguments, peak_bytes of --report-memory) by "
              "checkpointing: --ga-pipeline option memory-budget"),
     cl::init(0), cl::value_desc("bytes"), cl::cat(gaRunCategory));
+static cl::opt<std::string> microbatchesOption(
+    "microbatches",
+    cl::desc("'auto': with --memory-budget, the planner chooses the "
+             "micro-batch count with the checkpoints (--ga-pipeline option "
+             "microbatches)"),
+    cl::init(""), cl::value_desc("auto"), cl::cat(gaRunCategory));
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "
@@ -267,6 +273,7 @@ int main(int argc, char **argv) {
     options.checkLabels = checkLabels;
     options.releaseBuffers = releaseBuffers;
     options.memoryBudget = memoryBudget;
+    options.microbatches = microbatchesOption;
     options.buffersOnly = true;
     if (failed(ga::buildCPUPipeline(buffers, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);

@@ -123,6 +123,20 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
+  if (name == MemoryPlanAttrHelper::getNameStr()) {
+    auto plan = dyn_cast<DictionaryAttr>(value);
+    if (!plan)
+      return op->emitError()
+             << "'" << name << "' must be a dictionary, got " << value;
+    if (!isa<StepOp>(op))
+      return op->emitError() << "'" << name << "' belongs on a train.step, "
+                             << "not on '" << op->getName() << "'";
+    for (StringRef key : {"budget", "peak", "unplanned", "checkpoints"})
+      if (!isa_and_nonnull<IntegerAttr>(plan.get(key)))
+        return op->emitError() << "'" << name << "' needs an integer '" << key
+                               << "', got " << value;
+    return success();
+  }
   return op->emitError() << "unknown attribute '" << name
                          << "' of the train dialect (known: "
                          << SignatureAttrHelper::getNameStr() << ", "
@@ -132,5 +146,6 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << AccumulatesIntoInitAttrHelper::getNameStr() << ", "
                          << KernelAttrHelper::getNameStr() << ", "
                          << ParallelAttrHelper::getNameStr() << ", "
-                         << RematAttrHelper::getNameStr() << ")";
+                         << RematAttrHelper::getNameStr() << ", "
+                         << MemoryPlanAttrHelper::getNameStr() << ")";
 }

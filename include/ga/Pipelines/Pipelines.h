@@ -77,6 +77,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "of its forward pass (train-plan-remat); 0: no "
                      "planning"),
       llvm::cl::init(0)};
+  Option<std::string> microbatches{
+      *this, "microbatches",
+      llvm::cl::desc("'auto': train-plan-remat chooses each step's "
+                     "micro-batch count with its checkpoints, for the least "
+                     "estimated time under memory-budget; empty: the "
+                     "steps' own"),
+      llvm::cl::init("")};
   Option<bool> buffersOnly{
       *this, "buffers-only",
       llvm::cl::desc("Stop after bufferization and deallocation: the memref "

@@ -498,6 +498,14 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            /*default=*/"",
            "Options of --ga-pipeline that compile the candidates (as the "
            "step will be compiled)">,
+    Option<"microbatches", "microbatches", "std::string", /*default=*/"",
+           "'auto': choose each step's micro-batch count (a divisor of the "
+           "batch per rank) with its checkpoints, for the least estimated "
+           "time under the budget; empty: keep the step's">,
+    Option<"microbatchCost", "microbatch-cost", "int64_t", /*default=*/"-1",
+           "With microbatches=auto, the estimated cost of one micro-batch in "
+           "points of work (-1: twice the parameters' elements, their "
+           "gradients' accumulation)">,
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }

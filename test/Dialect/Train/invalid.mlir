@@ -884,7 +884,7 @@ func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat, train.memory_plan)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }
@@ -895,4 +895,25 @@ func.func @remat_mark(%a: tensor<4xf32>) -> tensor<4xf32> {
   // expected-error @below {{'train.remat' must be "save" or "recompute", got "keep"}}
   %b = arith.addf %a, %a {train.remat = "keep"} : tensor<4xf32>
   return %b : tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{'train.memory_plan' belongs on a train.step, not on 'func.func'}}
+func.func @memory_plan_on_func() attributes {train.memory_plan = {budget = 1 : i64, peak = 1 : i64, unplanned = 1 : i64, checkpoints = 0 : i64}} {
+  return
+}
+
+// -----
+
+func.func @memory_plan_without_peak(%w: tensor<4xf32>, %x: tensor<8x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  // expected-error @below {{'train.memory_plan' needs an integer 'peak'}}
+  %loss, %g = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>)
+      attributes {train.memory_plan = {budget = 100 : i64, unplanned = 1 : i64, checkpoints = 0 : i64}}
+      -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<8x4xf32>):
+    %c = arith.constant dense<0.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4xf32>
 }

@@ -53,7 +53,12 @@ def Train_Dialect : Dialect {
       caller's buffers;
     * `train.remat` (string, `"save"` or `"recompute"`), on an operation of
       a step body: `train-plan-remat` keeps the unit holding it saved, or
-      checkpoints it whatever the budget.
+      checkpoints it whatever the budget;
+    * `train.memory_plan` (dictionary), on a `train.step`: what
+      `train-plan-remat` chose and measured: `budget`, `peak`, `unplanned`
+      (bytes, i64), `checkpoints` (i64), `recomputed` (the share of the
+      forward work, a string), `choice` (`"auto"` when it chose the
+      micro-batch count, else `"fixed"`); `train-print-summary` shows it.
   }];
 
   let discardableAttrs = (ins
@@ -64,7 +69,8 @@ def Train_Dialect : Dialect {
     "::mlir::UnitAttr":$accumulates_into_init,
     "::mlir::UnitAttr":$kernel,
     "::mlir::UnitAttr":$parallel,
-    "::mlir::StringAttr":$remat
+    "::mlir::StringAttr":$remat,
+    "::mlir::DictionaryAttr":$memory_plan
   );
   let hasOperationAttrVerify = 1;
 }

@@ -1,0 +1,181 @@
+#!/usr/bin/env python3
+"""Rematerialization benchmark: the tiny-GPT step under memory budgets.
+
+For GPT depths (default 4, 12, 24 layers; B=4, S=64, V=256, D=64, 4 heads,
+F=256) and budgets from the smallest feasible one to the unplanned peak:
+  * planned: train-plan-remat's planned peak (the memory model's exact
+    prediction of the compiled step), its checkpoints and the share of the
+    forward work it recomputes, its search time (the dynamic program on
+    the chain model) and the time of the plans it compiled to measure them;
+  * measured: the peak the runtime counts (ga-run --report-memory
+    peak_bytes: step buffers + arguments) and the step time (minimum over
+    --repeat runs, one thread), as a ratio to the unplanned step's time,
+    measured in the same run;
+  * the smallest feasible budget, as the planner states it when a budget
+    of one byte is refused.
+A PNG (matplotlib; Debian: python3-matplotlib) plots the measured peak and
+the step-time ratio against the budget for each depth. The MILP optimum
+(Checkmate) is not computed: ga-opt has no MILP solver yet.
+Not a test: nothing is asserted, but a measured peak above its budget is
+printed as OVER.
+
+Rerun: python3 scripts/bench_remat.py [--build build] [--depths 4,12,24]
+       [--repeat 5] [--png docs/remat.png] [--json out.json]
+"""
+
+import argparse
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(ROOT, "scripts"))
+from bench_models import inputs  # noqa: E402
+
+SIZE = dict(batch=4, seq=64, vocab=256, dim=64, heads=4, ffn=256)
+
+
+def ga_run(binary, path, args, extra):
+    """Runs ga-run; returns (stdout, stderr, returncode, seconds)."""
+    start = time.time()
+    proc = subprocess.run([binary, path, *args, *extra], capture_output=True,
+                          text=True)
+    return proc.stdout, proc.stderr, proc.returncode, time.time() - start
+
+
+def number(pattern, text, cast=int):
+    match = re.search(pattern, text, re.M)
+    return cast(match.group(1)) if match else None
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--depths", default="4,12,24")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--png", default=None,
+                        help="write the plot here (default: none)")
+    parser.add_argument("--json", default=None)
+    args = parser.parse_args()
+    binary = os.path.join(args.build, "bin", "ga-run")
+    if not os.path.exists(binary):
+        sys.exit(f"bench_remat: {binary} not found (build first, or pass "
+                 "--build)")
+    depths = [int(d) for d in args.depths.split(",")]
+    work = tempfile.mkdtemp(prefix="ga-bench-remat-")
+    rows = []
+    print(f"model: B={SIZE['batch']} S={SIZE['seq']} V={SIZE['vocab']} "
+          f"D={SIZE['dim']} H={SIZE['heads']} F={SIZE['ffn']}; one thread; "
+          f"step time min of {args.repeat}")
+    header = (f"{'L':>3} {'budget':>10} {'planned':>10} {'measured':>10} "
+              f"{'fits':>4} {'ckpts':>5} {'recomp%':>7} {'step ms':>8} "
+              f"{'x plain':>7} {'solve s':>7} {'measure s':>9} "
+              f"{'compiled':>8}")
+    for L in depths:
+        path = os.path.join(work, f"gpt{L}.mlir")
+        with open(path, "w") as f:
+            subprocess.run([sys.executable,
+                            os.path.join(ROOT, "examples", "gen_tiny_gpt.py"),
+                            *[f"--{k}={v}" for k, v in SIZE.items()],
+                            f"--layers={L}"], stdout=f, check=True)
+        params, tokens, labels = inputs(
+            SIZE["batch"], SIZE["seq"], SIZE["vocab"], SIZE["dim"],
+            SIZE["heads"], SIZE["ffn"], L, np.random.default_rng(L))
+        arrays = []
+        for i, a in enumerate(params + [tokens, labels]):
+            arrays.append(os.path.join(work, f"gpt{L}_arg{i}.npy"))
+            np.save(arrays[-1], a)
+        common = ["--report-memory", "--num-threads", "1", "--repeat",
+                  str(args.repeat)]
+        out, err, rc, _ = ga_run(binary, path, arrays, common)
+        if rc:
+            sys.exit(f"bench_remat: ga-run failed on L={L}:\n{err}")
+        unplanned = number(r"^peak_bytes: (\d+)", out)
+        plain_ms = number(r"min ([0-9.]+)\)", out, float)
+        _, err, rc, _ = ga_run(binary, path, arrays,
+                               ["--memory-budget=1"])
+        smallest = number(r"the smallest peak the planner reaches is (\d+)",
+                          err)
+        if rc == 0 or smallest is None:
+            sys.exit(f"bench_remat: L={L}: a budget of one byte was not "
+                     f"refused with the smallest feasible budget:\n{err}")
+        print(f"\nL={L}: unplanned peak {unplanned} B, step {plain_ms:.2f} "
+              f"ms; smallest feasible budget {smallest} B "
+              f"({smallest / unplanned:.2f}x)")
+        print(header)
+        budgets = sorted({smallest, *[smallest + (unplanned - smallest) * q
+                                      // 4 for q in (1, 2, 3)]})
+        for budget in budgets:
+            out, err, rc, seconds = ga_run(
+                binary, path, arrays, common + [f"--memory-budget={budget}"])
+            if rc:
+                print(f"{L:>3} {budget:>10} failed: {err.strip()[:200]}")
+                continue
+            remark = re.search(
+                r"(\d+) checkpoints over \d+ units \(recomputed ([0-9.]+)% "
+                r"of the forward work\); planned peak (\d+) bytes; solved "
+                r"in ([0-9.]+) s; (\d+) plans compiled and measured in "
+                r"([0-9.]+) s", err)
+            measured = number(r"^peak_bytes: (\d+)", out)
+            step_ms = number(r"min ([0-9.]+)\)", out, float)
+            row = dict(layers=L, budget=budget, unplanned=unplanned,
+                       smallest=smallest, plain_ms=plain_ms,
+                       measured=measured, step_ms=step_ms,
+                       checkpoints=int(remark.group(1)),
+                       recomputed=float(remark.group(2)),
+                       planned=int(remark.group(3)),
+                       solve_s=float(remark.group(4)),
+                       compiled=int(remark.group(5)),
+                       measure_s=float(remark.group(6)), wall_s=seconds)
+            rows.append(row)
+            fits = "yes" if measured <= budget else "OVER"
+            print(f"{L:>3} {budget:>10} {row['planned']:>10} "
+                  f"{measured:>10} {fits:>4} {row['checkpoints']:>5} "
+                  f"{row['recomputed']:>7.1f} {step_ms:>8.2f} "
+                  f"{step_ms / plain_ms:>7.2f} {row['solve_s']:>7.3f} "
+                  f"{row['measure_s']:>9.1f} {row['compiled']:>8}")
+    if args.json:
+        with open(args.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    if args.png:
+        try:
+            import matplotlib
+            matplotlib.use("Agg")
+            import matplotlib.pyplot as plt
+        except ImportError:
+            print("no matplotlib (Debian: python3-matplotlib): no plot")
+            return
+        fig, (left, right) = plt.subplots(1, 2, figsize=(11, 4.2))
+        for L in depths:
+            mine = [r for r in rows if r["layers"] == L]
+            if not mine:
+                continue
+            unplanned = mine[0]["unplanned"]
+            x = [r["budget"] / unplanned for r in mine]
+            left.plot(x, [r["measured"] / unplanned for r in mine], "o-",
+                      label=f"L={L}")
+            right.plot(x, [r["step_ms"] / r["plain_ms"] for r in mine], "o-",
+                       label=f"L={L}")
+        left.plot([0, 1], [0, 1], "k:", label="budget")
+        left.set_xlabel("budget / unplanned peak")
+        left.set_ylabel("measured peak / unplanned peak")
+        left.set_title("Peak within the budget")
+        right.set_xlabel("budget / unplanned peak")
+        right.set_ylabel("step time / unplanned step time")
+        right.set_title("Time paid for recomputation")
+        for ax in (left, right):
+            ax.grid(alpha=0.3)
+            ax.legend()
+        fig.tight_layout()
+        fig.savefig(args.png, dpi=110)
+        print(f"\nwrote {args.png}")
+
+
+if __name__ == "__main__":
+    main()
