@@ -7,7 +7,9 @@
 # printing the loss and the gradient norm; prints the table of batch splits
 # (ranks under mpirun x micro-batches, naive vs exact). Then, for each
 # example, prints a
-# summary; shows the step read by Debian's stock mlir-opt through the ga-opt
+# summary; fits the MLP step into memory budgets (checkpoints planned, then
+# the micro-batch count chosen too, with the measured peak); shows the step
+# read by Debian's stock mlir-opt through the ga-opt
 # plugin; and shows the diagnostic for a schedule that does not divide the
 # batch.
 #
@@ -45,6 +47,31 @@ rule "Ranks x micro-batches of examples/mlp.mlir: naive vs exact (same global ba
 echo "(naive: each micro-batch divides by its own token count, ranks average;"
 echo " exact: ga-opt's default, one global count summed across ranks (MPI),"
 echo " in-place accumulation: micro-batches alone give bitwise the full batch)"
+
+rule "A memory budget: rematerialization and the micro-batch count chosen by ga-opt"
+mlp_args=("$work"/data/{w1,b1,w2,x,labels}.npy)
+peak_of() { grep -E '^peak_bytes:' | sed -E 's/^peak_bytes: ([0-9]+).*/\1/'; }
+plain=$("$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory | peak_of)
+smallest=$({ "$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --memory-budget=1 2>&1 || true; } \
+  | sed -nE 's/.*the smallest peak the planner reaches is ([0-9]+) bytes.*/\1/p')
+if [[ -z "$plain" || -z "$smallest" ]]; then
+  echo "demo: error: no peak or smallest budget from ga-run" >&2
+  exit 1
+fi
+budget=$(( (plain + smallest) / 2 ))
+echo "unplanned peak (step buffers + arguments): $plain bytes;" \
+  "smallest budget one micro-batch fits with checkpoints: $smallest bytes"
+echo "-- budget $budget bytes: fits only with rematerialization"
+"$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory \
+  --memory-budget=$budget 2>&1 | grep -E 'remark|^peak_bytes|^loss' \
+  | sed -E 's/^.*remark: //; s/^/  /'
+tight=$(( smallest * 9 / 10 ))
+echo "-- budget $tight bytes: below what one micro-batch reaches; ga-opt chooses k"
+"$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory \
+  --memory-budget=$tight --microbatches=auto 2>&1 \
+  | grep -E 'remark|^peak_bytes|^loss' | sed -E 's/^.*remark: //; s/^/  /'
+echo "(the loss is the full batch's, bit for bit: checkpoints recompute, the"
+echo " split is exact; peak_bytes is what the runtime counted)"
 
 for example in examples/mlp.mlir examples/tiny_gpt.mlir; do
   rule "ga-opt --train-print-summary $example"

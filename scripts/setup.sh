@@ -23,11 +23,13 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
   libopenmpi-dev openmpi-bin valgrind clang-format-22 libomp-22-dev
+  coinor-libcbc-dev
 )
 # GA_BENCH=1: also PyTorch on OpenBLAS, the baseline of
-# scripts/bench_models.py (never needed by the build or the tests).
+# scripts/bench_models.py, and matplotlib for the plot of
+# scripts/bench_remat.py (never needed by the build or the tests).
 if [[ -n "${GA_BENCH:-}" ]]; then
-  PACKAGES+=(python3-torch libopenblas0-pthread)
+  PACKAGES+=(python3-torch libopenblas0-pthread python3-matplotlib)
 fi
 
 missing=()

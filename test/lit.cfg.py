@@ -95,6 +95,10 @@ llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
 tools = ["ga-opt", "ga-run", "ga-compile", "ga-exec", "ga-remat"]
+
+# The rematerialization MILP needs ga-opt built with CBC.
+if getattr(config, "ga_have_cbc", 0):
+    config.available_features.add("cbc")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
 # The Python that runs the reference scripts: the first python3 that has

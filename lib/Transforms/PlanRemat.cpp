@@ -427,6 +427,8 @@ struct ChainModel {
     return std::max(peak, before + tailBytes);
   }
 
+  double costOf(const Segment &piece) const { return costOf(ArrayRef(piece)); }
+
   double costOf(ArrayRef<Segment> plan) const {
     double cost = 0;
     for (const Segment &piece : plan)
@@ -763,31 +765,76 @@ struct TrainPlanRematPass
     if (outcome.fits || !exhaustive)
       return outcome;
 
-    // The plans of the smallest peak: the model's, and segments of 1, 2, 3,
-    // 4 and about sqrt(n) units (Chen et al.'s choice on a uniform chain).
-    SmallVector<SmallVector<Segment>> smallestPlans = {
-        timed([&] { return model.smallest(); })};
+    // When the model's plans do not fit: the model's plan of least memory,
+    // then segments of 1, 2, 3, 4 and about sqrt(n) units (Chen et al.'s
+    // choice on a uniform chain), every segment checkpointed; where that
+    // fits, the cheapest segments first, as few as fit (a bisection on
+    // their number: the peak falls as segments are added).
+    auto withForced = [&](SmallVector<Segment> plan) {
+      for (Segment &segment : plan)
+        if (!segment.checkpointed && units[segment.first].mustRecompute)
+          segment.checkpointed = true;
+      return plan;
+    };
+    outcome.smallest = *unplanned;
+    auto measure = [&](ArrayRef<Segment> plan) -> FailureOr<int64_t> {
+      FailureOr<int64_t> peak = exact(plan);
+      if (succeeded(peak)) {
+        outcome.smallest = std::min(outcome.smallest, *peak);
+        consider(plan, *peak);
+      }
+      return peak;
+    };
+    SmallVector<Segment> least = timed([&] { return model.smallest(); });
+    if (!least.empty() && failed(measure(withForced(least))))
+      return failure();
     SmallVector<unsigned> lengths = {1, 2, 3, 4};
     unsigned root = static_cast<unsigned>(
         std::lround(std::sqrt(static_cast<double>(units.size()))));
     if (root > 4)
       lengths.push_back(root);
-    for (unsigned length : lengths)
-      if (length <= units.size())
-        smallestPlans.push_back(segmentsOf(units, length));
-    outcome.smallest = *unplanned;
-    for (ArrayRef<Segment> plan : smallestPlans) {
-      if (plan.empty())
-        continue;
-      SmallVector<Segment> forced(plan);
-      for (Segment &segment : forced)
-        if (!segment.checkpointed && units[segment.first].mustRecompute)
-          segment.checkpointed = true;
-      FailureOr<int64_t> peak = exact(forced);
+    for (unsigned length : lengths) {
+      if (length > units.size())
+        break;
+      SmallVector<Segment> all = segmentsOf(units, length);
+      FailureOr<int64_t> peak = measure(withForced(all));
       if (failed(peak))
         return failure();
-      outcome.smallest = std::min(outcome.smallest, *peak);
-      consider(forced, *peak);
+      if (*peak > budget)
+        continue;
+      SmallVector<Segment> segments;
+      for (const Segment &segment : all)
+        if (segment.checkpointed)
+          segments.push_back(segment);
+      llvm::stable_sort(segments, [&](const Segment &a, const Segment &b) {
+        return model.costOf(a) < model.costOf(b);
+      });
+      // The first `n` segments checkpointed, every other unit saved.
+      auto prefix = [&](unsigned n) {
+        SmallVector<Segment> chosen(segments.begin(), segments.begin() + n);
+        SmallVector<Segment> plan;
+        for (unsigned i = 0; i < units.size();) {
+          auto it = llvm::find_if(chosen, [&](const Segment &segment) {
+            return segment.first == i;
+          });
+          if (it != chosen.end()) {
+            plan.push_back(*it);
+            i = it->last + 1;
+          } else {
+            plan.push_back({i, i, false});
+            ++i;
+          }
+        }
+        return withForced(plan);
+      };
+      unsigned low = 0, high = segments.size(); // high fits, low does not
+      while (high - low > 1) {
+        unsigned mid = (low + high) / 2;
+        FailureOr<int64_t> fits = measure(prefix(mid));
+        if (failed(fits))
+          return failure();
+        (*fits <= budget ? high : low) = mid;
+      }
     }
     return outcome;
   }

@@ -5,9 +5,10 @@ Its gradient is the sum of four contributions. The split steps (k = 2, 4,
 batch's bit for bit, and their gradient equals the float64 reference of the
 same chain (numpy, written out by hand: tanh, matmuls, a mean token
 cross-entropy with padding) as closely as the full batch's does. The
-gradient is not bitwise the full batch's: each micro-batch sums its four
-contributions before adding them to the accumulator, where the full batch
-sums each contribution over all rows first (README, "Known limits"). Also plans the step under a memory budget with
+gradient is not bitwise the full batch's: differentiation accumulates the
+four contributions into one running reduction, which the full batch runs
+contribution by contribution over all rows and a split micro-batch by
+micro-batch (README, "Exact gradient accumulation"). Also plans the step under a memory budget with
 the micro-batch count chosen by train-plan-remat (`--microbatches=auto`):
 the measured peak is within the budget and the results are as above.
 """

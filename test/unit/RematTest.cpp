@@ -5,10 +5,12 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Remat/Chain.h"
+#include "ga/Remat/Graph.h"
 
 #include <gtest/gtest.h>
 
 #include <functional>
+#include <random>
 
 using namespace ga::remat;
 
@@ -108,6 +110,114 @@ TEST(RematChain, SimulatorRefusesBadSchedules) {
                              {{Action::Advance, 0, 2}, {Action::Reverse, 2, 3}},
                              cost, peak, error));
   EXPECT_NE(error.find("not reversed"), std::string::npos) << error;
+}
+
+// A chain as a graph: node i reads node i-1, every output one byte, the
+// input one byte: a budget of s bytes holds s states, as in Revolve.
+std::vector<GraphNode> chainGraph(const std::vector<double> &costs) {
+  std::vector<GraphNode> nodes(costs.size());
+  for (size_t i = 0; i < costs.size(); ++i) {
+    nodes[i].cost = costs[i];
+    nodes[i].bytes = 1;
+    if (i)
+      nodes[i].inputs = {static_cast<int64_t>(i - 1)};
+  }
+  return nodes;
+}
+
+// The MILP and the dynamic program agree on chains: uniform ones (Revolve's
+// closed form) and ones of random costs.
+TEST(RematGraph, MilpEqualsDynamicProgramOnChains) {
+  if (!haveGraphSolver())
+    GTEST_SKIP() << "built without CBC";
+  for (int64_t l = 1; l <= 9; ++l)
+    for (int64_t s = 1; s <= 4; ++s) {
+      GraphPlan plan = solveGraph(chainGraph(uniformChain(l)), 1, s, 60);
+      ASSERT_EQ(plan.status, GraphPlan::Optimal)
+          << "l = " << l << ", s = " << s;
+      EXPECT_DOUBLE_EQ(plan.cost, static_cast<double>(revolveOptimum(l, s)))
+          << "l = " << l << ", s = " << s;
+    }
+  std::mt19937 random(7);
+  std::uniform_int_distribution<int> cost(1, 9);
+  for (int trial = 0; trial < 6; ++trial) {
+    std::vector<double> costs(7);
+    for (double &c : costs)
+      c = cost(random);
+    for (int64_t s = 1; s <= 3; ++s) {
+      GraphPlan plan = solveGraph(chainGraph(costs), 1, s, 60);
+      ASSERT_EQ(plan.status, GraphPlan::Optimal);
+      EXPECT_DOUBLE_EQ(plan.cost, planChain(costs, s).cost)
+          << "trial " << trial << ", s = " << s;
+    }
+  }
+}
+
+// On a graph with skip connections (a U-Net-like shape), the cost falls as
+// the budget grows, every plan passes the check, and a budget below the
+// input plus one output is infeasible.
+TEST(RematGraph, MonotoneInTheBudget) {
+  if (!haveGraphSolver())
+    GTEST_SKIP() << "built without CBC";
+  std::vector<GraphNode> nodes(8);
+  for (int64_t i = 0; i < 8; ++i) {
+    nodes[i].cost = 1 + i % 3;
+    nodes[i].bytes = 10 + 5 * (i % 2);
+    if (i)
+      nodes[i].inputs = {i - 1};
+  }
+  nodes[5].inputs.push_back(2);
+  nodes[6].inputs.push_back(1);
+  nodes[7].inputs.push_back(0);
+  double previous = 1e30;
+  bool someFeasible = false;
+  for (int64_t budget = 10; budget <= 140; budget += 5) {
+    GraphPlan plan = solveGraph(nodes, 10, budget, 60);
+    if (plan.status == GraphPlan::Infeasible) {
+      EXPECT_FALSE(someFeasible)
+          << "infeasible at " << budget << " after a feasible budget";
+      continue;
+    }
+    ASSERT_EQ(plan.status, GraphPlan::Optimal) << "budget " << budget;
+    someFeasible = true;
+    double cost;
+    std::string error;
+    EXPECT_TRUE(checkGraphPlan(nodes, 10, budget, plan, cost, error)) << error;
+    EXPECT_LE(plan.cost, previous) << "budget " << budget;
+    previous = plan.cost;
+  }
+  EXPECT_TRUE(someFeasible);
+  // With everything held, each node is computed once: the forward pass
+  // without the last node (fused with its adjoint).
+  double forward = 0;
+  for (int64_t i = 0; i < 7; ++i)
+    forward += nodes[i].cost;
+  EXPECT_DOUBLE_EQ(previous, forward);
+}
+
+// The check refuses plans that break the model.
+TEST(RematGraph, CheckRefusesBadPlans) {
+  std::vector<GraphNode> nodes = chainGraph(uniformChain(3));
+  GraphPlan plan;
+  plan.computed.assign(3, std::vector<bool>(3, false));
+  plan.held.assign(3, std::vector<bool>(3, false));
+  double cost;
+  std::string error;
+  // Stage 0 reverses node 2, which reads node 1: nothing computed it.
+  EXPECT_FALSE(checkGraphPlan(nodes, 1, 10, plan, cost, error));
+  EXPECT_NE(error.find("the adjoint reads output 1"), std::string::npos)
+      << error;
+  // Node 1 computed without node 0.
+  plan.computed[0][1] = true;
+  EXPECT_FALSE(checkGraphPlan(nodes, 1, 10, plan, cost, error));
+  EXPECT_NE(error.find("node 1 reads output 0"), std::string::npos) << error;
+  // A correct plan, then over a budget of one state.
+  plan.computed[0][0] = true;
+  plan.held[1][0] = plan.held[1][1] = true;
+  EXPECT_TRUE(checkGraphPlan(nodes, 1, 10, plan, cost, error)) << error;
+  EXPECT_DOUBLE_EQ(cost, 2);
+  EXPECT_FALSE(checkGraphPlan(nodes, 1, 2, plan, cost, error));
+  EXPECT_NE(error.find("over the budget"), std::string::npos) << error;
 }
 
 } // namespace

@@ -4,23 +4,31 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// ga-remat graph.json (--budget BYTES | --slots S) [--schedule]
+// ga-remat graph.json (--budget BYTES | --slots S) [--schedule] [--milp]
 //
-// Plans the reversal of a chain (a forward pass whose every unit reads the
-// one before it, then the backward pass) with ga/Remat/Chain.h, for graphs
-// that other compilers or benchmarks write. The graph:
+// Plans the reversal of a graph (a forward pass, then the backward pass)
+// for graphs that other compilers or benchmarks write. The graph:
 //
 //   {"nodes": [{"name": "l0", "cost": 2.5, "bytes": 4096},
 //              {"name": "l1", "cost": 2.5, "bytes": 4096, "inputs": ["l0"]},
-//              ...]}
+//              ...],
+//    "input_bytes": 4096}
 //
 // `cost` is the work of a node's forward (any unit: FLOPs, seconds),
-// `bytes` the size of the state it writes. A budget in bytes holds
-// floor(budget / the largest state) states, the chain's input included.
+// `bytes` the size of the output it writes, `inputs` earlier nodes (none:
+// the graph's input, of `input_bytes`, by default the largest node's).
+// `must_save` / `must_recompute` (booleans) mark nodes never recomputed /
+// never held. A chain (each node reads the one before it, no marks) is
+// planned by the dynamic program of ga/Remat/Chain.h: a budget in bytes
+// holds floor(budget / the largest output) states, the input included.
+// Anything else, or any graph with --milp, by the MILP of ga/Remat/Graph.h
+// (CBC, --time-limit seconds); --slots S then means a budget of S times the
+// largest output.
 //
 //===----------------------------------------------------------------------===//
 
 #include "ga/Remat/Chain.h"
+#include "ga/Remat/Graph.h"
 
 #include "llvm/Support/CommandLine.h"
 #include "llvm/Support/InitLLVM.h"
@@ -53,6 +61,16 @@ static cl::opt<bool>
                            "free, reverse), one a line"),
                   cl::init(false), cl::cat(category));
 
+static cl::opt<bool>
+    useMilp("milp",
+            cl::desc("Solve with the MILP (ga/Remat/Graph.h) even on a "
+                     "chain; on a chain, also print the dynamic program's "
+                     "cost"),
+            cl::init(false), cl::cat(category));
+static cl::opt<double> timeLimit("time-limit",
+                                 cl::desc("The MILP's time limit in seconds"),
+                                 cl::init(60.0), cl::cat(category));
+
 static int fail(const Twine &message) {
   WithColor::error(errs(), "ga-remat") << message << "\n";
   return 1;
@@ -63,8 +81,9 @@ int main(int argc, char **argv) {
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(
       argc, argv,
-      "ga-remat: the least recomputation that reverses a chain within a "
-      "memory budget (Revolve's optimum for uniform chains)\n");
+      "ga-remat: the least recomputation that reverses a graph within a "
+      "memory budget (chains: Revolve's optimum by a dynamic program; "
+      "graphs: a MILP)\n");
   if ((budget > 0) == (slots > 0))
     return fail("give exactly one of --budget (bytes, > 0) and --slots "
                 "(> 0)");
@@ -83,9 +102,13 @@ int main(int argc, char **argv) {
                 "': expected an object with a non-empty array \"nodes\"");
 
   std::vector<double> costs;
+  std::vector<ga::remat::GraphNode> graph;
   int64_t largest = 0;
   std::map<std::string, size_t> index;
   std::string previous;
+  // The first node that makes the graph something else than a chain, and
+  // why.
+  std::string notChain;
   for (size_t i = 0; i < nodes->size(); ++i) {
     const json::Object *node = (*nodes)[i].getAsObject();
     std::string where = "'" + inputFile + "': node #" + std::to_string(i);
@@ -103,29 +126,118 @@ int main(int argc, char **argv) {
       return fail(where + ": expected an integer \"bytes\" >= 0");
     if (!index.emplace(name->str(), i).second)
       return fail(where + ": the name is taken by an earlier node");
+    ga::remat::GraphNode graphNode;
+    graphNode.cost = *cost;
+    graphNode.bytes = *bytes;
     for (StringRef mark : {"must_save", "must_recompute"})
-      if (node->get(mark))
-        return fail(where + ": \"" + mark +
-                    "\" is not supported by the chain planner");
+      if (const json::Value *value = node->get(mark)) {
+        std::optional<bool> flag = value->getAsBoolean();
+        if (!flag)
+          return fail(where + ": \"" + mark + "\" must be a boolean");
+        (mark == "must_save" ? graphNode.mustSave : graphNode.mustRecompute) =
+            *flag;
+        if (*flag && notChain.empty())
+          notChain = where + ": marked \"" + mark.str() + "\"";
+      }
+    if (graphNode.mustSave && graphNode.mustRecompute)
+      return fail(where + ": marked both \"must_save\" and "
+                          "\"must_recompute\"");
     std::vector<std::string> inputs;
-    if (const json::Array *list = node->getArray("inputs"))
-      for (const json::Value &input : *list)
-        if (std::optional<StringRef> text = input.getAsString())
-          inputs.push_back(text->str());
-        else
+    if (const json::Array *list = node->getArray("inputs")) {
+      for (const json::Value &input : *list) {
+        std::optional<StringRef> text = input.getAsString();
+        if (!text)
           return fail(where + ": \"inputs\" must be names (strings)");
+        inputs.push_back(text->str());
+      }
+    }
+    for (const std::string &input : inputs) {
+      auto it = index.find(input);
+      if (it == index.end() || it->second == i)
+        return fail(where + ": input '" + input +
+                    "' is not an earlier node (nodes are listed in "
+                    "topological order)");
+      graphNode.inputs.push_back(static_cast<int64_t>(it->second));
+    }
     std::vector<std::string> expected;
     if (i)
       expected.push_back(previous);
-    if (inputs != expected)
-      return fail(where +
-                  ": ga-remat plans chains, where each node reads "
-                  "exactly the one before it; expected inputs [" +
-                  (i ? "\"" + previous + "\"" : std::string()) + "], got " +
-                  std::to_string(inputs.size()) + " input(s)");
+    if (inputs != expected && notChain.empty())
+      notChain = where + ": reads " + std::to_string(inputs.size()) +
+                 " input(s), not exactly the node before it";
     costs.push_back(*cost);
+    graph.push_back(graphNode);
     largest = std::max(largest, *bytes);
     previous = name->str();
+  }
+  int64_t inputBytes = largest;
+  if (const json::Value *value = root->get("input_bytes")) {
+    std::optional<int64_t> bytes = value->getAsInteger();
+    if (!bytes || *bytes < 0)
+      return fail("'" + inputFile +
+                  "': \"input_bytes\" must be an integer >= 0");
+    inputBytes = *bytes;
+    if (notChain.empty() && inputBytes != largest)
+      notChain = "'" + inputFile +
+                 "': \"input_bytes\" differs from the "
+                 "largest output";
+  }
+  double forward = 0;
+  for (double c : costs)
+    forward += c;
+  if (useMilp || !notChain.empty()) {
+    if (!ga::remat::haveGraphSolver())
+      return fail((notChain.empty()
+                       ? std::string("--milp")
+                       : "this graph is not a chain (" + notChain + ")") +
+                  " needs the MILP, and ga-remat was built without a MILP "
+                  "solver (install Debian's coinor-libcbc-dev and "
+                  "reconfigure)");
+    if (timeLimit <= 0)
+      return fail("--time-limit must be > 0 seconds");
+    int64_t memory = budget > 0 ? budget : slots * largest;
+    ga::remat::GraphPlan plan =
+        ga::remat::solveGraph(graph, inputBytes, memory, timeLimit);
+    outs() << "nodes: " << graph.size() << "\n";
+    outs() << "budget: " << memory << " bytes (input " << inputBytes << ")\n";
+    outs() << "milp: " << plan.variables << " variables, " << plan.constraints
+           << " constraints, " << format("%.3f", plan.seconds) << " s\n";
+    switch (plan.status) {
+    case ga::remat::GraphPlan::Optimal:
+    case ga::remat::GraphPlan::Feasible:
+      break;
+    default:
+      return fail("no plan within " + std::to_string(memory) +
+                  " bytes: " + plan.message);
+    }
+    outs() << "status: "
+           << (plan.status == ga::remat::GraphPlan::Optimal ? "optimal"
+                                                            : "feasible")
+           << " (bound " << format("%g", plan.bound) << ")\n";
+    outs() << "recompute_cost: " << format("%g", plan.cost) << " ("
+           << format("%.3f", forward ? plan.cost / forward : 0.0)
+           << " of one forward pass)\n";
+    if (notChain.empty()) {
+      int64_t states = budget > 0 ? (largest ? budget / largest : 1) : slots;
+      if (states >= 1)
+        outs() << "dp_cost: "
+               << format("%g", ga::remat::planChain(costs, states).cost)
+               << "\n";
+    }
+    if (printSchedule)
+      for (size_t k = 0; k < graph.size(); ++k) {
+        outs() << "stage " << k << " (adjoint of node " << graph.size() - 1 - k
+               << "): held";
+        for (size_t j = 0; j < graph.size(); ++j)
+          if (plan.held[k][j])
+            outs() << " " << j;
+        outs() << "; computed";
+        for (size_t j = 0; j < graph.size(); ++j)
+          if (plan.computed[k][j])
+            outs() << " " << j;
+        outs() << "\n";
+      }
+    return 0;
   }
   bool uniform = std::all_of(costs.begin(), costs.end(),
                              [&](double c) { return c == costs.front(); });
@@ -145,9 +257,6 @@ int main(int argc, char **argv) {
                   std::to_string(largest) + " bytes)");
   }
   ga::remat::ChainPlan plan = ga::remat::planChain(costs, states);
-  double forward = 0;
-  for (double c : costs)
-    forward += c;
   outs() << "steps: " << costs.size() << "\n";
   outs() << "states: " << states << " (peak " << plan.peakStates << ", "
          << plan.peakStates * largest << " bytes)\n";

@@ -1,0 +1,82 @@
+//===- Graph.h - Optimal checkpointing of a graph by MILP -------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// Reversing a computation graph (nodes in topological order, each reading
+// the outputs of earlier nodes or the graph's input) within a memory budget,
+// as a mixed-integer program in the stage form of Checkmate (Jain et al.,
+// MLSys 2020), with the memory accounting of Revolve generalized to graphs.
+//
+// The backward pass has one stage per node, in reverse order: stage k runs
+// the adjoint of node t = n-1-k, which reads the outputs of t's inputs (the
+// graph's input is always held). In a stage, nodes before t may be
+// (re)computed from values held or computed in that stage; t itself runs
+// fused with its adjoint. Between stages, outputs are stored (held); the
+// memory of a stage is the graph input plus every output held at its start
+// or stored for a later stage, at most the budget. Values computed and
+// consumed within a stage are not counted (they overwrite a working state,
+// as an advance does in Revolve). Variables: R[k][i] (node i computed in
+// stage k), S[k][j] (output j held at the start of stage k), H[k][j] (held
+// during stage k); minimize the work of the computed nodes.
+//
+// On a chain with unit bytes and a budget of s states this is Revolve's
+// problem: its optimum is the dynamic program's (Chain.h), which the tests
+// check. The solver is CBC (Debian's coinor-libcbc-dev), time-limited;
+// ga-opt builds without it, and then solveGraph reports that it cannot.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_REMAT_GRAPH_H
+#define GA_REMAT_GRAPH_H
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace ga::remat {
+
+struct GraphNode {
+  double cost = 0;             ///< the work of its forward
+  int64_t bytes = 0;           ///< the size of its output
+  std::vector<int64_t> inputs; ///< earlier nodes (none: the graph input)
+  bool mustSave = false;       ///< never recomputed
+  bool mustRecompute = false;  ///< never held between stages
+};
+
+struct GraphPlan {
+  enum Status { Optimal, Feasible, Infeasible, TimeLimit, Unavailable };
+  Status status = Unavailable;
+  double cost = 0;    ///< the work of every forward computation, fused
+                      ///< ones excluded (Revolve's count on chains)
+  double bound = 0;   ///< the solver's lower bound on the cost
+  double seconds = 0; ///< solve time
+  int64_t variables = 0, constraints = 0;
+  /// computed[k][i]: node i computed in stage k (stage k reverses node
+  /// n-1-k); held[k][j]: output j held at the start of stage k.
+  std::vector<std::vector<bool>> computed, held;
+  std::string message; ///< why there is no plan
+};
+
+/// Whether ga-opt was built with the MILP solver.
+bool haveGraphSolver();
+
+/// The least-work reversal of `nodes` (topologically ordered) whose memory
+/// stays within `budget` bytes, the graph's input (`inputBytes`) included.
+/// Stops after `seconds`. A plan is checked by checkGraphPlan before it is
+/// returned; a violation is a bug and aborts.
+GraphPlan solveGraph(const std::vector<GraphNode> &nodes, int64_t inputBytes,
+                     int64_t budget, double seconds);
+
+/// Replays a plan: every computation reads values held or computed in its
+/// stage, every adjoint finds its inputs, held values were computed before,
+/// memory stays within `budget`. Returns the cost; on a violation, `error`
+/// says which stage and node.
+bool checkGraphPlan(const std::vector<GraphNode> &nodes, int64_t inputBytes,
+                    int64_t budget, const GraphPlan &plan, double &cost,
+                    std::string &error);
+
+} // namespace ga::remat
+
+#endif // GA_REMAT_GRAPH_H

@@ -1,0 +1,247 @@
+//===- Graph.cpp - Optimal checkpointing of a graph by MILP ---------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Remat/Graph.h"
+
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+
+#ifdef GA_HAVE_CBC
+#include "CbcModel.hpp"
+#include "CoinPackedMatrix.hpp"
+#include "CoinPackedVector.hpp"
+#include "OsiClpSolverInterface.hpp"
+#endif
+
+using namespace ga::remat;
+
+bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
+                               int64_t inputBytes, int64_t budget,
+                               const GraphPlan &plan, double &cost,
+                               std::string &error) {
+  int64_t n = static_cast<int64_t>(nodes.size());
+  cost = 0;
+  auto fail = [&](int64_t k, const std::string &what) {
+    error = "stage " + std::to_string(k) + " (adjoint of node " +
+            std::to_string(n - 1 - k) + "): " + what;
+    return false;
+  };
+  if (static_cast<int64_t>(plan.computed.size()) != n ||
+      static_cast<int64_t>(plan.held.size()) != n) {
+    error = "the plan has " + std::to_string(plan.computed.size()) +
+            " stages, the graph " + std::to_string(n) + " nodes";
+    return false;
+  }
+  std::vector<int64_t> computations(n, 0);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t t = n - 1 - k;
+    std::vector<bool> available(n, false);
+    for (int64_t j = 0; j < n; ++j) {
+      if (plan.held[k][j] && k == 0)
+        return fail(k, "output " + std::to_string(j) +
+                           " is held before anything ran");
+      available[j] = plan.held[k][j];
+    }
+    for (int64_t i = 0; i < t; ++i) {
+      if (!plan.computed[k][i])
+        continue;
+      for (int64_t p : nodes[i].inputs)
+        if (!available[p])
+          return fail(k, "node " + std::to_string(i) + " reads output " +
+                             std::to_string(p) + ", which is not there");
+      available[i] = true;
+      cost += nodes[i].cost;
+      ++computations[i];
+    }
+    for (int64_t i = t; i < n; ++i)
+      if (plan.computed[k][i])
+        return fail(k, "node " + std::to_string(i) +
+                           " is computed after the stage's own node");
+    for (int64_t p : nodes[t].inputs)
+      if (!available[p])
+        return fail(k, "the adjoint reads output " + std::to_string(p) +
+                           ", which is not there");
+    int64_t bytes = inputBytes;
+    for (int64_t j = 0; j < n; ++j) {
+      bool next = k + 1 < n && plan.held[k + 1][j];
+      if (next && !available[j])
+        return fail(k, "output " + std::to_string(j) +
+                           " is held for the next stage but was neither held "
+                           "nor computed");
+      if (plan.held[k][j] || next)
+        bytes += nodes[j].bytes;
+    }
+    if (bytes > budget)
+      return fail(k, "holds " + std::to_string(bytes) +
+                         " bytes, over the budget of " +
+                         std::to_string(budget));
+  }
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t j = 0; j < n; ++j)
+      if (plan.held[k][j] && nodes[j].mustRecompute)
+        return fail(k, "output " + std::to_string(j) +
+                           " must be recomputed but is held");
+  for (int64_t i = 0; i < n; ++i)
+    if (nodes[i].mustSave && computations[i] > 1)
+      return fail(0, "node " + std::to_string(i) +
+                         " must be saved but is computed " +
+                         std::to_string(computations[i]) + " times");
+  return true;
+}
+
+#ifndef GA_HAVE_CBC
+
+bool ga::remat::haveGraphSolver() { return false; }
+
+GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &, int64_t,
+                                int64_t, double) {
+  GraphPlan plan;
+  plan.status = GraphPlan::Unavailable;
+  plan.message = "ga-opt was built without a MILP solver (install Debian's "
+                 "coinor-libcbc-dev and reconfigure)";
+  return plan;
+}
+
+#else
+
+bool ga::remat::haveGraphSolver() { return true; }
+
+GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
+                                int64_t inputBytes, int64_t budget,
+                                double seconds) {
+  auto start = std::chrono::steady_clock::now();
+  GraphPlan plan;
+  int64_t n = static_cast<int64_t>(nodes.size());
+  if (n == 0) {
+    plan.status = GraphPlan::Optimal;
+    return plan;
+  }
+  // Column indices: R[k][i] (i < t), S[k][j] and H[k][j] (j < t), with
+  // t = n-1-k; -1 where a variable does not exist.
+  std::vector<std::vector<int>> R(n), S(n), H(n);
+  std::vector<double> lower, upper, objective;
+  auto column = [&](double cost, double up) {
+    lower.push_back(0);
+    upper.push_back(up);
+    objective.push_back(cost);
+    return static_cast<int>(lower.size() - 1);
+  };
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t t = n - 1 - k;
+    R[k].assign(n, -1);
+    S[k].assign(n, -1);
+    H[k].assign(n, -1);
+    for (int64_t i = 0; i < t; ++i) {
+      R[k][i] = column(nodes[i].cost, 1);
+      S[k][i] = column(0, k == 0 || nodes[i].mustRecompute ? 0 : 1);
+      H[k][i] = column(0, 1);
+    }
+  }
+  CoinPackedMatrix matrix(false, 0, 0);
+  matrix.setDimensions(0, static_cast<int>(lower.size()));
+  std::vector<double> rowLower, rowUpper;
+  auto row = [&](std::vector<std::pair<int, double>> terms, double lo,
+                 double hi) {
+    CoinPackedVector vector;
+    for (auto [index, value] : terms)
+      if (index >= 0)
+        vector.insert(index, value);
+    matrix.appendRow(vector);
+    rowLower.push_back(lo);
+    rowUpper.push_back(hi);
+  };
+  const double inf = COIN_DBL_MAX;
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t t = n - 1 - k;
+    // A computation reads values held or computed in the stage.
+    for (int64_t i = 0; i < t; ++i)
+      for (int64_t p : nodes[i].inputs)
+        row({{R[k][i], 1}, {R[k][p], -1}, {S[k][p], -1}}, -inf, 0);
+    // The adjoint of t reads its inputs.
+    for (int64_t p : nodes[t].inputs)
+      row({{R[k][p], 1}, {S[k][p], 1}}, 1, inf);
+    // What the next stage holds was held or computed in this one.
+    if (k + 1 < n)
+      for (int64_t j = 0; j < t - 1; ++j)
+        row({{S[k + 1][j], 1}, {S[k][j], -1}, {R[k][j], -1}}, -inf, 0);
+    // Held during the stage: at its start or for the next one.
+    std::vector<std::pair<int, double>> memory;
+    for (int64_t j = 0; j < t; ++j) {
+      row({{H[k][j], 1}, {S[k][j], -1}}, 0, inf);
+      if (k + 1 < n && j < t - 1)
+        row({{H[k][j], 1}, {S[k + 1][j], -1}}, 0, inf);
+      memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
+    }
+    row(memory, -inf, static_cast<double>(budget - inputBytes));
+  }
+  for (int64_t i = 0; i < n; ++i) {
+    if (!nodes[i].mustSave)
+      continue;
+    std::vector<std::pair<int, double>> uses;
+    for (int64_t k = 0; k < n; ++k)
+      uses.push_back({R[k][i], 1});
+    row(uses, -inf, 1);
+  }
+  plan.variables = static_cast<int64_t>(lower.size());
+  plan.constraints = static_cast<int64_t>(rowLower.size());
+  if (budget < inputBytes) {
+    plan.status = GraphPlan::Infeasible;
+    plan.message = "the budget is below the graph input's " +
+                   std::to_string(inputBytes) + " bytes";
+    return plan;
+  }
+
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(matrix, lower.data(), upper.data(), objective.data(),
+                     rowLower.data(), rowUpper.data());
+  for (int i = 0; i < static_cast<int>(lower.size()); ++i)
+    solver.setInteger(i);
+  CbcModel model(solver);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  model.setMaximumSeconds(seconds);
+  model.setNumberThreads(1);
+  model.branchAndBound();
+  plan.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  const double *solution = model.bestSolution();
+  if (!solution) {
+    plan.status = model.isProvenInfeasible() ? GraphPlan::Infeasible
+                                             : GraphPlan::TimeLimit;
+    plan.message = model.isProvenInfeasible()
+                       ? "no plan fits the budget (the marks "
+                         "\"must_save\" and \"must_recompute\" constrain "
+                         "it, the input's bytes hold always)"
+                       : "the time limit ran out before a plan was found";
+    return plan;
+  }
+  plan.status =
+      model.isProvenOptimal() ? GraphPlan::Optimal : GraphPlan::Feasible;
+  plan.bound = model.getBestPossibleObjValue();
+  plan.computed.assign(n, std::vector<bool>(n, false));
+  plan.held.assign(n, std::vector<bool>(n, false));
+  for (int64_t k = 0; k < n; ++k)
+    for (int64_t i = 0; i < n; ++i) {
+      if (R[k][i] >= 0)
+        plan.computed[k][i] = solution[R[k][i]] > 0.5;
+      if (S[k][i] >= 0)
+        plan.held[k][i] = solution[S[k][i]] > 0.5;
+    }
+  std::string error;
+  if (!checkGraphPlan(nodes, inputBytes, budget, plan, plan.cost, error)) {
+    std::fprintf(stderr,
+                 "ga::remat::solveGraph: the solver's plan fails "
+                 "its check: %s\n",
+                 error.c_str());
+    std::abort();
+  }
+  return plan;
+}
+
+#endif

@@ -1,0 +1,96 @@
+"""Budgets on deep GPTs: the planned step fits, measured.
+
+For a GPT of 12 and 24 layers (small widths: compile time, not size,
+grows with depth), runs the unplanned step, then the step planned for a
+budget of 60% of its measured peak (ga-run --memory-budget) and for the
+same budget with the micro-batch count chosen (--microbatches=auto).
+Checks: the measured peak (ga-run --report-memory peak_bytes: step buffers
++ arguments) is within the budget, the memory model's prediction equals
+the measurement, and the results are the unplanned step's, bit for bit.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+from reference_harness import Checker
+
+SIZE = dict(batch=4, seq=8, vocab=32, dim=16, heads=2, ffn=32)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--layers", default="12,24")
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    sys.path.insert(0, os.path.join(args.src, "scripts"))
+    from bench_models import inputs
+    check = Checker("deep-budget")
+
+    def run(path, arrays, outdir, extra):
+        proc = subprocess.run(
+            [args.ga_run, path, *arrays, "--report-memory", "--out-dir",
+             outdir, *extra], capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"FAIL deep-budget: ga-run {' '.join(extra)} exited "
+                     f"with {proc.returncode}:\n{proc.stderr}")
+        peak = int(re.search(r"^peak_bytes: (\d+)", proc.stdout,
+                             re.M).group(1))
+        model = int(re.search(r"^model_peak_bytes: (\d+)", proc.stdout,
+                              re.M).group(1))
+        count = int(re.search(r"wrote (\d+) result", proc.stdout).group(1))
+        results = [np.load(os.path.join(outdir, f"result{i}.npy"))
+                   for i in range(count)]
+        return peak, model, results, proc.stderr
+
+    for L in (int(x) for x in args.layers.split(",")):
+        path = os.path.join(args.workdir, f"gpt{L}.mlir")
+        with open(path, "w") as f:
+            subprocess.run([sys.executable,
+                            os.path.join(args.src, "examples",
+                                         "gen_tiny_gpt.py"),
+                            *[f"--{k}={v}" for k, v in SIZE.items()],
+                            f"--layers={L}"], stdout=f, check=True)
+        params, tokens, labels = inputs(
+            SIZE["batch"], SIZE["seq"], SIZE["vocab"], SIZE["dim"],
+            SIZE["heads"], SIZE["ffn"], L, np.random.default_rng(L))
+        arrays = []
+        for i, a in enumerate(params + [tokens, labels]):
+            arrays.append(os.path.join(args.workdir, f"gpt{L}_arg{i}.npy"))
+            np.save(arrays[-1], a)
+        plain, _, expected, _ = run(path, arrays,
+                                    os.path.join(args.workdir, f"{L}_plain"),
+                                    [])
+        budget = plain * 6 // 10
+        for label, extra in [("checkpoints", []),
+                             ("microbatches=auto", ["--microbatches=auto"])]:
+            outdir = os.path.join(args.workdir, f"{L}_{label}")
+            peak, model, results, remark = run(
+                path, arrays, outdir, [f"--memory-budget={budget}", *extra])
+            check.checks += 2
+            ok = peak <= budget
+            check.failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} deep-budget: L={L} {label}: "
+                  f"measured peak {peak} <= budget {budget} (unplanned "
+                  f"{plain})")
+            ok = model == peak
+            check.failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} deep-budget: L={L} {label}: "
+                  f"model {model} == measured {peak}")
+            planned = re.search(r"remark: (train-plan-remat: .*)", remark)
+            print(f"     {planned.group(1) if planned else remark.strip()}")
+            for i, (a, b) in enumerate(zip(results, expected)):
+                check.equal(f"L={L} {label}: result #{i} equals the "
+                            "unplanned step's", a, b)
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()
