@@ -241,6 +241,74 @@ static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
   return scaling;
 }
 
+/// A gradient that is a sum of contributions that each accumulate in place
+/// (a parameter read by several operations: differentiation keeps their
+/// reductions apart and adds them): each contribution gets its own
+/// accumulator, and the additions run once, after the loop, on the
+/// accumulated contributions, as in the full-batch step.
+struct GradientTree {
+  /// The additions, producers first.
+  SmallVector<linalg::LinalgOp> adds;
+  SmallVector<Value> leaves;
+};
+
+/// `acc + g` continues the accumulator in place: an additive reduction from
+/// zero, or a loop that adds into its zero init.
+static bool accumulatesInPlace(Value v) {
+  if (!v.hasOneUse())
+    return false;
+  if (auto linalgOp = v.getDefiningOp<linalg::LinalgOp>()) {
+    unsigned j = cast<OpResult>(v).getResultNumber();
+    return isZeroTensor(linalgOp.getDpsInits()[j]) &&
+           ga::isAdditiveReduction(linalgOp, j);
+  }
+  if (auto loop = v.getDefiningOp<scf::ForOp>())
+    return loop->hasAttr(ga::kAccumulatesIntoInit) &&
+           loop.getNumResults() == 1 && isZeroTensor(loop.getInitArgs()[0]);
+  return false;
+}
+
+/// `out = in0 + in1` elementwise on floats (linalg.add or its generic form),
+/// its init not read.
+static bool isElementwiseAdd(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op->getNumResults() != 1 || op.getNumReductionLoops() != 0 ||
+      !llvm::all_of(op.getIndexingMapsArray(),
+                    [](AffineMap m) { return m.isIdentity(); }))
+    return false;
+  Block *block = op.getBlock();
+  if (!block || block->getNumArguments() != 3 ||
+      !block->getArgument(2).use_empty())
+    return false;
+  auto add =
+      block->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  return add && add->getBlock() == block &&
+         add.getLhs() == block->getArgument(0) &&
+         add.getRhs() == block->getArgument(1);
+}
+
+static void collectGradientTree(Value v, GradientTree &tree) {
+  auto add = v.getDefiningOp<linalg::LinalgOp>();
+  if (add && v.hasOneUse() && isElementwiseAdd(add)) {
+    collectGradientTree(add.getDpsInputs()[0], tree);
+    collectGradientTree(add.getDpsInputs()[1], tree);
+    tree.adds.push_back(add);
+    return;
+  }
+  tree.leaves.push_back(v);
+}
+
+static std::optional<GradientTree> peelableGradient(Value g) {
+  GradientTree tree;
+  collectGradientTree(g, tree);
+  if (tree.adds.empty() || !llvm::all_of(tree.leaves, accumulatesInPlace))
+    return std::nullopt;
+  llvm::SmallDenseSet<Value> distinct(tree.leaves.begin(), tree.leaves.end());
+  if (distinct.size() != tree.leaves.size())
+    return std::nullopt;
+  return tree;
+}
+
 /// The first operation of `body` that a later pass of the pipeline would
 /// still have to lower or inline: lowering the loop around it would keep the
 /// gradients from accumulating in place (convert-train-to-linalg and
@@ -289,8 +357,17 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   SmallVector<Value> inits;
   for (Value term : lossTerms)
     inits.push_back(zerosLike(b, loc, term.getType()));
-  for (Value g : yield.getOperands().drop_front())
-    inits.push_back(zerosLike(b, loc, g.getType()));
+  // Gradients (not metrics) that are sums of in-place contributions keep
+  // one accumulator per contribution.
+  SmallVector<std::optional<GradientTree>> trees;
+  for (auto [i, g] : llvm::enumerate(yield.getOperands().drop_front())) {
+    trees.push_back(i < numParams ? peelableGradient(g) : std::nullopt);
+    if (trees.back())
+      for (Value leaf : trees.back()->leaves)
+        inits.push_back(zerosLike(b, loc, leaf.getType()));
+    else
+      inits.push_back(zerosLike(b, loc, g.getType()));
+  }
 
   Value lb = arith::ConstantIndexOp::create(b, loc, 0);
   Value ub = arith::ConstantIndexOp::create(b, loc, k);
@@ -334,8 +411,17 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
     for (linalg::GenericOp generic : llvm::reverse(peel->tree))
       peeled.push_back(
           mapping.lookupOrDefault(generic.getResult(0)).getDefiningOp());
-  for (Value g : yield.getOperands().drop_front())
-    yielded.push_back(mapping.lookupOrDefault(g));
+  for (auto [g, tree] : llvm::zip(yield.getOperands().drop_front(), trees)) {
+    if (!tree) {
+      yielded.push_back(mapping.lookupOrDefault(g));
+      continue;
+    }
+    for (Value leaf : tree->leaves)
+      yielded.push_back(mapping.lookupOrDefault(leaf));
+    for (linalg::LinalgOp add : llvm::reverse(tree->adds))
+      peeled.push_back(
+          mapping.lookupOrDefault(add->getResult(0)).getDefiningOp());
+  }
   // The yield uses the values so that each has the terminator as its user.
   newYield->setOperands(yielded);
   for (Operation *dead : peeled)
@@ -376,11 +462,34 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
       loss = b.clone(*generic, after)->getResult(0);
   }
   op.getLoss().replaceAllUsesWith(loss);
-  for (auto [result, value] :
-       llvm::zip(op.getGrads(), loop.getResults().drop_front(numTerms)))
+  // The gradients and metrics; a peeled sum is added from its accumulated
+  // contributions.
+  unsigned next = numTerms;
+  SmallVector<Value> values;
+  for (auto [g, tree] : llvm::zip(yield.getOperands().drop_front(), trees)) {
+    if (!tree) {
+      values.push_back(loop.getResult(next++));
+      continue;
+    }
+    IRMapping after;
+    for (Value leaf : tree->leaves)
+      after.map(leaf, loop.getResult(next++));
+    Value sum;
+    for (linalg::LinalgOp add : tree->adds) {
+      auto type = cast<RankedTensorType>(add->getResult(0).getType());
+      after.map(add.getDpsInits()[0],
+                tensor::EmptyOp::create(b, loc, type.getShape(),
+                                        type.getElementType())
+                    .getResult());
+      sum = b.clone(*add, after)->getResult(0);
+      after.map(add->getResult(0), sum);
+    }
+    values.push_back(sum);
+  }
+  for (auto [result, value] : llvm::zip(op.getGrads(), values))
     result.replaceAllUsesWith(value);
   for (auto [result, value] : llvm::zip(
-           op.getMetrics(), loop.getResults().drop_front(numTerms + numParams)))
+           op.getMetrics(), ArrayRef<Value>(values).drop_front(numParams)))
     result.replaceAllUsesWith(value);
   op.erase();
   return success();

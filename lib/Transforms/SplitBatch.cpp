@@ -125,6 +125,24 @@ private:
 };
 } // namespace
 
+/// Whether `op`'s regions hold ops that retype() re-types (a
+/// train.checkpoint; not a linalg op's scalar body).
+static bool holdsRetypedOps(Operation *op) {
+  return op->getNumRegions() > 0 && !isa<DestinationStyleOpInterface>(op);
+}
+
+/// Verifies `clone` (re-typed from `original`) alone, or says why the split
+/// fails.
+static LogicalResult verifyClone(Operation *original, Operation *clone,
+                                 int64_t factor) {
+  if (succeeded(verify(clone, /*verifyRecursively=*/false)))
+    return success();
+  return original->emitError()
+         << "cannot split: this operation could not be re-typed for a slice "
+            "of the batch with "
+         << factor << " times fewer rows (see the error above)";
+}
+
 LogicalResult Splitter::retype(Operation *original, Operation *clone,
                                const Decomposability &analysis,
                                int64_t factor) {
@@ -203,15 +221,9 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
     expand.setStaticOutputShape(expand.getResultType().getShape());
   // An op whose region holds the batch's values (train.checkpoint) is
   // verified once the ops of its region are re-typed too (verifyRetyped).
-  bool holdsOps =
-      clone->getNumRegions() > 0 && !isa<DestinationStyleOpInterface>(clone);
-  if ((changed || isa<DestinationStyleOpInterface>(clone)) && !holdsOps) {
-    if (failed(verify(clone, /*verifyRecursively=*/false)))
-      return original->emitError()
-             << "cannot split: this operation could not be re-typed for a "
-                "slice of the batch with "
-             << factor << " times fewer rows (see the error above)";
-  }
+  if ((changed || isa<DestinationStyleOpInterface>(clone)) &&
+      !holdsRetypedOps(clone))
+    return verifyClone(original, clone, factor);
   return success();
 }
 
@@ -222,13 +234,8 @@ static LogicalResult verifyRetyped(ArrayRef<Operation *> originals,
                                    int64_t factor) {
   for (auto [original, clone] :
        llvm::zip(llvm::reverse(originals), llvm::reverse(clones))) {
-    if (clone->getNumRegions() == 0 || isa<DestinationStyleOpInterface>(clone))
-      continue;
-    if (failed(verify(clone, /*verifyRecursively=*/false)))
-      return original->emitError()
-             << "cannot split: this operation could not be re-typed for a "
-                "slice of the batch with "
-             << factor << " times fewer rows (see the error above)";
+    if (holdsRetypedOps(clone) && failed(verifyClone(original, clone, factor)))
+      return failure();
   }
   return success();
 }

@@ -65,6 +65,17 @@ public:
   /// Generics built by the sweep, to specialize back to named ops.
   llvm::SmallVector<mlir::linalg::GenericOp> created;
 
+  /// Values (the step's parameters) whose contributions stay separate
+  /// reductions, added after they are complete: a rule reduces into zeros
+  /// and adds its result to the adjoint so far instead of continuing that
+  /// adjoint's reduction. A micro-batch split accumulates each contribution
+  /// over the micro-batches on its own, and the additions run once, after
+  /// the loop, as in the full batch: bitwise the same.
+  llvm::DenseSet<mlir::Value> separateContributions;
+  bool keepsContributionsApart(mlir::Value v) const {
+    return separateContributions.contains(v);
+  }
+
 private:
   llvm::DenseSet<mlir::Value> active;
   llvm::DenseMap<mlir::Value, mlir::Value> adjoints;

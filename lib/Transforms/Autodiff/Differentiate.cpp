@@ -241,8 +241,10 @@ differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
 
   OpBuilder builder(body.getTerminator());
   Sweep sweep(builder);
-  for (Value param : params)
+  for (Value param : params) {
     sweep.markActive(param);
+    sweep.separateContributions.insert(param);
+  }
   SmallVector<Operation *> ops;
   for (Operation &op : body.without_terminator())
     ops.push_back(&op);

@@ -294,6 +294,10 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     bool reduces = !kept.all();
 
     Value existing = sweep.getAdjoint(value);
+    // A parameter's contributions stay apart: reduced from zero, then added.
+    Value previous;
+    if (existing && sweep.keepsContributionsApart(value))
+      std::swap(previous, existing);
     bool accumulate = existing || reduces;
     Value init =
         existing ? existing
@@ -338,7 +342,9 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     }
     adjoint = pruneUnusedInputs(b, adjoint);
     sweep.created.push_back(adjoint);
-    sweep.setAdjoint(value, adjoint.getResult(0));
+    sweep.setAdjoint(
+        value, previous ? addTensors(b, loc, previous, adjoint.getResult(0))
+                        : adjoint.getResult(0));
   }
 
   // Scatter-add into tensors that the body reads from above.
@@ -369,6 +375,11 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
 
   for (Value source : captured) {
     Value existing = sweep.getAdjoint(source);
+    // A parameter's contributions stay apart: scattered into zeros, then
+    // added.
+    Value previous;
+    if (existing && sweep.keepsContributionsApart(source))
+      std::swap(previous, existing);
     Value init = existing ? existing : zerosLike(b, loc, source.getType());
     LogicalResult status = success();
     scf::LoopNest nest = scf::buildLoopNest(
@@ -416,7 +427,9 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     // The nest only adds to its init: train-lower-accumulate may pass a
     // running accumulator as the init instead of zeros.
     nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
-    sweep.setAdjoint(source, nest.results.front());
+    sweep.setAdjoint(
+        source, previous ? addTensors(b, loc, previous, nest.results.front())
+                         : nest.results.front());
   }
   return success();
 }
