@@ -22,6 +22,7 @@
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/SymbolTable.h"
@@ -53,8 +54,16 @@ static bool shouldOutline(linalg::LinalgOp op) {
     return false;
   if (isa<linalg::FillOp>(op)) {
     auto type = dyn_cast<RankedTensorType>(op->getResult(0).getType());
-    if (!type || !type.hasStaticShape() ||
-        type.getNumElements() < kMinOutlinedFill)
+    if (!type || !type.hasStaticShape())
+      return false;
+    // The zero init of a loop's accumulator is a kernel whatever its size:
+    // its buffer then has the kernels' layout, as the values the loop
+    // yields do, and the loop carries it without a copy per iteration.
+    bool initsLoop = llvm::any_of(op->getUses(), [](OpOperand &use) {
+      auto loop = dyn_cast<scf::ForOp>(use.getOwner());
+      return loop && llvm::is_contained(loop.getInitArgsMutable(), use);
+    });
+    if (type.getNumElements() < kMinOutlinedFill && !initsLoop)
       return false;
   }
   return !op->getParentOfType<linalg::LinalgOp>();

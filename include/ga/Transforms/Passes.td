@@ -338,7 +338,9 @@ def GaOutlineKernelsPass : Pass<"ga-outline-kernels", "::mlir::ModuleOp"> {
   let summary = "Outline linalg operations into shared kernel functions";
   let description = [{
     Moves every linalg operation on tensors (except a `linalg.fill` of fewer
-    than 1024 elements, a few vector stores inline) of the
+    than 1024 elements, a few vector stores inline, unless it is the init of
+    an `scf.for`'s accumulator, whose buffer must have the kernels' layout
+    to be carried without a copy per iteration) of the
     module's functions into a private kernel function
     (`ga_kernel_<n>`, marked `train.kernel`) and replaces it with a
     `func.call`. Operations that compute the same thing on the same types
