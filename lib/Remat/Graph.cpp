@@ -86,10 +86,12 @@ bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
         return fail(k, "output " + std::to_string(j) +
                            " must be recomputed but is held");
   for (int64_t i = 0; i < n; ++i)
-    if (nodes[i].mustSave && computations[i] > 1)
-      return fail(0, "node " + std::to_string(i) +
-                         " must be saved but is computed " +
-                         std::to_string(computations[i]) + " times");
+    if (nodes[i].mustSave && computations[i] > 1) {
+      // Over the whole plan, not one stage.
+      error = "node " + std::to_string(i) + " must be saved but is computed " +
+              std::to_string(computations[i]) + " times";
+      return false;
+    }
   return true;
 }
 

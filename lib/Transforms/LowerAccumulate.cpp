@@ -76,6 +76,24 @@ static Value sliceIncrement(tensor::InsertSliceOp insert) {
   return {};
 }
 
+/// The zero init of `g`'s producer that an accumulator may replace, so that
+/// the producer continues the accumulator in place: an additive reduction
+/// from zero, or a loop that adds into its zero init (an embedding's
+/// scatter-add). Null otherwise.
+static OpOperand *continuableInit(Value g) {
+  if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
+    unsigned j = cast<OpResult>(g).getResultNumber();
+    OpOperand &init = linalgOp.getDpsInitsMutable()[j];
+    if (isZeroTensor(init.get()) && ga::isAdditiveReduction(linalgOp, j))
+      return &init;
+  }
+  if (auto loop = g.getDefiningOp<scf::ForOp>())
+    if (loop->hasAttr(ga::kAccumulatesIntoInit) && loop.getNumResults() == 1 &&
+        isZeroTensor(loop.getInitArgs()[0]))
+      return &loop.getInitArgsMutable()[0];
+  return nullptr;
+}
+
 /// Returns `acc + g`, computed in place into `acc` where the producer of `g`
 /// allows it. New operations go before `user`, the only user of `g` (with
 /// `sliceUpdate`, `g` is the D of a slice update, see sliceIncrement, and
@@ -93,24 +111,11 @@ static Value accumulateInto(OpBuilder &b, Value g, Value acc, Operation *user,
         llvm::count_if(g.getUsers(), [](Operation *) { return true; }) == 2;
   }
   if (single) {
-    if (auto linalgOp = g.getDefiningOp<linalg::LinalgOp>()) {
-      unsigned j = cast<OpResult>(g).getResultNumber();
-      OpOperand &init = linalgOp.getDpsInitsMutable()[j];
-      if (isZeroTensor(init.get()) && ga::isAdditiveReduction(linalgOp, j) &&
-          init.get().getType() == acc.getType()) {
-        init.set(acc);
-        placeAfter(linalgOp, acc, user);
-        return g;
-      }
-    }
-    if (auto loop = g.getDefiningOp<scf::ForOp>()) {
-      if (loop->hasAttr(ga::kAccumulatesIntoInit) &&
-          loop.getNumResults() == 1 && isZeroTensor(loop.getInitArgs()[0]) &&
-          loop.getInitArgs()[0].getType() == acc.getType()) {
-        loop.getInitArgsMutable()[0].set(acc);
-        placeAfter(loop, acc, user);
-        return g;
-      }
+    OpOperand *init = continuableInit(g);
+    if (init && init->get().getType() == acc.getType()) {
+      init->set(acc);
+      placeAfter(init->getOwner(), acc, user);
+      return g;
     }
     if (auto insert = g.getDefiningOp<tensor::InsertSliceOp>()) {
       // The adjoint of an extract_slice adds into a slice of the gradient
@@ -252,20 +257,9 @@ struct GradientTree {
   SmallVector<Value> leaves;
 };
 
-/// `acc + g` continues the accumulator in place: an additive reduction from
-/// zero, or a loop that adds into its zero init.
-static bool accumulatesInPlace(Value v) {
-  if (!v.hasOneUse())
-    return false;
-  if (auto linalgOp = v.getDefiningOp<linalg::LinalgOp>()) {
-    unsigned j = cast<OpResult>(v).getResultNumber();
-    return isZeroTensor(linalgOp.getDpsInits()[j]) &&
-           ga::isAdditiveReduction(linalgOp, j);
-  }
-  if (auto loop = v.getDefiningOp<scf::ForOp>())
-    return loop->hasAttr(ga::kAccumulatesIntoInit) &&
-           loop.getNumResults() == 1 && isZeroTensor(loop.getInitArgs()[0]);
-  return false;
+/// A single-use `g` whose producer continues an accumulator in place.
+static bool accumulatesInPlace(Value g) {
+  return g.hasOneUse() && continuableInit(g);
 }
 
 /// `out = in0 + in1` elementwise on floats (linalg.add or its generic form),

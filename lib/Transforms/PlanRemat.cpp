@@ -29,10 +29,9 @@
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
 
-#include <functional>
-
 #include <chrono>
 #include <cmath>
+#include <functional>
 
 namespace ga {
 #define GEN_PASS_DEF_TRAINPLANREMATPASS
@@ -244,9 +243,6 @@ static SmallVector<Unit> findUnits(ga::train::StepOp step) {
   return units;
 }
 
-/// Wraps ops [first, last] of `body` (given as `ops`) in a train.checkpoint
-/// whose inputs are the values they read from outside and whose results are
-/// the values read after them.
 /// Whether `value` is made from nothing the region needs as an input: a
 /// tensor.empty, a constant, or a linalg.fill of those. Such values are
 /// rebuilt inside a checkpoint (so that train-split-batch re-types them as
@@ -263,6 +259,9 @@ static bool isRebuildable(Value value) {
   return false;
 }
 
+/// Wraps `unitOps` (consecutive ops of a step body) in a train.checkpoint
+/// whose inputs are the values they read from outside and whose results are
+/// the values read after them.
 static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
   // Empty tensors, constants and fills stay where they are (later units
   // may read them too) and are rebuilt inside.
@@ -276,9 +275,10 @@ static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
   llvm::SmallPtrSet<Operation *, 32> inside;
   for (Operation *op : ops)
     op->walk([&](Operation *inner) { inside.insert(inner); });
-  llvm::SetVector<Value> inputs, rebuilt;
+  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> rebuilt;
   std::function<void(Value)> rebuild = [&](Value value) {
-    if (!rebuilt.insert(value))
+    if (!rebuilt.insert(value.getDefiningOp()))
       return;
     for (Value operand : value.getDefiningOp()->getOperands())
       rebuild(operand);
@@ -314,10 +314,7 @@ static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
   for (Value input : inputs)
     block->addArgument(input.getType(), input.getLoc());
   // The rebuilt values, in the order of the body (operands first).
-  SmallVector<Operation *> definers;
-  for (Value value : rebuilt)
-    if (!llvm::is_contained(definers, value.getDefiningOp()))
-      definers.push_back(value.getDefiningOp());
+  SmallVector<Operation *> definers(rebuilt.begin(), rebuilt.end());
   llvm::sort(definers, [](Operation *a, Operation *b) {
     return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b)
                                           : b->isProperAncestor(a);
@@ -332,10 +329,11 @@ static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
     Value(inputs[i]).replaceUsesWithIf(argument, [&](OpOperand &use) {
       return checkpoint->isProperAncestor(use.getOwner());
     });
-  for (Value value : rebuilt)
-    value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
-      return checkpoint->isProperAncestor(use.getOwner());
-    });
+  for (Operation *definer : definers)
+    for (Value value : definer->getResults())
+      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
+        return checkpoint->isProperAncestor(use.getOwner());
+      });
   b.setInsertionPointToEnd(block);
   ga::train::YieldOp::create(b, checkpoint.getLoc(), outputs);
   for (auto [output, result] : llvm::zip(outputs, checkpoint.getResults()))
@@ -507,10 +505,13 @@ struct ChainModel {
   /// The plan of the smallest model peak (the least recomputation among
   /// those): a bisection on the limit.
   SmallVector<Segment> smallest() const {
-    int64_t low = 0, high = 0;
-    for (const Unit &unit : units)
-      high += 2 * (unit.savedBytes + unit.boundaryBytes);
-    high += tailBytes;
+    // Every unit saved fits within its own peak (units marked "recompute"
+    // checkpointed alone keep less): the search starts from there.
+    SmallVector<Segment> saved;
+    for (auto [i, unit] : llvm::enumerate(units))
+      saved.push_back({static_cast<unsigned>(i), static_cast<unsigned>(i),
+                       unit.mustRecompute});
+    int64_t low = 0, high = peakOf(saved);
     std::optional<SmallVector<Segment>> plan = cheapestWithin(high);
     if (!plan)
       return {};
@@ -570,6 +571,14 @@ static int64_t tailBytesOf(ga::train::StepOp step, ArrayRef<Unit> units) {
         bytes += tensorBytes(result.getType());
   }
   return bytes;
+}
+
+/// The forward work of all `units`.
+static double totalCostOf(ArrayRef<Unit> units) {
+  double cost = 0;
+  for (const Unit &unit : units)
+    cost += unit.cost;
+  return cost;
 }
 
 /// The elements of a step's parameters.
@@ -695,16 +704,19 @@ struct TrainPlanRematPass
     ChainModel model;
     model.units = units;
     model.tailBytes = fullBatchTail / k;
-    double totalCost = 0;
-    for (const Unit &unit : units)
-      totalCost += unit.cost;
+    double totalCost = totalCostOf(units);
 
     // Exact peaks by plan, each compiled once.
     SmallVector<std::pair<SmallVector<Segment>, int64_t>> measured;
+    auto known = [&](ArrayRef<Segment> plan) -> const int64_t * {
+      for (auto &[other, peak] : measured)
+        if (ArrayRef<Segment>(other) == plan)
+          return &peak;
+      return nullptr;
+    };
     auto exact = [&](ArrayRef<Segment> plan) -> FailureOr<int64_t> {
-      for (auto &[known, peak] : measured)
-        if (ArrayRef<Segment>(known) == plan)
-          return peak;
+      if (const int64_t *peak = known(plan))
+        return *peak;
       FailureOr<int64_t> peak = peakOf(module, function, index, units, plan);
       if (succeeded(peak))
         measured.push_back({SmallVector<Segment>(plan), *peak});
@@ -748,9 +760,7 @@ struct TrainPlanRematPass
       // saves at least 1% of the forward work.
       if (outcome.fits && model.costOf(*plan) > outcome.cost - 0.01 * totalCost)
         break;
-      bool seen = llvm::any_of(measured, [&](const auto &entry) {
-        return ArrayRef<Segment>(entry.first) == ArrayRef<Segment>(*plan);
-      });
+      bool seen = known(*plan);
       FailureOr<int64_t> peak = exact(*plan);
       if (failed(peak))
         return failure();
@@ -857,9 +867,7 @@ struct TrainPlanRematPass
       tail = tailBytesOf(step, units);
       return 0;
     });
-    double totalCost = 0;
-    for (const Unit &unit : units)
-      totalCost += unit.cost;
+    double totalCost = totalCostOf(units);
     auto percent = [&](double cost) {
       return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
           .str();
@@ -959,32 +967,23 @@ struct TrainPlanRematPass
       }
       os << " ";
     }
+    Builder builder(step.getContext());
     step->setAttr(
         "train.memory_plan",
-        DictionaryAttr::get(
-            step.getContext(),
-            {NamedAttribute(
-                 StringAttr::get(step.getContext(), "budget"),
-                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
-                                  budget)),
-             NamedAttribute(
-                 StringAttr::get(step.getContext(), "peak"),
-                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
-                                  chosen->peak)),
-             NamedAttribute(
-                 StringAttr::get(step.getContext(), "unplanned"),
-                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
-                                  chosen->unplanned)),
-             NamedAttribute(
-                 StringAttr::get(step.getContext(), "checkpoints"),
-                 IntegerAttr::get(IntegerType::get(step.getContext(), 64),
-                                  checkpoints)),
-             NamedAttribute(StringAttr::get(step.getContext(), "recomputed"),
-                            StringAttr::get(step.getContext(),
-                                            percent(chosen->cost) + "%")),
-             NamedAttribute(StringAttr::get(step.getContext(), "choice"),
-                            StringAttr::get(step.getContext(),
-                                            automatic ? "auto" : "fixed"))}));
+        builder.getDictionaryAttr(
+            {builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)),
+             builder.getNamedAttr("peak",
+                                  builder.getI64IntegerAttr(chosen->peak)),
+             builder.getNamedAttr("unplanned",
+                                  builder.getI64IntegerAttr(chosen->unplanned)),
+             builder.getNamedAttr("checkpoints",
+                                  builder.getI64IntegerAttr(checkpoints)),
+             builder.getNamedAttr(
+                 "recomputed",
+                 builder.getStringAttr(percent(chosen->cost) + "%")),
+             builder.getNamedAttr(
+                 "choice",
+                 builder.getStringAttr(automatic ? "auto" : "fixed"))}));
     step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
                       << why << units.size()
                       << " units; without new checkpoints " << chosen->unplanned

@@ -185,6 +185,10 @@ int main(int argc, char **argv) {
   double forward = 0;
   for (double c : costs)
     forward += c;
+  // A budget in bytes holds whole states of the largest output.
+  int64_t states = slots;
+  if (budget > 0)
+    states = largest ? budget / largest : static_cast<int64_t>(costs.size());
   if (useMilp || !notChain.empty()) {
     if (!ga::remat::haveGraphSolver())
       return fail((notChain.empty()
@@ -217,13 +221,9 @@ int main(int argc, char **argv) {
     outs() << "recompute_cost: " << format("%g", plan.cost) << " ("
            << format("%.3f", forward ? plan.cost / forward : 0.0)
            << " of one forward pass)\n";
-    if (notChain.empty()) {
-      int64_t states = budget > 0 ? (largest ? budget / largest : 1) : slots;
-      if (states >= 1)
-        outs() << "dp_cost: "
-               << format("%g", ga::remat::planChain(costs, states).cost)
-               << "\n";
-    }
+    if (notChain.empty() && states >= 1)
+      outs() << "dp_cost: "
+             << format("%g", ga::remat::planChain(costs, states).cost) << "\n";
     if (printSchedule)
       for (size_t k = 0; k < graph.size(); ++k) {
         outs() << "stage " << k << " (adjoint of node " << graph.size() - 1 - k
@@ -245,17 +245,11 @@ int main(int argc, char **argv) {
     return fail("'" + inputFile + "': " + std::to_string(costs.size()) +
                 " nodes of different costs; the planner takes up to 160 "
                 "(a uniform chain any length)");
-  int64_t states = slots;
-  if (budget > 0) {
-    states = largest ? budget / largest : static_cast<int64_t>(costs.size());
-    if (states < 1)
-      return fail("a budget of " + std::to_string(budget) +
-                  " bytes holds no state; the smallest feasible budget is " +
-                  std::to_string(largest) +
-                  " bytes (one state of the "
-                  "largest, " +
-                  std::to_string(largest) + " bytes)");
-  }
+  if (states < 1)
+    return fail("a budget of " + std::to_string(budget) +
+                " bytes holds no state; the smallest feasible budget is " +
+                std::to_string(largest) + " bytes (one state of the largest, " +
+                std::to_string(largest) + " bytes)");
   ga::remat::ChainPlan plan = ga::remat::planChain(costs, states);
   outs() << "steps: " << costs.size() << "\n";
   outs() << "states: " << states << " (peak " << plan.peakStates << ", "

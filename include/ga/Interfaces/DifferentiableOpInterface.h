@@ -67,13 +67,18 @@ public:
 
   /// Values (the step's parameters) whose contributions stay separate
   /// reductions, added after they are complete: a rule reduces into zeros
-  /// and adds its result to the adjoint so far instead of continuing that
-  /// adjoint's reduction. A micro-batch split accumulates each contribution
-  /// over the micro-batches on its own, and the additions run once, after
-  /// the loop, as in the full batch: bitwise the same.
+  /// and adds its result with addAdjoint instead of continuing the adjoint
+  /// so far (adjointToContinue is null for them). A micro-batch split
+  /// accumulates each contribution over the micro-batches on its own, and
+  /// the additions run once, after the loop, as in the full batch: bitwise
+  /// the same.
   llvm::DenseSet<mlir::Value> separateContributions;
-  bool keepsContributionsApart(mlir::Value v) const {
-    return separateContributions.contains(v);
+  /// The adjoint of `v` so far, for a rule to continue (reduce into), or
+  /// null when there is none or `v`'s contributions stay apart. A rule that
+  /// continued it replaces it (setAdjoint); otherwise it adds its
+  /// contribution (addAdjoint).
+  mlir::Value adjointToContinue(mlir::Value v) const {
+    return separateContributions.contains(v) ? mlir::Value() : getAdjoint(v);
   }
 
 private:

@@ -293,11 +293,7 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
                                        : utils::IteratorType::reduction);
     bool reduces = !kept.all();
 
-    Value existing = sweep.getAdjoint(value);
-    // A parameter's contributions stay apart: reduced from zero, then added.
-    Value previous;
-    if (existing && sweep.keepsContributionsApart(value))
-      std::swap(previous, existing);
+    Value existing = sweep.adjointToContinue(value);
     bool accumulate = existing || reduces;
     Value init =
         existing ? existing
@@ -342,9 +338,10 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     }
     adjoint = pruneUnusedInputs(b, adjoint);
     sweep.created.push_back(adjoint);
-    sweep.setAdjoint(
-        value, previous ? addTensors(b, loc, previous, adjoint.getResult(0))
-                        : adjoint.getResult(0));
+    if (existing)
+      sweep.setAdjoint(value, adjoint.getResult(0));
+    else
+      sweep.addAdjoint(loc, value, adjoint.getResult(0));
   }
 
   // Scatter-add into tensors that the body reads from above.
@@ -374,12 +371,7 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     ubs.push_back(arith::ConstantIndexOp::create(b, loc, r));
 
   for (Value source : captured) {
-    Value existing = sweep.getAdjoint(source);
-    // A parameter's contributions stay apart: scattered into zeros, then
-    // added.
-    Value previous;
-    if (existing && sweep.keepsContributionsApart(source))
-      std::swap(previous, existing);
+    Value existing = sweep.adjointToContinue(source);
     Value init = existing ? existing : zerosLike(b, loc, source.getType());
     LogicalResult status = success();
     scf::LoopNest nest = scf::buildLoopNest(
@@ -427,9 +419,10 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
     // The nest only adds to its init: train-lower-accumulate may pass a
     // running accumulator as the init instead of zeros.
     nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
-    sweep.setAdjoint(
-        source, previous ? addTensors(b, loc, previous, nest.results.front())
-                         : nest.results.front());
+    if (existing)
+      sweep.setAdjoint(source, nest.results.front());
+    else
+      sweep.addAdjoint(loc, source, nest.results.front());
   }
   return success();
 }
