@@ -4,6 +4,7 @@
 // RUN: ga-opt %s --split-input-file --ga-pipeline="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=PIPELINE
 // RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO
 // RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto" --train-print-summary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto microbatch-cost=100000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-COST
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=5000 microbatches=auto" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-INFEASIBLE
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-BAD
@@ -47,6 +48,9 @@
 // AUTO-LABEL: func.func @chain
 // AUTO: train.step
 // AUTO-SAME: microbatches = 4 : i64, train.memory_plan = {budget = 15000 : i64, checkpoints = 0 : i64, choice = "auto", peak = 12616 : i64, recomputed = "0.0%", unplanned = 12616 : i64}
+
+// A dearer micro-batch tips the choice to k = 2 with checkpoints.
+// AUTO-COST: remark: train-plan-remat: budget 15000 bytes; microbatches 2 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time 4.20E+05; k=4: 0.0% recomputed, time 6.03E+05;
 
 // SUMMARY: memory:     budget 15000 bytes, planned peak 12616 bytes (without new checkpoints 12616), 0 checkpoint(s) chosen, 0.0% of the forward work recomputed, micro-batches chosen by train-plan-remat
 

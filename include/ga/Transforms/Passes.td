@@ -492,6 +492,15 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
 
     Checkpointing never changes values: the planned step's results are
     bitwise those of the unplanned one.
+
+    Example (the choice of the micro-batch count included):
+
+    ```sh
+    ga-opt step.mlir --train-plan-remat="memory-budget=150000 microbatches=auto" \
+      --train-print-summary -o planned.mlir
+    # remark: train-plan-remat: budget 150000 bytes; microbatches 4 chosen of
+    #   k=1: no plan found within the budget; ...; k=4: 69.6% recomputed, ...
+    ```
   }];
   let options = [
     Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
