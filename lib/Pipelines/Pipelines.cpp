@@ -12,6 +12,8 @@
 #include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/Passes.h"
 #include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Dialect/Vector/Transforms/Passes.h"
@@ -93,11 +95,102 @@ void ga::addCPULoweringFromBuffers(OpPassManager &pm,
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
+/// The CUDA toolkit of `options`, or the one found at configure time.
+static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
+  return options.cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
+                                     : options.cudaToolkit.getValue();
+}
+
+/// target=cuda, from bufferized memrefs: kernels for every operation on
+/// device memory, the host code in the LLVM dialect calling the CUDA runtime
+/// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
+static void addCUDALoweringFromBuffers(OpPassManager &pm,
+                                       const ga::GaPipelineOptions &options) {
+  ga::GaGpuMapParallelLoopsPassOptions mapping;
+  mapping.blockSize = options.gpuBlockSize;
+  pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
+  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
+  pm.addPass(ga::createGaGpuDeviceCodePass());
+  pm.addPass(createGpuKernelOutliningPass());
+  // The target, once, with libdevice for the kernels' math (without it
+  // math.exp stays a call to __nv_expf that ptxas cannot resolve).
+  std::string toolkit = cudaToolkitOf(options);
+  GpuNVVMAttachTargetOptions nvvm;
+  nvvm.chip = options.chip;
+  nvvm.features = options.ptxFeatures;
+  nvvm.optLevel = 3;
+  nvvm.linkLibs = {toolkit + "/nvvm/libdevice/libdevice.10.bc"};
+  pm.addPass(createGpuNVVMAttachTarget(nvvm));
+  pm.addPass(memref::createExpandStridedMetadataPass());
+  pm.addPass(createLowerAffinePass());
+  pm.addPass(createSCFToControlFlowPass());
+  // The kernels.
+  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
+  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
+  // The host code: as on the CPU, then the launches and the runtime's
+  // allocation functions.
+  pm.addPass(createUBToLLVMConversionPass());
+  FinalizeMemRefToLLVMConversionPassOptions memrefs;
+  memrefs.useGenericFunctions = true;
+  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
+  pm.addPass(createArithToLLVMConversionPass());
+  pm.addPass(createConvertIndexToLLVMPass());
+  pm.addPass(createConvertControlFlowToLLVMPass());
+  pm.addPass(createConvertFuncToLLVMPass());
+  pm.addPass(createGpuToLLVMConversionPass());
+  pm.addPass(createReconcileUnrealizedCastsPass());
+  pm.addPass(ga::createGaGpuDeviceAllocationsPass());
+  if (options.gpuFormat != "none")
+    ga::addGpuModuleToBinary(pm, options, options.gpuFormat);
+}
+
+std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
+  return cudaToolkitOf(options);
+}
+
+void ga::addGpuModuleToBinary(OpPassManager &pm,
+                              const GaPipelineOptions &options,
+                              StringRef format) {
+  GpuModuleToBinaryPassOptions binary;
+  binary.toolkitPath = cudaToolkitOf(options);
+  binary.compilationTarget = format.str();
+  pm.addPass(createGpuModuleToBinaryPass(binary));
+}
+
 LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
                                    const GaPipelineOptions &options) {
-  if (options.target != "cpu") {
-    errors << "unknown target '" << options.target << "' (available: cpu)";
+  bool cuda = options.target == "cuda";
+  if (options.target != "cpu" && !cuda) {
+    errors << "unknown target '" << options.target
+           << "' (available: cpu, cuda)";
     return failure();
+  }
+  if (cuda) {
+    std::string toolkit = cudaToolkitOf(options);
+    if (toolkit.empty()) {
+      errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
+                "none was found when ga-opt was configured; give "
+                "cuda-toolkit=DIR";
+      return failure();
+    }
+    if (!llvm::StringRef(options.chip).starts_with("sm_")) {
+      errors << "chip must name an NVIDIA architecture such as sm_90, got '"
+             << options.chip.getValue() << "'";
+      return failure();
+    }
+    if (options.gpuFormat != "bin" && options.gpuFormat != "fatbin" &&
+        options.gpuFormat != "isa" && options.gpuFormat != "none") {
+      errors << "gpu-format must be bin, fatbin, isa or none, got '"
+             << options.gpuFormat.getValue() << "'";
+      return failure();
+    }
+    if (options.gpuBlockSize < 1 || options.gpuBlockSize > 1024) {
+      errors << "gpu-block-size must be in [1, 1024], got "
+             << options.gpuBlockSize.getValue();
+      return failure();
+    }
   }
   // Rematerialization first: the planner compiles each candidate with this
   // pipeline (without a budget) and reads its peak from the memory model.
@@ -118,6 +211,13 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     std::string text;
     llvm::raw_string_ostream os(text);
     os << "target=" << options.target.getValue()
+       << " chip=" << options.chip.getValue()
+       << " ptx-features=" << options.ptxFeatures.getValue()
+       << " gpu-format=" << options.gpuFormat.getValue()
+       << " gpu-block-size=" << options.gpuBlockSize.getValue();
+    if (!options.cudaToolkit.empty())
+      os << " cuda-toolkit=" << options.cudaToolkit.getValue();
+    os
        << " vectorize=" << options.vectorize.getValue()
        << " naive=" << options.naive.getValue()
        << " check-labels=" << options.checkLabels.getValue()
@@ -156,14 +256,20 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   // After train-lower-accumulate, whose in-place accumulation reads the
   // producers of the gradients; before everything whose cost grows with the
   // code: each distinct operation is tiled, vectorized and compiled once.
-  if (options.outline)
+  // Kernel functions and vector code are the CPU's: the CUDA target maps
+  // each linalg operation of the step to a GPU kernel itself.
+  if (options.outline && !cuda)
     pm.addPass(createGaOutlineKernelsPass());
-  if (options.vectorize) {
+  if (options.vectorize && !cuda) {
     pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
     pm.addPass(createCanonicalizerPass());
   }
   addCPUBufferization(pm, options);
-  if (!options.buffersOnly)
+  if (options.buffersOnly)
+    return success();
+  if (cuda)
+    addCUDALoweringFromBuffers(pm, options);
+  else
     addCPULoweringFromBuffers(pm, options);
   return success();
 }
@@ -173,7 +279,8 @@ void ga::registerGaPipelines() {
       "ga-pipeline",
       "The whole ga-opt pipeline: differentiate train.step operations and "
       "lower them for a target (target=cpu: to the LLVM dialect, ready for "
-      "ga-run)",
+      "ga-run; target=cuda: host code in the LLVM dialect and GPU kernels "
+      "compiled for chip, ready for ga-compile --target=cuda)",
       [](OpPassManager &pm, StringRef text,
          function_ref<LogicalResult(const Twine &)> errorHandler) {
         GaPipelineOptions options;

@@ -138,6 +138,8 @@ constexpr llvm::StringLiteral kSignatureName = "ga_step_signature";
 constexpr llvm::StringLiteral kSignatureText = "ga_step_signature_text";
 constexpr llvm::StringLiteral kEnterName = "ga_step_enter";
 constexpr llvm::StringLiteral kLeaveName = "ga_step_leave";
+constexpr llvm::StringLiteral kCudaEnterName = "ga_cuda_step_enter";
+constexpr llvm::StringLiteral kCudaLeaveName = "ga_cuda_step_leave";
 
 /// The lowered (memref descriptor) type of a statically shaped memref of
 /// rank `rank`, as FuncToLLVM passes and returns it.
@@ -256,10 +258,24 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
         return existing;
       return LLVM::LLVMFuncOp::create(b, loc, name, type);
     };
-    LLVM::LLVMFuncOp enter = declare(
-        kEnterName, LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, ptr}));
+    // On the CUDA runtime, ga_cuda_step_enter also copies the inputs to
+    // device buffers, whose pointers it writes to an array that the step
+    // reads its arguments from; ga_cuda_step_leave copies the results back
+    // and frees those buffers.
+    bool cuda = runtime == "cuda";
+    if (runtime != "cpu" && !cuda) {
+      module.emitError() << "ga-export-step: runtime must be 'cpu' or 'cuda', "
+                         << "got '" << runtime << "'";
+      return signalPassFailure();
+    }
+    SmallVector<Type> enterArgs = {ptr, ptr, ptr, ptr};
+    if (cuda)
+      enterArgs.push_back(ptr);
+    LLVM::LLVMFuncOp enter =
+        declare(cuda ? kCudaEnterName : kEnterName,
+                LLVM::LLVMFunctionType::get(i32, enterArgs));
     LLVM::LLVMFuncOp leave =
-        declare(kLeaveName,
+        declare(cuda ? kCudaLeaveName : kLeaveName,
                 LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr}));
 
     // ga_step_run(inputs, outputs, status) -> i32.
@@ -273,10 +289,17 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
 
     b.setInsertionPointToEnd(body);
     Value text0 = LLVM::AddressOfOp::create(b, loc, global);
+    SmallVector<Value> enterOperands = {text0, inputs, outputs, status};
+    if (cuda) {
+      Value count = LLVM::ConstantOp::create(
+          b, loc, i64,
+          b.getI64IntegerAttr(std::max<int64_t>(sig.inputs.size(), 1)));
+      inputs = LLVM::AllocaOp::create(b, loc, ptr, ptr, count,
+                                      /*alignment=*/8);
+      enterOperands.push_back(inputs);
+    }
     Value entered =
-        LLVM::CallOp::create(b, loc, enter,
-                             ValueRange{text0, inputs, outputs, status})
-            .getResult();
+        LLVM::CallOp::create(b, loc, enter, enterOperands).getResult();
     Value zero = LLVM::ConstantOp::create(b, loc, i32, b.getI32IntegerAttr(0));
     Value ok =
         LLVM::ICmpOp::create(b, loc, LLVM::ICmpPredicate::eq, entered, zero);

@@ -20,6 +20,7 @@
 #include "ParallelCodegen.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
 #include "mlir/ExecutionEngine/OptUtils.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -77,9 +78,17 @@ static cl::opt<std::string>
               cl::desc("The function to compile (default: the only function "
                        "with a body)"),
               cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string> target("target",
-                                   cl::desc("Code generation target: cpu"),
-                                   cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> target(
+    "target",
+    cl::desc("Code generation target: cpu, or cuda (kernels for the chip of "
+             "--pipeline-options, sm_90 by default; the library needs a "
+             "CUDA driver and device to run)"),
+    cl::init("cpu"), cl::cat(category));
+static cl::opt<std::string> dumpPtx(
+    "dump-ptx",
+    cl::desc("--target=cuda: also write the PTX of every GPU module of the "
+             "step to DIR/<module>.ptx"),
+    cl::value_desc("DIR"), cl::cat(category));
 static cl::opt<std::string> cpu(
     "cpu",
     cl::desc("The CPU to compile for: native (default: this machine's CPU and "
@@ -218,10 +227,13 @@ int main(int argc, char **argv) {
   llvm::InitLLVM y(argc, argv);
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, kOverview);
-  if (target != "cpu")
+  bool cuda = target == "cuda";
+  if (target != "cpu" && !cuda)
     return fail("--target=" + target +
                 " is not supported; ga-compile builds step libraries for "
-                "--target=cpu");
+                "--target=cpu and --target=cuda");
+  if (!dumpPtx.empty() && !cuda)
+    return fail("--dump-ptx needs --target=cuda");
   if (optLevel < 0 || optLevel > 3)
     return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
   std::unique_ptr<ga::GaPipelineOptions> options =
@@ -232,6 +244,11 @@ int main(int argc, char **argv) {
   if (options->target != "cpu")
     return fail("--pipeline-options sets target=" + options->target +
                 "; use --target");
+  options->target = target;
+  // ga-compile serializes the kernels itself (PTX for --dump-ptx first).
+  std::string gpuFormat = options->gpuFormat;
+  if (cuda)
+    options->gpuFormat = "none";
 
   std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
   MLIRContext &context = *contextOwner;
@@ -253,15 +270,53 @@ int main(int argc, char **argv) {
       std::string errors;
       llvm::raw_string_ostream os(errors);
       if (failed(ga::buildCPUPipeline(pm, os, *options)))
-        return fail("cannot build the CPU pipeline: " + errors);
+        return fail("cannot build the " + target + " pipeline: " + errors);
     }
     ga::GaExportStepPassOptions exportOptions;
     exportOptions.entry = name;
+    exportOptions.runtime = cuda ? "cuda" : "cpu";
     pm.addPass(ga::createGaExportStepPass(exportOptions));
     if (timePasses)
       pm.enableTiming();
     if (failed(pm.run(*module)))
       return fail("compiling '" + inputFile + "' failed (see above)");
+    pipelineMs = msSince(start);
+  }
+  // The kernels: PTX for --dump-ptx, then the library's format.
+  size_t gpuModules = 0;
+  module->walk([&](gpu::GPUModuleOp) { ++gpuModules; });
+  if (cuda && gpuModules == 0 && isa<func::FuncOp>(entry))
+    return fail("@" + name + " compiled for CUDA has no kernels");
+  if (cuda && !dumpPtx.empty()) {
+    if (std::error_code ec = llvm::sys::fs::create_directories(dumpPtx))
+      return fail("cannot create --dump-ptx directory '" + dumpPtx +
+                  "': " + ec.message());
+    OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*module)->clone()));
+    PassManager pm(&context);
+    ga::addGpuModuleToBinary(pm, *options, "isa");
+    if (failed(pm.run(*copy)))
+      return fail("translating the kernels of '" + inputFile +
+                  "' to PTX failed (see above)");
+    for (auto binary : copy->getOps<gpu::BinaryOp>())
+      for (Attribute attr : binary.getObjects()) {
+        auto object = cast<gpu::ObjectAttr>(attr);
+        SmallString<128> path(dumpPtx.getValue());
+        llvm::sys::path::append(path, binary.getSymName() + ".ptx");
+        std::error_code ec;
+        llvm::raw_fd_ostream os(path, ec);
+        if (ec)
+          return fail("cannot write '" + path + "': " + ec.message());
+        os << object.getObject().getValue();
+      }
+  }
+  if (cuda && gpuModules) {
+    PassManager pm(&context);
+    ga::addGpuModuleToBinary(pm, *options, gpuFormat);
+    if (timePasses)
+      pm.enableTiming();
+    if (failed(pm.run(*module)))
+      return fail("compiling the kernels of '" + inputFile +
+                  "' failed (see above)");
     pipelineMs = msSince(start);
   }
   ga::StepSignature signature;
@@ -372,6 +427,15 @@ int main(int argc, char **argv) {
     return fail("the runtime library '" + runtime +
                 "' does not exist: build the ga_runtime target");
   std::string runtimeDir = llvm::sys::path::parent_path(runtime).str();
+  std::string cudaRuntime;
+  if (cuda) {
+    SmallString<256> path(runtimeDir);
+    llvm::sys::path::append(path, "libga_cuda_runtime.so");
+    cudaRuntime = std::string(path);
+    if (!llvm::sys::fs::exists(cudaRuntime))
+      return fail("the CUDA runtime library '" + cudaRuntime +
+                  "' does not exist: build the ga_cuda_runtime target");
+  }
   std::vector<std::string> args = {
       driver,        "-shared",        "-o",
       outputFile,    runtime,          "-Wl,-rpath,$ORIGIN:" + runtimeDir,
@@ -379,6 +443,8 @@ int main(int argc, char **argv) {
   args.insert(args.begin() + 4, objectPaths.begin(), objectPaths.end());
   if (usesOpenMP)
     args.push_back(GA_OPENMP_RUNTIME);
+  if (cuda)
+    args.insert(args.begin() + 4 + objectPaths.size(), cudaRuntime);
   args.push_back("-lm");
   std::vector<StringRef> argRefs(args.begin(), args.end());
   SmallString<128> linkLog;
@@ -429,6 +495,10 @@ int main(int argc, char **argv) {
          << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "; "
          << objects->size() << " LLVM partition(s) on " << threads
          << " thread(s)\n";
+  if (cuda)
+    outs() << "kernels: " << gpuModules << " GPU module(s) for "
+           << options->chip.getValue() << " (" << gpuFormat << ")"
+           << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header
          << "\n";
   return 0;

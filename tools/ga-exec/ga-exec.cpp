@@ -44,8 +44,13 @@ prints and writes the results.
 Threads: --num-threads N, else OMP_NUM_THREADS, else all cores (divided
 among the ranks); results are bitwise the same for any count.
 
+A library compiled with --target=cuda runs on the CUDA device (device 0,
+or GA_CUDA_DEVICE): the inputs are copied to it and the results back, and
+both copies are in the run time; without a CUDA driver or device, ga-exec
+says so and exits with status 1.
+
 Printed, as ga-run prints them: the run time (mean and minimum of
---repeat N runs), the peak bytes of the buffers the step allocates
+--repeat N runs), the device of a CUDA library, the peak bytes of the buffers the step allocates
 (step_peak_bytes; the inputs and the output buffers are the caller's), the
 loss and the global gradient norm (float64). Errors
 (a wrong number of inputs, a wrong shape or dtype, a malformed .npy file, an
@@ -154,6 +159,23 @@ int main(int argc, char **argv) {
     return 0;
   }
   const std::string &name = signature.entry;
+  // A step compiled for CUDA (ga-compile --target=cuda) links the CUDA
+  // runtime, whose device and memory figures are printed instead.
+  using DeviceNameFn = const char *(*)(const char **);
+  using MemoryStatsFn = void (*)(ga_memory *);
+  auto deviceNameFn =
+      reinterpret_cast<DeviceNameFn>(dlsym(handle, "ga_cuda_device_name"));
+  auto deviceMemoryFn =
+      reinterpret_cast<MemoryStatsFn>(dlsym(handle, "ga_cuda_memory_stats"));
+  std::string deviceName;
+  if (deviceNameFn) {
+    const char *reason = nullptr;
+    const char *device = deviceNameFn(&reason);
+    if (!device)
+      return fail("'" + library + "' runs on a CUDA device: " +
+                  (reason ? reason : "no CUDA device"));
+    deviceName = device;
+  }
 
   LeaveRun leaveRun;
   ga_status status;
@@ -196,12 +218,18 @@ int main(int argc, char **argv) {
   if (signature.ranks > 1)
     std::printf("ranks: %lld (data-parallel, MPI)\n",
                 static_cast<long long>(signature.ranks));
+  if (!deviceName.empty())
+    std::printf("device: %s (CUDA)\n", deviceName.c_str());
   std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
               repeat, minMs);
   ga_memory memory;
-  ga_memory_stats(&memory);
-  std::printf("step_peak_bytes: %lld\n",
-              static_cast<long long>(memory.peak_bytes));
+  if (deviceMemoryFn)
+    deviceMemoryFn(&memory);
+  else
+    ga_memory_stats(&memory);
+  std::printf("step_peak_bytes: %lld%s\n",
+              static_cast<long long>(memory.peak_bytes),
+              deviceMemoryFn ? " (device memory)" : "");
   ga::StepSummary summary = ga::summarize(signature, outputs);
   std::fputs(summary.text.c_str(), stdout);
   std::fflush(stdout);

@@ -15,9 +15,41 @@ namespace ga {
 /// Options of `--ga-pipeline`, and of buildCPUPipeline for the tools that
 /// build it in C++ (ga-run).
 struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
-  Option<std::string> target{*this, "target",
-                             llvm::cl::desc("Code generation target: cpu"),
-                             llvm::cl::init("cpu")};
+  Option<std::string> target{
+      *this, "target",
+      llvm::cl::desc("Code generation target: cpu (LLVM dialect for this "
+                     "machine, ready for ga-run) or cuda (host code in the "
+                     "LLVM dialect, kernels as a gpu.binary for `chip`)"),
+      llvm::cl::init("cpu")};
+  Option<std::string> chip{
+      *this, "chip",
+      llvm::cl::desc("target=cuda: the GPU architecture the kernels are "
+                     "compiled for (sm_90: H100/H200)"),
+      llvm::cl::init("sm_90")};
+  Option<std::string> ptxFeatures{
+      *this, "ptx-features",
+      llvm::cl::desc("target=cuda: the PTX features of the kernels (sm_90 "
+                     "needs PTX 8.0 or later)"),
+      llvm::cl::init("+ptx80")};
+  Option<std::string> cudaToolkit{
+      *this, "cuda-toolkit",
+      llvm::cl::desc("target=cuda: the CUDA toolkit (ptxas, "
+                     "nvvm/libdevice/libdevice.10.bc); default: the one "
+                     "found when ga-opt was configured"),
+      llvm::cl::init("")};
+  Option<std::string> gpuFormat{
+      *this, "gpu-format",
+      llvm::cl::desc("target=cuda: what the kernels become: bin (cubin, "
+                     "assembled by ptxas), fatbin, isa (PTX text, no "
+                     "ptxas needed; the driver compiles it when the step "
+                     "library loads) or none (gpu.module operations left "
+                     "for the caller to serialize)"),
+      llvm::cl::init("bin")};
+  Option<int64_t> gpuBlockSize{
+      *this, "gpu-block-size",
+      llvm::cl::desc("target=cuda: threads per block along the innermost "
+                     "parallel dimension (ga-gpu-map-parallel-loops)"),
+      llvm::cl::init(256)};
   Option<bool> vectorize{
       *this, "vectorize",
       llvm::cl::desc("Tile and vectorize the linalg operations where vector "
@@ -105,6 +137,17 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
 mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
                                      llvm::raw_ostream &errors,
                                      const GaPipelineOptions &options);
+
+/// target=cuda: the CUDA toolkit the pipeline uses (cuda-toolkit, else the
+/// one found at configure time; empty if none).
+std::string cudaToolkitPath(const GaPipelineOptions &options);
+
+/// target=cuda: gpu-module-to-binary with the pipeline's toolkit, producing
+/// `format` (bin, fatbin or isa), for tools that run the pipeline with
+/// gpu-format=none.
+void addGpuModuleToBinary(mlir::OpPassManager &pm,
+                          const GaPipelineOptions &options,
+                          llvm::StringRef format);
 
 /// The rest of the CPU pipeline after a `buffers-only` one: parallel loops,
 /// and the lowering to the LLVM dialect.

@@ -70,7 +70,10 @@ enum {
   /* A NULL input or output pointer. */
   GA_ERROR_INVALID_ARGUMENT = 3,
   /* The library's signature text is malformed (a corrupt library). */
-  GA_ERROR_SIGNATURE = 4
+  GA_ERROR_SIGNATURE = 4,
+  /* A step compiled for CUDA: no CUDA driver or device, or a CUDA call
+   * failed (the message names the call and CUDA's error). */
+  GA_ERROR_DEVICE = 5
 };
 
 /* The outcome of a step: a code and, unless GA_OK, a message. */

@@ -568,6 +568,79 @@ def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
+  let summary = "Lower a bufferized step's linalg operations to parallel "
+                "loops mapped to GPU blocks and threads";
+  let description = [{
+    The first stage of the CUDA target after bufferization. Every
+    `memref.copy` of host code becomes a `linalg.copy` and every linalg
+    operation a parallel loop nest (its reduction dimensions as sequential
+    `scf.for` inside, so that no float atomics are needed and results are
+    the same run to run). Each outermost `scf.parallel` is then tiled: the
+    innermost dimension by `block-size` threads (rounded down to whole warps
+    for short dimensions), the others by one; the tile loop is mapped to the
+    grid (innermost dimension on `blockIdx.x`, the next two on `y` and `z`
+    when they fit CUDA's limits, the rest sequential), the loop inside the
+    tile to `threadIdx.x`, so that neighbouring threads touch neighbouring
+    elements. `convert-parallel-loops-to-gpu` turns the mapped loops into
+    `gpu.launch` operations.
+
+    Example: a `linalg.generic` over `memref<128x64xf32>` becomes a launch of
+    128 blocks of 64 threads.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block along the innermost parallel dimension">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
+  let summary = "Move the host code that touches step memory to the device";
+  let description = [{
+    Runs after `convert-parallel-loops-to-gpu`. On the CUDA target every
+    buffer of a step is device memory, so no host operation may read or
+    write it:
+
+    - host operations that touch memory and hold no kernel (loop nests
+      without a parallel dimension, such as full reductions to the loss sum
+      or the token count, and stores) are wrapped in single-thread
+      `gpu.launch` operations;
+    - a scalar that host code reads (`memref.load` whose value decides a
+      branch, such as the label check's first invalid position) is read
+      through the runtime's `ga_cuda_read_{f32,f64,i32,i64}(pointer,
+      offset)`, which waits for the step's stream;
+    - `memref.get_global` values used by kernels are re-created inside them,
+      so that `gpu-kernel-outlining` copies the constants into the device
+      module.
+
+    A call that passes a memref to a host function (the CPU collectives of a
+    data-parallel step) is refused with an error at the call.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GaGpuDeviceAllocationsPass
+    : Pass<"ga-gpu-device-allocations", "::mlir::ModuleOp"> {
+  let summary = "Allocate the step's buffers in device memory";
+  let description = [{
+    Runs on the LLVM dialect, after `finalize-memref-to-llvm` with
+    `use-generic-functions`: the declarations and calls of
+    `_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_aligned_alloc` and
+    `_mlir_memref_to_llvm_free` are renamed to `ga_cuda_alloc`,
+    `ga_cuda_aligned_alloc` and `ga_cuda_free`, which `libga_cuda_runtime`
+    implements with device memory (a caching allocator on the step's
+    stream that counts the step's peak bytes).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
 def GaExportStepPass : Pass<"ga-export-step", "::mlir::ModuleOp"> {
   let summary = "Export a lowered step through the C ABI of a step library";
   let description = [{
@@ -596,6 +669,10 @@ def GaExportStepPass : Pass<"ga-export-step", "::mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"",
            "The function to export (default: the only llvm.func carrying "
            "train.signature)">,
+    Option<"runtime", "runtime", "std::string", /*default=*/"\"cpu\"",
+           "The runtime whose entry and exit ga_step_run calls: cpu "
+           "(ga_step_enter/leave) or cuda (ga_cuda_step_enter/leave, which "
+           "copy the inputs to device buffers and the results back)">,
   ];
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }

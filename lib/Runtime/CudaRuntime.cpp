@@ -1,0 +1,646 @@
+//===- CudaRuntime.cpp - What a step compiled for CUDA calls --------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// libga_cuda_runtime: the `mgpu*` functions that MLIR's lowering of the gpu
+// dialect calls (module loading, kernel launches, streams, events, memory),
+// the step's device allocator (ga_cuda_alloc/free, which
+// ga-gpu-device-allocations substitutes for the host allocator), the reads
+// of single elements that host code needs (ga_cuda_read_*), and the entry
+// and exit of a CUDA step library (ga_cuda_step_enter/leave: inputs copied
+// to the device, results copied back).
+//
+// The CUDA driver is loaded with dlopen, so this library builds and links
+// without the CUDA toolkit and loads on machines without a driver: there the
+// first use records "no CUDA device" and the step returns GA_ERROR_DEVICE.
+// The modules of a step library are loaded by a global constructor when the
+// library is loaded; a failure there is recorded the same way, never an
+// abort.
+//
+// One stream per process runs every kernel, copy and allocation in order.
+// mgpuStreamSynchronize on it does not wait: the host waits only where it
+// reads device memory (ga_cuda_read_*, ga_cuda_step_leave), so that a step
+// is one asynchronous sequence (GA_CUDA_SYNC=1 waits after every launch, to
+// locate a failing kernel). A freed buffer goes back to a cache of blocks
+// by size, reused by later allocations of the same size on the same stream.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Runtime/Errors.h"
+#include "ga/Runtime/Npy.h"
+#include "ga/Runtime/Runner.h"
+#include "ga/Runtime/Signature.h"
+#include "ga/Runtime/ga_step.h"
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dlfcn.h>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+namespace {
+
+// The few driver API types used, as the driver ABI defines them.
+using CUresult = int;
+using CUdevice = int;
+using CUdeviceptr = unsigned long long;
+using CUcontext = void *;
+using CUmodule = void *;
+using CUfunction = void *;
+using CUstream = void *;
+using CUevent = void *;
+
+#define GA_CUDA_FUNCTIONS(X)                                                   \
+  X(cuInit, CUresult (*)(unsigned))                                            \
+  X(cuDeviceGetCount, CUresult (*)(int *))                                     \
+  X(cuDeviceGet, CUresult (*)(CUdevice *, int))                                \
+  X(cuDeviceGetName, CUresult (*)(char *, int, CUdevice))                      \
+  X(cuDevicePrimaryCtxRetain, CUresult (*)(CUcontext *, CUdevice))             \
+  X(cuCtxSetCurrent, CUresult (*)(CUcontext))                                  \
+  X(cuGetErrorString, CUresult (*)(CUresult, const char **))                   \
+  X(cuGetErrorName, CUresult (*)(CUresult, const char **))                     \
+  X(cuModuleLoadData, CUresult (*)(CUmodule *, const void *))                  \
+  X(cuModuleUnload, CUresult (*)(CUmodule))                                    \
+  X(cuModuleGetFunction, CUresult (*)(CUfunction *, CUmodule, const char *))   \
+  X(cuLaunchKernel,                                                            \
+    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,           \
+                 unsigned, unsigned, unsigned, CUstream, void **, void **))    \
+  X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                        \
+  X(cuStreamSynchronize, CUresult (*)(CUstream))                               \
+  X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))              \
+  X(cuEventCreate, CUresult (*)(CUevent *, unsigned))                          \
+  X(cuEventRecord, CUresult (*)(CUevent, CUstream))                            \
+  X(cuEventSynchronize, CUresult (*)(CUevent))                                 \
+  X(cuEventElapsedTime, CUresult (*)(float *, CUevent, CUevent))               \
+  X(cuEventDestroy_v2, CUresult (*)(CUevent))                                  \
+  X(cuMemAlloc_v2, CUresult (*)(CUdeviceptr *, size_t))                        \
+  X(cuMemFree_v2, CUresult (*)(CUdeviceptr))                                   \
+  X(cuMemcpyAsync, CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))   \
+  X(cuMemsetD32Async, CUresult (*)(CUdeviceptr, unsigned, size_t, CUstream))   \
+  X(cuMemsetD16Async,                                                          \
+    CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))               \
+  X(cuMemGetInfo_v2, CUresult (*)(size_t *, size_t *))
+
+template <typename T> using Id = T;
+
+struct Driver {
+#define GA_DECLARE(name, type) Id<type> name = nullptr;
+  GA_CUDA_FUNCTIONS(GA_DECLARE)
+#undef GA_DECLARE
+};
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  bool usable = false;
+  Driver cu;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  std::string deviceName;
+  /// The first failure since the last step began (empty: none).
+  std::string error;
+  bool syncEveryLaunch = false;
+  // The allocator: live blocks and their sizes, free blocks by size.
+  std::unordered_map<CUdeviceptr, size_t> live;
+  std::multimap<size_t, CUdeviceptr> cached;
+  int64_t currentBytes = 0, peakBytes = 0, allocations = 0;
+  int64_t cachedBytes = 0;
+};
+
+State &state() {
+  static State *s = new State; // Lives until exit: modules unload late.
+  return *s;
+}
+
+/// Records the first failure (the CUDA call and its message).
+void recordError(State &s, const std::string &message) {
+  if (s.error.empty())
+    s.error = message;
+}
+
+bool check(State &s, CUresult rc, const char *call) {
+  if (rc == 0)
+    return true;
+  const char *name = nullptr, *text = nullptr;
+  if (s.cu.cuGetErrorName)
+    s.cu.cuGetErrorName(rc, &name);
+  if (s.cu.cuGetErrorString)
+    s.cu.cuGetErrorString(rc, &text);
+  recordError(s, std::string(call) + " failed: " +
+                     (name ? name : "CUDA error " + std::to_string(rc)) +
+                     (text ? std::string(" (") + text + ")" : ""));
+  return false;
+}
+
+/// Loads the driver and makes the primary context of device 0 (or
+/// GA_CUDA_DEVICE) current, once. Returns whether CUDA is usable; when not,
+/// the reason is recorded.
+bool ensureInitialized(State &s) {
+  if (s.initialized) {
+    if (s.usable && s.context)
+      s.cu.cuCtxSetCurrent(s.context);
+    return s.usable;
+  }
+  s.initialized = true;
+  s.syncEveryLaunch = std::getenv("GA_CUDA_SYNC") &&
+                      std::strcmp(std::getenv("GA_CUDA_SYNC"), "0") != 0;
+  void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
+  if (!lib) {
+    recordError(s, std::string("no CUDA device: the CUDA driver "
+                               "(libcuda.so.1) cannot be loaded: ") +
+                       dlerror());
+    return false;
+  }
+#define GA_LOAD(name, type)                                                    \
+  s.cu.name = reinterpret_cast<Id<type>>(dlsym(lib, #name));                       \
+  if (!s.cu.name) {                                                            \
+    recordError(s, "the CUDA driver has no " #name);                           \
+    return false;                                                              \
+  }
+  GA_CUDA_FUNCTIONS(GA_LOAD)
+#undef GA_LOAD
+  if (!check(s, s.cu.cuInit(0), "cuInit"))
+    return false;
+  int count = 0;
+  if (!check(s, s.cu.cuDeviceGetCount(&count), "cuDeviceGetCount"))
+    return false;
+  int ordinal = 0;
+  if (const char *env = std::getenv("GA_CUDA_DEVICE"))
+    ordinal = std::atoi(env);
+  if (count == 0 || ordinal < 0 || ordinal >= count) {
+    recordError(s, "no CUDA device: the driver reports " +
+                       std::to_string(count) + " device(s)" +
+                       (ordinal ? ", GA_CUDA_DEVICE=" + std::to_string(ordinal)
+                                : std::string()));
+    return false;
+  }
+  CUdevice device;
+  if (!check(s, s.cu.cuDeviceGet(&device, ordinal), "cuDeviceGet") ||
+      !check(s, s.cu.cuDevicePrimaryCtxRetain(&s.context, device),
+             "cuDevicePrimaryCtxRetain") ||
+      !check(s, s.cu.cuCtxSetCurrent(s.context), "cuCtxSetCurrent") ||
+      !check(s, s.cu.cuStreamCreate(&s.stream, 0), "cuStreamCreate"))
+    return false;
+  char name[256] = {0};
+  s.cu.cuDeviceGetName(name, sizeof(name) - 1, device);
+  s.deviceName = name;
+  s.usable = true;
+  return true;
+}
+
+CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
+  if (!ensureInitialized(s))
+    return 0;
+  // Sizes rounded to 512 bytes, so that similar sizes share cached blocks.
+  size_t size = ((bytes ? bytes : 1) + 511) / 512 * 512;
+  CUdeviceptr pointer = 0;
+  auto it = s.cached.find(size);
+  if (it != s.cached.end()) {
+    pointer = it->second;
+    s.cached.erase(it);
+    s.cachedBytes -= size;
+  } else {
+    CUresult rc = s.cu.cuMemAlloc_v2(&pointer, size);
+    if (rc != 0 && !s.cached.empty()) {
+      // Out of memory: give the cache back and try once more.
+      s.cu.cuStreamSynchronize(s.stream);
+      for (auto &[cachedSize, block] : s.cached)
+        s.cu.cuMemFree_v2(block);
+      s.cached.clear();
+      s.cachedBytes = 0;
+      rc = s.cu.cuMemAlloc_v2(&pointer, size);
+    }
+    if (!check(s, rc,
+               ("cuMemAlloc of " + std::to_string(size) + " bytes").c_str()))
+      return 0;
+  }
+  s.live[pointer] = counted ? size : size | (size_t(1) << 63);
+  if (counted) {
+    s.currentBytes += size;
+    s.peakBytes = std::max(s.peakBytes, s.currentBytes);
+    ++s.allocations;
+  }
+  return pointer;
+}
+
+void release(State &s, CUdeviceptr pointer) {
+  auto it = s.live.find(pointer);
+  if (it == s.live.end()) {
+    recordError(s, "ga_cuda_free of a pointer the CUDA runtime did not "
+                   "allocate");
+    return;
+  }
+  size_t size = it->second & ~(size_t(1) << 63);
+  if (!(it->second >> 63))
+    s.currentBytes -= size;
+  s.live.erase(it);
+  s.cached.emplace(size, pointer);
+  s.cachedBytes += size;
+}
+
+/// Copies `bytes` between any two pointers (device or host: the driver's
+/// unified addressing tells them apart) on the step's stream.
+bool copy(State &s, void *dst, const void *src, size_t bytes) {
+  if (!bytes)
+    return true;
+  return check(s,
+               s.cu.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(dst),
+                                  reinterpret_cast<CUdeviceptr>(src), bytes,
+                                  s.stream),
+               "cuMemcpyAsync");
+}
+
+bool synchronize(State &s) {
+  return check(s, s.cu.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+}
+
+template <typename T> T readElement(intptr_t pointer, int64_t index) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  T value{};
+  if (!s.usable || !s.error.empty())
+    return value;
+  if (copy(s, &value, reinterpret_cast<const T *>(pointer) + index,
+           sizeof(T)))
+    synchronize(s);
+  return value;
+}
+
+/// The parsed signature of `text` (a step library's text lives as long as
+/// the library).
+const ga::StepSignature *signatureOf(const char *text, std::string &error) {
+  static std::mutex mutex;
+  static std::map<std::string, std::unique_ptr<ga::StepSignature>> cache;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &entry = cache[text ? text : ""];
+  if (!entry) {
+    auto parsed = std::make_unique<ga::StepSignature>();
+    if (!ga::parseSignature(text ? text : "", *parsed, error)) {
+      cache.erase(text ? text : "");
+      return nullptr;
+    }
+    entry = std::move(parsed);
+  }
+  return entry.get();
+}
+
+int64_t bytesOf(const ga::TensorSpec &spec) {
+  return spec.numElements() * ga::npyDTypeSize(spec.dtype);
+}
+
+} // namespace
+
+extern "C" {
+
+//===----------------------------------------------------------------------===//
+// The step's allocator (ga-gpu-device-allocations).
+//===----------------------------------------------------------------------===//
+
+void *ga_cuda_alloc(size_t size) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return reinterpret_cast<void *>(allocate(s, size, /*counted=*/true));
+}
+
+void *ga_cuda_aligned_alloc(size_t alignment, size_t size) {
+  // Device allocations are aligned to at least 256 bytes.
+  (void)alignment;
+  return ga_cuda_alloc(size);
+}
+
+void ga_cuda_free(void *pointer) {
+  if (!pointer)
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  release(s, reinterpret_cast<CUdeviceptr>(pointer));
+}
+
+float ga_cuda_read_f32(intptr_t p, int64_t i) {
+  return readElement<float>(p, i);
+}
+double ga_cuda_read_f64(intptr_t p, int64_t i) {
+  return readElement<double>(p, i);
+}
+int32_t ga_cuda_read_i32(intptr_t p, int64_t i) {
+  return readElement<int32_t>(p, i);
+}
+int64_t ga_cuda_read_i64(intptr_t p, int64_t i) {
+  return readElement<int64_t>(p, i);
+}
+
+/// The peak of the step's own device buffers (not its inputs and results
+/// staging), as ga_memory_stats reports the CPU allocator's.
+void ga_cuda_memory_stats(ga_memory *out) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  out->current_bytes = s.currentBytes;
+  out->peak_bytes = s.peakBytes;
+  out->allocations = s.allocations;
+}
+
+void ga_cuda_memory_reset_peak(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  s.peakBytes = s.currentBytes;
+}
+
+/// The name of the device steps run on, or NULL (with `*reason` set) when
+/// there is none.
+const char *ga_cuda_device_name(const char **reason) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!ensureInitialized(s)) {
+    if (reason)
+      *reason = s.error.c_str();
+    return nullptr;
+  }
+  return s.deviceName.c_str();
+}
+
+//===----------------------------------------------------------------------===//
+// The mgpu* functions of MLIR's gpu-to-llvm lowering (LLVM 22).
+//===----------------------------------------------------------------------===//
+
+void *mgpuModuleLoad(void *data, size_t /*size*/) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!ensureInitialized(s))
+    return nullptr;
+  CUmodule module = nullptr;
+  if (!check(s, s.cu.cuModuleLoadData(&module, data), "cuModuleLoadData"))
+    return nullptr;
+  return module;
+}
+
+void *mgpuModuleLoadJIT(void *data, int /*optLevel*/) {
+  return mgpuModuleLoad(data, 0);
+}
+
+void mgpuModuleUnload(void *module) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (module && s.usable)
+    s.cu.cuModuleUnload(module);
+}
+
+void *mgpuModuleGetFunction(void *module, const char *name) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!module || !s.usable)
+    return nullptr;
+  CUfunction function = nullptr;
+  check(s, s.cu.cuModuleGetFunction(&function, module, name),
+        (std::string("cuModuleGetFunction(") + name + ")").c_str());
+  return function;
+}
+
+void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
+                      intptr_t gridZ, intptr_t blockX, intptr_t blockY,
+                      intptr_t blockZ, int32_t smem, void *stream,
+                      void **params, void **extra, size_t /*paramsCount*/) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!function) {
+    recordError(s, s.usable ? "a kernel of the step was not loaded"
+                            : "no CUDA device");
+    return;
+  }
+  if (!s.error.empty())
+    return; // The step has failed already; its results are not used.
+  check(s,
+        s.cu.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
+                            blockZ, smem, stream ? stream : s.stream, params,
+                            extra),
+        "cuLaunchKernel");
+  if (s.syncEveryLaunch)
+    synchronize(s);
+}
+
+void *mgpuStreamCreate() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  ensureInitialized(s);
+  return s.stream;
+}
+
+void mgpuStreamDestroy(void * /*stream*/) {}
+
+void mgpuStreamSynchronize(void * /*stream*/) {
+  // Every operation of a step is on the one stream, in order; the host
+  // waits where it reads device memory.
+}
+
+void mgpuStreamWaitEvent(void *stream, void *event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.usable)
+    check(s, s.cu.cuStreamWaitEvent(stream ? stream : s.stream, event, 0),
+          "cuStreamWaitEvent");
+}
+
+void *mgpuEventCreate() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  CUevent event = nullptr;
+  if (ensureInitialized(s))
+    check(s, s.cu.cuEventCreate(&event, /*CU_EVENT_DISABLE_TIMING=*/2),
+          "cuEventCreate");
+  return event;
+}
+
+void mgpuEventDestroy(void *event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (event && s.usable)
+    s.cu.cuEventDestroy_v2(event);
+}
+
+void mgpuEventSynchronize(void *event) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (event && s.usable)
+    check(s, s.cu.cuEventSynchronize(event), "cuEventSynchronize");
+}
+
+void mgpuEventRecord(void *event, void *stream) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (event && s.usable)
+    check(s, s.cu.cuEventRecord(event, stream ? stream : s.stream),
+          "cuEventRecord");
+}
+
+void *mgpuMemAlloc(uint64_t bytes, void * /*stream*/, bool /*hostShared*/) {
+  return ga_cuda_alloc(bytes);
+}
+
+void mgpuMemFree(void *pointer, void * /*stream*/) { ga_cuda_free(pointer); }
+
+void mgpuMemcpy(void *dst, void *src, size_t bytes, void * /*stream*/) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.usable)
+    copy(s, dst, src, bytes);
+}
+
+void mgpuMemset32(void *dst, unsigned int value, size_t count,
+                  void * /*stream*/) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.usable)
+    check(s,
+          s.cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                count, s.stream),
+          "cuMemsetD32Async");
+}
+
+void mgpuMemset16(void *dst, unsigned short value, size_t count,
+                  void * /*stream*/) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.usable)
+    check(s,
+          s.cu.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
+                                count, s.stream),
+          "cuMemsetD16Async");
+}
+
+void mgpuSetDefaultDevice(int32_t device) {
+  static char text[16];
+  std::snprintf(text, sizeof(text), "%d", device);
+  setenv("GA_CUDA_DEVICE", text, 1);
+}
+
+//===----------------------------------------------------------------------===//
+// The entry and exit of a CUDA step library (ga-export-step runtime=cuda).
+//===----------------------------------------------------------------------===//
+
+int32_t ga_cuda_step_enter(const char *signature, const void *const *inputs,
+                           void *const *outputs, ga_status *status,
+                           void **deviceInputs) {
+  // The checks of the CPU runtime: signature, world size, null pointers.
+  int32_t rc = ga_step_enter(signature, inputs, outputs, status);
+  if (rc != GA_OK)
+    return rc;
+  std::string error;
+  const ga::StepSignature *sig = signatureOf(signature, error);
+  if (!sig)
+    return ga::setStatus(status, GA_ERROR_SIGNATURE, error);
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!ensureInitialized(s))
+    return ga::setStatus(status, GA_ERROR_DEVICE,
+                         "@" + sig->entry + " runs on a CUDA device: " +
+                             s.error);
+  // A failure of an earlier step (or of loading the modules) stops this
+  // one: a module that failed to load has no kernels.
+  if (!s.error.empty())
+    return ga::setStatus(status, GA_ERROR_DEVICE,
+                         "@" + sig->entry + ": " + s.error);
+  for (size_t i = 0; i < sig->inputs.size(); ++i) {
+    int64_t bytes = bytesOf(sig->inputs[i]);
+    CUdeviceptr device = allocate(s, bytes, /*counted=*/false);
+    deviceInputs[i] = reinterpret_cast<void *>(device);
+    if (!device || !copy(s, deviceInputs[i], inputs[i], bytes)) {
+      for (size_t j = 0; j <= i; ++j)
+        if (deviceInputs[j])
+          release(s, reinterpret_cast<CUdeviceptr>(deviceInputs[j]));
+      std::string message = s.error;
+      s.error.clear();
+      return ga::setStatus(status, GA_ERROR_DEVICE,
+                           "@" + sig->entry + ": input #" + std::to_string(i) +
+                               " cannot be copied to the device: " + message);
+    }
+  }
+  return GA_OK;
+}
+
+int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
+                           void *const *deviceInputs, void *const *outputs,
+                           ga_status *status) {
+  if (status)
+    *status = ga_status{};
+  std::string error;
+  const ga::StepSignature *sig = signatureOf(signature, error);
+  if (!sig)
+    return ga::setStatus(status, GA_ERROR_SIGNATURE, error);
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Copy every result before freeing any: results can share a buffer.
+  std::vector<CUdeviceptr> allocated;
+  size_t offset = 0;
+  std::vector<char> staging;
+  for (size_t i = 0; i < sig->results.size() && s.error.empty(); ++i) {
+    const ga::TensorSpec &spec = sig->results[i];
+    int64_t rank = spec.shape.size();
+    const int64_t *fields = results + offset;
+    offset += 3 + 2 * rank;
+    size_t elem = ga::npyDTypeSize(spec.dtype);
+    const char *aligned = reinterpret_cast<const char *>(fields[1]);
+    const int64_t *sizes = fields + 3, *strides = fields + 3 + rank;
+    bool contiguous = true;
+    int64_t expected = 1, span = 1;
+    for (int64_t d = rank - 1; d >= 0; --d) {
+      contiguous &= sizes[d] == 1 || strides[d] == expected;
+      expected *= sizes[d];
+      if (sizes[d] > 0)
+        span += (sizes[d] - 1) * strides[d];
+    }
+    if (contiguous) {
+      copy(s, outputs[i], aligned + fields[2] * elem, expected * elem);
+    } else {
+      // Through a host copy of the span the strides cover.
+      staging.resize(span * elem);
+      if (copy(s, staging.data(), aligned + fields[2] * elem, span * elem) &&
+          synchronize(s)) {
+        std::vector<int64_t> dense(rank);
+        for (int64_t d = rank - 1, st = 1; d >= 0; --d) {
+          dense[d] = st;
+          st *= sizes[d];
+        }
+        ga::copyStrided(static_cast<char *>(outputs[i]), 0, dense.data(),
+                        staging.data(), 0, strides, sizes, rank, elem);
+      }
+    }
+    allocated.push_back(static_cast<CUdeviceptr>(fields[0]));
+  }
+  synchronize(s);
+  // Free what the step allocated (not the inputs, not constants, once).
+  for (CUdeviceptr pointer : allocated) {
+    bool skip = !pointer || pointer == 0xdeadbeef || !s.live.count(pointer);
+    for (size_t j = 0; j < sig->inputs.size(); ++j)
+      skip |= reinterpret_cast<CUdeviceptr>(deviceInputs[j]) == pointer;
+    if (!skip)
+      release(s, pointer);
+  }
+  for (size_t j = 0; j < sig->inputs.size(); ++j)
+    if (deviceInputs[j])
+      release(s, reinterpret_cast<CUdeviceptr>(deviceInputs[j]));
+  if (!s.error.empty()) {
+    std::string message = s.error;
+    s.error.clear();
+    ga_error stale;
+    ga_take_error(&stale);
+    return ga::setStatus(status, GA_ERROR_DEVICE,
+                         "@" + sig->entry + ": " + message);
+  }
+  ga_error reported;
+  if (ga_take_error(&reported) == GA_OK)
+    return GA_OK;
+  std::string where;
+  if (reported.argument >= 0 &&
+      reported.argument < (int64_t)sig->inputs.size())
+    where = ga::multiIndex(sig->inputs[reported.argument].shape,
+                           reported.position);
+  return ga::setStatus(status, reported.code,
+                       ga::describeError(reported, where));
+}
+
+} // extern "C"

@@ -1,0 +1,387 @@
+//===- GpuMapping.cpp - A bufferized step, mapped to GPU kernels ----------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The passes of the CUDA pipeline that place a bufferized step on the GPU:
+//
+// - ga-gpu-map-parallel-loops: every linalg operation and memref.copy of the
+//   host code becomes a parallel loop nest (reductions as sequential loops
+//   inside), tiled so that the innermost parallel dimension runs on
+//   threadIdx.x of blocks of `block-size` threads (coalesced accesses) and
+//   the next dimensions on the grid, with the gpu.loop_dim_map attributes
+//   that convert-parallel-loops-to-gpu reads.
+// - ga-gpu-device-code: after convert-parallel-loops-to-gpu, whatever host
+//   code is left touching step memory goes to the device too: loop nests
+//   without a parallel dimension (full reductions: the loss sum, the token
+//   count) and stores run in single-thread kernels, scalars that host code
+//   reads (the label check's first invalid position) are copied back through
+//   the runtime (ga_cuda_read_*), and the constants that kernels read are
+//   referenced from inside the kernels so that outlining copies them to the
+//   device module. Calls that would hand step memory to host functions (the
+//   CPU collectives) are refused.
+// - ga-gpu-device-allocations: on the LLVM dialect, the step's buffers are
+//   allocated by the CUDA runtime (ga_cuda_alloc and ga_cuda_free, device
+//   memory with a caching allocator) instead of MLIR's generic host
+//   allocation functions.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+#include "mlir/Dialect/GPU/Transforms/ParallelLoopMapper.h"
+#include "mlir/Dialect/LLVMIR/LLVMDialect.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/IR/PatternMatch.h"
+#include "mlir/IR/SymbolTable.h"
+#include "mlir/Transforms/RegionUtils.h"
+
+namespace ga {
+#define GEN_PASS_DEF_GAGPUMAPPARALLELLOOPSPASS
+#define GEN_PASS_DEF_GAGPUDEVICECODEPASS
+#define GEN_PASS_DEF_GAGPUDEVICEALLOCATIONSPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+
+namespace {
+
+bool insideKernel(Operation *op) {
+  return op->getParentOfType<gpu::LaunchOp>() ||
+         op->getParentOfType<gpu::GPUModuleOp>();
+}
+
+/// A gpu.launch of one thread before `op`; returns its terminator.
+Operation *createSingleThreadLaunch(OpBuilder &b, Operation *op) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  return gpu::TerminatorOp::create(b, loc);
+}
+
+/// The constant trip count of dimension `d` of `loop`, if it has one.
+std::optional<int64_t> tripCount(scf::ParallelOp loop, unsigned d) {
+  auto lb = getConstantIntValue(loop.getLowerBound()[d]);
+  auto ub = getConstantIntValue(loop.getUpperBound()[d]);
+  auto step = getConstantIntValue(loop.getStep()[d]);
+  if (!lb || !ub || !step || *step <= 0)
+    return std::nullopt;
+  return (*ub - *lb + *step - 1) / *step;
+}
+
+struct GaGpuMapParallelLoopsPass
+    : ga::impl::GaGpuMapParallelLoopsPassBase<GaGpuMapParallelLoopsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    Operation *root = getOperation();
+    MLIRContext *ctx = &getContext();
+    if (blockSize < 1 || blockSize > 1024) {
+      root->emitError() << "ga-gpu-map-parallel-loops: block-size must be in "
+                           "[1, 1024] (CUDA's threads per block), got "
+                        << blockSize;
+      return signalPassFailure();
+    }
+    IRRewriter rewriter(ctx);
+
+    // Copies become linalg copies, and every linalg operation of the host
+    // code a parallel loop nest.
+    SmallVector<memref::CopyOp> copies;
+    root->walk([&](memref::CopyOp copy) {
+      if (!insideKernel(copy))
+        copies.push_back(copy);
+    });
+    for (memref::CopyOp copy : copies) {
+      rewriter.setInsertionPoint(copy);
+      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
+                                                  copy.getTarget());
+    }
+    SmallVector<linalg::LinalgOp> linalgOps;
+    root->walk([&](linalg::LinalgOp op) {
+      if (!insideKernel(op))
+        linalgOps.push_back(op);
+    });
+    for (linalg::LinalgOp op : linalgOps) {
+      if (!op.hasPureBufferSemantics()) {
+        op->emitError() << "ga-gpu-map-parallel-loops: expects bufferized "
+                           "linalg operations (run after bufferization)";
+        return signalPassFailure();
+      }
+      rewriter.setInsertionPoint(op);
+      // Without loops (a 0-d fill or reduction step), the scalar code runs
+      // in one thread.
+      if (op.getNumLoops() == 0)
+        rewriter.setInsertionPoint(createSingleThreadLaunch(rewriter, op));
+      if (failed(linalg::linalgOpToParallelLoops(rewriter, op))) {
+        op->emitError() << "ga-gpu-map-parallel-loops: cannot lower this "
+                           "operation to parallel loops";
+        return signalPassFailure();
+      }
+      rewriter.eraseOp(op);
+    }
+
+    // Tile and map the outermost parallel loops that are not mapped yet.
+    SmallVector<scf::ParallelOp> loops;
+    root->walk([&](scf::ParallelOp loop) {
+      if (!insideKernel(loop) && !loop->getParentOfType<scf::ParallelOp>() &&
+          !loop->hasAttr(gpu::getMappingAttrName()))
+        loops.push_back(loop);
+    });
+    for (scf::ParallelOp loop : loops)
+      mapLoop(loop);
+  }
+
+  void mapLoop(scf::ParallelOp loop) {
+    MLIRContext *ctx = loop.getContext();
+    unsigned n = loop.getNumLoops();
+    SmallVector<int64_t> tile(n, 1);
+    // A block covers the innermost dimension, rounded to whole warps.
+    int64_t inner = blockSize;
+    if (std::optional<int64_t> count = tripCount(loop, n - 1))
+      inner = std::min<int64_t>(blockSize, ((*count + 31) / 32) * 32);
+    tile[n - 1] = std::max<int64_t>(inner, 1);
+    auto [outer, within] = scf::tileParallelLoop(loop, tile,
+                                                 /*noMinMaxBounds=*/true);
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
+    auto dim = [&](gpu::Processor p) {
+      return gpu::ParallelLoopDimMappingAttr::get(ctx, p, identity, identity);
+    };
+    // Grid: innermost dimension on x (up to 2^31 - 1 blocks), the next two
+    // on y and z (up to 65535 each), the rest sequential in each thread.
+    SmallVector<gpu::ParallelLoopDimMappingAttr> outerMap(
+        n, dim(gpu::Processor::Sequential));
+    gpu::Processor grid[] = {gpu::Processor::BlockX, gpu::Processor::BlockY,
+                             gpu::Processor::BlockZ};
+    for (unsigned k = 0; k < std::min(n, 3u); ++k) {
+      unsigned d = n - 1 - k;
+      std::optional<int64_t> count = tripCount(outer, d);
+      int64_t limit = k == 0 ? (int64_t(1) << 31) - 1 : 65535;
+      if (count && *count <= limit)
+        outerMap[d] = dim(grid[k]);
+    }
+    SmallVector<gpu::ParallelLoopDimMappingAttr> innerMap(
+        n, dim(gpu::Processor::Sequential));
+    innerMap[n - 1] = dim(gpu::Processor::ThreadX);
+    (void)gpu::setMappingAttr(outer, outerMap);
+    (void)gpu::setMappingAttr(within, innerMap);
+  }
+};
+
+/// Whether `op` reads or writes memory that a kernel must reach: a memref
+/// load or store, or a region holding one.
+bool touchesMemory(Operation *op) {
+  bool found = false;
+  op->walk([&](Operation *inner) {
+    if (isa<memref::LoadOp, memref::StoreOp, linalg::LinalgOp>(inner))
+      found = true;
+    return found ? WalkResult::interrupt() : WalkResult::advance();
+  });
+  return found;
+}
+
+bool containsLaunch(Operation *op) {
+  return op
+      ->walk([](gpu::LaunchOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+bool containsHostCall(Operation *op) {
+  return op
+      ->walk([](func::CallOp) { return WalkResult::interrupt(); })
+      .wasInterrupted();
+}
+
+struct GaGpuDeviceCodePass
+    : ga::impl::GaGpuDeviceCodePassBase<GaGpuDeviceCodePass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    // Host functions that would receive step memory.
+    WalkResult refused = module.walk([&](func::CallOp call) {
+      if (insideKernel(call))
+        return WalkResult::advance();
+      for (Value operand : call.getOperands())
+        if (isa<MemRefType>(operand.getType())) {
+          call.emitError()
+              << "ga-gpu-device-code: the call to @" << call.getCallee()
+              << " passes step memory to host code; the CUDA target runs "
+                 "every operation on the device (data-parallel steps, "
+                 "whose collectives are host calls, are not supported on "
+                 "target=cuda)";
+          return WalkResult::interrupt();
+        }
+      return WalkResult::advance();
+    });
+    if (refused.wasInterrupted())
+      return signalPassFailure();
+
+    for (auto func : module.getOps<func::FuncOp>()) {
+      if (func.isExternal())
+        continue;
+      if (failed(moveToDevice(func.getBody())))
+        return signalPassFailure();
+    }
+    // Host reads of single elements.
+    SmallVector<memref::LoadOp> loads;
+    module.walk([&](memref::LoadOp load) {
+      if (!insideKernel(load))
+        loads.push_back(load);
+    });
+    for (memref::LoadOp load : loads)
+      if (failed(stageLoad(load)))
+        return signalPassFailure();
+    // Constants read by kernels are referenced inside them.
+    module.walk([&](gpu::LaunchOp launch) { sinkGlobals(launch); });
+  }
+
+  /// Wraps the host operations of `region` that touch memory in
+  /// single-thread kernels, recursing into the control flow that holds
+  /// kernels already (the micro-batch loop).
+  LogicalResult moveToDevice(Region &region) {
+    for (Block &block : region) {
+      for (Operation &op : llvm::make_early_inc_range(block)) {
+        if (isa<gpu::LaunchOp>(op) || isa<memref::LoadOp>(op))
+          continue;
+        // Control flow that holds kernels or calls host functions (the
+        // label check's error report) stays on the host; its contents are
+        // visited.
+        if (containsLaunch(&op) || containsHostCall(&op)) {
+          for (Region &inner : op.getRegions())
+            if (failed(moveToDevice(inner)))
+              return failure();
+          continue;
+        }
+        if (!touchesMemory(&op))
+          continue;
+        if (op.getNumResults() != 0) {
+          return op.emitError()
+                 << "ga-gpu-device-code: this host operation reads step "
+                    "memory and returns a value the host uses; the CUDA "
+                    "target cannot run it on the device";
+        }
+        wrapInKernel(&op);
+      }
+    }
+    return success();
+  }
+
+  void wrapInKernel(Operation *op) {
+    OpBuilder b(op);
+    op->moveBefore(createSingleThreadLaunch(b, op));
+  }
+
+  /// `%v = memref.load %m[%i, %j]` on the host becomes a read through the
+  /// runtime of the element at the buffer's aligned pointer plus its linear
+  /// offset.
+  LogicalResult stageLoad(memref::LoadOp load) {
+    if (load.use_empty()) {
+      load.erase();
+      return success();
+    }
+    Type element = load.getType();
+    std::string name;
+    if (element.isF32())
+      name = "ga_cuda_read_f32";
+    else if (element.isF64())
+      name = "ga_cuda_read_f64";
+    else if (element.isInteger(32))
+      name = "ga_cuda_read_i32";
+    else if (element.isInteger(64))
+      name = "ga_cuda_read_i64";
+    else
+      return load.emitError()
+             << "ga-gpu-device-code: the host reads an element of type "
+             << element << " from step memory; the CUDA runtime reads f32, "
+             << "f64, i32 and i64";
+    ModuleOp module = getOperation();
+    OpBuilder b(load);
+    Location loc = load.getLoc();
+    auto index = b.getIndexType();
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(b);
+      b.setInsertionPointToStart(module.getBody());
+      callee = func::FuncOp::create(
+          b, loc, name, b.getFunctionType({index, index}, {element}));
+      callee.setPrivate();
+    }
+    Value memref = load.getMemRef();
+    auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
+    Value linear = metadata.getOffset();
+    for (auto [i, stride] :
+         llvm::zip(load.getIndices(), metadata.getStrides())) {
+      Value term = arith::MulIOp::create(b, loc, i, stride);
+      linear = arith::AddIOp::create(b, loc, linear, term);
+    }
+    Value pointer =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
+    auto call = func::CallOp::create(b, loc, callee, ValueRange{pointer, linear});
+    load.replaceAllUsesWith(call.getResult(0));
+    load.erase();
+    return success();
+  }
+
+  void sinkGlobals(gpu::LaunchOp launch) {
+    SetVector<Value> above;
+    getUsedValuesDefinedAbove(launch.getBody(), above);
+    OpBuilder b(launch.getContext());
+    b.setInsertionPointToStart(&launch.getBody().front());
+    for (Value value : above) {
+      auto global = value.getDefiningOp<memref::GetGlobalOp>();
+      if (!global)
+        continue;
+      Operation *clone = b.clone(*global);
+      replaceAllUsesInRegionWith(value, clone->getResult(0),
+                                 launch.getBody());
+    }
+  }
+};
+
+struct GaGpuDeviceAllocationsPass
+    : ga::impl::GaGpuDeviceAllocationsPassBase<GaGpuDeviceAllocationsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    const std::pair<StringRef, StringRef> renames[] = {
+        {"_mlir_memref_to_llvm_alloc", "ga_cuda_alloc"},
+        {"_mlir_memref_to_llvm_aligned_alloc", "ga_cuda_aligned_alloc"},
+        {"_mlir_memref_to_llvm_free", "ga_cuda_free"}};
+    for (auto [from, to] : renames) {
+      auto func = module.lookupSymbol<LLVM::LLVMFuncOp>(from);
+      if (!func)
+        continue;
+      if (!func.isExternal()) {
+        func.emitError() << "ga-gpu-device-allocations: @" << from
+                         << " is defined in the module; expected the "
+                            "declaration that memref lowering emits";
+        return signalPassFailure();
+      }
+      if (module.lookupSymbol(to)) {
+        func.emitError() << "ga-gpu-device-allocations: the module already "
+                            "has @"
+                         << to;
+        return signalPassFailure();
+      }
+      if (failed(SymbolTable::replaceAllSymbolUses(
+              func, StringAttr::get(&getContext(), to), module)))
+        return signalPassFailure();
+      SymbolTable::setSymbolName(func, to);
+    }
+  }
+};
+
+} // namespace

@@ -1,0 +1,147 @@
+#!/usr/bin/env python3
+"""Build the kit that checks ga-opt's CUDA target on a machine with a GPU.
+
+The GPU machine has a CUDA driver, Python and NumPy but no MLIR: steps are
+compiled here and run there. For both examples and every micro-batch split
+(k = 1, 2, 4, and the naive split at k = 4), this script
+
+  - writes the example with its schedule and random padded inputs (.npy),
+  - compiles the CPU step library and runs it with ga-exec: the reference
+    results (the CPU pipeline's),
+  - compiles the CUDA step library (ga-compile --target=cuda),
+
+and puts into OUT (default build/device): bin/ga-exec, lib/ (the runtimes,
+the step libraries and the shared libraries they need that are not part of
+every Linux system), data/ (inputs and references), manifest.json and
+cuda_check.py, which runs the check there:
+
+  python3 scripts/cuda_kit.py --build build --out build/device
+  # on the GPU machine, from the repository root:
+  python3 build/device/cuda_check.py --kit build/device --out $OUT
+"""
+
+import argparse
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+SRC = os.path.dirname(HERE)
+sys.path.insert(0, os.path.join(SRC, "test", "Integration"))
+from reference_harness import padded_example_inputs, with_schedule  # noqa
+
+# Libraries every Linux system has; everything else a binary needs goes
+# into the kit.
+SYSTEM = ("linux-vdso", "libc.so", "libm.so", "libstdc++", "libgcc_s",
+          "ld-linux", "libpthread", "libdl.so", "librt.so")
+
+
+def run(cmd):
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"cuda_kit: {' '.join(cmd)} failed:\n{done.stdout}"
+                 f"{done.stderr}")
+    return done.stdout
+
+
+def dependencies(path):
+    """The non-system shared libraries `path` loads (ldd)."""
+    found = []
+    for line in run(["ldd", path]).splitlines():
+        m = re.match(r"\s*(\S+) => (\S+)", line)
+        if m and not m.group(1).startswith(SYSTEM):
+            found.append(m.group(2))
+    return found
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--build", default=os.path.join(SRC, "build"))
+    parser.add_argument("--out", default=None)
+    parser.add_argument("--chip", default="sm_90")
+    parser.add_argument("--seed", type=int, default=5)
+    args = parser.parse_args()
+    out = args.out or os.path.join(args.build, "device")
+    bin_dir = os.path.join(args.build, "bin")
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    for d in ("bin", "lib", "data", "work"):
+        os.makedirs(os.path.join(out, d))
+    work = os.path.join(out, "work")
+
+    inputs = padded_example_inputs(np.random.default_rng(args.seed))
+    entries = []
+    start = time.time()
+    for name in ("mlp", "tiny_gpt"):
+        with open(os.path.join(SRC, "examples", name + ".mlir")) as f:
+            source = f.read()
+        data = os.path.join(out, "data", name)
+        os.makedirs(data)
+        args_npy = []
+        for i, a in enumerate(inputs[name]):
+            path = os.path.join(data, f"arg{i}.npy")
+            np.save(path, a)
+            args_npy.append(os.path.relpath(path, out))
+        for k, naive in ((1, False), (2, False), (4, False), (4, True)):
+            tag = f"{name}_k{k}" + ("_naive" if naive else "")
+            mlir = os.path.join(work, tag + ".mlir")
+            with open(mlir, "w") as f:
+                f.write(with_schedule(source, name, microbatches=k))
+            options = ["--pipeline-options", "naive=true"] if naive else []
+            cpu_lib = os.path.join(work, tag + "_cpu.so")
+            run([os.path.join(bin_dir, "ga-compile"), mlir, "-o", cpu_lib,
+                 *options])
+            ref_dir = os.path.join(out, "data", tag + "_reference")
+            printed = run([os.path.join(bin_dir, "ga-exec"), cpu_lib,
+                           *[os.path.join(out, a) for a in args_npy],
+                           "--out-dir", ref_dir])
+            cuda_lib = os.path.join(out, "lib", f"lib{tag}_cuda.so")
+            cuda_options = ["--pipeline-options",
+                            f"chip={args.chip}" +
+                            (" naive=true" if naive else "")]
+            t0 = time.time()
+            compiled = run([os.path.join(bin_dir, "ga-compile"),
+                            "--target=cuda", mlir, "-o", cuda_lib,
+                            *cuda_options])
+            kernels = re.search(r"kernels: (\d+)", compiled).group(1)
+            entries.append({
+                "name": tag, "example": name, "microbatches": k,
+                "naive": naive,
+                "library": os.path.relpath(cuda_lib, out),
+                "inputs": args_npy,
+                "reference": os.path.relpath(ref_dir, out),
+                "cpu_loss": re.search(r"^loss: (\S+)", printed,
+                                      re.M).group(1),
+                "kernels": int(kernels),
+            })
+            print(f"{tag}: {kernels} kernels, compiled for {args.chip} in "
+                  f"{time.time() - t0:.1f} s", flush=True)
+
+    # The runner and the libraries it and the steps need.
+    shutil.copy(os.path.join(bin_dir, "ga-exec"), os.path.join(out, "bin"))
+    libs = set()
+    for binary in [os.path.join(bin_dir, "ga-exec")] + [
+            os.path.join(out, e["library"]) for e in entries]:
+        libs.update(dependencies(binary))
+    for lib in sorted(libs):
+        target = os.path.join(out, "lib", os.path.basename(lib))
+        if not os.path.exists(target):
+            shutil.copy(lib, target)
+    shutil.copy(os.path.join(HERE, "cuda_check.py"), out)
+    with open(os.path.join(out, "manifest.json"), "w") as f:
+        json.dump({"chip": args.chip, "entries": entries}, f, indent=1)
+    shutil.rmtree(work)
+    size = sum(os.path.getsize(os.path.join(d, f))
+               for d, _, fs in os.walk(out) for f in fs)
+    print(f"kit: {out}, {len(entries)} steps, {size / 2**20:.1f} MiB, "
+          f"built in {time.time() - start:.0f} s")
+
+
+if __name__ == "__main__":
+    main()
