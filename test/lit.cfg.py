@@ -101,6 +101,30 @@ if getattr(config, "ga_have_cbc", 0):
     config.available_features.add("cbc")
 llvm_config.add_tool_substitutions(tools, tool_dirs)
 
+# The CUDA target: compiling needs the CUDA toolkit (libdevice, ptxas);
+# running needs a CUDA driver and device (`cuda-gpu`), which the GPU tests
+# require, so that they report themselves unsupported elsewhere.
+if getattr(config, "ga_have_cuda_toolkit", 0):
+    config.available_features.add("cuda-toolkit")
+    config.substitutions.append(
+        ("%ptxas", os.path.join(config.ga_cuda_toolkit_dir, "bin", "ptxas")))
+
+
+def has_cuda_gpu():
+    import ctypes
+    try:
+        cuda = ctypes.CDLL("libcuda.so.1")
+    except OSError:
+        return False
+    count = ctypes.c_int(0)
+    return (cuda.cuInit(0) == 0 and
+            cuda.cuDeviceGetCount(ctypes.byref(count)) == 0 and
+            count.value > 0)
+
+
+if has_cuda_gpu():
+    config.available_features.add("cuda-gpu")
+
 # The Python that runs the reference scripts: the first python3 that has
 # NumPy (Debian's python3-numpy, which scripts/setup.sh installs, lives in
 # /usr/bin/python3 even when another python3 comes first on PATH).

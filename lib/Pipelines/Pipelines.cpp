@@ -217,8 +217,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " gpu-block-size=" << options.gpuBlockSize.getValue();
     if (!options.cudaToolkit.empty())
       os << " cuda-toolkit=" << options.cudaToolkit.getValue();
-    os
-       << " vectorize=" << options.vectorize.getValue()
+    os << " vectorize=" << options.vectorize.getValue()
        << " naive=" << options.naive.getValue()
        << " check-labels=" << options.checkLabels.getValue()
        << " fuse=" << options.fuse.getValue()

@@ -69,8 +69,8 @@ using CUevent = void *;
   X(cuModuleUnload, CUresult (*)(CUmodule))                                    \
   X(cuModuleGetFunction, CUresult (*)(CUfunction *, CUmodule, const char *))   \
   X(cuLaunchKernel,                                                            \
-    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned,           \
-                 unsigned, unsigned, unsigned, CUstream, void **, void **))    \
+    CUresult (*)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, \
+                 unsigned, unsigned, CUstream, void **, void **))              \
   X(cuStreamCreate, CUresult (*)(CUstream *, unsigned))                        \
   X(cuStreamSynchronize, CUresult (*)(CUstream))                               \
   X(cuStreamWaitEvent, CUresult (*)(CUstream, CUevent, unsigned))              \
@@ -158,7 +158,7 @@ bool ensureInitialized(State &s) {
     return false;
   }
 #define GA_LOAD(name, type)                                                    \
-  s.cu.name = reinterpret_cast<Id<type>>(dlsym(lib, #name));                       \
+  s.cu.name = reinterpret_cast<Id<type>>(dlsym(lib, #name));                   \
   if (!s.cu.name) {                                                            \
     recordError(s, "the CUDA driver has no " #name);                           \
     return false;                                                              \
@@ -266,8 +266,7 @@ template <typename T> T readElement(intptr_t pointer, int64_t index) {
   T value{};
   if (!s.usable || !s.error.empty())
     return value;
-  if (copy(s, &value, reinterpret_cast<const T *>(pointer) + index,
-           sizeof(T)))
+  if (copy(s, &value, reinterpret_cast<const T *>(pointer) + index, sizeof(T)))
     synchronize(s);
   return value;
 }
@@ -537,8 +536,8 @@ int32_t ga_cuda_step_enter(const char *signature, const void *const *inputs,
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!ensureInitialized(s))
     return ga::setStatus(status, GA_ERROR_DEVICE,
-                         "@" + sig->entry + " runs on a CUDA device: " +
-                             s.error);
+                         "@" + sig->entry +
+                             " runs on a CUDA device: " + s.error);
   // A failure of an earlier step (or of loading the modules) stops this
   // one: a module that failed to load has no kernels.
   if (!s.error.empty())
@@ -635,10 +634,9 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
   if (ga_take_error(&reported) == GA_OK)
     return GA_OK;
   std::string where;
-  if (reported.argument >= 0 &&
-      reported.argument < (int64_t)sig->inputs.size())
-    where = ga::multiIndex(sig->inputs[reported.argument].shape,
-                           reported.position);
+  if (reported.argument >= 0 && reported.argument < (int64_t)sig->inputs.size())
+    where =
+        ga::multiIndex(sig->inputs[reported.argument].shape, reported.position);
   return ga::setStatus(status, reported.code,
                        ga::describeError(reported, where));
 }

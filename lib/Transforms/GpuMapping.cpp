@@ -105,8 +105,10 @@ struct GaGpuMapParallelLoopsPass
     });
     for (memref::CopyOp copy : copies) {
       rewriter.setInsertionPoint(copy);
-      rewriter.replaceOpWithNewOp<linalg::CopyOp>(copy, copy.getSource(),
-                                                  copy.getTarget());
+      linalg::CopyOp::create(rewriter, copy.getLoc(),
+                             ValueRange{copy.getSource()},
+                             ValueRange{copy.getTarget()});
+      rewriter.eraseOp(copy);
     }
     SmallVector<linalg::LinalgOp> linalgOps;
     root->walk([&](linalg::LinalgOp op) {
@@ -135,8 +137,11 @@ struct GaGpuMapParallelLoopsPass
     // Tile and map the outermost parallel loops that are not mapped yet.
     SmallVector<scf::ParallelOp> loops;
     root->walk([&](scf::ParallelOp loop) {
+      // Loops with reductions (results) have no mapping to threads without
+      // atomics; they stay, and ga-gpu-device-code refuses them.
       if (!insideKernel(loop) && !loop->getParentOfType<scf::ParallelOp>() &&
-          !loop->hasAttr(gpu::getMappingAttrName()))
+          !loop->hasAttr(gpu::getMappingAttrName()) && loop.getNumLoops() > 0 &&
+          loop.getNumResults() == 0)
         loops.push_back(loop);
     });
     for (scf::ParallelOp loop : loops)
@@ -147,9 +152,12 @@ struct GaGpuMapParallelLoopsPass
     MLIRContext *ctx = loop.getContext();
     unsigned n = loop.getNumLoops();
     SmallVector<int64_t> tile(n, 1);
+    SmallVector<std::optional<int64_t>> counts;
+    for (unsigned d = 0; d < n; ++d)
+      counts.push_back(tripCount(loop, d));
     // A block covers the innermost dimension, rounded to whole warps.
     int64_t inner = blockSize;
-    if (std::optional<int64_t> count = tripCount(loop, n - 1))
+    if (std::optional<int64_t> count = counts[n - 1])
       inner = std::min<int64_t>(blockSize, ((*count + 31) / 32) * 32);
     tile[n - 1] = std::max<int64_t>(inner, 1);
     auto [outer, within] = scf::tileParallelLoop(loop, tile,
@@ -166,7 +174,10 @@ struct GaGpuMapParallelLoopsPass
                              gpu::Processor::BlockZ};
     for (unsigned k = 0; k < std::min(n, 3u); ++k) {
       unsigned d = n - 1 - k;
-      std::optional<int64_t> count = tripCount(outer, d);
+      // The tile loop's trip count (its step is not folded yet).
+      std::optional<int64_t> count;
+      if (counts[d])
+        count = (*counts[d] + tile[d] - 1) / tile[d];
       int64_t limit = k == 0 ? (int64_t(1) << 31) - 1 : 65535;
       if (count && *count <= limit)
         outerMap[d] = dim(grid[k]);
@@ -192,14 +203,12 @@ bool touchesMemory(Operation *op) {
 }
 
 bool containsLaunch(Operation *op) {
-  return op
-      ->walk([](gpu::LaunchOp) { return WalkResult::interrupt(); })
+  return op->walk([](gpu::LaunchOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
 
 bool containsHostCall(Operation *op) {
-  return op
-      ->walk([](func::CallOp) { return WalkResult::interrupt(); })
+  return op->walk([](func::CallOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
 }
 
@@ -210,21 +219,22 @@ struct GaGpuDeviceCodePass
   void runOnOperation() override {
     ModuleOp module = getOperation();
     // Host functions that would receive step memory.
-    WalkResult refused = module.walk([&](func::CallOp call) {
-      if (insideKernel(call))
-        return WalkResult::advance();
-      for (Value operand : call.getOperands())
-        if (isa<MemRefType>(operand.getType())) {
-          call.emitError()
-              << "ga-gpu-device-code: the call to @" << call.getCallee()
-              << " passes step memory to host code; the CUDA target runs "
-                 "every operation on the device (data-parallel steps, "
-                 "whose collectives are host calls, are not supported on "
-                 "target=cuda)";
-          return WalkResult::interrupt();
-        }
-      return WalkResult::advance();
-    });
+    WalkResult refused =
+        module.walk([&](func::CallOp call) {
+          if (insideKernel(call))
+            return WalkResult::advance();
+          for (Value operand : call.getOperands())
+            if (isa<BaseMemRefType>(operand.getType())) {
+              call.emitError()
+                  << "ga-gpu-device-code: the call to @" << call.getCallee()
+                  << " passes step memory to host code; the CUDA target runs "
+                     "every operation on the device (data-parallel steps, "
+                     "whose collectives are host calls, are not supported on "
+                     "target=cuda)";
+              return WalkResult::interrupt();
+            }
+          return WalkResult::advance();
+        });
     if (refused.wasInterrupted())
       return signalPassFailure();
 
@@ -328,7 +338,8 @@ struct GaGpuDeviceCodePass
     }
     Value pointer =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, memref);
-    auto call = func::CallOp::create(b, loc, callee, ValueRange{pointer, linear});
+    auto call =
+        func::CallOp::create(b, loc, callee, ValueRange{pointer, linear});
     load.replaceAllUsesWith(call.getResult(0));
     load.erase();
     return success();
@@ -344,8 +355,7 @@ struct GaGpuDeviceCodePass
       if (!global)
         continue;
       Operation *clone = b.clone(*global);
-      replaceAllUsesInRegionWith(value, clone->getResult(0),
-                                 launch.getBody());
+      replaceAllUsesInRegionWith(value, clone->getResult(0), launch.getBody());
     }
   }
 };

@@ -595,6 +595,7 @@ def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
                            "::mlir::memref::MemRefDialect"];
 }
 

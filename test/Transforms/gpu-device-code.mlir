@@ -1,0 +1,84 @@
+// RUN: ga-opt %s --split-input-file --ga-gpu-device-code --verify-diagnostics | FileCheck %s
+
+// Host code left after convert-parallel-loops-to-gpu: a sequential reduction
+// loop goes into a kernel of one thread; a scalar the host branches on is
+// read through the runtime (the buffer's aligned pointer and the element's
+// linear offset); the host call in the branch stays on the host, the load
+// before it is read through the runtime too; a load nobody uses goes.
+// CHECK-LABEL: func.func private @ga_cuda_read_i64(index, index) -> i64
+// CHECK-LABEL: func.func @check
+// CHECK-NOT: memref.load %{{.*}}[%c3]
+// CHECK: gpu.launch blocks({{.*}}) in ({{.*}} = %[[ONE:.*]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]]) threads({{.*}}) in ({{.*}} = %[[ONE]], {{.*}} = %[[ONE]], {{.*}} = %[[ONE]])
+// CHECK-NEXT: scf.for
+// CHECK: gpu.terminator
+// CHECK: %[[BASE:.*]], %[[OFFSET:.*]] = memref.extract_strided_metadata %[[FIRST:.*]] : memref<i64>
+// CHECK: %[[PTR:.*]] = memref.extract_aligned_pointer_as_index %[[FIRST]]
+// CHECK: %[[VALUE:.*]] = call @ga_cuda_read_i64(%[[PTR]], %[[OFFSET]])
+// CHECK: scf.if
+// CHECK: %{{.*}}, %[[OFF2:.*]], %{{.*}}, %[[STRIDE:.*]] = memref.extract_strided_metadata %arg0
+// CHECK: arith.muli %{{.*}}, %[[STRIDE]]
+// CHECK: call @ga_cuda_read_i64
+// CHECK: call @report
+func.func private @report(i64)
+func.func @check(%labels: memref<16xi64>, %first: memref<i64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c3 = arith.constant 3 : index
+  %c16 = arith.constant 16 : index
+  %unused = memref.load %labels[%c3] : memref<16xi64>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %l = memref.load %labels[%i] : memref<16xi64>
+    %m = memref.load %first[] : memref<i64>
+    %s = arith.minsi %l, %m : i64
+    memref.store %s, %first[] : memref<i64>
+  }
+  %v = memref.load %first[] : memref<i64>
+  %zero = arith.constant 0 : i64
+  %bad = arith.cmpi slt, %v, %zero : i64
+  scf.if %bad {
+    %i = arith.index_cast %v : i64 to index
+    %l = memref.load %labels[%i] : memref<16xi64>
+    func.call @report(%l) : (i64) -> ()
+  }
+  return
+}
+
+// -----
+
+// A constant a kernel reads is re-created inside the kernel, so that
+// outlining copies the global into the device module.
+// CHECK-LABEL: func.func @constant
+// CHECK: gpu.launch
+// CHECK-NEXT: %[[G:.*]] = memref.get_global @one
+// CHECK: memref.load %[[G]][]
+memref.global "private" constant @one : memref<f32> = dense<1.0>
+func.func @constant(%out: memref<f32>) {
+  %g = memref.get_global @one : memref<f32>
+  %c1 = arith.constant 1 : index
+  gpu.launch blocks(%bx, %by, %bz) in (%x = %c1, %y = %c1, %z = %c1)
+             threads(%tx, %ty, %tz) in (%a = %c1, %b = %c1, %c = %c1) {
+    %v = memref.load %g[] : memref<f32>
+    memref.store %v, %out[] : memref<f32>
+    gpu.terminator
+  }
+  return
+}
+
+// -----
+
+// Step memory handed to a host function (a CPU collective) is refused.
+func.func private @ga_all_reduce_f32(memref<4xf32>)
+func.func @collective(%g: memref<4xf32>) {
+  // expected-error @+1 {{ga-gpu-device-code: the call to @ga_all_reduce_f32 passes step memory to host code}}
+  func.call @ga_all_reduce_f32(%g) : (memref<4xf32>) -> ()
+  return
+}
+
+// -----
+
+// A host read of an element type the runtime does not read is refused.
+func.func @bool(%m: memref<i1>) -> i1 {
+  // expected-error @+1 {{ga-gpu-device-code: the host reads an element of type 'i1' from step memory}}
+  %v = memref.load %m[] : memref<i1>
+  return %v : i1
+}
