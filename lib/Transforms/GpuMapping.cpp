@@ -121,6 +121,26 @@ struct GaGpuMapParallelLoopsPass
                            "linalg operations (run after bufferization)";
         return signalPassFailure();
       }
+      // Parallel dimensions first, so that a reduction over an outer
+      // dimension (a bias gradient: the sum over rows) is one kernel whose
+      // threads each sum their column, not one kernel per row. Each output
+      // element is still summed in the same order.
+      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
+        SmallVector<unsigned> order;
+        for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
+          if (type == utils::IteratorType::parallel)
+            order.push_back(d);
+        for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
+          if (type != utils::IteratorType::parallel)
+            order.push_back(d);
+        if (!llvm::equal(order, llvm::seq<unsigned>(0, order.size()))) {
+          rewriter.setInsertionPoint(generic);
+          FailureOr<linalg::GenericOp> swapped =
+              linalg::interchangeGenericOp(rewriter, generic, order);
+          if (succeeded(swapped))
+            op = cast<linalg::LinalgOp>(swapped->getOperation());
+        }
+      }
       rewriter.setInsertionPoint(op);
       // Without loops (a 0-d fill or reduction step), the scalar code runs
       // in one thread.

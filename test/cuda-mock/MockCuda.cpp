@@ -1,0 +1,242 @@
+//===- MockCuda.cpp - A logging stand-in for the CUDA driver --------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// Built as libcuda.so.1 in the test tree, loaded by libga_cuda_runtime in
+// place of the real driver (LD_LIBRARY_PATH) on machines without a GPU. It
+// runs no kernel; it checks and counts what the host code of a CUDA step
+// asks for:
+//
+// - device memory is mapped PROT_NONE, so any access by host code to a
+//   device buffer kills the process (the check that no host code touches
+//   step memory); copies open it for the copy only;
+// - every launch names a function of a loaded module, with a grid and a
+//   block within CUDA's limits;
+// - module images must be cubins (ELF) or PTX text.
+//
+// At exit, the counts go to the file named by GA_MOCK_CUDA_LOG.
+//
+//===----------------------------------------------------------------------===//
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+#include <sys/mman.h>
+
+namespace {
+
+struct Counts {
+  std::mutex mutex;
+  long modules = 0, cubins = 0, launches = 0, badLaunches = 0;
+  long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
+  long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
+  long liveBytes = 0, peakBytes = 0;
+  std::map<uintptr_t, size_t> device; // base -> mapped size
+  std::set<std::string> functions;
+  std::set<void *> handles;
+  ~Counts() {
+    const char *path = std::getenv("GA_MOCK_CUDA_LOG");
+    if (!path)
+      return;
+    FILE *f = std::fopen(path, "w");
+    if (!f)
+      return;
+    std::fprintf(f,
+                 "modules: %ld (cubins %ld)\nfunctions: %zu\n"
+                 "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
+                 "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
+                 "copies on device: %ld\nmemsets: %ld\n"
+                 "synchronizations: %ld\npeak device bytes: %ld\n",
+                 modules, cubins, functions.size(), launches, badLaunches,
+                 allocations, frees, copiesToDevice, copiesToHost,
+                 copiesOnDevice, memsets, synchronizations, peakBytes);
+    std::fclose(f);
+  }
+};
+
+Counts &counts() {
+  static Counts c;
+  return c;
+}
+
+/// The device allocation holding `p`, if any: {base, size}.
+std::pair<uintptr_t, size_t> deviceBlock(uintptr_t p) {
+  auto &d = counts().device;
+  auto it = d.upper_bound(p);
+  if (it == d.begin())
+    return {0, 0};
+  --it;
+  if (p >= it->first && p < it->first + it->second)
+    return *it;
+  return {0, 0};
+}
+
+void setAccess(uintptr_t base, size_t size, int prot) {
+  mprotect(reinterpret_cast<void *>(base), size, prot);
+}
+
+} // namespace
+
+extern "C" {
+
+int cuInit(unsigned) { return 0; }
+int cuDeviceGetCount(int *n) {
+  *n = 1;
+  return 0;
+}
+int cuDeviceGet(int *d, int) {
+  *d = 0;
+  return 0;
+}
+int cuDeviceGetName(char *name, int len, int) {
+  std::snprintf(name, len, "ga mock CUDA device");
+  return 0;
+}
+int cuDevicePrimaryCtxRetain(void **ctx, int) {
+  static int context;
+  *ctx = &context;
+  return 0;
+}
+int cuCtxSetCurrent(void *) { return 0; }
+int cuGetErrorString(int, const char **s) {
+  *s = "mock error";
+  return 0;
+}
+int cuGetErrorName(int, const char **s) {
+  *s = "CUDA_ERROR_MOCK";
+  return 0;
+}
+
+int cuModuleLoadData(void **module, const void *image) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  const char *bytes = static_cast<const char *>(image);
+  bool elf = std::memcmp(bytes,
+                         "\x7f"
+                         "ELF",
+                         4) == 0;
+  bool ptx = std::strstr(bytes, ".target") != nullptr;
+  if (!elf && !ptx)
+    return 200; // CUDA_ERROR_INVALID_IMAGE
+  ++c.modules;
+  c.cubins += elf;
+  *module = new int(0);
+  return 0;
+}
+int cuModuleUnload(void *) { return 0; }
+int cuModuleGetFunction(void **function, void *, const char *name) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.functions.insert(name);
+  auto *handle = new std::string(name);
+  c.handles.insert(handle);
+  *function = handle;
+  return 0;
+}
+int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+                   unsigned by, unsigned bz, unsigned, void *, void **params,
+                   void **) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.launches;
+  bool ok = c.handles.count(f) && params && gx && gy && gz && bx && by && bz &&
+            bx * by * bz <= 1024 && gy <= 65535 && gz <= 65535;
+  c.badLaunches += !ok;
+  return 0;
+}
+int cuStreamCreate(void **s, unsigned) {
+  static int stream;
+  *s = &stream;
+  return 0;
+}
+int cuStreamSynchronize(void *) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  ++c.synchronizations;
+  return 0;
+}
+int cuStreamWaitEvent(void *, void *, unsigned) { return 0; }
+int cuEventCreate(void **e, unsigned) {
+  *e = new int(0);
+  return 0;
+}
+int cuEventRecord(void *, void *) { return 0; }
+int cuEventSynchronize(void *) { return 0; }
+int cuEventElapsedTime(float *ms, void *, void *) {
+  *ms = 0;
+  return 0;
+}
+int cuEventDestroy_v2(void *) { return 0; }
+
+int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  size_t size = (bytes + 4095) / 4096 * 4096;
+  void *m = mmap(nullptr, size, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (m == MAP_FAILED)
+    return 2; // CUDA_ERROR_OUT_OF_MEMORY
+  c.device[reinterpret_cast<uintptr_t>(m)] = size;
+  ++c.allocations;
+  c.liveBytes += bytes;
+  c.peakBytes = c.liveBytes > c.peakBytes ? c.liveBytes : c.peakBytes;
+  *p = reinterpret_cast<uintptr_t>(m);
+  return 0;
+}
+int cuMemFree_v2(unsigned long long p) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto it = c.device.find(p);
+  if (it == c.device.end())
+    return 1; // CUDA_ERROR_INVALID_VALUE
+  munmap(reinterpret_cast<void *>(p), it->second);
+  c.device.erase(it);
+  ++c.frees;
+  return 0;
+}
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
+                  void *) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto d = deviceBlock(dst), s = deviceBlock(src);
+  if ((d.first && dst + n > d.first + d.second) ||
+      (s.first && src + n > s.first + s.second))
+    return 1; // Out of the allocation.
+  if (d.first)
+    setAccess(d.first, d.second, PROT_READ | PROT_WRITE);
+  if (s.first)
+    setAccess(s.first, s.second, PROT_READ | PROT_WRITE);
+  std::memmove(reinterpret_cast<void *>(dst),
+               reinterpret_cast<const void *>(src), n);
+  if (d.first)
+    setAccess(d.first, d.second, PROT_NONE);
+  if (s.first)
+    setAccess(s.first, s.second, PROT_NONE);
+  if (d.first && s.first)
+    ++c.copiesOnDevice;
+  else if (d.first)
+    ++c.copiesToDevice;
+  else if (s.first)
+    ++c.copiesToHost;
+  return 0;
+}
+int cuMemsetD32Async(unsigned long long, unsigned, size_t, void *) {
+  std::lock_guard<std::mutex> lock(counts().mutex);
+  ++counts().memsets;
+  return 0;
+}
+int cuMemsetD16Async(unsigned long long, unsigned short, size_t, void *) {
+  std::lock_guard<std::mutex> lock(counts().mutex);
+  ++counts().memsets;
+  return 0;
+}
+int cuMemGetInfo_v2(size_t *free, size_t *total) {
+  *free = *total = size_t(1) << 34;
+  return 0;
+}
+
+} // extern "C"
