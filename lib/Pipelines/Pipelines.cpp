@@ -111,6 +111,16 @@ static void addCUDALoweringFromBuffers(OpPassManager &pm,
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(ga::createGaGpuDeviceCodePass());
+  if (options.gpuEmulate) {
+    // The device program on the CPU, one launch after the other.
+    pm.addPass(ga::createGaGpuEmulateOnHostPass());
+    pm.addPass(createCanonicalizerPass());
+    ga::GaPipelineOptions host;
+    host.copyOptionValuesFrom(options);
+    host.parallel = false;
+    ga::addCPULoweringFromBuffers(pm, host);
+    return;
+  }
   pm.addPass(createGpuKernelOutliningPass());
   // The target, once, with libdevice for the kernels' math (without it
   // math.exp stays a call to __nv_expf that ptxas cannot resolve).
@@ -169,7 +179,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   }
   if (cuda) {
     std::string toolkit = cudaToolkitOf(options);
-    if (toolkit.empty()) {
+    if (toolkit.empty() && !options.gpuEmulate) {
       errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
                 "none was found when ga-opt was configured; give "
                 "cuda-toolkit=DIR";

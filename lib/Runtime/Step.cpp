@@ -156,3 +156,18 @@ extern "C" void memrefCopy(int64_t elemSize, UnrankedMemRef *src,
                   reinterpret_cast<const char *>(s[1]), s[2], s + 3 + rank,
                   s + 3, rank, elemSize);
 }
+
+/// The host reads of ga-gpu-emulate-on-host (the CUDA target's device
+/// program run on the CPU): element `index` of the buffer at `pointer`.
+extern "C" float ga_host_read_f32(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const float *>(pointer)[index];
+}
+extern "C" double ga_host_read_f64(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const double *>(pointer)[index];
+}
+extern "C" int32_t ga_host_read_i32(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const int32_t *>(pointer)[index];
+}
+extern "C" int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const int64_t *>(pointer)[index];
+}

@@ -45,6 +45,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "library loads) or none (gpu.module operations left "
                      "for the caller to serialize)"),
       llvm::cl::init("bin")};
+  Option<bool> gpuEmulate{
+      *this, "gpu-emulate",
+      llvm::cl::desc("target=cuda: run the device program on the CPU "
+                     "instead (ga-gpu-emulate-on-host: each launch a loop "
+                     "nest over its blocks and threads), lowered for ga-run: "
+                     "a test of the mapping without a GPU"),
+      llvm::cl::init(false)};
   Option<int64_t> gpuBlockSize{
       *this, "gpu-block-size",
       llvm::cl::desc("target=cuda: threads per block along the innermost "

@@ -642,6 +642,26 @@ def GaGpuDeviceAllocationsPass
   let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
 }
 
+def GaGpuEmulateOnHostPass
+    : Pass<"ga-gpu-emulate-on-host", "::mlir::ModuleOp"> {
+  let summary = "Run the GPU-mapped step on the CPU, launches as loops";
+  let description = [{
+    A test of the CUDA target without a GPU: after `ga-gpu-device-code`,
+    every `gpu.launch` becomes the loop nest its grid and blocks run
+    (blocks z, y, x, then threads z, y, x, with the block and thread ids
+    the loops' induction variables), and the runtime's reads of device
+    memory (`ga_cuda_read_*`) become the host runtime's (`ga_host_read_*`).
+    The kernels of the CUDA pipeline use no shared memory and no barrier,
+    so the emulated step computes what the device computes, element by
+    element in the same order; `--ga-pipeline="target=cuda
+    gpu-emulate=true"` lowers the result for the CPU, ready for `ga-run`.
+    Launches with barriers, shared or private memory, clusters or async
+    tokens are refused.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def GaExportStepPass : Pass<"ga-export-step", "::mlir::ModuleOp"> {
   let summary = "Export a lowered step through the C ABI of a step library";
   let description = [{

@@ -1,0 +1,195 @@
+#!/usr/bin/env python3
+"""CUDA benchmark of the tiny-GPT training step: ga-opt against PyTorch.
+
+Two halves, because the GPU machine has no MLIR:
+
+  python3 scripts/bench_cuda.py prepare [--build build] [--out DIR]
+      (here) generates the tiny GPT at each size (examples/gen_tiny_gpt.py),
+      compiles its CUDA step library (ga-compile --target=cuda), writes the
+      inputs, and puts them with the Python binding (python/ga_step) and
+      this script into DIR (default build/device/bench);
+  python3 build/device/bench/bench_cuda.py run [--repeat 20]
+      (on the GPU machine, needs NumPy and PyTorch) times, in one process:
+      the ga-opt step through the binding (host arrays in and out: the
+      copies to and from the device are in its time), and the same model,
+      data and loss in PyTorch eager on the GPU (float32, TF32 off),
+      forward and backward, synchronized; minimum over --repeat runs after
+      a warm-up. Prints both losses (they agree to about 5 digits), the
+      times and their ratio.
+Not a test: nothing is asserted.
+"""
+
+import argparse
+import json
+import math
+import os
+import shutil
+import subprocess
+import sys
+import time
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+SIZES = {  # B, S, V, D, H, F, L (as scripts/bench_models.py)
+    "tiny": (8, 16, 32, 16, 2, 64, 2),
+    "small": (8, 64, 256, 64, 4, 256, 2),
+    "medium": (8, 128, 512, 128, 4, 512, 4),
+}
+
+
+def inputs(B, S, V, D, H, F, L, rng):
+    shapes = [[V, D], [S, D], [L, D], [L, D], [L, D, 3 * D], [L, D, D],
+              [L, D], [L, D], [L, D, F], [L, F], [L, F, D], [L, D], [D], [D],
+              [D, V]]
+    params = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+              for s in shapes]
+    for i in (2, 6, 12):  # LayerNorm gains around 1
+        params[i] = params[i] + 1.0
+    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels[:, S - S // 4:] = -100
+    return params, tokens, labels
+
+
+def prepare(args):
+    out = args.out or os.path.join(args.build, "device", "bench")
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    shutil.copytree(os.path.join(ROOT, "python", "ga_step"),
+                    os.path.join(out, "ga_step"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
+    shutil.copy(os.path.abspath(__file__), out)
+    rng = np.random.default_rng(0)
+    manifest = []
+    for name in args.sizes.split(","):
+        size = SIZES[name]
+        B, S, V, D, H, F, L = size
+        mlir = os.path.join(out, f"{name}.mlir")
+        with open(mlir, "w") as f:
+            subprocess.run(
+                [sys.executable, os.path.join(ROOT, "examples/gen_tiny_gpt.py"),
+                 "--batch", str(B), "--seq", str(S), "--vocab", str(V),
+                 "--dim", str(D), "--heads", str(H), "--ffn", str(F),
+                 "--layers", str(L)], stdout=f, check=True)
+        lib = os.path.join(out, f"lib{name}_cuda.so")
+        start = time.time()
+        subprocess.run([os.path.join(args.build, "bin", "ga-compile"),
+                        "--target=cuda", mlir, "-o", lib,
+                        "--pipeline-options", f"chip={args.chip}"],
+                       check=True, stdout=subprocess.DEVNULL)
+        os.remove(mlir)
+        params, tokens, labels = inputs(*size, rng)
+        arrays = params + [tokens, labels]
+        for i, a in enumerate(arrays):
+            np.save(os.path.join(out, f"{name}_arg{i}.npy"), a)
+        manifest.append({"name": name, "size": size,
+                         "library": os.path.basename(lib),
+                         "inputs": len(arrays)})
+        print(f"{name} {size}: compiled for {args.chip} in "
+              f"{time.time() - start:.1f} s", flush=True)
+    with open(os.path.join(out, "bench.json"), "w") as f:
+        json.dump(manifest, f, indent=1)
+
+
+def torch_step(torch, size, arrays, repeat):
+    """(min step seconds, loss) of the model in PyTorch eager on the GPU."""
+    B, S, V, D, H, F, L = size
+    DH = D // H
+    dev = torch.device("cuda")
+    p = [torch.tensor(a, device=dev, requires_grad=True)
+         for a in arrays[:15]]
+    (wte, wpe, ln1g, ln1b, wqkv, wo, ln2g, ln2b, wfc, bfc, wpr, bpr, lnfg,
+     lnfb, whead) = p
+    tok = torch.tensor(arrays[15], device=dev)
+    lab = torch.tensor(arrays[16], device=dev)
+    causal = torch.triu(torch.ones(S, S, dtype=torch.bool, device=dev), 1)
+
+    def ln(x, g, b):
+        return torch.nn.functional.layer_norm(x, (D,), g, b, 1e-5)
+
+    def forward():
+        x = (wte[tok] + wpe).reshape(B * S, D)
+        for l in range(L):
+            h = ln(x, ln1g[l], ln1b[l])
+            q, k, v = (h @ wqkv[l]).split(D, dim=1)
+            q, k, v = (t.reshape(B, S, H, DH).transpose(1, 2)
+                       for t in (q, k, v))
+            s = (q @ k.transpose(-1, -2)) / math.sqrt(DH)
+            s = s.masked_fill(causal, -1e9)
+            a = torch.softmax(s, dim=-1) @ v
+            x = x + a.transpose(1, 2).reshape(B * S, D) @ wo[l]
+            h = ln(x, ln2g[l], ln2b[l])
+            m = torch.nn.functional.gelu(h @ wfc[l] + bfc[l]) @ wpr[l]
+            x = x + m + bpr[l]
+        logits = (ln(x, lnfg, lnfb) @ whead).reshape(B, S, V)
+        return torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
+            ignore_index=-100)
+
+    best = math.inf
+    for _ in range(repeat + 1):  # the first run warms up
+        for t in p:
+            t.grad = None
+        torch.cuda.synchronize()
+        start = time.perf_counter()
+        loss = forward()
+        loss.backward()
+        torch.cuda.synchronize()
+        best = min(best, time.perf_counter() - start)
+    return best, float(loss)
+
+
+def run(args):
+    here = os.path.dirname(os.path.abspath(__file__))
+    sys.path.insert(0, here)
+    import ga_step
+    import torch
+    torch.backends.cuda.matmul.allow_tf32 = False
+    torch.backends.cudnn.allow_tf32 = False
+    with open(os.path.join(here, "bench.json")) as f:
+        manifest = json.load(f)
+    print(f"ga-opt CUDA benchmark, tiny-GPT step on "
+          f"{torch.cuda.get_device_name()} (float32; min of {args.repeat} "
+          f"runs after a warm-up)")
+    print(f"{'model':7} {'B,S,V,D,H,F,L':>26} {'ga-opt ms':>10} "
+          f"{'torch ms':>9} {'ratio':>6} {'loss':>10} {'torch loss':>10}")
+    for e in manifest:
+        arrays = [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
+                  for i in range(e["inputs"])]
+        step = ga_step.load(os.path.join(here, e["library"]))
+        results = step(*arrays)  # warm-up
+        best = math.inf
+        for _ in range(args.repeat):
+            start = time.perf_counter()
+            results = step(*arrays)
+            best = min(best, time.perf_counter() - start)
+        loss, _ = step.summary(results)
+        tt, tloss = torch_step(torch, tuple(e["size"]), arrays, args.repeat)
+        print(f"{e['name']:7} {','.join(map(str, e['size'])):>26} "
+              f"{best * 1e3:>10.3f} {tt * 1e3:>9.3f} {best / tt:>6.2f} "
+              f"{loss:>10.5f} {tloss:>10.5f}", flush=True)
+    print("(ga-opt: the step library through python/ga_step, host arrays in "
+          "and out, copies included; ratio: ga-opt / PyTorch eager)")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--out", default=None)
+    p.add_argument("--chip", default="sm_90")
+    p.add_argument("--sizes", default="tiny,small,medium")
+    r = sub.add_parser("run")
+    r.add_argument("--repeat", type=int, default=20)
+    args = parser.parse_args()
+    prepare(args) if args.command == "prepare" else run(args)
+
+
+if __name__ == "__main__":
+    main()
