@@ -106,6 +106,8 @@ static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 static void addCUDALoweringFromBuffers(OpPassManager &pm,
                                        const ga::GaPipelineOptions &options) {
+  if (options.gpuBlas)
+    pm.addPass(ga::createGaGpuGemmToBlasPass());
   ga::GaGpuMapParallelLoopsPassOptions mapping;
   mapping.blockSize = options.gpuBlockSize;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
@@ -224,7 +226,8 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " chip=" << options.chip.getValue()
        << " ptx-features=" << options.ptxFeatures.getValue()
        << " gpu-format=" << options.gpuFormat.getValue()
-       << " gpu-block-size=" << options.gpuBlockSize.getValue();
+       << " gpu-block-size=" << options.gpuBlockSize.getValue()
+       << " gpu-blas=" << options.gpuBlas.getValue();
     if (!options.cudaToolkit.empty())
       os << " cuda-toolkit=" << options.cudaToolkit.getValue();
     os << " vectorize=" << options.vectorize.getValue()

@@ -95,7 +95,22 @@ struct Driver {
 #undef GA_DECLARE
 };
 
+// cuBLAS, loaded on the first GEMM.
+using CublasCreate = int (*)(void **);
+using CublasSetStream = int (*)(void *, CUstream);
+using CublasSetMathMode = int (*)(void *, int);
+using CublasSgemm = int (*)(void *, int, int, int, int, int, const float *,
+                            const float *, int, const float *, int,
+                            const float *, float *, int);
+
+struct Blas {
+  bool tried = false;
+  void *handle = nullptr;
+  CublasSgemm sgemm = nullptr;
+};
+
 struct State {
+  Blas blas;
   std::mutex mutex;
   bool initialized = false;
   bool usable = false;
@@ -260,6 +275,61 @@ bool synchronize(State &s) {
   return check(s, s.cu.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
 }
 
+/// cuBLAS on the step's stream, float32 arithmetic (CUBLAS_DEFAULT_MATH:
+/// no TF32), loaded once: GA_CUBLAS_LIBRARY, else libcublas.so.13 or .12
+/// on the loader's path or in the CUDA toolkit's lib64.
+bool ensureBlas(State &s) {
+  Blas &blas = s.blas;
+  if (blas.tried)
+    return blas.handle != nullptr;
+  blas.tried = true;
+  std::vector<std::string> candidates;
+  if (const char *env = std::getenv("GA_CUBLAS_LIBRARY"))
+    candidates.push_back(env);
+  std::string home = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "";
+  for (const char *name : {"libcublas.so.13", "libcublas.so.12"}) {
+    candidates.push_back(name);
+    if (!home.empty())
+      candidates.push_back(home + "/lib64/" + name);
+    candidates.push_back(std::string("/usr/local/cuda/lib64/") + name);
+  }
+  void *lib = nullptr;
+  for (const std::string &candidate : candidates)
+    if ((lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      break;
+  if (!lib) {
+    recordError(s, "the step multiplies matrices with cuBLAS, which cannot "
+                   "be loaded (libcublas.so.13 or .12; set "
+                   "GA_CUBLAS_LIBRARY, or compile with "
+                   "--pipeline-options gpu-blas=false)");
+    return false;
+  }
+  auto create = reinterpret_cast<CublasCreate>(dlsym(lib, "cublasCreate_v2"));
+  auto setStream =
+      reinterpret_cast<CublasSetStream>(dlsym(lib, "cublasSetStream_v2"));
+  auto setMath =
+      reinterpret_cast<CublasSetMathMode>(dlsym(lib, "cublasSetMathMode"));
+  blas.sgemm = reinterpret_cast<CublasSgemm>(dlsym(lib, "cublasSgemm_v2"));
+  if (!create || !setStream || !setMath || !blas.sgemm) {
+    recordError(s, "the cuBLAS library lacks cublasCreate_v2, "
+                   "cublasSetStream_v2, cublasSetMathMode or cublasSgemm_v2");
+    return false;
+  }
+  void *handle = nullptr;
+  int rc = create(&handle);
+  if (rc != 0) {
+    recordError(s, "cublasCreate failed: cuBLAS status " + std::to_string(rc));
+    return false;
+  }
+  if ((rc = setStream(handle, s.stream)) != 0 ||
+      (rc = setMath(handle, /*CUBLAS_DEFAULT_MATH=*/0)) != 0) {
+    recordError(s, "cuBLAS setup failed: status " + std::to_string(rc));
+    return false;
+  }
+  blas.handle = handle;
+  return true;
+}
+
 template <typename T> T readElement(intptr_t pointer, int64_t index) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
@@ -361,6 +431,36 @@ const char *ga_cuda_device_name(const char **reason) {
     return nullptr;
   }
   return s.deviceName.c_str();
+}
+
+/// C += op(A) op(B) for row-major f32 matrices (ga-gpu-gemm-to-blas):
+/// C is m x n with leading dimension ldc; op(A) is m x k (A is k x m when
+/// transA); op(B) is k x n (B is n x k when transB); offsets in elements
+/// from the aligned pointers. cuBLAS is column-major: it computes the
+/// transposed product C^T += op(B)^T op(A)^T.
+void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+                      int64_t offsetC, int64_t ldc) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty() || !ensureBlas(s))
+    return;
+  if (m == 0 || n == 0)
+    return;
+  const float one = 1.0f;
+  int rc = s.blas.sgemm(
+      s.blas.handle, transB ? 1 : 0, transA ? 1 : 0, static_cast<int>(n),
+      static_cast<int>(m), static_cast<int>(k), &one,
+      reinterpret_cast<const float *>(b) + offsetB, static_cast<int>(ldb),
+      reinterpret_cast<const float *>(a) + offsetA, static_cast<int>(lda), &one,
+      reinterpret_cast<float *>(c) + offsetC, static_cast<int>(ldc));
+  if (rc != 0)
+    recordError(s, "cublasSgemm (" + std::to_string(m) + "x" +
+                       std::to_string(n) + "x" + std::to_string(k) +
+                       ") failed: cuBLAS status " + std::to_string(rc));
+  else if (s.syncEveryLaunch)
+    synchronize(s);
 }
 
 //===----------------------------------------------------------------------===//

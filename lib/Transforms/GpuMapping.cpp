@@ -50,6 +50,7 @@ namespace ga {
 #define GEN_PASS_DEF_GAGPUDEVICECODEPASS
 #define GEN_PASS_DEF_GAGPUDEVICEALLOCATIONSPASS
 #define GEN_PASS_DEF_GAGPUEMULATEONHOSTPASS
+#define GEN_PASS_DEF_GAGPUGEMMTOBLASPASS
 #include "ga/Transforms/Passes.h.inc"
 } // namespace ga
 
@@ -416,6 +417,95 @@ struct GaGpuDeviceAllocationsPass
   }
 };
 
+/// Whether `map` (over m, n, k = d0, d1, d2) is (d<a>, d<b>).
+bool isPair(AffineMap map, unsigned a, unsigned b) {
+  return map.getNumResults() == 2 && map.getNumDims() == 3 &&
+         map.getResult(0) == getAffineDimExpr(a, map.getContext()) &&
+         map.getResult(1) == getAffineDimExpr(b, map.getContext());
+}
+
+/// f32 matrices whose rows are contiguous (stride 1 along the second
+/// dimension), the layout cuBLAS reads with a leading dimension.
+bool rowMajor(Value value) {
+  auto type = dyn_cast<MemRefType>(value.getType());
+  if (!type || type.getRank() != 2 || !type.getElementType().isF32())
+    return false;
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (failed(type.getStridesAndOffset(strides, offset)))
+    return false;
+  return strides[1] == 1 && !ShapedType::isDynamic(strides[0]);
+}
+
+struct GaGpuGemmToBlasPass
+    : ga::impl::GaGpuGemmToBlasPassBase<GaGpuGemmToBlasPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    SmallVector<linalg::MatmulOp> matmuls;
+    module.walk([&](linalg::MatmulOp op) {
+      if (!insideKernel(op) && op.hasPureBufferSemantics())
+        matmuls.push_back(op);
+    });
+    for (linalg::MatmulOp op : matmuls) {
+      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
+      Value a = op.getDpsInputOperand(0)->get();
+      Value b = op.getDpsInputOperand(1)->get();
+      Value c = op.getDpsInitOperand(0)->get();
+      bool transA = isPair(maps[0], 2, 0), transB = isPair(maps[1], 1, 2);
+      if (!(transA || isPair(maps[0], 0, 2)) ||
+          !(transB || isPair(maps[1], 2, 1)) || !isPair(maps[2], 0, 1) ||
+          !rowMajor(a) || !rowMajor(b) || !rowMajor(c) || op.hasDynamicShape())
+        continue; // Another form: it stays a kernel.
+      replace(op, a, b, c, transA, transB);
+    }
+  }
+
+  /// `C += op(A) op(B)` (row-major) becomes ga_cuda_gemm_f32(transA,
+  /// transB, m, n, k, A, offset, lda, B, offset, ldb, C, offset, ldc) with
+  /// aligned pointers and offsets in elements.
+  void replace(linalg::MatmulOp op, Value a, Value b, Value c, bool transA,
+               bool transB) {
+    ModuleOp module = getOperation();
+    OpBuilder builder(op);
+    Location loc = op.getLoc();
+    Type index = builder.getIndexType();
+    constexpr StringLiteral name = "ga_cuda_gemm_f32";
+    auto callee = module.lookupSymbol<func::FuncOp>(name);
+    if (!callee) {
+      OpBuilder::InsertionGuard guard(builder);
+      builder.setInsertionPointToStart(module.getBody());
+      SmallVector<Type> args(2, builder.getI32Type());
+      args.append(12, index);
+      callee = func::FuncOp::create(builder, loc, name,
+                                    builder.getFunctionType(args, {}));
+      callee.setPrivate();
+    }
+    auto cType = cast<MemRefType>(c.getType());
+    auto aType = cast<MemRefType>(a.getType());
+    int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
+    int64_t k = transA ? aType.getDimSize(0) : aType.getDimSize(1);
+    auto constant = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(builder, loc, v);
+    };
+    SmallVector<Value> operands = {
+        arith::ConstantIntOp::create(builder, loc, transA, 32),
+        arith::ConstantIntOp::create(builder, loc, transB, 32), constant(m),
+        constant(n), constant(k)};
+    for (Value matrix : {a, b, c}) {
+      auto metadata =
+          memref::ExtractStridedMetadataOp::create(builder, loc, matrix);
+      operands.push_back(
+          memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, matrix));
+      operands.push_back(metadata.getOffset());
+      operands.push_back(metadata.getStrides()[0]);
+    }
+    func::CallOp::create(builder, loc, callee, operands);
+    op.erase();
+  }
+};
+
 /// Each gpu.launch becomes the loop nest its grid and blocks run: blocks z,
 /// y, x, then threads z, y, x, one after the other. The kernels that
 /// ga-gpu-map-parallel-loops and ga-gpu-device-code make use no shared
@@ -450,11 +540,11 @@ struct GaGpuEmulateOnHostPass
       }
       emulate(launch);
     }
-    // The runtime's reads of device memory become host reads.
+    // The runtime's reads of device memory and its GEMMs become the host
+    // runtime's.
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (func.getSymName().starts_with("ga_cuda_read_")) {
-        std::string host =
-            ("ga_host_read_" + func.getSymName().drop_front(13)).str();
+      if (func.isExternal() && func.getSymName().starts_with("ga_cuda_")) {
+        std::string host = ("ga_host_" + func.getSymName().drop_front(8)).str();
         if (failed(SymbolTable::replaceAllSymbolUses(
                 func, StringAttr::get(&getContext(), host), module)))
           return signalPassFailure();

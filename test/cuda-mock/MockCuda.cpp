@@ -14,6 +14,10 @@
 //   block within CUDA's limits;
 // - module images must be cubins (ELF) or PTX text.
 //
+// It also stands in for cuBLAS (GA_CUBLAS_LIBRARY naming this library):
+// a GEMM is counted, and checked to read and write device memory only,
+// within the allocations its leading dimensions imply.
+//
 // At exit, the counts go to the file named by GA_MOCK_CUDA_LOG.
 //
 //===----------------------------------------------------------------------===//
@@ -35,6 +39,7 @@ struct Counts {
   long modules = 0, cubins = 0, launches = 0, badLaunches = 0;
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
+  long gemms = 0, badGemms = 0;
   long liveBytes = 0, peakBytes = 0;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   std::set<std::string> functions;
@@ -51,10 +56,12 @@ struct Counts {
                  "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
                  "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
                  "copies on device: %ld\nmemsets: %ld\n"
-                 "synchronizations: %ld\npeak device bytes: %ld\n",
+                 "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
+                 "peak device bytes: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
-                 copiesOnDevice, memsets, synchronizations, peakBytes);
+                 copiesOnDevice, memsets, synchronizations, gemms, badGemms,
+                 peakBytes);
     std::fclose(f);
   }
 };
@@ -236,6 +243,34 @@ int cuMemsetD16Async(unsigned long long, unsigned short, size_t, void *) {
 }
 int cuMemGetInfo_v2(size_t *free, size_t *total) {
   *free = *total = size_t(1) << 34;
+  return 0;
+}
+
+// cuBLAS (column-major).
+int cublasCreate_v2(void **handle) {
+  static int h;
+  *handle = &h;
+  return 0;
+}
+int cublasSetStream_v2(void *, void *) { return 0; }
+int cublasSetMathMode(void *, int) { return 0; }
+int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k, const float *,
+                   const float *a, int lda, const float *b, int ldb,
+                   const float *, float *c, int ldc) {
+  Counts &c0 = counts();
+  std::lock_guard<std::mutex> lock(c0.mutex);
+  ++c0.gemms;
+  // The last element each matrix touches, column-major.
+  auto inside = [](const float *p, long rows, long cols, long ld) {
+    uintptr_t first = reinterpret_cast<uintptr_t>(p);
+    uintptr_t last = first + ((cols - 1) * ld + rows - 1) * sizeof(float);
+    auto block = deviceBlock(first);
+    return block.first && rows <= ld &&
+           last + sizeof(float) <= block.first + block.second;
+  };
+  bool ok = inside(a, opA ? k : m, opA ? m : k, lda) &&
+            inside(b, opB ? n : k, opB ? k : n, ldb) && inside(c, m, n, ldc);
+  c0.badGemms += !ok;
   return 0;
 }
 

@@ -45,6 +45,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "library loads) or none (gpu.module operations left "
                      "for the caller to serialize)"),
       llvm::cl::init("bin")};
+  Option<bool> gpuBlas{
+      *this, "gpu-blas",
+      llvm::cl::desc("target=cuda: matrix products through cuBLAS "
+                     "(ga-gpu-gemm-to-blas, float32 arithmetic, no TF32); "
+                     "false compiles them to kernels like every other "
+                     "operation"),
+      llvm::cl::init(true)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

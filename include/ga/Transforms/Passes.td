@@ -568,6 +568,27 @@ def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let dependentDialects = ["::mlir::scf::SCFDialect"];
 }
 
+def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Run the step's matrix products with cuBLAS";
+  let description = [{
+    The CUDA target, on buffers, before `ga-gpu-map-parallel-loops`: every
+    `linalg.matmul` of f32 matrices with contiguous rows, its operands
+    plain or transposed through its `indexing_maps` (the forms that
+    differentiation emits), becomes a call of the CUDA runtime's
+    `ga_cuda_gemm_f32(transA, transB, m, n, k, A, offset, lda, B, offset,
+    ldb, C, offset, ldc)`, which accumulates `C += op(A) op(B)` with cuBLAS
+    on the step's stream, in float32 arithmetic (no TF32). Other forms
+    stay linalg operations and become kernels.
+
+    Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
+    memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
+    `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c128, %c64, %c32, ...)`.
+  }];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
   let summary = "Lower a bufferized step's linalg operations to parallel "
                 "loops mapped to GPU blocks and threads";
