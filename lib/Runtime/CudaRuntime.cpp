@@ -21,8 +21,10 @@
 // mgpuStreamSynchronize on it does not wait: the host waits only where it
 // reads device memory (ga_cuda_read_*, ga_cuda_step_leave), so that a step
 // is one asynchronous sequence (GA_CUDA_SYNC=1 waits after every launch, to
-// locate a failing kernel). A freed buffer goes back to a cache of blocks
-// by size, reused by later allocations of the same size on the same stream.
+// locate a failing kernel; GA_CUDA_PROFILE=1 times every kernel and GEMM
+// with CUDA events and prints the most expensive at exit). A freed buffer goes
+// back to a cache of blocks by size, reused by later allocations of the same
+// size on the same stream.
 //
 //===----------------------------------------------------------------------===//
 
@@ -32,6 +34,7 @@
 #include "ga/Runtime/Signature.h"
 #include "ga/Runtime/ga_step.h"
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -109,8 +112,26 @@ struct Blas {
   CublasSgemm sgemm = nullptr;
 };
 
+/// GA_CUDA_PROFILE=1: every launch and GEMM timed with CUDA events; a table
+/// of the most expensive ones goes to stderr at exit.
+struct Timed {
+  std::string label;
+  CUevent start, end;
+};
+struct ProfileRow {
+  double ms = 0;
+  long calls = 0;
+};
+
 struct State {
   Blas blas;
+  bool profile = false;
+  std::map<CUmodule, int> moduleIndex;
+  std::map<CUfunction, std::string> functionLabel;
+  std::vector<Timed> pending;
+  std::map<std::string, ProfileRow> profileRows;
+  double profileStepMs = 0;
+  long profileSteps = 0;
   std::mutex mutex;
   bool initialized = false;
   bool usable = false;
@@ -165,6 +186,8 @@ bool ensureInitialized(State &s) {
   s.initialized = true;
   s.syncEveryLaunch = std::getenv("GA_CUDA_SYNC") &&
                       std::strcmp(std::getenv("GA_CUDA_SYNC"), "0") != 0;
+  s.profile = std::getenv("GA_CUDA_PROFILE") &&
+              std::strcmp(std::getenv("GA_CUDA_PROFILE"), "0") != 0;
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     recordError(s, std::string("no CUDA device: the CUDA driver "
@@ -273,6 +296,71 @@ bool copy(State &s, void *dst, const void *src, size_t bytes) {
 
 bool synchronize(State &s) {
   return check(s, s.cu.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
+}
+
+void printProfile() {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  std::vector<std::pair<std::string, ProfileRow>> rows(s.profileRows.begin(),
+                                                       s.profileRows.end());
+  std::sort(rows.begin(), rows.end(), [](const auto &a, const auto &b) {
+    return a.second.ms > b.second.ms;
+  });
+  double total = 0;
+  for (auto &row : rows)
+    total += row.second.ms;
+  std::fprintf(stderr,
+               "ga-cuda-profile: %ld step(s), %.3f ms of kernels and GEMMs "
+               "per step, %zu distinct\n",
+               s.profileSteps, s.profileSteps ? total / s.profileSteps : 0.0,
+               rows.size());
+  std::fprintf(stderr, "ga-cuda-profile: %8s %6s %10s  %s\n", "ms/step",
+               "share", "calls/step", "what (module: load order)");
+  for (size_t i = 0; i < rows.size() && i < 25; ++i)
+    std::fprintf(stderr, "ga-cuda-profile: %8.3f %5.1f%% %10.1f  %s\n",
+                 rows[i].second.ms / std::max<long>(1, s.profileSteps),
+                 total ? 100 * rows[i].second.ms / total : 0.0,
+                 double(rows[i].second.calls) /
+                     std::max<long>(1, s.profileSteps),
+                 rows[i].first.c_str());
+}
+
+/// Starts timing `label` on the stream (GA_CUDA_PROFILE); returns the
+/// index of its record, or -1.
+long profileBegin(State &s, const std::string &label) {
+  if (!s.profile)
+    return -1;
+  static bool registered = (std::atexit(printProfile), true);
+  (void)registered;
+  Timed t{label, nullptr, nullptr};
+  s.cu.cuEventCreate(&t.start, 0);
+  s.cu.cuEventCreate(&t.end, 0);
+  s.cu.cuEventRecord(t.start, s.stream);
+  s.pending.push_back(t);
+  return static_cast<long>(s.pending.size()) - 1;
+}
+
+void profileEnd(State &s, long index) {
+  if (index >= 0)
+    s.cu.cuEventRecord(s.pending[index].end, s.stream);
+}
+
+/// After the stream has finished a step: its timings into the table.
+void profileCollect(State &s) {
+  if (!s.profile)
+    return;
+  for (Timed &t : s.pending) {
+    float ms = 0;
+    if (s.cu.cuEventElapsedTime(&ms, t.start, t.end) == 0) {
+      ProfileRow &row = s.profileRows[t.label];
+      row.ms += ms;
+      ++row.calls;
+    }
+    s.cu.cuEventDestroy_v2(t.start);
+    s.cu.cuEventDestroy_v2(t.end);
+  }
+  s.pending.clear();
+  ++s.profileSteps;
 }
 
 /// cuBLAS on the step's stream, float32 arithmetic (CUBLAS_DEFAULT_MATH:
@@ -449,12 +537,17 @@ void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
   if (m == 0 || n == 0)
     return;
   const float one = 1.0f;
+  long timed =
+      profileBegin(s, "cublasSgemm " + std::to_string(m) + "x" +
+                          std::to_string(n) + "x" + std::to_string(k) +
+                          (transA ? " A^T" : "") + (transB ? " B^T" : ""));
   int rc = s.blas.sgemm(
       s.blas.handle, transB ? 1 : 0, transA ? 1 : 0, static_cast<int>(n),
       static_cast<int>(m), static_cast<int>(k), &one,
       reinterpret_cast<const float *>(b) + offsetB, static_cast<int>(ldb),
       reinterpret_cast<const float *>(a) + offsetA, static_cast<int>(lda), &one,
       reinterpret_cast<float *>(c) + offsetC, static_cast<int>(ldc));
+  profileEnd(s, timed);
   if (rc != 0)
     recordError(s, "cublasSgemm (" + std::to_string(m) + "x" +
                        std::to_string(n) + "x" + std::to_string(k) +
@@ -475,6 +568,8 @@ void *mgpuModuleLoad(void *data, size_t /*size*/) {
   CUmodule module = nullptr;
   if (!check(s, s.cu.cuModuleLoadData(&module, data), "cuModuleLoadData"))
     return nullptr;
+  int index = static_cast<int>(s.moduleIndex.size());
+  s.moduleIndex[module] = index;
   return module;
 }
 
@@ -497,6 +592,12 @@ void *mgpuModuleGetFunction(void *module, const char *name) {
   CUfunction function = nullptr;
   check(s, s.cu.cuModuleGetFunction(&function, module, name),
         (std::string("cuModuleGetFunction(") + name + ")").c_str());
+  if (s.profile && function)
+    s.functionLabel[function] =
+        std::string(name) + " (module #" +
+        std::to_string(s.moduleIndex.count(module) ? s.moduleIndex[module]
+                                                   : -1) +
+        ")";
   return function;
 }
 
@@ -513,11 +614,19 @@ void mgpuLaunchKernel(void *function, intptr_t gridX, intptr_t gridY,
   }
   if (!s.error.empty())
     return; // The step has failed already; its results are not used.
+  long timed = -1;
+  if (s.profile)
+    timed = profileBegin(
+        s, s.functionLabel[function] + " grid " + std::to_string(gridX) + "x" +
+               std::to_string(gridY) + "x" + std::to_string(gridZ) + " block " +
+               std::to_string(blockX) + "x" + std::to_string(blockY) + "x" +
+               std::to_string(blockZ));
   check(s,
         s.cu.cuLaunchKernel(function, gridX, gridY, gridZ, blockX, blockY,
                             blockZ, smem, stream ? stream : s.stream, params,
                             extra),
         "cuLaunchKernel");
+  profileEnd(s, timed);
   if (s.syncEveryLaunch)
     synchronize(s);
 }
@@ -711,6 +820,7 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
     allocated.push_back(static_cast<CUdeviceptr>(fields[0]));
   }
   synchronize(s);
+  profileCollect(s);
   // Free what the step allocated (not the inputs, not constants, once).
   for (CUdeviceptr pointer : allocated) {
     bool skip = !pointer || pointer == 0xdeadbeef || !s.live.count(pointer);

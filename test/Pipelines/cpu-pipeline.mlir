@@ -31,4 +31,4 @@
 // SCALAR: llvm.fmul
 // SCALAR-NOT: vector<
 
-// TARGET: ga-pipeline: unknown target 'tpu' (available: cpu)
+// TARGET: ga-pipeline: unknown target 'tpu' (available: cpu, cuda)
