@@ -414,6 +414,21 @@ bool ensureBlas(State &s) {
     recordError(s, "cuBLAS setup failed: status " + std::to_string(rc));
     return false;
   }
+  // A fixed workspace: without one, cuBLAS allocates and frees its own
+  // around GEMMs that need it, which waits for the device (and makes
+  // results depend on what memory it got).
+  using CublasSetWorkspace = int (*)(void *, void *, size_t);
+  if (auto setWorkspace = reinterpret_cast<CublasSetWorkspace>(
+          dlsym(lib, "cublasSetWorkspace_v2"))) {
+    const size_t bytes = size_t(32) << 20;
+    CUdeviceptr workspace = allocate(s, bytes, /*counted=*/false);
+    if (!workspace ||
+        (rc = setWorkspace(handle, reinterpret_cast<void *>(workspace),
+                           bytes)) != 0) {
+      recordError(s, "cublasSetWorkspace failed: status " + std::to_string(rc));
+      return false;
+    }
+  }
   blas.handle = handle;
   return true;
 }

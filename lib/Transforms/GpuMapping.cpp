@@ -305,10 +305,124 @@ struct GaGpuDeviceCodePass
                     "memory and returns a value the host uses; the CUDA "
                     "target cannot run it on the device";
         }
-        wrapInKernel(&op);
+        if (!wrapThreadedInnermost(&op))
+          wrapInKernel(&op);
       }
     }
     return success();
+  }
+
+  /// The buffer a view is of (through views and casts).
+  static Value rootOf(Value value) {
+    while (Operation *def = value.getDefiningOp()) {
+      if (auto view = dyn_cast<ViewLikeOpInterface>(def))
+        value = view.getViewSource();
+      else if (auto cast = dyn_cast<memref::CastOp>(def))
+        value = cast.getSource();
+      else
+        break;
+    }
+    return value;
+  }
+
+  /// A loop nest whose innermost loop's iterations touch disjoint elements
+  /// (the embedding gradient: grad[token[b, s], d] += dx[b, s, d], with d
+  /// innermost) runs with one thread per iteration of that loop, each
+  /// thread running the outer loops in order: every element is still
+  /// updated in the same order as by one thread. Conditions: a perfect nest
+  /// of scf.for without iteration arguments, constant bounds of the
+  /// innermost loop, a body without regions whose every store's last index
+  /// is the innermost induction variable, whose loads from a stored buffer
+  /// use that store's indices, and whose other loads read other buffers.
+  bool wrapThreadedInnermost(Operation *op) {
+    auto loop = dyn_cast<scf::ForOp>(op);
+    if (!loop || loop.getNumRegionIterArgs() != 0)
+      return false;
+    scf::ForOp inner = loop;
+    while (true) {
+      Block *body = inner.getBody();
+      auto next = dyn_cast<scf::ForOp>(&body->front());
+      if (!next)
+        break;
+      if (body->getOperations().size() != 2 || next.getNumRegionIterArgs())
+        return false;
+      inner = next;
+    }
+    if (inner == loop)
+      return false; // A single loop: nothing stays sequential to share.
+    auto lb = getConstantIntValue(inner.getLowerBound());
+    auto ub = getConstantIntValue(inner.getUpperBound());
+    auto step = getConstantIntValue(inner.getStep());
+    if (!lb || !ub || !step || *step <= 0 || *ub <= *lb)
+      return false;
+    Value iv = inner.getInductionVar();
+    DenseMap<Value, ValueRange> stored; // root -> indices of its store
+    SmallVector<memref::LoadOp> loads;
+    for (Operation &inside : inner.getBody()->without_terminator()) {
+      if (inside.getNumRegions())
+        return false;
+      if (auto store = dyn_cast<memref::StoreOp>(inside)) {
+        ValueRange indices = store.getIndices();
+        Value root = rootOf(store.getMemRef());
+        if (indices.empty() || indices.back() != iv || stored.count(root))
+          return false;
+        stored[root] = indices;
+        if (root != store.getMemRef())
+          return false; // Keep it simple: stores to the buffer itself.
+      } else if (auto load = dyn_cast<memref::LoadOp>(inside)) {
+        loads.push_back(load);
+      } else if (!isMemoryEffectFree(&inside)) {
+        return false;
+      }
+    }
+    if (stored.empty())
+      return false;
+    for (memref::LoadOp load : loads) {
+      Value root = rootOf(load.getMemRef());
+      auto it = stored.find(root);
+      if (it == stored.end())
+        continue;
+      if (load.getMemRef() != root ||
+          !llvm::equal(load.getIndices(), it->second))
+        return false;
+    }
+    int64_t trip = (*ub - *lb + *step - 1) / *step;
+    int64_t threads = std::min<int64_t>(256, ((trip + 31) / 32) * 32);
+    int64_t blocks = (trip + threads - 1) / threads;
+    OpBuilder b(op);
+    Location loc = op->getLoc();
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value gridX = arith::ConstantIndexOp::create(b, loc, blocks);
+    Value blockX = arith::ConstantIndexOp::create(b, loc, threads);
+    auto launch =
+        gpu::LaunchOp::create(b, loc, gridX, one, one, blockX, one, one);
+    b.setInsertionPointToEnd(&launch.getBody().front());
+    auto terminator = gpu::TerminatorOp::create(b, loc);
+    op->moveBefore(terminator);
+    // The innermost loop becomes `if (i < trip) { iv = lb + i * step }`.
+    b.setInsertionPoint(inner);
+    Value i = arith::AddIOp::create(
+        b, loc,
+        arith::MulIOp::create(b, loc, launch.getBlockIds().x,
+                              launch.getBlockSize().x),
+        launch.getThreadIds().x);
+    Value inRange =
+        arith::CmpIOp::create(b, loc, arith::CmpIPredicate::slt, i,
+                              arith::ConstantIndexOp::create(b, loc, trip));
+    auto guard = scf::IfOp::create(b, loc, inRange, /*withElse=*/false);
+    b.setInsertionPointToStart(guard.thenBlock());
+    Value index = arith::AddIOp::create(
+        b, loc, arith::ConstantIndexOp::create(b, loc, *lb),
+        arith::MulIOp::create(b, loc, i,
+                              arith::ConstantIndexOp::create(b, loc, *step)));
+    Block *body = inner.getBody();
+    iv.replaceAllUsesWith(index);
+    Block *then = guard.thenBlock();
+    then->getOperations().splice(Block::iterator(then->getTerminator()),
+                                 body->getOperations(), body->begin(),
+                                 Block::iterator(body->getTerminator()));
+    inner.erase();
+    return true;
   }
 
   void wrapInKernel(Operation *op) {

@@ -82,3 +82,54 @@ func.func @bool(%m: memref<i1>) -> i1 {
   %v = memref.load %m[] : memref<i1>
   return %v : i1
 }
+
+// -----
+
+// A scatter-add whose innermost loop touches one element per iteration (the
+// embedding gradient) runs one thread per innermost iteration, each running
+// the outer loops in order; a sequential sum over the innermost index stays
+// in one thread.
+// CHECK-LABEL: func.func @scatter
+// CHECK: gpu.launch blocks(%[[BX:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c2, {{.*}}) threads(%[[TX:[a-z0-9]+]], {{.*}}) in ({{.*}} = %c256,
+// CHECK-NEXT: scf.for %[[T:[a-z0-9]+]] =
+// CHECK-NEXT: %[[BI:.*]] = arith.muli %[[BX]], %{{.*}}
+// CHECK-NEXT: %[[I:.*]] = arith.addi %[[BI]], %[[TX]]
+// CHECK: scf.if
+// CHECK: memref.load %{{.*}}[%[[T]]] : memref<8xi64>
+// CHECK: memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<32x300xf32>
+// CHECK-LABEL: func.func @sum
+// CHECK: gpu.launch
+// CHECK-NEXT: scf.for
+// CHECK-NEXT: scf.for
+func.func @scatter(%tokens: memref<8xi64>, %dx: memref<8x300xf32>, %grad: memref<32x300xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c300 = arith.constant 300 : index
+  scf.for %t = %c0 to %c8 step %c1 {
+    scf.for %d = %c0 to %c300 step %c1 {
+      %tok = memref.load %tokens[%t] : memref<8xi64>
+      %row = arith.index_cast %tok : i64 to index
+      %g = memref.load %grad[%row, %d] : memref<32x300xf32>
+      %x = memref.load %dx[%t, %d] : memref<8x300xf32>
+      %s = arith.addf %g, %x : f32
+      memref.store %s, %grad[%row, %d] : memref<32x300xf32>
+    }
+  }
+  return
+}
+func.func @sum(%x: memref<8x300xf32>, %acc: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c300 = arith.constant 300 : index
+  scf.for %t = %c0 to %c8 step %c1 {
+    scf.for %d = %c0 to %c300 step %c1 {
+      %a = memref.load %acc[%t] : memref<8xf32>
+      %v = memref.load %x[%t, %d] : memref<8x300xf32>
+      %s = arith.addf %a, %v : f32
+      memref.store %s, %acc[%t] : memref<8xf32>
+    }
+  }
+  return
+}

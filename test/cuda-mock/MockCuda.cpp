@@ -254,6 +254,11 @@ int cublasCreate_v2(void **handle) {
 }
 int cublasSetStream_v2(void *, void *) { return 0; }
 int cublasSetMathMode(void *, int) { return 0; }
+int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
+  std::lock_guard<std::mutex> lock(counts().mutex);
+  auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
+  return block.first && block.second >= bytes ? 0 : 7;
+}
 int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k, const float *,
                    const float *a, int lda, const float *b, int ldb,
                    const float *, float *c, int ldc) {
