@@ -132,6 +132,7 @@ struct State {
   std::map<std::string, ProfileRow> profileRows;
   double profileStepMs = 0;
   long profileSteps = 0;
+  bool profileWarmedUp = false;
   std::mutex mutex;
   bool initialized = false;
   bool usable = false;
@@ -310,8 +311,8 @@ void printProfile() {
   for (auto &row : rows)
     total += row.second.ms;
   std::fprintf(stderr,
-               "ga-cuda-profile: %ld step(s), %.3f ms of kernels and GEMMs "
-               "per step, %zu distinct\n",
+               "ga-cuda-profile: %ld step(s) after the first, %.3f ms of "
+               "kernels and GEMMs per step, %zu distinct\n",
                s.profileSteps, s.profileSteps ? total / s.profileSteps : 0.0,
                rows.size());
   std::fprintf(stderr, "ga-cuda-profile: %8s %6s %10s  %s\n", "ms/step",
@@ -345,11 +346,19 @@ void profileEnd(State &s, long index) {
     s.cu.cuEventRecord(s.pending[index].end, s.stream);
 }
 
-/// After the stream has finished a step: its timings into the table.
+/// After the stream has finished a step: its timings into the table. The
+/// first step is left out: it loads cuBLAS's kernels and warms the caches.
 void profileCollect(State &s) {
   if (!s.profile)
     return;
+  bool warmUp = !s.profileWarmedUp;
+  s.profileWarmedUp = true;
   for (Timed &t : s.pending) {
+    if (warmUp) {
+      s.cu.cuEventDestroy_v2(t.start);
+      s.cu.cuEventDestroy_v2(t.end);
+      continue;
+    }
     float ms = 0;
     if (s.cu.cuEventElapsedTime(&ms, t.start, t.end) == 0) {
       ProfileRow &row = s.profileRows[t.label];
@@ -360,7 +369,8 @@ void profileCollect(State &s) {
     s.cu.cuEventDestroy_v2(t.end);
   }
   s.pending.clear();
-  ++s.profileSteps;
+  if (!warmUp)
+    ++s.profileSteps;
 }
 
 /// cuBLAS on the step's stream, float32 arithmetic (CUBLAS_DEFAULT_MATH:
