@@ -630,7 +630,11 @@ def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
     - host operations that touch memory and hold no kernel (loop nests
       without a parallel dimension, such as full reductions to the loss sum
       or the token count, and stores) are wrapped in single-thread
-      `gpu.launch` operations;
+      `gpu.launch` operations, except a perfect `scf.for` nest whose
+      innermost iterations touch disjoint elements (every store indexed by
+      the innermost variable last, loads of stored buffers at the store's
+      indices: the embedding gradient's scatter-add), which runs one thread
+      per innermost iteration, each running the outer loops in order;
     - a scalar that host code reads (`memref.load` whose value decides a
       branch, such as the label check's first invalid position) is read
       through the runtime's `ga_cuda_read_{f32,f64,i32,i64}(pointer,
