@@ -127,6 +127,20 @@ void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind) {
 void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind) {
   allReduce<int64_t>(rank, descriptor, kind);
 }
+// The collectives of the CUDA target's device program run on the CPU
+// (ga-gpu-emulate-on-host): the CPU ones.
+void ga_host_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind) {
+  allReduce<float>(rank, descriptor, kind);
+}
+void ga_host_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind) {
+  allReduce<double>(rank, descriptor, kind);
+}
+void ga_host_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind) {
+  allReduce<int32_t>(rank, descriptor, kind);
+}
+void ga_host_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind) {
+  allReduce<int64_t>(rank, descriptor, kind);
+}
 }
 
 namespace {

@@ -581,6 +581,66 @@ void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
     synchronize(s);
 }
 
+} // extern "C"
+
+namespace {
+/// train.all_reduce of a device buffer (a ranked memref descriptor of rank
+/// `rank`, on the host): staged through host memory for the CPU runtime's
+/// MPI all-reduce (Debian's Open MPI is not CUDA-aware), on the stream.
+template <typename T>
+void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
+                     void (*hostAllReduce)(int64_t, void *, int32_t)) {
+  if (ga_world_size() == 1)
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty())
+    return;
+  auto *fields = static_cast<int64_t *>(descriptor);
+  T *data = reinterpret_cast<T *>(fields[1]) + fields[2];
+  const int64_t *sizes = fields + 3, *strides = fields + 3 + rank;
+  int64_t count = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != count) {
+      recordError(s, "train.all_reduce of a strided device buffer; the "
+                     "runtime reduces contiguous ones");
+      return;
+    }
+    count *= sizes[d];
+  }
+  std::vector<T> host(count);
+  if (!copy(s, host.data(), data, count * sizeof(T)) || !synchronize(s))
+    return;
+  int64_t hostDescriptor[5] = {reinterpret_cast<int64_t>(host.data()),
+                               reinterpret_cast<int64_t>(host.data()), 0, count,
+                               1};
+  hostAllReduce(1, hostDescriptor, kind);
+  copy(s, data, host.data(), count * sizeof(T));
+  synchronize(s); // `host` goes out of scope.
+}
+} // namespace
+
+extern "C" {
+
+// The CPU runtime's collectives (lib/Runtime/Collectives.cpp).
+void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
+
+void ga_cuda_all_reduce_f32(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<float>(rank, d, kind, ga_all_reduce_f32);
+}
+void ga_cuda_all_reduce_f64(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<double>(rank, d, kind, ga_all_reduce_f64);
+}
+void ga_cuda_all_reduce_i32(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<int32_t>(rank, d, kind, ga_all_reduce_i32);
+}
+void ga_cuda_all_reduce_i64(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<int64_t>(rank, d, kind, ga_all_reduce_i64);
+}
+
 //===----------------------------------------------------------------------===//
 // The mgpu* functions of MLIR's gpu-to-llvm lowering (LLVM 22).
 //===----------------------------------------------------------------------===//

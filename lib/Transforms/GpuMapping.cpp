@@ -241,25 +241,42 @@ struct GaGpuDeviceCodePass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    // Host functions that would receive step memory.
-    WalkResult refused =
-        module.walk([&](func::CallOp call) {
-          if (insideKernel(call))
-            return WalkResult::advance();
-          for (Value operand : call.getOperands())
-            if (isa<BaseMemRefType>(operand.getType())) {
-              call.emitError()
-                  << "ga-gpu-device-code: the call to @" << call.getCallee()
-                  << " passes step memory to host code; the CUDA target runs "
-                     "every operation on the device (data-parallel steps, "
-                     "whose collectives are host calls, are not supported on "
-                     "target=cuda)";
-              return WalkResult::interrupt();
-            }
-          return WalkResult::advance();
-        });
+    // The collectives of a data-parallel step take device buffers on the
+    // CUDA runtime (staged through host memory for MPI); any other host
+    // function that would receive step memory is refused.
+    WalkResult refused = module.walk([&](func::CallOp call) {
+      if (insideKernel(call))
+        return WalkResult::advance();
+      bool memory = llvm::any_of(call.getOperandTypes(),
+                                 [](Type t) { return isa<BaseMemRefType>(t); });
+      if (!memory)
+        return WalkResult::advance();
+      StringRef callee = call.getCallee();
+      if (callee.starts_with("ga_all_reduce_")) {
+        std::string device = ("ga_cuda_" + callee.drop_front(3)).str();
+        auto original = module.lookupSymbol<func::FuncOp>(callee);
+        if (original && !module.lookupSymbol(device)) {
+          OpBuilder b(original);
+          auto declaration = func::FuncOp::create(b, original.getLoc(), device,
+                                                  original.getFunctionType());
+          declaration.setPrivate();
+        }
+        call.setCallee(device);
+        return WalkResult::advance();
+      }
+      call.emitError() << "ga-gpu-device-code: the call to @" << callee
+                       << " passes step memory to host code; the CUDA target "
+                          "runs every operation on the device";
+      return WalkResult::interrupt();
+    });
     if (refused.wasInterrupted())
       return signalPassFailure();
+    // Declarations left without a caller go.
+    for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
+      if (func.isExternal() &&
+          func.getSymName().starts_with("ga_all_reduce_") &&
+          SymbolTable::symbolKnownUseEmpty(func, module))
+        func.erase();
 
     for (auto func : module.getOps<func::FuncOp>()) {
       if (func.isExternal())

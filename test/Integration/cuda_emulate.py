@@ -10,6 +10,11 @@ launch as a loop nest over its blocks and threads on the CPU; ga-run runs
 it. Every result must have exactly the bits of the CPU pipeline with scalar
 code (vectorize=false: the same order of every sum), which checks the
 mapping, the memory placement and the host-code moves without a GPU.
+
+With --mpirun, data-parallel schedules too (r = 2 ranks x k = 1, 2): the
+collectives, which the CUDA target stages through host memory, run under
+mpirun, and rank 0's results must be the CPU pipeline's under mpirun, bit
+for bit.
 """
 
 import argparse
@@ -19,8 +24,8 @@ import sys
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, run_ga_run,
-                               with_schedule)
+from reference_harness import (Checker, mpi_launcher, padded_example_inputs,
+                               run_ga_run, with_schedule)
 
 
 def main():
@@ -29,6 +34,9 @@ def main():
     parser.add_argument("--ga-run", required=True)
     parser.add_argument("--src", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--mpirun", default=None,
+                        help="the launcher command, without -np: also run "
+                             "data-parallel schedules")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     inputs = padded_example_inputs(np.random.default_rng(5))
@@ -36,13 +44,18 @@ def main():
     for name in ("mlp", "tiny_gpt"):
         with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
             source = f.read()
-        for k, naive in ((1, False), (4, False), (4, True)):
-            tag = f"{name} k={k}" + (" naive" if naive else "")
+        schedules = [(1, 1, False), (1, 4, False), (1, 4, True)]
+        if args.mpirun:
+            schedules = [(2, 1, False), (2, 2, False)]
+        for r, k, naive in schedules:
+            launcher = mpi_launcher(args.mpirun, r) if r > 1 else ()
+            tag = f"{name} r={r} k={k}" + (" naive" if naive else "")
             work = os.path.join(args.workdir, tag.replace(" ", "_"))
             os.makedirs(work, exist_ok=True)
             path = os.path.join(work, "step.mlir")
             with open(path, "w") as f:
-                f.write(with_schedule(source, name, microbatches=k))
+                f.write(with_schedule(source, name, microbatches=k,
+                                      data_parallel=r))
             flag = " naive=true" if naive else ""
             emulated = os.path.join(work, "emulated.mlir")
             done = subprocess.run(
@@ -52,13 +65,13 @@ def main():
             if done.returncode != 0:
                 sys.exit(f"FAIL: {tag}: ga-opt failed:\n{done.stderr}")
             got, _ = run_ga_run(args.ga_run, emulated, inputs[name],
-                                os.path.join(work, "emu"))
+                                os.path.join(work, "emu"), launcher=launcher)
             cpu_flags = ["--vectorize=false", "--parallel=false"]
             if naive:
                 cpu_flags.append("--naive")
             expected, _ = run_ga_run(args.ga_run, path, inputs[name],
                                      os.path.join(work, "cpu"),
-                                     extra=cpu_flags)
+                                     extra=cpu_flags, launcher=launcher)
             for i, (a, b) in enumerate(zip(got, expected)):
                 check.equal(f"{tag}: result #{i}", a, b)
     check.finish()

@@ -66,11 +66,27 @@ func.func @constant(%out: memref<f32>) {
 
 // -----
 
-// Step memory handed to a host function (a CPU collective) is refused.
-func.func private @ga_all_reduce_f32(memref<4xf32>)
+// A collective takes device buffers on the CUDA runtime: the call goes to
+// its staged version; step memory handed to any other host function is
+// refused.
+// CHECK-LABEL: func.func private @ga_cuda_all_reduce_f32(memref<*xf32>, i32)
+// CHECK-NOT: @ga_all_reduce_f32
+// CHECK-LABEL: func.func @collective
+// CHECK: call @ga_cuda_all_reduce_f32(%{{.*}}, %{{.*}}) : (memref<*xf32>, i32) -> ()
+func.func private @ga_all_reduce_f32(memref<*xf32>, i32)
 func.func @collective(%g: memref<4xf32>) {
-  // expected-error @+1 {{ga-gpu-device-code: the call to @ga_all_reduce_f32 passes step memory to host code}}
-  func.call @ga_all_reduce_f32(%g) : (memref<4xf32>) -> ()
+  %sum = arith.constant 0 : i32
+  %u = memref.cast %g : memref<4xf32> to memref<*xf32>
+  func.call @ga_all_reduce_f32(%u, %sum) : (memref<*xf32>, i32) -> ()
+  return
+}
+
+// -----
+
+func.func private @print_buffer(memref<4xf32>)
+func.func @host(%g: memref<4xf32>) {
+  // expected-error @+1 {{ga-gpu-device-code: the call to @print_buffer passes step memory to host code; the CUDA target runs every operation on the device}}
+  func.call @print_buffer(%g) : (memref<4xf32>) -> ()
   return
 }
 

@@ -18,7 +18,8 @@
 // a GEMM is counted, and checked to read and write device memory only,
 // within the allocations its leading dimensions imply.
 //
-// At exit, the counts go to the file named by GA_MOCK_CUDA_LOG.
+// At exit, the counts go to the file named by GA_MOCK_CUDA_LOG (with
+// .<rank> appended under mpirun).
 //
 //===----------------------------------------------------------------------===//
 
@@ -48,7 +49,11 @@ struct Counts {
     const char *path = std::getenv("GA_MOCK_CUDA_LOG");
     if (!path)
       return;
-    FILE *f = std::fopen(path, "w");
+    // Under mpirun, one log per rank: PATH.<rank>.
+    std::string file = path;
+    if (const char *rank = std::getenv("OMPI_COMM_WORLD_RANK"))
+      file += std::string(".") + rank;
+    FILE *f = std::fopen(file.c_str(), "w");
     if (!f)
       return;
     std::fprintf(f,

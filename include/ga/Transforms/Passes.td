@@ -643,8 +643,10 @@ def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
       so that `gpu-kernel-outlining` copies the constants into the device
       module.
 
-    A call that passes a memref to a host function (the CPU collectives of a
-    data-parallel step) is refused with an error at the call.
+    The collectives of a data-parallel step (`ga_all_reduce_*`) become the
+    CUDA runtime's `ga_cuda_all_reduce_*`, which stage the device buffer
+    through host memory for MPI. Any other call that passes a memref to a
+    host function is refused with an error at the call.
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::func::FuncDialect",
