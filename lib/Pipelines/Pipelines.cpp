@@ -106,8 +106,11 @@ static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 static void addCUDALoweringFromBuffers(OpPassManager &pm,
                                        const ga::GaPipelineOptions &options) {
-  if (options.gpuBlas)
-    pm.addPass(ga::createGaGpuGemmToBlasPass());
+  if (options.gpuBlas) {
+    ga::GaGpuGemmToBlasPassOptions blas;
+    blas.allowTF32 = options.gpuTF32;
+    pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
+  }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
   mapping.blockSize = options.gpuBlockSize;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
@@ -227,7 +230,8 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " ptx-features=" << options.ptxFeatures.getValue()
        << " gpu-format=" << options.gpuFormat.getValue()
        << " gpu-block-size=" << options.gpuBlockSize.getValue()
-       << " gpu-blas=" << options.gpuBlas.getValue();
+       << " gpu-blas=" << options.gpuBlas.getValue()
+       << " gpu-tf32=" << options.gpuTF32.getValue();
     if (!options.cudaToolkit.empty())
       os << " cuda-toolkit=" << options.cudaToolkit.getValue();
     os << " vectorize=" << options.vectorize.getValue()

@@ -110,6 +110,8 @@ struct Blas {
   bool tried = false;
   void *handle = nullptr;
   CublasSgemm sgemm = nullptr;
+  CublasSetMathMode setMath = nullptr;
+  int mathMode = 0;
 };
 
 /// GA_CUDA_PROFILE=1: every launch and GEMM timed with CUDA events; a table
@@ -440,6 +442,7 @@ bool ensureBlas(State &s) {
     }
   }
   blas.handle = handle;
+  blas.setMath = setMath;
   return true;
 }
 
@@ -551,16 +554,25 @@ const char *ga_cuda_device_name(const char **reason) {
 /// transA); op(B) is k x n (B is n x k when transB); offsets in elements
 /// from the aligned pointers. cuBLAS is column-major: it computes the
 /// transposed product C^T += op(B)^T op(A)^T.
-void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                      int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
-                      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
-                      int64_t offsetC, int64_t ldc) {
+static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
+                 int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                 intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+                 int64_t offsetC, int64_t ldc) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty() || !ensureBlas(s))
     return;
   if (m == 0 || n == 0)
     return;
+  // CUBLAS_TF32_TENSOR_OP_MATH (3) or CUBLAS_DEFAULT_MATH (0).
+  int mode = tf32 ? 3 : 0;
+  if (mode != s.blas.mathMode) {
+    if (int rc = s.blas.setMath(s.blas.handle, mode)) {
+      recordError(s, "cublasSetMathMode failed: status " + std::to_string(rc));
+      return;
+    }
+    s.blas.mathMode = mode;
+  }
   const float one = 1.0f;
   long timed =
       profileBegin(s, "cublasSgemm " + std::to_string(m) + "x" +
@@ -579,6 +591,23 @@ void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
                        ") failed: cuBLAS status " + std::to_string(rc));
   else if (s.syncEveryLaunch)
     synchronize(s);
+}
+
+void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                      int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+                      int64_t offsetC, int64_t ldc) {
+  gemm(false, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
+       offsetC, ldc);
+}
+
+/// As ga_cuda_gemm_f32, with TF32 tensor-core products (gpu-tf32=true).
+void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                           intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+                           int64_t offsetC, int64_t ldc) {
+  gemm(true, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
+       offsetC, ldc);
 }
 
 } // extern "C"

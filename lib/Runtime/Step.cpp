@@ -192,3 +192,13 @@ extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB, int64_t m,
       C[i * ldc + j] = sum;
     }
 }
+
+/// The emulated TF32 GEMM: computed in float32 (the CPU has no TF32).
+extern "C" void ga_host_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m,
+                                      int64_t n, int64_t k, intptr_t a,
+                                      int64_t offsetA, int64_t lda, intptr_t b,
+                                      int64_t offsetB, int64_t ldb, intptr_t c,
+                                      int64_t offsetC, int64_t ldc) {
+  ga_host_gemm_f32(transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
+                   offsetC, ldc);
+}

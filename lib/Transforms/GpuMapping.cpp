@@ -602,7 +602,7 @@ struct GaGpuGemmToBlasPass
     OpBuilder builder(op);
     Location loc = op.getLoc();
     Type index = builder.getIndexType();
-    constexpr StringLiteral name = "ga_cuda_gemm_f32";
+    StringRef name = allowTF32 ? "ga_cuda_gemm_f32_tf32" : "ga_cuda_gemm_f32";
     auto callee = module.lookupSymbol<func::FuncOp>(name);
     if (!callee) {
       OpBuilder::InsertionGuard guard(builder);

@@ -1,6 +1,8 @@
 // REQUIRES: cuda-toolkit
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa" %ga_src/examples/mlp.mlir | FileCheck %s --implicit-check-not=llvm.load --implicit-check-not=llvm.store --implicit-check-not=_mlir_memref_to_llvm
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa chip=sm_80 ptx-features=+ptx75 gpu-block-size=128" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=SM80
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-tf32=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=TF32
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-blas=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=NOBLAS
 // RUN: ga-opt --ga-pipeline="target=cuda buffers-only=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BUFFERS
 // RUN: not ga-opt --ga-pipeline="target=cuda chip=gfx90a" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-format=elf" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
@@ -29,6 +31,10 @@
 
 // SM80: gpu.binary @mlp_step_kernel  [#gpu.object<#nvvm.target<O = 3, chip = "sm_80", features = "+ptx75"
 // SM80-SAME: .target sm_80
+
+// TF32: llvm.call @ga_cuda_gemm_f32_tf32
+// NOBLAS-NOT: ga_cuda_gemm
+// NOBLAS: gpu.launch_func
 
 // buffers-only stops on memrefs, as on the CPU: the memory model reads it.
 // BUFFERS: func.func @mlp_step

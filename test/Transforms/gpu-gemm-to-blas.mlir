@@ -1,4 +1,10 @@
 // RUN: ga-opt %s --ga-gpu-gemm-to-blas --cse | FileCheck %s
+// RUN: ga-opt %s --ga-gpu-gemm-to-blas=allow-tf32=true | FileCheck %s --check-prefix=TF32
+
+// With allow-tf32, the TF32 entry point.
+// TF32-LABEL: func.func private @ga_cuda_gemm_f32_tf32(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// TF32: call @ga_cuda_gemm_f32_tf32
+// TF32-NOT: call @ga_cuda_gemm_f32(
 
 // C += A B, C += A B^T and C += A^T B (the forms differentiation emits)
 // become cuBLAS calls with the row-major sizes, the transpositions, and

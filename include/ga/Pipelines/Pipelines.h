@@ -52,6 +52,12 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "false compiles them to kernels like every other "
                      "operation"),
       llvm::cl::init(true)};
+  Option<bool> gpuTF32{
+      *this, "gpu-tf32",
+      llvm::cl::desc("target=cuda: let cuBLAS multiply in TF32 on tensor "
+                     "cores (ga-gpu-gemm-to-blas allow-tf32; faster, 10-bit "
+                     "mantissas in the products); default float32"),
+      llvm::cl::init(false)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

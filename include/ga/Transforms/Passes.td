@@ -580,10 +580,18 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     on the step's stream, in float32 arithmetic (no TF32). Other forms
     stay linalg operations and become kernels.
 
+    With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` (same
+    arguments), which lets cuBLAS use TF32 tensor cores (10-bit mantissas
+    in the products: faster, less exact).
+
     Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
     memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
     `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c128, %c64, %c32, ...)`.
   }];
+  let options = [
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "Let cuBLAS multiply in TF32 (tensor cores) instead of float32">,
+  ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::memref::MemRefDialect"];
