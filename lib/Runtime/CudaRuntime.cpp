@@ -105,11 +105,17 @@ using CublasSetMathMode = int (*)(void *, int);
 using CublasSgemm = int (*)(void *, int, int, int, int, int, const float *,
                             const float *, int, const float *, int,
                             const float *, float *, int);
+using CublasSgemmStridedBatched = int (*)(void *, int, int, int, int, int,
+                                          const float *, const float *, int,
+                                          long long, const float *, int,
+                                          long long, const float *, float *,
+                                          int, long long, int);
 
 struct Blas {
   bool tried = false;
   void *handle = nullptr;
   CublasSgemm sgemm = nullptr;
+  CublasSgemmStridedBatched sgemmBatched = nullptr;
   CublasSetMathMode setMath = nullptr;
   int mathMode = 0;
 };
@@ -410,9 +416,12 @@ bool ensureBlas(State &s) {
   auto setMath =
       reinterpret_cast<CublasSetMathMode>(dlsym(lib, "cublasSetMathMode"));
   blas.sgemm = reinterpret_cast<CublasSgemm>(dlsym(lib, "cublasSgemm_v2"));
-  if (!create || !setStream || !setMath || !blas.sgemm) {
+  blas.sgemmBatched = reinterpret_cast<CublasSgemmStridedBatched>(
+      dlsym(lib, "cublasSgemmStridedBatched"));
+  if (!create || !setStream || !setMath || !blas.sgemm || !blas.sgemmBatched) {
     recordError(s, "the cuBLAS library lacks cublasCreate_v2, "
-                   "cublasSetStream_v2, cublasSetMathMode or cublasSgemm_v2");
+                   "cublasSetStream_v2, cublasSetMathMode, cublasSgemm_v2 or "
+                   "cublasSgemmStridedBatched");
     return false;
   }
   void *handle = nullptr;
@@ -552,17 +561,19 @@ const char *ga_cuda_device_name(const char **reason) {
 /// C += op(A) op(B) for row-major f32 matrices (ga-gpu-gemm-to-blas):
 /// C is m x n with leading dimension ldc; op(A) is m x k (A is k x m when
 /// transA); op(B) is k x n (B is n x k when transB); offsets in elements
-/// from the aligned pointers. cuBLAS is column-major: it computes the
-/// transposed product C^T += op(B)^T op(A)^T.
+/// from the aligned pointers; `count` such products, the i-th at offsets
+/// advanced by i times the strides; the products scaled by alpha. cuBLAS is
+/// column-major: it computes the transposed product C^T += op(B)^T op(A)^T.
 static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
-                 int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
-                 intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
-                 int64_t offsetC, int64_t ldc) {
+                 int64_t n, int64_t k, int64_t count, float alpha, intptr_t a,
+                 int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,
+                 int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,
+                 int64_t offsetC, int64_t ldc, int64_t strideC) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty() || !ensureBlas(s))
     return;
-  if (m == 0 || n == 0)
+  if (m == 0 || n == 0 || count == 0)
     return;
   // CUBLAS_TF32_TENSOR_OP_MATH (3) or CUBLAS_DEFAULT_MATH (0).
   int mode = tf32 ? 3 : 0;
@@ -574,21 +585,31 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
     s.blas.mathMode = mode;
   }
   const float one = 1.0f;
-  long timed =
-      profileBegin(s, "cublasSgemm " + std::to_string(m) + "x" +
-                          std::to_string(n) + "x" + std::to_string(k) +
-                          (transA ? " A^T" : "") + (transB ? " B^T" : ""));
-  int rc = s.blas.sgemm(
-      s.blas.handle, transB ? 1 : 0, transA ? 1 : 0, static_cast<int>(n),
-      static_cast<int>(m), static_cast<int>(k), &one,
-      reinterpret_cast<const float *>(b) + offsetB, static_cast<int>(ldb),
-      reinterpret_cast<const float *>(a) + offsetA, static_cast<int>(lda), &one,
-      reinterpret_cast<float *>(c) + offsetC, static_cast<int>(ldc));
+  std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
+                      std::to_string(k) +
+                      (count > 1 ? " x" + std::to_string(count) : "");
+  std::string call = count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  long timed = profileBegin(s, call + " " + shape + (transA ? " A^T" : "") +
+                                   (transB ? " B^T" : ""));
+  const float *A = reinterpret_cast<const float *>(a) + offsetA;
+  const float *B = reinterpret_cast<const float *>(b) + offsetB;
+  float *C = reinterpret_cast<float *>(c) + offsetC;
+  int rc = count > 1
+               ? s.blas.sgemmBatched(
+                     s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
+                     static_cast<int>(n), static_cast<int>(m),
+                     static_cast<int>(k), &one, B, static_cast<int>(ldb),
+                     strideB, A, static_cast<int>(lda), strideA, &one, C,
+                     static_cast<int>(ldc), strideC, static_cast<int>(count))
+               : s.blas.sgemm(s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
+                              static_cast<int>(n), static_cast<int>(m),
+                              static_cast<int>(k), &alpha, B,
+                              static_cast<int>(ldb), A, static_cast<int>(lda),
+                              &one, C, static_cast<int>(ldc));
   profileEnd(s, timed);
   if (rc != 0)
-    recordError(s, "cublasSgemm (" + std::to_string(m) + "x" +
-                       std::to_string(n) + "x" + std::to_string(k) +
-                       ") failed: cuBLAS status " + std::to_string(rc));
+    recordError(s, call + " (" + shape + ") failed: cuBLAS status " +
+                       std::to_string(rc));
   else if (s.syncEveryLaunch)
     synchronize(s);
 }
@@ -597,8 +618,8 @@ void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
                       intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
                       int64_t offsetC, int64_t ldc) {
-  gemm(false, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
-       offsetC, ldc);
+  gemm(false, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0, b, offsetB,
+       ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// As ga_cuda_gemm_f32, with TF32 tensor-core products (gpu-tf32=true).
@@ -606,8 +627,37 @@ void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
                            intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
                            int64_t offsetC, int64_t ldc) {
-  gemm(true, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
-       offsetC, ldc);
+  gemm(true, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0, b, offsetB,
+       ldb, 0, c, offsetC, ldc, 0);
+}
+
+/// `count` products C_i += alpha op(A_i) op(B_i), the i-th matrix of each
+/// operand `stride` elements after the previous (the attention's
+/// contractions per head); otherwise as ga_cuda_gemm_f32. `order` says how
+/// the step multiplied by alpha (the CPU emulation follows it; cuBLAS
+/// scales the sum).
+void ga_cuda_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m,
+                              int64_t n, int64_t k, int64_t count, float alpha,
+                              int32_t order, intptr_t a, int64_t offsetA,
+                              int64_t lda, int64_t strideA, intptr_t b,
+                              int64_t offsetB, int64_t ldb, int64_t strideB,
+                              intptr_t c, int64_t offsetC, int64_t ldc,
+                              int64_t strideC) {
+  gemm(false, transA, transB, m, n, k, count, alpha, a, offsetA, lda, strideA,
+       b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+}
+
+/// As ga_cuda_gemm_batched_f32, in TF32 (gpu-tf32=true).
+void ga_cuda_gemm_batched_f32_tf32(int32_t transA, int32_t transB, int64_t m,
+                                   int64_t n, int64_t k, int64_t count,
+                                   float alpha, int32_t order, intptr_t a,
+                                   int64_t offsetA, int64_t lda,
+                                   int64_t strideA, intptr_t b, int64_t offsetB,
+                                   int64_t ldb, int64_t strideB, intptr_t c,
+                                   int64_t offsetC, int64_t ldc,
+                                   int64_t strideC) {
+  gemm(true, transA, transB, m, n, k, count, alpha, a, offsetA, lda, strideA, b,
+       offsetB, ldb, strideB, c, offsetC, ldc, strideC);
 }
 
 } // extern "C"

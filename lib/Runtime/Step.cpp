@@ -193,6 +193,53 @@ extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB, int64_t m,
     }
 }
 
+/// The device program's batched GEMM on the CPU (gpu-emulate=true):
+/// `count` products, each operand's i-th matrix `stride` elements after the
+/// previous, each element's terms multiplied in the step's `order` (x * y,
+/// (x * y) * alpha, (x * alpha) * y, (y * alpha) * x, with x from A and y
+/// from B) and added in k order to C, as the step's loops do.
+extern "C" void
+ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                         int64_t k, int64_t count, float alpha, int32_t order,
+                         intptr_t a, int64_t offsetA, int64_t lda,
+                         int64_t strideA, intptr_t b, int64_t offsetB,
+                         int64_t ldb, int64_t strideB, intptr_t c,
+                         int64_t offsetC, int64_t ldc, int64_t strideC) {
+  for (int64_t batch = 0; batch < count; ++batch) {
+    const float *A =
+        reinterpret_cast<const float *>(a) + offsetA + batch * strideA;
+    const float *B =
+        reinterpret_cast<const float *>(b) + offsetB + batch * strideB;
+    float *C = reinterpret_cast<float *>(c) + offsetC + batch * strideC;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float sum = C[i * ldc + j];
+        for (int64_t p = 0; p < k; ++p) {
+          float x = transA ? A[p * lda + i] : A[i * lda + p];
+          float y = transB ? B[j * ldb + p] : B[p * ldb + j];
+          float term = order == 1   ? (x * y) * alpha
+                       : order == 2 ? (x * alpha) * y
+                       : order == 3 ? (y * alpha) * x
+                                    : x * y;
+          sum += term;
+        }
+        C[i * ldc + j] = sum;
+      }
+  }
+}
+
+/// The emulated batched TF32 GEMM: float32, as ga_host_gemm_batched_f32.
+extern "C" void ga_host_gemm_batched_f32_tf32(
+    int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
+    int64_t count, float alpha, int32_t order, intptr_t a, int64_t offsetA,
+    int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
+    int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+    int64_t strideC) {
+  ga_host_gemm_batched_f32(transA, transB, m, n, k, count, alpha, order, a,
+                           offsetA, lda, strideA, b, offsetB, ldb, strideB, c,
+                           offsetC, ldc, strideC);
+}
+
 /// The emulated TF32 GEMM: computed in float32 (the CPU has no TF32).
 extern "C" void ga_host_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m,
                                       int64_t n, int64_t k, intptr_t a,

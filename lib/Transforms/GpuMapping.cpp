@@ -44,6 +44,8 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include <algorithm>
+#include <limits>
 
 namespace ga {
 #define GEN_PASS_DEF_GAGPUMAPPARALLELLOOPSPASS
@@ -548,24 +550,210 @@ struct GaGpuDeviceAllocationsPass
   }
 };
 
-/// Whether `map` (over m, n, k = d0, d1, d2) is (d<a>, d<b>).
-bool isPair(AffineMap map, unsigned a, unsigned b) {
-  return map.getNumResults() == 2 && map.getNumDims() == 3 &&
-         map.getResult(0) == getAffineDimExpr(a, map.getContext()) &&
-         map.getResult(1) == getAffineDimExpr(b, map.getContext());
+/// A contraction `C[batch, m, n] += A[batch, m, k] B[batch, k, n]` (any
+/// layout, any order of the loops) as cuBLAS sees it: row-major matrices
+/// given by a leading dimension and a transposition each, one batch
+/// dimension run as a strided batch, the others as host loops.
+struct BlasForm {
+  unsigned m, n, k;            // the loop dimensions
+  OpOperand *a, *b, *c;        // op(A) is m x k, op(B) is k x n, C is m x n
+  bool transA, transB;         // A stored k x m, B stored n x k
+  int64_t lda, ldb, ldc;       // leading dimensions, in elements
+  SmallVector<unsigned> batch; // batch loop dimensions, strided one last
+  // Stride of each loop dimension in each matrix (0 where it is absent).
+  SmallVector<int64_t> strideA, strideB, strideC;
+  SmallVector<int64_t> bounds; // static loop bounds
+  // The body's product of the two elements x (A's) and y (B's) and a
+  // scale `alpha` defined outside: x * y (order 0, no alpha), (x * y) *
+  // alpha (1), (x * alpha) * y (2), (y * alpha) * x (3). cuBLAS scales
+  // the sum by alpha; the CPU emulation multiplies in this order.
+  Value alpha;
+  int order = 0;
+};
+
+/// Whether `value` is `mulf(p, q)` or `mulf(q, p)` (no fast-math flags).
+bool isProduct(Value value, Value p, Value q) {
+  auto mul = value.getDefiningOp<arith::MulFOp>();
+  if (!mul || mul.getFastmath() != arith::FastMathFlags::none)
+    return false;
+  return (mul.getLhs() == p && mul.getRhs() == q) ||
+         (mul.getLhs() == q && mul.getRhs() == p);
 }
 
-/// f32 matrices whose rows are contiguous (stride 1 along the second
-/// dimension), the layout cuBLAS reads with a leading dimension.
-bool rowMajor(Value value) {
-  auto type = dyn_cast<MemRefType>(value.getType());
-  if (!type || type.getRank() != 2 || !type.getElementType().isF32())
+/// The body `yield acc + P(x, y)` of a multiply-accumulate, with P one of
+/// the products of BlasForm::order: sets `alpha` and `order` of `f`.
+bool matchBody(linalg::LinalgOp op, BlasForm &f) {
+  Block *body = op.getBlock();
+  if (!body || body->getNumArguments() != 3 ||
+      !llvm::hasSingleElement(body->getTerminator()->getOperands()))
     return false;
+  Value x = body->getArgument(0), y = body->getArgument(1),
+        acc = body->getArgument(2);
+  auto add =
+      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!add || add.getFastmath() != arith::FastMathFlags::none)
+    return false;
+  Value product = add.getLhs() == acc ? add.getRhs() : add.getLhs();
+  if (product == acc || (add.getLhs() != acc && add.getRhs() != acc))
+    return false;
+  // Every operation of the body is the add, the products or the yield.
+  if (std::distance(body->begin(), body->end()) > 4)
+    return false;
+  if (isProduct(product, x, y)) {
+    f.order = 0;
+    return std::distance(body->begin(), body->end()) == 3;
+  }
+  auto outer = product.getDefiningOp<arith::MulFOp>();
+  if (!outer || outer.getFastmath() != arith::FastMathFlags::none)
+    return false;
+  auto outside = [&](Value v) {
+    return v.getType().isF32() &&
+           !op->isAncestor(v.getParentRegion()->getParentOp());
+  };
+  for (auto [inner, other] : {std::make_pair(outer.getLhs(), outer.getRhs()),
+                              std::make_pair(outer.getRhs(), outer.getLhs())}) {
+    if (isProduct(inner, x, y) && outside(other)) {
+      f.alpha = other;
+      f.order = 1;
+      return true;
+    }
+    auto mul = inner.getDefiningOp<arith::MulFOp>();
+    if (!mul || mul.getFastmath() != arith::FastMathFlags::none)
+      continue;
+    for (auto [first, second] : {std::make_pair(mul.getLhs(), mul.getRhs()),
+                                 std::make_pair(mul.getRhs(), mul.getLhs())}) {
+      if (!outside(second))
+        continue;
+      if (first == x && other == y) {
+        f.alpha = second;
+        f.order = 2;
+        return true;
+      }
+      if (first == y && other == x) {
+        f.alpha = second;
+        f.order = 3;
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+/// The stride of every loop dimension in `operand`'s buffer (0 for
+/// dimensions it does not use), or failure when its map is not a projected
+/// permutation of static strides over f32.
+FailureOr<SmallVector<int64_t>> loopStrides(linalg::LinalgOp op,
+                                            OpOperand *operand) {
+  auto type = dyn_cast<MemRefType>(operand->get().getType());
+  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+    return failure();
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (failed(type.getStridesAndOffset(strides, offset)))
-    return false;
-  return strides[1] == 1 && !ShapedType::isDynamic(strides[0]);
+  if (failed(type.getStridesAndOffset(strides, offset)) ||
+      llvm::any_of(strides, ShapedType::isDynamic))
+    return failure();
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  SmallVector<int64_t> result(op.getNumLoops(), 0);
+  for (auto [r, expr] : llvm::enumerate(map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(expr);
+    if (!dim || result[dim.getPosition()] != 0)
+      return failure();
+    // A unit dimension's stride is irrelevant; 0 keeps batch strides exact.
+    result[dim.getPosition()] = type.getDimSize(r) == 1 ? 0 : strides[r];
+  }
+  return result;
+}
+
+/// The leading dimension of a row-major rows x cols matrix whose rows are
+/// `rowStride` apart and whose columns are `colStride` apart, or 0 when
+/// cuBLAS cannot read it so (columns not contiguous, or rows overlapping).
+int64_t leadingDimension(int64_t rows, int64_t cols, int64_t rowStride,
+                         int64_t colStride) {
+  if (cols > 1 && colStride != 1)
+    return 0;
+  if (rows <= 1)
+    return std::max<int64_t>(cols, 1);
+  return rowStride >= cols ? rowStride : 0;
+}
+
+/// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate
+/// contraction with one m, one n and one k dimension, static shapes and
+/// strides, each matrix with a contiguous dimension.
+std::optional<BlasForm> matchBlas(linalg::LinalgOp op) {
+  if (!op.hasPureBufferSemantics() || op.getNumDpsInputs() != 2 ||
+      op.getNumDpsInits() != 1)
+    return std::nullopt;
+  BlasForm f;
+  if (!matchBody(op, f))
+    return std::nullopt;
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op.getIndexingMapsArray());
+  if (failed(dims) || dims->m.size() != 1 || dims->n.size() != 1 ||
+      dims->k.size() != 1)
+    return std::nullopt;
+  // k reduces; every other loop is parallel.
+  for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
+    if ((type == utils::IteratorType::reduction) != (i == dims->k[0]))
+      return std::nullopt;
+  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    return std::nullopt;
+  f.bounds = op.getStaticLoopRanges();
+  f.m = dims->m[0];
+  f.n = dims->n[0];
+  f.k = dims->k[0];
+  f.a = op.getDpsInputOperand(0);
+  f.b = op.getDpsInputOperand(1);
+  f.c = op.getDpsInitOperand(0);
+  FailureOr<SmallVector<int64_t>> sa = loopStrides(op, f.a),
+                                  sb = loopStrides(op, f.b),
+                                  sc = loopStrides(op, f.c);
+  if (failed(sa) || failed(sb) || failed(sc))
+    return std::nullopt;
+  f.strideA = *sa;
+  f.strideB = *sb;
+  f.strideC = *sc;
+  // C with contiguous columns of m rather than rows of n: compute C^T =
+  // op(B)^T op(A)^T instead, that is, exchange the roles of m and n.
+  if (f.bounds[f.n] > 1 && f.strideC[f.n] != 1 && f.strideC[f.m] == 1) {
+    std::swap(f.m, f.n);
+    std::swap(f.a, f.b);
+    std::swap(f.strideA, f.strideB);
+    if (f.order >= 2)
+      f.order = 5 - f.order; // x and y exchange
+  }
+  int64_t m = f.bounds[f.m], n = f.bounds[f.n], k = f.bounds[f.k];
+  f.ldc = leadingDimension(m, n, f.strideC[f.m], f.strideC[f.n]);
+  if (!f.ldc)
+    return std::nullopt;
+  if ((f.lda = leadingDimension(m, k, f.strideA[f.m], f.strideA[f.k])))
+    f.transA = false;
+  else if ((f.lda = leadingDimension(k, m, f.strideA[f.k], f.strideA[f.m])))
+    f.transA = true;
+  else
+    return std::nullopt;
+  if ((f.ldb = leadingDimension(k, n, f.strideB[f.k], f.strideB[f.n])))
+    f.transB = false;
+  else if ((f.ldb = leadingDimension(n, k, f.strideB[f.n], f.strideB[f.k])))
+    f.transB = true;
+  else
+    return std::nullopt;
+  f.batch.assign(dims->batch.begin(), dims->batch.end());
+  // The batch dimension with the most iterations runs as cuBLAS's strided
+  // batch; it goes last.
+  if (!f.batch.empty()) {
+    auto widest = llvm::max_element(f.batch, [&](unsigned x, unsigned y) {
+      return f.bounds[x] < f.bounds[y];
+    });
+    std::rotate(widest, widest + 1, f.batch.end());
+  }
+  // cuBLAS takes int sizes, leading dimensions and batch strides.
+  auto fits = [](int64_t v) {
+    return v <= std::numeric_limits<int32_t>::max();
+  };
+  if (!fits(m) || !fits(n) || !fits(k) || !fits(f.lda) || !fits(f.ldb) ||
+      !fits(f.ldc) || (!f.batch.empty() && !fits(f.bounds[f.batch.back()])))
+    return std::nullopt;
+  return f;
 }
 
 struct GaGpuGemmToBlasPass
@@ -574,66 +762,115 @@ struct GaGpuGemmToBlasPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
-    SmallVector<linalg::MatmulOp> matmuls;
-    module.walk([&](linalg::MatmulOp op) {
-      if (!insideKernel(op) && op.hasPureBufferSemantics())
-        matmuls.push_back(op);
+    std::vector<std::pair<linalg::LinalgOp, BlasForm>> contractions;
+    module.walk([&](linalg::LinalgOp op) {
+      if (insideKernel(op))
+        return;
+      if (std::optional<BlasForm> form = matchBlas(op))
+        contractions.push_back({op, *form});
     });
-    for (linalg::MatmulOp op : matmuls) {
-      SmallVector<AffineMap> maps = op.getIndexingMapsArray();
-      Value a = op.getDpsInputOperand(0)->get();
-      Value b = op.getDpsInputOperand(1)->get();
-      Value c = op.getDpsInitOperand(0)->get();
-      bool transA = isPair(maps[0], 2, 0), transB = isPair(maps[1], 1, 2);
-      if (!(transA || isPair(maps[0], 0, 2)) ||
-          !(transB || isPair(maps[1], 2, 1)) || !isPair(maps[2], 0, 1) ||
-          !rowMajor(a) || !rowMajor(b) || !rowMajor(c) || op.hasDynamicShape())
-        continue; // Another form: it stays a kernel.
-      replace(op, a, b, c, transA, transB);
-    }
+    for (auto &[op, form] : contractions)
+      replace(op, form);
   }
 
-  /// `C += op(A) op(B)` (row-major) becomes ga_cuda_gemm_f32(transA,
-  /// transB, m, n, k, A, offset, lda, B, offset, ldb, C, offset, ldc) with
-  /// aligned pointers and offsets in elements.
-  void replace(linalg::MatmulOp op, Value a, Value b, Value c, bool transA,
-               bool transB) {
+  func::FuncOp declare(StringRef name, TypeRange args, Location loc) {
     ModuleOp module = getOperation();
+    if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+      return callee;
+    OpBuilder builder(module.getBodyRegion());
+    auto callee = func::FuncOp::create(builder, loc, name,
+                                       builder.getFunctionType(args, {}));
+    callee.setPrivate();
+    return callee;
+  }
+
+  /// Without batch dimensions and scale, `ga_cuda_gemm_f32(transA, transB,
+  /// m, n, k, A, offset, lda, B, offset, ldb, C, offset, ldc)`; otherwise
+  /// `ga_cuda_gemm_batched_f32(transA, transB, m, n, k, count, alpha,
+  /// order, A, offset, lda, strideA, B, ..., C, ...)` over the last batch
+  /// dimension (count 1 without one), inside host loops over the others.
+  /// Aligned pointers; offsets, leading dimensions and strides in elements.
+  void replace(linalg::LinalgOp op, const BlasForm &f) {
     OpBuilder builder(op);
     Location loc = op.getLoc();
-    Type index = builder.getIndexType();
-    StringRef name = allowTF32 ? "ga_cuda_gemm_f32_tf32" : "ga_cuda_gemm_f32";
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(builder);
-      builder.setInsertionPointToStart(module.getBody());
-      SmallVector<Type> args(2, builder.getI32Type());
-      args.append(12, index);
-      callee = func::FuncOp::create(builder, loc, name,
-                                    builder.getFunctionType(args, {}));
-      callee.setPrivate();
+    bool batched = !f.batch.empty() || f.alpha;
+    std::string name =
+        batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32";
+    if (allowTF32)
+      name += "_tf32";
+    Type i32 = builder.getI32Type(), index = builder.getIndexType();
+    SmallVector<Type> types = {i32, i32};
+    if (batched) {
+      types.append(4, index);
+      types.append({builder.getF32Type(), i32});
+      types.append(12, index);
+    } else {
+      types.append(12, index);
     }
-    auto cType = cast<MemRefType>(c.getType());
-    auto aType = cast<MemRefType>(a.getType());
-    int64_t m = cType.getDimSize(0), n = cType.getDimSize(1);
-    int64_t k = transA ? aType.getDimSize(0) : aType.getDimSize(1);
+    func::FuncOp callee = declare(name, types, loc);
     auto constant = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(builder, loc, v);
     };
     SmallVector<Value> operands = {
-        arith::ConstantIntOp::create(builder, loc, transA, 32),
-        arith::ConstantIntOp::create(builder, loc, transB, 32), constant(m),
-        constant(n), constant(k)};
-    for (Value matrix : {a, b, c}) {
-      auto metadata =
-          memref::ExtractStridedMetadataOp::create(builder, loc, matrix);
+        arith::ConstantIntOp::create(builder, loc, f.transA, 32),
+        arith::ConstantIntOp::create(builder, loc, f.transB, 32),
+        constant(f.bounds[f.m]), constant(f.bounds[f.n]),
+        constant(f.bounds[f.k])};
+    if (batched) {
       operands.push_back(
-          memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, matrix));
-      operands.push_back(metadata.getOffset());
-      operands.push_back(metadata.getStrides()[0]);
+          constant(f.batch.empty() ? 1 : f.bounds[f.batch.back()]));
+      operands.push_back(f.alpha
+                             ? f.alpha
+                             : arith::ConstantOp::create(
+                                   builder, loc, builder.getF32FloatAttr(1.0f))
+                                   .getResult());
+      operands.push_back(
+          arith::ConstantIntOp::create(builder, loc, f.order, 32));
+    }
+    // The matrices' base offsets, before the host loops.
+    struct Matrix {
+      Value pointer, offset;
+      int64_t ld;
+      const SmallVector<int64_t> *strides;
+    };
+    SmallVector<Matrix> matrices;
+    for (auto [operand, ld, strides] :
+         {std::make_tuple(f.a, f.lda, &f.strideA),
+          std::make_tuple(f.b, f.ldb, &f.strideB),
+          std::make_tuple(f.c, f.ldc, &f.strideC)}) {
+      Value buffer = operand->get();
+      auto metadata =
+          memref::ExtractStridedMetadataOp::create(builder, loc, buffer);
+      matrices.push_back(
+          {memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, buffer),
+           metadata.getOffset(), ld, strides});
+    }
+    // Host loops over the other batch dimensions advance the offsets.
+    ArrayRef<unsigned> outer = f.batch.empty()
+                                   ? ArrayRef<unsigned>()
+                                   : ArrayRef<unsigned>(f.batch).drop_back();
+    for (unsigned dim : outer) {
+      auto loop = scf::ForOp::create(builder, loc, constant(0),
+                                     constant(f.bounds[dim]), constant(1));
+      builder.setInsertionPoint(loop.getBody()->getTerminator());
+      Value iv = loop.getInductionVar();
+      for (Matrix &matrix : matrices) {
+        int64_t stride = (*matrix.strides)[dim];
+        if (!stride)
+          continue;
+        Value step = arith::MulIOp::create(builder, loc, iv, constant(stride));
+        matrix.offset =
+            arith::AddIOp::create(builder, loc, matrix.offset, step);
+      }
+    }
+    for (const Matrix &matrix : matrices) {
+      operands.append({matrix.pointer, matrix.offset, constant(matrix.ld)});
+      if (batched)
+        operands.push_back(
+            constant(f.batch.empty() ? 0 : (*matrix.strides)[f.batch.back()]));
     }
     func::CallOp::create(builder, loc, callee, operands);
-    op.erase();
+    op->erase();
   }
 };
 

@@ -10,6 +10,8 @@
 // become cuBLAS calls with the row-major sizes, the transpositions, and
 // each matrix's aligned pointer, offset and leading dimension; a slice of a
 // weight stack keeps its offset.
+// The batched entry point (declared by @scores below) comes first.
+// CHECK-LABEL: func.func private @ga_cuda_gemm_batched_f32(i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // CHECK-LABEL: func.func private @ga_cuda_gemm_f32(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // CHECK-LABEL: func.func @forms
 // CHECK-DAG: %[[F:.*]] = arith.constant 0 : i32
@@ -19,8 +21,8 @@
 // CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[C128]], %[[C64]], %[[C32]],
 // CHECK: %[[T:.*]] = arith.constant 1 : i32
 // CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[T]], %[[C128]], %[[C32]], %[[C64]],
-// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %[[LD:.*]]:2 = memref.extract_strided_metadata %{{.*}} : memref<32x64xf32, strided<[64, 1], offset: 2048>>
-// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C32]], %[[C64]], %[[C128]], {{.*}}, %[[OFF]], %[[LD]]#0)
+// CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %{{.*}} : memref<32x64xf32, strided<[64, 1], offset: 2048>>
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C32]], %[[C64]], %[[C128]], {{.*}}, %[[OFF]], %[[C64]])
 // CHECK-NOT: linalg.matmul
 func.func @forms(%a: memref<128x32xf32>, %b: memref<32x64xf32>,
                  %c: memref<128x64xf32>, %d: memref<128x32xf32>,
@@ -42,16 +44,140 @@ func.func @forms(%a: memref<128x32xf32>, %b: memref<32x64xf32>,
   return
 }
 
-// A matrix whose rows are not contiguous, and f64, stay linalg (kernels).
+// A matrix stored column by column is read transposed (here A, with its
+// columns 8 apart), and a C stored column by column makes cuBLAS compute
+// C^T = B^T A^T: m and n exchange, A and B exchange.
+// CHECK-LABEL: func.func @columns
+// CHECK-DAG: %[[F:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[T:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %[[PC:.*]] = memref.extract_aligned_pointer_as_index %arg2
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C8]], %[[C8]], %[[C4]], %[[PA]], %{{.*}}, %[[C8]], %[[PB]], %{{.*}}, %[[C8]], %[[PC]], %{{.*}}, %[[C8]])
+// CHECK: %[[C6:.*]] = arith.constant 6 : index
+// CHECK: %[[PB6:.*]] = memref.extract_aligned_pointer_as_index %arg3
+// CHECK: %[[PD:.*]] = memref.extract_aligned_pointer_as_index %arg4
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C6]], %[[C8]], %[[C4]], %[[PB6]], %{{.*}}, %[[C8]], %[[PA]], %{{.*}}, %[[C8]], %[[PD]], %{{.*}}, %[[C8]])
+func.func @columns(%a: memref<8x4xf32, strided<[1, 8]>>, %b: memref<4x8xf32>,
+                   %c: memref<8x8xf32>, %b6: memref<4x6xf32, strided<[8, 1]>>,
+                   %d: memref<8x6xf32, strided<[1, 8]>>) {
+  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[1, 8]>>, memref<4x8xf32>)
+                outs(%c : memref<8x8xf32>)
+  linalg.matmul ins(%a, %b6 : memref<8x4xf32, strided<[1, 8]>>, memref<4x6xf32, strided<[8, 1]>>)
+                outs(%d : memref<8x6xf32, strided<[1, 8]>>)
+  return
+}
+
+// Neither dimension contiguous, rows that overlap, and f64 stay linalg
+// (kernels).
 // CHECK-LABEL: func.func @kept
 // CHECK: linalg.matmul
 // CHECK: linalg.matmul
+// CHECK: linalg.matmul
 // CHECK-NOT: call
-func.func @kept(%a: memref<8x4xf32, strided<[1, 8]>>, %b: memref<4x8xf32>,
-                %c: memref<8x8xf32>, %x: memref<8x8xf64>) {
-  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[1, 8]>>, memref<4x8xf32>)
+func.func @kept(%a: memref<8x4xf32, strided<[16, 2]>>, %b: memref<4x8xf32>,
+                %c: memref<8x8xf32>, %x: memref<8x8xf64>,
+                %o: memref<8x4xf32, strided<[2, 1]>>) {
+  linalg.matmul ins(%a, %b : memref<8x4xf32, strided<[16, 2]>>, memref<4x8xf32>)
+                outs(%c : memref<8x8xf32>)
+  linalg.matmul ins(%o, %b : memref<8x4xf32, strided<[2, 1]>>, memref<4x8xf32>)
                 outs(%c : memref<8x8xf32>)
   linalg.matmul ins(%x, %x : memref<8x8xf64>, memref<8x8xf64>)
                 outs(%x : memref<8x8xf64>)
+  return
+}
+
+// The attention's scaled scores, S[b, h, s, t] += (Q[b, s, h, d] K[b, t, h,
+// d]) * scale, with Q and K slices of one fused projection [b, s, 3 * h *
+// d]: the scale as cuBLAS's alpha, order 1 (product, then scale); one
+// strided batch over the widest batch dimension, b (Q and K 768 elements
+// apart, S 512), inside a host loop over the heads that advances each
+// offset by its stride (8 for Q and K, 256 for S).
+// CHECK-LABEL: func.func @scores
+// CHECK-DAG: %[[F:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[T:.*]] = arith.constant 1 : i32
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK: %{{.*}}, %[[OQ:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg0
+// CHECK: %[[PQ:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: %{{.*}}, %[[OK:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg1
+// CHECK: %[[PK:.*]] = memref.extract_aligned_pointer_as_index %arg1
+// CHECK: %{{.*}}, %[[OS:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg2
+// CHECK: %[[PS:.*]] = memref.extract_aligned_pointer_as_index %arg2
+// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C2]]
+// CHECK:   %[[SQ:.*]] = arith.muli %[[H]], %[[C8]]
+// CHECK:   %[[Q:.*]] = arith.addi %[[OQ]], %[[SQ]]
+// CHECK:   %[[K:.*]] = arith.addi %[[OK]], %[[SQ]]
+// CHECK:   %[[C256:.*]] = arith.constant 256 : index
+// CHECK:   %[[SS:.*]] = arith.muli %[[H]], %[[C256]]
+// CHECK:   %[[S:.*]] = arith.addi %[[OS]], %[[SS]]
+// CHECK:   %[[C48:.*]] = arith.constant 48 : index
+// CHECK:   %[[C768:.*]] = arith.constant 768 : index
+// CHECK:   %[[C512:.*]] = arith.constant 512 : index
+// CHECK:   call @ga_cuda_gemm_batched_f32(%[[F]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[Q]], %[[C48]], %[[C768]], %[[PK]], %[[K]], %[[C48]], %[[C768]], %[[PS]], %[[S]], %[[C16]], %[[C512]])
+// CHECK-NOT: linalg.generic
+func.func @scores(%q: memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>,
+                  %k: memref<8x16x2x8xf32, strided<[768, 48, 8, 1], offset: 16>>,
+                  %s: memref<8x2x16x16xf32>, %scale: f32) {
+  linalg.generic {indexing_maps = [affine_map<(b, h, s, t, d) -> (b, s, h, d)>,
+                                   affine_map<(b, h, s, t, d) -> (b, t, h, d)>,
+                                   affine_map<(b, h, s, t, d) -> (b, h, s, t)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>, memref<8x16x2x8xf32, strided<[768, 48, 8, 1], offset: 16>>)
+      outs(%s : memref<8x2x16x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %ps = arith.mulf %p, %scale : f32
+    %r = arith.addf %acc, %ps : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Without batch dimensions, a scaled product goes to the batched entry
+// point with a count of 1. Here (y * 0.5) * x with C stored column by
+// column: A and B exchange, so the order becomes 2, (x * alpha) * y.
+// CHECK-LABEL: func.func @scaled
+// CHECK-DAG: %[[HALF:.*]] = arith.constant 5.000000e-01 : f32
+// CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
+// CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
+// CHECK-DAG: %[[O2:.*]] = arith.constant 2 : i32
+// CHECK: call @ga_cuda_gemm_batched_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C1]], %[[HALF]], %[[O2]], {{.*}}, %[[C0]], {{.*}}, %[[C0]], {{.*}}, %[[C0]])
+// CHECK-NOT: linalg.generic
+func.func @scaled(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32, strided<[1, 4]>>) {
+  %half = arith.constant 0.5 : f32
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x3xf32>, memref<3x5xf32>) outs(%c : memref<4x5xf32, strided<[1, 4]>>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %s = arith.mulf %y, %half : f32
+    %p = arith.mulf %s, %x : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// A generic that is not a multiply-accumulate (here the product is
+// subtracted) stays a kernel.
+// CHECK-LABEL: func.func @not_a_gemm
+// CHECK: linalg.generic
+// CHECK-NOT: call
+func.func @not_a_gemm(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %c: memref<4x4xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(m, n, k) -> (m, k)>,
+                                   affine_map<(m, n, k) -> (k, n)>,
+                                   affine_map<(m, n, k) -> (m, n)>],
+                  iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x4xf32>, memref<4x4xf32>) outs(%c : memref<4x4xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.subf %acc, %p : f32
+    linalg.yield %r : f32
+  }
   return
 }

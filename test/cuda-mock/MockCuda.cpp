@@ -28,10 +28,12 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <sys/mman.h>
+#include <vector>
 
 namespace {
 
@@ -40,12 +42,12 @@ struct Counts {
   long modules = 0, cubins = 0, launches = 0, badLaunches = 0;
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
-  long gemms = 0, badGemms = 0;
+  long gemms = 0, badGemms = 0, batchedGemms = 0;
   long liveBytes = 0, peakBytes = 0;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   std::set<std::string> functions;
   std::set<void *> handles;
-  ~Counts() {
+  void write() {
     const char *path = std::getenv("GA_MOCK_CUDA_LOG");
     if (!path)
       return;
@@ -62,18 +64,26 @@ struct Counts {
                  "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
                  "copies on device: %ld\nmemsets: %ld\n"
                  "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
+                 "batched gemm calls: %ld\n"
                  "peak device bytes: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
-                 peakBytes);
+                 batchedGemms, peakBytes);
     std::fclose(f);
   }
 };
 
+// The counts outlive every static destructor: the step library unloads its
+// modules from its own finalizer, which may run after this library's static
+// objects are gone. The log is written when the first static object
+// registered after the counts dies.
 Counts &counts() {
-  static Counts c;
-  return c;
+  static Counts *c = new Counts;
+  static struct LogAtExit {
+    ~LogAtExit() { c->write(); }
+  } log;
+  return *c;
 }
 
 /// The device allocation holding `p`, if any: {base, size}.
@@ -124,6 +134,10 @@ int cuGetErrorName(int, const char **s) {
   return 0;
 }
 
+struct MockModule {
+  std::vector<std::unique_ptr<std::string>> functions;
+};
+
 int cuModuleLoadData(void **module, const void *image) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -137,17 +151,27 @@ int cuModuleLoadData(void **module, const void *image) {
     return 200; // CUDA_ERROR_INVALID_IMAGE
   ++c.modules;
   c.cubins += elf;
-  *module = new int(0);
+  *module = new MockModule();
   return 0;
 }
-int cuModuleUnload(void *) { return 0; }
-int cuModuleGetFunction(void **function, void *, const char *name) {
+// A module owns its function handles, as in CUDA: they die with it.
+int cuModuleUnload(void *module) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  auto *m = static_cast<MockModule *>(module);
+  for (const std::unique_ptr<std::string> &f : m->functions)
+    c.handles.erase(f.get());
+  delete m;
+  return 0;
+}
+int cuModuleGetFunction(void **function, void *module, const char *name) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   c.functions.insert(name);
-  auto *handle = new std::string(name);
-  c.handles.insert(handle);
-  *function = handle;
+  auto *m = static_cast<MockModule *>(module);
+  m->functions.push_back(std::make_unique<std::string>(name));
+  c.handles.insert(m->functions.back().get());
+  *function = m->functions.back().get();
   return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
@@ -183,7 +207,10 @@ int cuEventElapsedTime(float *ms, void *, void *) {
   *ms = 0;
   return 0;
 }
-int cuEventDestroy_v2(void *) { return 0; }
+int cuEventDestroy_v2(void *e) {
+  delete static_cast<int *>(e);
+  return 0;
+}
 
 int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
   Counts &c = counts();
@@ -264,23 +291,45 @@ int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
   auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
   return block.first && block.second >= bytes ? 0 : 7;
 }
+/// Whether a column-major rows x cols matrix at `p` with leading dimension
+/// `ld` lies within one device allocation.
+static bool insideDevice(const float *p, long rows, long cols, long ld) {
+  uintptr_t first = reinterpret_cast<uintptr_t>(p);
+  uintptr_t last = first + ((cols - 1) * ld + rows - 1) * sizeof(float);
+  auto block = deviceBlock(first);
+  return block.first && rows <= ld &&
+         last + sizeof(float) <= block.first + block.second;
+}
+
 int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k, const float *,
                    const float *a, int lda, const float *b, int ldb,
                    const float *, float *c, int ldc) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
   ++c0.gemms;
-  // The last element each matrix touches, column-major.
-  auto inside = [](const float *p, long rows, long cols, long ld) {
-    uintptr_t first = reinterpret_cast<uintptr_t>(p);
-    uintptr_t last = first + ((cols - 1) * ld + rows - 1) * sizeof(float);
-    auto block = deviceBlock(first);
-    return block.first && rows <= ld &&
-           last + sizeof(float) <= block.first + block.second;
-  };
-  bool ok = inside(a, opA ? k : m, opA ? m : k, lda) &&
-            inside(b, opB ? n : k, opB ? k : n, ldb) && inside(c, m, n, ldc);
+  bool ok = insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
+            insideDevice(b, opB ? n : k, opB ? k : n, ldb) &&
+            insideDevice(c, m, n, ldc);
   c0.badGemms += !ok;
+  return 0;
+}
+
+/// Counted as `count` GEMMs, each checked as cublasSgemm_v2's.
+int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
+                              const float *, const float *a, int lda,
+                              long long strideA, const float *b, int ldb,
+                              long long strideB, const float *, float *c,
+                              int ldc, long long strideC, int count) {
+  Counts &c0 = counts();
+  std::lock_guard<std::mutex> lock(c0.mutex);
+  ++c0.batchedGemms;
+  for (int i = 0; i < count; ++i) {
+    ++c0.gemms;
+    bool ok = insideDevice(a + i * strideA, opA ? k : m, opA ? m : k, lda) &&
+              insideDevice(b + i * strideB, opB ? n : k, opB ? k : n, ldb) &&
+              insideDevice(c + i * strideC, m, n, ldc);
+    c0.badGemms += !ok;
+  }
   return 0;
 }
 
