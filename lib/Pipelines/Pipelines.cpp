@@ -231,7 +231,9 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " gpu-format=" << options.gpuFormat.getValue()
        << " gpu-block-size=" << options.gpuBlockSize.getValue()
        << " gpu-blas=" << options.gpuBlas.getValue()
-       << " gpu-tf32=" << options.gpuTF32.getValue();
+       << " gpu-tf32=" << options.gpuTF32.getValue()
+       << " gpu-split-reductions=" << options.gpuSplitReductions.getValue()
+       << " gpu-split-min-length=" << options.gpuSplitMinLength.getValue();
     if (!options.cudaToolkit.empty())
       os << " cuda-toolkit=" << options.cudaToolkit.getValue();
     os << " vectorize=" << options.vectorize.getValue()
@@ -274,6 +276,13 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   // code: each distinct operation is tiled, vectorized and compiled once.
   // Kernel functions and vector code are the CPU's: the CUDA target maps
   // each linalg operation of the step to a GPU kernel itself.
+  if (cuda && options.gpuSplitReductions) {
+    GaGpuSplitReductionsPassOptions splitReductions;
+    splitReductions.minLength = options.gpuSplitMinLength;
+    pm.addNestedPass<func::FuncOp>(
+        createGaGpuSplitReductionsPass(splitReductions));
+    pm.addPass(createCanonicalizerPass());
+  }
   if (options.outline && !cuda)
     pm.addPass(createGaOutlineKernelsPass());
   if (options.vectorize && !cuda) {

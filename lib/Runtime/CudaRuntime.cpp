@@ -598,7 +598,7 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
                ? s.blas.sgemmBatched(
                      s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
                      static_cast<int>(n), static_cast<int>(m),
-                     static_cast<int>(k), &one, B, static_cast<int>(ldb),
+                     static_cast<int>(k), &alpha, B, static_cast<int>(ldb),
                      strideB, A, static_cast<int>(lda), strideA, &one, C,
                      static_cast<int>(ldc), strideC, static_cast<int>(count))
                : s.blas.sgemm(s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,

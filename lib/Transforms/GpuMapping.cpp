@@ -40,6 +40,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
@@ -53,6 +54,7 @@ namespace ga {
 #define GEN_PASS_DEF_GAGPUDEVICEALLOCATIONSPASS
 #define GEN_PASS_DEF_GAGPUEMULATEONHOSTPASS
 #define GEN_PASS_DEF_GAGPUGEMMTOBLASPASS
+#define GEN_PASS_DEF_GAGPUSPLITREDUCTIONSPASS
 #include "ga/Transforms/Passes.h.inc"
 } // namespace ga
 
@@ -871,6 +873,70 @@ struct GaGpuGemmToBlasPass
     }
     func::CallOp::create(builder, loc, callee, operands);
     op->erase();
+  }
+};
+
+struct GaGpuSplitReductionsPass
+    : ga::impl::GaGpuSplitReductionsPassBase<GaGpuSplitReductionsPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (minThreads < 2 || minChunk < 1) {
+      getOperation().emitError()
+          << "ga-gpu-split-reductions: min-threads must be at least 2 and "
+             "min-chunk at least 1, got "
+          << static_cast<int64_t>(minThreads) << " and "
+          << static_cast<int64_t>(minChunk);
+      return signalPassFailure();
+    }
+    SmallVector<linalg::GenericOp> candidates;
+    getOperation().walk([&](linalg::GenericOp op) {
+      if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
+          op.getNumReductionLoops() == 1)
+        candidates.push_back(op);
+    });
+    IRRewriter rewriter(&getContext());
+    for (linalg::GenericOp op : candidates) {
+      int64_t chunks = chunksOf(op);
+      if (chunks < 2)
+        continue;
+      auto control = [&](linalg::LinalgOp) {
+        // The chunk dimension outermost in the partial results.
+        return linalg::SplitReductionOptions{chunks, 0,
+                                             /*innerParallel=*/false};
+      };
+      rewriter.setInsertionPoint(op);
+      // splitReduction refuses what it cannot split (no recognized
+      // combiner, a reduction dimension an operand does not index plainly);
+      // such reductions stay as they are.
+      (void)linalg::splitReduction(rewriter, op, control);
+    }
+  }
+
+  /// The number of chunks to split `op`'s reduction in, or 1.
+  int64_t chunksOf(linalg::GenericOp op) {
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    if (llvm::any_of(bounds, ShapedType::isDynamic))
+      return 1;
+    SmallVector<unsigned> reductions;
+    op.getReductionDims(reductions);
+    int64_t total = bounds[reductions[0]];
+    int64_t results = 1;
+    for (auto [i, bound] : llvm::enumerate(bounds))
+      if (i != reductions[0])
+        results *= bound;
+    if (results >= minThreads || total < minLength)
+      return 1;
+    // Each thread of the first stage sums R / c elements, each of the
+    // second c: the divisor closest to sqrt(R) makes the longest sequential
+    // chain, R / c + c, shortest.
+    int64_t best = 1, cost = total + 1;
+    for (int64_t c = 2; c * results <= minThreads && total / c >= minChunk; ++c)
+      if (total % c == 0 && total / c + c < cost) {
+        best = c;
+        cost = total / c + c;
+      }
+    return best;
   }
 };
 

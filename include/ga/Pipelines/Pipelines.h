@@ -58,6 +58,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "cores (ga-gpu-gemm-to-blas allow-tf32; faster, 10-bit "
                      "mantissas in the products); default float32"),
       llvm::cl::init(false)};
+  Option<bool> gpuSplitReductions{
+      *this, "gpu-split-reductions",
+      llvm::cl::desc("target=cuda: reductions with few results over many "
+                     "elements (bias and gain gradients) in two stages "
+                     "(ga-gpu-split-reductions), so that enough threads "
+                     "share them; changes the summation order"),
+      llvm::cl::init(true)};
+  Option<int64_t> gpuSplitMinLength{
+      *this, "gpu-split-min-length",
+      llvm::cl::desc("target=cuda: split only reductions over at least "
+                     "this many elements (ga-gpu-split-reductions "
+                     "min-length)"),
+      llvm::cl::init(256)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

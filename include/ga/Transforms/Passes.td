@@ -597,6 +597,51 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def GaGpuSplitReductionsPass
+    : Pass<"ga-gpu-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split long reductions with few results in two stages, so "
+                "that enough GPU threads share them";
+  let description = [{
+    The CUDA target, on tensors, before bufferization. Each result of a
+    reduction runs sequentially on one GPU thread (no float atomics), so a
+    reduction with few results over many elements, such as the gradient of
+    a bias or a layer-norm gain (one column sum per feature over every
+    token), would run on a few hundred threads. Such a `linalg.generic`
+    (one reduction dimension of static size `R`, fewer than `min-threads`
+    results `P`, a combiner that `linalg::splitReduction` recognizes, such
+    as `arith.addf`) becomes two: partial reductions over `c` chunks of `R /
+    c` consecutive elements each (`c * P` threads, the chunk dimension
+    outermost so that threads of a warp read consecutive results'
+    elements), then the reduction of the `c` partial results onto the
+    original output. `c` is the divisor of `R` that makes the longest
+    sequential chain, `R / c + c` additions, shortest (the one nearest
+    `sqrt(R)`), with `c * P <= min-threads` and chunks of at least
+    `min-chunk` elements; reductions over fewer than `min-length` elements,
+    and those where no such `c > 1` exists, are left alone.
+
+    The summation order changes (results differ from the CPU pipeline's
+    in the last bits) but stays fixed: the same bits run to run.
+
+    Example: the column sums `linalg.generic {iterator_types = ["reduction",
+    "parallel"]} ins(%g : tensor<1024x128xf32>) outs(%b : tensor<128xf32>)`
+    become a generic over `[32, 32, 128]` with a `tensor<32x128xf32>`
+    result (`4096` threads), then a reduction over the `32` partial sums.
+  }];
+  let options = [
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"16384",
+           "Split reductions with fewer results than this, into at most "
+           "this many partial results">,
+    Option<"minChunk", "min-chunk", "int64_t", /*default=*/"8",
+           "The fewest elements each partial reduction sums">,
+    Option<"minLength", "min-length", "int64_t", /*default=*/"256",
+           "Split only reductions over at least this many elements (below, "
+           "the two extra launches cost more than the shorter chain saves)">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
 def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
   let summary = "Lower a bufferized step's linalg operations to parallel "
                 "loops mapped to GPU blocks and threads";

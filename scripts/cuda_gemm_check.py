@@ -1,0 +1,151 @@
+#!/usr/bin/env python3
+"""GPU check of the CUDA runtime's GEMM entry points against PyTorch.
+
+    python3 scripts/cuda_gemm_check.py --runtime build/device/lib/libga_cuda_runtime.so
+
+(on a machine with a CUDA GPU, NumPy and PyTorch). Calls
+ga_cuda_gemm_f32 and ga_cuda_gemm_batched_f32 of libga_cuda_runtime
+directly, with the arguments ga-gpu-gemm-to-blas emits for the forms of the
+examples (plain and transposed matrices, slices of a weight stack, the
+attention's scaled and unscaled contractions per head with a strided batch
+and host loops), on device buffers that PyTorch allocates (the runtime and
+PyTorch share the device's primary context), and compares each result with
+the same contraction in float64 on the CPU: max|C - ref| <= 1e-5 max|ref| +
+1e-6 (cuBLAS in float32, no TF32). Exits 1 on a mismatch, 2 without a GPU.
+"""
+
+import argparse
+import ctypes
+import sys
+
+import numpy as np
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--runtime", required=True,
+                        help="path of libga_cuda_runtime.so")
+    args = parser.parse_args()
+    import torch
+    if not torch.cuda.is_available():
+        print("cuda_gemm_check: no CUDA device")
+        return 2
+    torch.backends.cuda.matmul.allow_tf32 = False
+    lib = ctypes.CDLL(args.runtime)
+    reason = ctypes.c_char_p()
+    lib.ga_cuda_device_name.restype = ctypes.c_char_p
+    lib.ga_cuda_device_name.argtypes = [ctypes.POINTER(ctypes.c_char_p)]
+    name = lib.ga_cuda_device_name(ctypes.byref(reason))
+    if not name:
+        print(f"cuda_gemm_check: {reason.value.decode()}")
+        return 2
+    i32, i64, f32 = ctypes.c_int32, ctypes.c_int64, ctypes.c_float
+    lib.ga_cuda_gemm_f32.argtypes = [i32, i32] + [i64] * 12
+    lib.ga_cuda_gemm_batched_f32.argtypes = ([i32, i32] + [i64] * 4 +
+                                             [f32, i32] + [i64] * 12)
+    rng = np.random.default_rng(3)
+    failures = 0
+
+    def device(shape):
+        host = rng.standard_normal(shape).astype(np.float32)
+        return host, torch.from_numpy(host).cuda()
+
+    def report(label, got, ref):
+        nonlocal failures
+        err = float(np.max(np.abs(got - ref)))
+        bound = 1e-5 * float(np.max(np.abs(ref))) + 1e-6
+        ok = err <= bound
+        failures += not ok
+        print(f"{'ok  ' if ok else 'FAIL'} {label}: max|C - ref| = "
+              f"{err:.2e} (bound {bound:.2e})")
+
+    # Plain GEMMs: C += op(A) op(B), row-major, with offsets.
+    for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        m, n, k = 33, 17, 40
+        a, da = device((k, m) if transA else (m, k))
+        b, db = device((n, k) if transB else (k, n))
+        c, dc = device((m, n))
+        lib.ga_cuda_gemm_f32(transA, transB, m, n, k, da.data_ptr(), 0,
+                             a.shape[1], db.data_ptr(), 0, b.shape[1],
+                             dc.data_ptr(), 0, n)
+        torch.cuda.synchronize()
+        oa = a.T if transA else a
+        ob = b.T if transB else b
+        ref = c.astype(np.float64) + oa.astype(np.float64) @ ob.astype(
+            np.float64)
+        report(f"gemm transA={transA} transB={transB}", dc.cpu().numpy(), ref)
+
+    # The attention of the tiny GPT (B, S, H, Dh = 8, 16, 2, 8): Q, K, V
+    # slices of the fused projection [B, S, 3 H Dh].
+    B, S, H, Dh = 8, 16, 2, 8
+    qkv, dqkv = device((B, S, 3 * H * Dh))
+    q = qkv[:, :, 0:H * Dh].reshape(B, S, H, Dh).astype(np.float64)
+    kk = qkv[:, :, H * Dh:2 * H * Dh].reshape(B, S, H, Dh).astype(np.float64)
+    v = qkv[:, :, 2 * H * Dh:].reshape(B, S, H, Dh).astype(np.float64)
+    row = 3 * H * Dh
+    scale = 1.0 / np.sqrt(Dh)
+
+    # Scores S[b, h, s, t] += scale * Q[b, s, h, :] K[b, t, h, :]: batch
+    # over b (strides B: S*row, C: H*S*S), host loop over h.
+    s0, ds = device((B, H, S, S))
+    for h in range(H):
+        lib.ga_cuda_gemm_batched_f32(
+            0, 1, S, S, Dh, B, scale, 1,
+            dqkv.data_ptr(), h * Dh, row, S * row,
+            dqkv.data_ptr(), H * Dh + h * Dh, row, S * row,
+            ds.data_ptr(), h * S * S, S, H * S * S)
+    torch.cuda.synchronize()
+    ref = s0.astype(np.float64) + scale * np.einsum("bshd,bthd->bhst", q, kk)
+    report("attention scores (scaled, batched over b, loop over h)",
+           ds.cpu().numpy(), ref)
+
+    # Output O[b, s, h, :] += P[b, h, s, :] V[b, :, h, :].
+    p, dp = device((B, H, S, S))
+    o0, do = device((B, S, H, Dh))
+    for h in range(H):
+        lib.ga_cuda_gemm_batched_f32(
+            0, 0, S, Dh, S, B, 1.0, 0,
+            dp.data_ptr(), h * S * S, S, H * S * S,
+            dqkv.data_ptr(), 2 * H * Dh + h * Dh, row, S * row,
+            do.data_ptr(), h * Dh, H * Dh, S * H * Dh)
+    torch.cuda.synchronize()
+    ref = o0.astype(np.float64) + np.einsum("bhst,bthd->bshd",
+                                            p.astype(np.float64), v)
+    report("attention output (batched over b, loop over h)",
+           do.cpu().numpy(), ref)
+
+    # dV[b, t, h, :] += P[b, h, :, t]^T dO[b, :, h, :] (A transposed).
+    g, dg = device((B, S, H, Dh))
+    dv0, ddv = device((B, S, H, Dh))
+    for h in range(H):
+        lib.ga_cuda_gemm_batched_f32(
+            1, 0, S, Dh, S, B, 1.0, 0,
+            dp.data_ptr(), h * S * S, S, H * S * S,
+            dg.data_ptr(), h * Dh, H * Dh, S * H * Dh,
+            ddv.data_ptr(), h * Dh, H * Dh, S * H * Dh)
+    torch.cuda.synchronize()
+    ref = dv0.astype(np.float64) + np.einsum(
+        "bhst,bshd->bthd", p.astype(np.float64), g.astype(np.float64))
+    report("attention dV (A^T, batched over b, loop over h)",
+           ddv.cpu().numpy(), ref)
+
+    # Batch over the heads instead (the widest batch dimension of another
+    # model), one call per b.
+    s1, ds1 = device((B, H, S, S))
+    for b in range(B):
+        lib.ga_cuda_gemm_batched_f32(
+            0, 1, S, S, Dh, H, scale, 2,
+            dqkv.data_ptr(), b * S * row, row, Dh,
+            dqkv.data_ptr(), b * S * row + H * Dh, row, Dh,
+            ds1.data_ptr(), b * H * S * S, S, S * S)
+    torch.cuda.synchronize()
+    ref = s1.astype(np.float64) + scale * np.einsum("bshd,bthd->bhst", q, kk)
+    report("attention scores (batched over h, loop over b)",
+           ds1.cpu().numpy(), ref)
+
+    print(f"cuda_gemm_check: {failures} failure(s) on {name.decode()}")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
