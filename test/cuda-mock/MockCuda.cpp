@@ -42,7 +42,7 @@ struct Counts {
   long modules = 0, cubins = 0, launches = 0, badLaunches = 0;
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
-  long gemms = 0, badGemms = 0, batchedGemms = 0;
+  long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long liveBytes = 0, peakBytes = 0;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   std::set<std::string> functions;
@@ -64,12 +64,12 @@ struct Counts {
                  "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
                  "copies on device: %ld\nmemsets: %ld\n"
                  "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
-                 "batched gemm calls: %ld\n"
+                 "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
                  "peak device bytes: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
-                 batchedGemms, peakBytes);
+                 batchedGemms, scaledGemms, peakBytes);
     std::fclose(f);
   }
 };
@@ -301,13 +301,15 @@ static bool insideDevice(const float *p, long rows, long cols, long ld) {
          last + sizeof(float) <= block.first + block.second;
 }
 
-int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k, const float *,
-                   const float *a, int lda, const float *b, int ldb,
-                   const float *, float *c, int ldc) {
+int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
+                   const float *alpha, const float *a, int lda, const float *b,
+                   int ldb, const float *beta, float *c, int ldc) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
   ++c0.gemms;
-  bool ok = insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
+  c0.scaledGemms += *alpha != 1.0f;
+  // The step accumulates: C += alpha op(A) op(B).
+  bool ok = *beta == 1.0f && insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
             insideDevice(b, opB ? n : k, opB ? k : n, ldb) &&
             insideDevice(c, m, n, ldc);
   c0.badGemms += !ok;
@@ -316,13 +318,15 @@ int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k, const float *,
 
 /// Counted as `count` GEMMs, each checked as cublasSgemm_v2's.
 int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
-                              const float *, const float *a, int lda,
+                              const float *alpha, const float *a, int lda,
                               long long strideA, const float *b, int ldb,
-                              long long strideB, const float *, float *c,
+                              long long strideB, const float *beta, float *c,
                               int ldc, long long strideC, int count) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
   ++c0.batchedGemms;
+  c0.scaledGemms += *alpha != 1.0f;
+  c0.badGemms += *beta != 1.0f;
   for (int i = 0; i < count; ++i) {
     ++c0.gemms;
     bool ok = insideDevice(a + i * strideA, opA ? k : m, opA ? m : k, lda) &&
