@@ -48,6 +48,7 @@
 
 #include <thread>
 #ifdef __GLIBC__
+#include <dlfcn.h>
 #include <malloc.h>
 #endif
 
@@ -112,6 +113,16 @@ static cl::opt<bool>
              cl::desc("Run the step's parallel tile loops on OpenMP threads "
                       "(default true): --ga-pipeline option parallel"),
              cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (default) or cuda: compile high-level IR with "
+                    "--ga-pipeline target=cuda and run it on the CUDA device "
+                    "through libga_cuda_runtime (inputs copied to the "
+                    "device, results back)"),
+           cl::init("cpu"), cl::cat(gaRunCategory));
+static cl::opt<std::string>
+    chip("chip", cl::desc("--target=cuda: the GPU architecture (sm_90)"),
+         cl::init("sm_90"), cl::cat(gaRunCategory));
 static cl::opt<bool> releaseBuffers(
     "release-buffers",
     cl::desc("Free each buffer after its last use (default true): "
@@ -178,6 +189,14 @@ writes for such arrays). A 0-d tensor is a .npy of shape ().
 
 Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
 
+CUDA: --target=cuda [--chip sm_90] compiles with --ga-pipeline target=cuda
+(kernels for the chip, GEMMs through cuBLAS) and runs the step on the CUDA
+device through libga_cuda_runtime: the inputs are copied to the device
+before each run and the results back after it (both in run_ms), and
+step_peak_bytes is device memory. Without a CUDA driver or device, ga-run
+stops with "no CUDA device". The step must have been given as high-level
+IR.
+
 Data parallelism: a step with data_parallel = r compiles to a program for r
 ranks (the function's train.data_parallel attribute). Run it with
 `mpirun -np r ga-run FILE.mlir ...`: every rank reads the same .npy files
@@ -243,6 +262,9 @@ int main(int argc, char **argv) {
   if (threadCount < 0)
     return fail("--num-threads must be at least 1 (or 0: the default), got " +
                 Twine(threadCount.getValue()));
+  bool cuda = target == "cuda";
+  if (!cuda && target != "cpu")
+    return fail("--target must be cpu or cuda, got '" + target + "'");
 
   std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
   MLIRContext &context = *contextOwner;
@@ -260,7 +282,30 @@ int main(int argc, char **argv) {
   double pipelineMs = 0;
   std::optional<ga::BufferMemoryProfile> model;
   std::string modelError;
-  if (isa<func::FuncOp>(entry)) {
+  if (cuda && !isa<func::FuncOp>(entry))
+    return fail("--target=cuda compiles high-level IR (a func.func); @" + name +
+                " is already lowered");
+  if (cuda) {
+    PassManager pm(&context);
+    std::string errors;
+    raw_string_ostream os(errors);
+    ga::GaPipelineOptions options;
+    options.target = "cuda";
+    options.chip = chip;
+    options.naive = naive;
+    options.checkLabels = checkLabels;
+    options.releaseBuffers = releaseBuffers;
+    options.memoryBudget = memoryBudget;
+    options.microbatches = microbatchesOption;
+    if (failed(ga::buildCPUPipeline(pm, os, options)))
+      return fail("cannot build the CUDA pipeline: " + errors);
+    if (timePasses)
+      pm.enableTiming();
+    if (failed(pm.run(*module)))
+      return fail("compiling '" + inputFile + "' failed (see above)");
+    pipelineMs = msSince(compileStart);
+    modelError = "the memory model is the CPU pipeline's";
+  } else if (isa<func::FuncOp>(entry)) {
     // In two stages: the memory model reads the buffers in between.
     PassManager buffers(&context), lowering(&context);
     std::string errors;
@@ -347,7 +392,43 @@ int main(int argc, char **argv) {
   // libga_runtime (collectives, the error path, memrefCopy: the one that
   // step libraries link, and that ga-run itself links, so the JIT-compiled
   // code shares its state) and the OpenMP runtime of the parallel loops.
-  llvm::StringRef runtimeLibs[] = {GA_RUNTIME_LIBRARY, GA_OPENMP_RUNTIME};
+  SmallVector<llvm::StringRef> runtimeLibs = {GA_RUNTIME_LIBRARY,
+                                              GA_OPENMP_RUNTIME};
+  // A CUDA step calls libga_cuda_runtime (mgpu*, the GEMMs, the device
+  // allocator); ga-run calls its step entry and exit, and reads its device
+  // name and peak.
+  using CudaEnter = int32_t (*)(const char *, const void *const *,
+                                void *const *, ga_status *, void **);
+  using CudaLeave = int32_t (*)(const char *, const int64_t *, void *const *,
+                                void *const *, ga_status *);
+  using CudaName = const char *(*)(const char **);
+  using CudaStats = void (*)(ga_memory *);
+  CudaEnter cudaEnter = nullptr;
+  CudaLeave cudaLeave = nullptr;
+  CudaName cudaName = nullptr;
+  CudaStats cudaStats = nullptr;
+  if (cuda) {
+    void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+    if (!handle)
+      return fail(Twine("cannot load the CUDA runtime ") +
+                  GA_CUDA_RUNTIME_LIBRARY + ": " + dlerror());
+    cudaEnter =
+        reinterpret_cast<CudaEnter>(dlsym(handle, "ga_cuda_step_enter"));
+    cudaLeave =
+        reinterpret_cast<CudaLeave>(dlsym(handle, "ga_cuda_step_leave"));
+    cudaName = reinterpret_cast<CudaName>(dlsym(handle, "ga_cuda_device_name"));
+    cudaStats =
+        reinterpret_cast<CudaStats>(dlsym(handle, "ga_cuda_memory_stats"));
+    if (!cudaEnter || !cudaLeave || !cudaName || !cudaStats)
+      return fail(Twine(GA_CUDA_RUNTIME_LIBRARY) +
+                  " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
+                  "ga_cuda_device_name or ga_cuda_memory_stats");
+    const char *reason = nullptr;
+    if (!cudaName(&reason))
+      return fail("@" + name + " runs on a CUDA device: " +
+                  (reason ? reason : "no CUDA device"));
+    runtimeLibs.push_back(GA_CUDA_RUNTIME_LIBRARY);
+  }
   engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(*module, engineOptions);
   if (!engine)
@@ -397,19 +478,38 @@ int main(int argc, char **argv) {
       ga::makeResultBuffers(signature, outputPointers);
 
   double totalMs = 0, minMs = 0;
+  std::vector<void *> deviceInputs(arrays.size(), nullptr);
   for (int r = 0; r < repeat; ++r) {
-    if (ga_step_enter(signatureText.c_str(), inputPointers.data(),
-                      outputPointers.data(), &status) != GA_OK)
-      return fail(status.message);
     auto runStart = Clock::now();
+    if (cuda) {
+      // The descriptors point at the device copies of the inputs.
+      if (cudaEnter(signatureText.c_str(), inputPointers.data(),
+                    outputPointers.data(), &status,
+                    deviceInputs.data()) != GA_OK)
+        return fail(status.message);
+      for (auto [pointer, desc] : llvm::zip(deviceInputs, argDescs))
+        desc[0] = desc[1] = reinterpret_cast<int64_t>(pointer);
+    } else if (ga_step_enter(signatureText.c_str(), inputPointers.data(),
+                             outputPointers.data(), &status) != GA_OK) {
+      return fail(status.message);
+    }
+    if (!cuda)
+      runStart = Clock::now();
     if (Error err = (*engine)->invokePacked(name, packed))
       return fail("running @" + name +
                   " failed: " + llvm::toString(std::move(err)));
     double ms = msSince(runStart);
     // A step that reported a runtime error has no valid result.
-    if (ga_step_leave(signatureText.c_str(), results.data(),
-                      inputPointers.data(), outputPointers.data(),
-                      &status) != GA_OK) {
+    int32_t left =
+        cuda ? cudaLeave(signatureText.c_str(), results.data(),
+                         deviceInputs.data(), outputPointers.data(), &status)
+             : ga_step_leave(signatureText.c_str(), results.data(),
+                             inputPointers.data(), outputPointers.data(),
+                             &status);
+    // A CUDA run waits for the device when it copies the results back.
+    if (cuda)
+      ms = msSince(runStart);
+    if (left != GA_OK) {
       if (!reporter)
         return 1;
       return fail(ga::stepFailure(signature, status,
@@ -434,8 +534,14 @@ int main(int argc, char **argv) {
   outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
                    runs, minMs);
   ga_memory memory;
-  ga_memory_stats(&memory);
-  outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
+  if (cuda) {
+    cudaStats(&memory);
+    outs() << "device: " << cudaName(nullptr) << " (CUDA)\n";
+    outs() << "step_peak_bytes: " << memory.peak_bytes << " (device memory)\n";
+  } else {
+    ga_memory_stats(&memory);
+    outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
+  }
   if (reportMemory) {
     int64_t argumentBytes = 0;
     for (const ga::NpyArray &array : arrays)
