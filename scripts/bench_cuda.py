@@ -13,9 +13,11 @@ Two halves, because the GPU machine has no MLIR:
       the ga-opt step through the binding (host arrays in and out: the
       copies to and from the device are in its time), and the same model,
       data and loss in PyTorch eager on the GPU (float32, TF32 off),
-      forward and backward, synchronized; minimum over --repeat runs after
-      a warm-up. Prints both losses (they agree to about 5 digits), the
-      times and their ratio.
+      forward and backward, synchronized, and the same with the forward
+      through torch.compile (--no-compile leaves it out); minimum over
+      --repeat runs after warm-ups (torch.compile's include its
+      compilation). Prints both losses (they agree to about 5 digits), the
+      times and the ratios.
 Not a test: nothing is asserted.
 """
 
@@ -94,8 +96,10 @@ def prepare(args):
         json.dump(manifest, f, indent=1)
 
 
-def torch_step(torch, size, arrays, repeat):
-    """(min step seconds, loss) of the model in PyTorch eager on the GPU."""
+def torch_step(torch, size, arrays, repeat, compiled=False):
+    """(min step seconds, loss) of the model in PyTorch on the GPU: eager,
+    or with the forward through torch.compile (its backward compiled by
+    AOTAutograd), after warm-up runs that include the compilation."""
     B, S, V, D, H, F, L = size
     DH = D // H
     dev = torch.device("cuda")
@@ -129,17 +133,20 @@ def torch_step(torch, size, arrays, repeat):
             logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
             ignore_index=-100)
 
+    step = torch.compile(forward) if compiled else forward
+    warmup = 3 if compiled else 1
     best = math.inf
-    for _ in range(repeat + 1):  # the first run warms up
+    for i in range(repeat + warmup):
         for t in p:
             t.grad = None
         torch.cuda.synchronize()
         start = time.perf_counter()
-        loss = forward()
+        loss = step()
         loss.backward()
         torch.cuda.synchronize()
-        best = min(best, time.perf_counter() - start)
-    return best, float(loss)
+        if i >= warmup:
+            best = min(best, time.perf_counter() - start)
+    return best, float(loss.detach())
 
 
 def run(args):
@@ -155,7 +162,8 @@ def run(args):
           f"{torch.cuda.get_device_name()} (float32; min of {args.repeat} "
           f"runs after a warm-up)")
     print(f"{'model':7} {'B,S,V,D,H,F,L':>26} {'ga-opt ms':>10} "
-          f"{'torch ms':>9} {'ratio':>6} {'loss':>10} {'torch loss':>10}")
+          f"{'eager ms':>9} {'ratio':>6} {'compile ms':>10} {'ratio':>6} "
+          f"{'loss':>10} {'torch loss':>10}")
     for e in manifest:
         arrays = [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
                   for i in range(e["inputs"])]
@@ -168,11 +176,22 @@ def run(args):
             best = min(best, time.perf_counter() - start)
         loss, _ = step.summary(results)
         tt, tloss = torch_step(torch, tuple(e["size"]), arrays, args.repeat)
+        compiled = "n/a", "n/a"
+        if not args.no_compile:
+            try:
+                tc, _ = torch_step(torch, tuple(e["size"]), arrays,
+                                   args.repeat, compiled=True)
+                compiled = f"{tc * 1e3:.3f}", f"{best / tc:.2f}"
+            except Exception as error:  # no Triton, no compiler: noted
+                print(f"torch.compile failed: {type(error).__name__}: "
+                      f"{str(error).splitlines()[0] if str(error) else ''}")
         print(f"{e['name']:7} {','.join(map(str, e['size'])):>26} "
               f"{best * 1e3:>10.3f} {tt * 1e3:>9.3f} {best / tt:>6.2f} "
+              f"{compiled[0]:>10} {compiled[1]:>6} "
               f"{loss:>10.5f} {tloss:>10.5f}", flush=True)
     print("(ga-opt: the step library through python/ga_step, host arrays in "
-          "and out, copies included; ratio: ga-opt / PyTorch eager)")
+          "and out, copies included; PyTorch on device tensors; ratios: "
+          "ga-opt / PyTorch eager, ga-opt / torch.compile)")
 
 
 def main():
@@ -187,6 +206,8 @@ def main():
     p.add_argument("--sizes", default="tiny,small,medium")
     r = sub.add_parser("run")
     r.add_argument("--repeat", type=int, default=20)
+    r.add_argument("--no-compile", action="store_true",
+                   help="leave out the torch.compile baseline")
     args = parser.parse_args()
     prepare(args) if args.command == "prepare" else run(args)
 
