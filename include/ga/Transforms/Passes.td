@@ -572,17 +572,30 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
   let summary = "Run the step's matrix products with cuBLAS";
   let description = [{
     The CUDA target, on buffers, before `ga-gpu-map-parallel-loops`: every
-    `linalg.matmul` of f32 matrices with contiguous rows, its operands
-    plain or transposed through its `indexing_maps` (the forms that
-    differentiation emits), becomes a call of the CUDA runtime's
+    f32 multiply-accumulate `linalg` operation (`linalg.matmul` in any
+    layout, or a `linalg.generic` whose body is `acc + x * y`) with one m,
+    one n and one k dimension, static shapes and strides, and a contiguous
+    dimension in each matrix, becomes a call of the CUDA runtime's
     `ga_cuda_gemm_f32(transA, transB, m, n, k, A, offset, lda, B, offset,
     ldb, C, offset, ldc)`, which accumulates `C += op(A) op(B)` with cuBLAS
-    on the step's stream, in float32 arithmetic (no TF32). Other forms
-    stay linalg operations and become kernels.
+    on the step's stream, in float32 arithmetic (no TF32). Transpositions
+    and leading dimensions come from the strides; a C stored column by
+    column is computed as `C^T = op(B)^T op(A)^T`.
 
-    With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` (same
-    arguments), which lets cuBLAS use TF32 tensor cores (10-bit mantissas
-    in the products: faster, less exact).
+    Batch dimensions (the attention's contractions per sequence and head)
+    and a scale (a body `acc + (x * y) * s`, `acc + (x * s) * y` or `acc +
+    (y * s) * x` with `s` defined outside the operation) go to
+    `ga_cuda_gemm_batched_f32(transA, transB, m, n, k, count, alpha,
+    order, A, offset, lda, strideA, B, ..., C, ...)`: the widest batch
+    dimension as cuBLAS's strided batch, host `scf.for` loops over the
+    others that advance the offsets, the scale as alpha (`order` tells the
+    CPU emulation in which order the step multiplied). Other forms stay
+    linalg operations and become kernels.
+
+    With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` and
+    `ga_cuda_gemm_batched_f32_tf32` (same arguments), which let cuBLAS use
+    TF32 tensor cores (10-bit mantissas in the products: faster, less
+    exact).
 
     Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
     memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
