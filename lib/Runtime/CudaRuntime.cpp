@@ -585,12 +585,16 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
     s.blas.mathMode = mode;
   }
   const float one = 1.0f;
-  std::string shape = std::to_string(m) + "x" + std::to_string(n) + "x" +
-                      std::to_string(k) +
-                      (count > 1 ? " x" + std::to_string(count) : "");
-  std::string call = count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm";
-  long timed = profileBegin(s, call + " " + shape + (transA ? " A^T" : "") +
-                                   (transB ? " B^T" : ""));
+  // Named only for the profile and for errors: not on every call.
+  const char *call = count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  auto shape = [&] {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" +
+           std::to_string(k) + (count > 1 ? " x" + std::to_string(count) : "");
+  };
+  long timed = s.profile ? profileBegin(s, std::string(call) + " " + shape() +
+                                               (transA ? " A^T" : "") +
+                                               (transB ? " B^T" : ""))
+                         : -1;
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
@@ -608,8 +612,8 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
                               &one, C, static_cast<int>(ldc));
   profileEnd(s, timed);
   if (rc != 0)
-    recordError(s, call + " (" + shape + ") failed: cuBLAS status " +
-                       std::to_string(rc));
+    recordError(s, std::string(call) + " (" + shape() +
+                       ") failed: cuBLAS status " + std::to_string(rc));
   else if (s.syncEveryLaunch)
     synchronize(s);
 }

@@ -172,27 +172,6 @@ extern "C" int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
   return reinterpret_cast<const int64_t *>(pointer)[index];
 }
 
-/// The host GEMM of ga-gpu-emulate-on-host, as ga_cuda_gemm_f32 computes it
-/// (C += op(A) op(B), row-major, offsets and leading dimensions in
-/// elements), each element summed over k in order.
-extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB, int64_t m,
-                                 int64_t n, int64_t k, intptr_t a,
-                                 int64_t offsetA, int64_t lda, intptr_t b,
-                                 int64_t offsetB, int64_t ldb, intptr_t c,
-                                 int64_t offsetC, int64_t ldc) {
-  const float *A = reinterpret_cast<const float *>(a) + offsetA;
-  const float *B = reinterpret_cast<const float *>(b) + offsetB;
-  float *C = reinterpret_cast<float *>(c) + offsetC;
-  for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float sum = C[i * ldc + j];
-      for (int64_t p = 0; p < k; ++p)
-        sum += (transA ? A[p * lda + i] : A[i * lda + p]) *
-               (transB ? B[j * ldb + p] : B[p * ldb + j]);
-      C[i * ldc + j] = sum;
-    }
-}
-
 /// The device program's batched GEMM on the CPU (gpu-emulate=true):
 /// `count` products, each operand's i-th matrix `stride` elements after the
 /// previous, each element's terms multiplied in the step's `order` (x * y,
@@ -226,6 +205,18 @@ ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
         C[i * ldc + j] = sum;
       }
   }
+}
+
+/// The host GEMM of ga-gpu-emulate-on-host, as ga_cuda_gemm_f32 computes it
+/// (C += op(A) op(B), row-major, offsets and leading dimensions in
+/// elements), each element summed over k in order.
+extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB, int64_t m,
+                                 int64_t n, int64_t k, intptr_t a,
+                                 int64_t offsetA, int64_t lda, intptr_t b,
+                                 int64_t offsetB, int64_t ldb, intptr_t c,
+                                 int64_t offsetC, int64_t ldc) {
+  ga_host_gemm_batched_f32(transA, transB, m, n, k, 1, 1.0f, 0, a, offsetA, lda,
+                           0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// The emulated batched TF32 GEMM: float32, as ga_host_gemm_batched_f32.

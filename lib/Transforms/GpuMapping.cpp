@@ -678,6 +678,19 @@ int64_t leadingDimension(int64_t rows, int64_t cols, int64_t rowStride,
   return rowStride >= cols ? rowStride : 0;
 }
 
+/// How cuBLAS reads op(X), a rows x cols matrix whose rows and columns are
+/// `rowStride` and `colStride` elements apart: as stored (false) or
+/// transposed (true), with its leading dimension `ld`; failure when neither
+/// dimension is contiguous.
+FailureOr<bool> orient(int64_t rows, int64_t cols, int64_t rowStride,
+                       int64_t colStride, int64_t &ld) {
+  if ((ld = leadingDimension(rows, cols, rowStride, colStride)))
+    return false;
+  if ((ld = leadingDimension(cols, rows, colStride, rowStride)))
+    return true;
+  return failure();
+}
+
 /// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate
 /// contraction with one m, one n and one k dimension, static shapes and
 /// strides, each matrix with a contiguous dimension.
@@ -697,9 +710,9 @@ std::optional<BlasForm> matchBlas(linalg::LinalgOp op) {
   for (auto [i, type] : llvm::enumerate(op.getIteratorTypesArray()))
     if ((type == utils::IteratorType::reduction) != (i == dims->k[0]))
       return std::nullopt;
-  if (llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
-    return std::nullopt;
   f.bounds = op.getStaticLoopRanges();
+  if (llvm::any_of(f.bounds, ShapedType::isDynamic))
+    return std::nullopt;
   f.m = dims->m[0];
   f.n = dims->n[0];
   f.k = dims->k[0];
@@ -727,18 +740,12 @@ std::optional<BlasForm> matchBlas(linalg::LinalgOp op) {
   f.ldc = leadingDimension(m, n, f.strideC[f.m], f.strideC[f.n]);
   if (!f.ldc)
     return std::nullopt;
-  if ((f.lda = leadingDimension(m, k, f.strideA[f.m], f.strideA[f.k])))
-    f.transA = false;
-  else if ((f.lda = leadingDimension(k, m, f.strideA[f.k], f.strideA[f.m])))
-    f.transA = true;
-  else
+  FailureOr<bool> transA = orient(m, k, f.strideA[f.m], f.strideA[f.k], f.lda);
+  FailureOr<bool> transB = orient(k, n, f.strideB[f.k], f.strideB[f.n], f.ldb);
+  if (failed(transA) || failed(transB))
     return std::nullopt;
-  if ((f.ldb = leadingDimension(k, n, f.strideB[f.k], f.strideB[f.n])))
-    f.transB = false;
-  else if ((f.ldb = leadingDimension(n, k, f.strideB[f.n], f.strideB[f.k])))
-    f.transB = true;
-  else
-    return std::nullopt;
+  f.transA = *transA;
+  f.transB = *transB;
   f.batch.assign(dims->batch.begin(), dims->batch.end());
   // The batch dimension with the most iterations runs as cuBLAS's strided
   // batch; it goes last.
@@ -829,10 +836,10 @@ struct GaGpuGemmToBlasPass
       operands.push_back(
           arith::ConstantIntOp::create(builder, loc, f.order, 32));
     }
-    // The matrices' base offsets, before the host loops.
+    // Each matrix's pointer, base offset, leading dimension and strides,
+    // before the host loops.
     struct Matrix {
-      Value pointer, offset;
-      int64_t ld;
+      Value pointer, offset, ld;
       const SmallVector<int64_t> *strides;
     };
     SmallVector<Matrix> matrices;
@@ -845,31 +852,39 @@ struct GaGpuGemmToBlasPass
           memref::ExtractStridedMetadataOp::create(builder, loc, buffer);
       matrices.push_back(
           {memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, buffer),
-           metadata.getOffset(), ld, strides});
+           metadata.getOffset(), constant(ld), strides});
     }
+    SmallVector<Value> batchStrides;
+    if (batched)
+      for (const Matrix &matrix : matrices)
+        batchStrides.push_back(
+            constant(f.batch.empty() ? 0 : (*matrix.strides)[f.batch.back()]));
     // Host loops over the other batch dimensions advance the offsets.
     ArrayRef<unsigned> outer = f.batch.empty()
                                    ? ArrayRef<unsigned>()
                                    : ArrayRef<unsigned>(f.batch).drop_back();
     for (unsigned dim : outer) {
+      SmallVector<Value> strides;
+      for (const Matrix &matrix : matrices)
+        strides.push_back((*matrix.strides)[dim]
+                              ? constant((*matrix.strides)[dim])
+                              : Value());
       auto loop = scf::ForOp::create(builder, loc, constant(0),
                                      constant(f.bounds[dim]), constant(1));
       builder.setInsertionPoint(loop.getBody()->getTerminator());
       Value iv = loop.getInductionVar();
-      for (Matrix &matrix : matrices) {
-        int64_t stride = (*matrix.strides)[dim];
+      for (auto [matrix, stride] : llvm::zip(matrices, strides)) {
         if (!stride)
           continue;
-        Value step = arith::MulIOp::create(builder, loc, iv, constant(stride));
+        Value step = arith::MulIOp::create(builder, loc, iv, stride);
         matrix.offset =
             arith::AddIOp::create(builder, loc, matrix.offset, step);
       }
     }
-    for (const Matrix &matrix : matrices) {
-      operands.append({matrix.pointer, matrix.offset, constant(matrix.ld)});
+    for (auto [i, matrix] : llvm::enumerate(matrices)) {
+      operands.append({matrix.pointer, matrix.offset, matrix.ld});
       if (batched)
-        operands.push_back(
-            constant(f.batch.empty() ? 0 : (*matrix.strides)[f.batch.back()]));
+        operands.push_back(batchStrides[i]);
     }
     func::CallOp::create(builder, loc, callee, operands);
     op->erase();

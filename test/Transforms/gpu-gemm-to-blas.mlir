@@ -102,21 +102,24 @@ func.func @kept(%a: memref<8x4xf32, strided<[16, 2]>>, %b: memref<4x8xf32>,
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
 // CHECK: %{{.*}}, %[[OQ:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg0
 // CHECK: %[[PQ:.*]] = memref.extract_aligned_pointer_as_index %arg0
+// CHECK: %[[C48:.*]] = arith.constant 48 : index
 // CHECK: %{{.*}}, %[[OK:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg1
 // CHECK: %[[PK:.*]] = memref.extract_aligned_pointer_as_index %arg1
 // CHECK: %{{.*}}, %[[OS:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg2
 // CHECK: %[[PS:.*]] = memref.extract_aligned_pointer_as_index %arg2
-// CHECK: %[[C2:.*]] = arith.constant 2 : index
+// The leading dimensions and strides are constants before the loop.
+// CHECK-DAG: %[[C768:.*]] = arith.constant 768 : index
+// CHECK-DAG: %[[C512:.*]] = arith.constant 512 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C2]]
+// CHECK-NOT: arith.constant
 // CHECK:   %[[SQ:.*]] = arith.muli %[[H]], %[[C8]]
 // CHECK:   %[[Q:.*]] = arith.addi %[[OQ]], %[[SQ]]
 // CHECK:   %[[K:.*]] = arith.addi %[[OK]], %[[SQ]]
-// CHECK:   %[[C256:.*]] = arith.constant 256 : index
 // CHECK:   %[[SS:.*]] = arith.muli %[[H]], %[[C256]]
 // CHECK:   %[[S:.*]] = arith.addi %[[OS]], %[[SS]]
-// CHECK:   %[[C48:.*]] = arith.constant 48 : index
-// CHECK:   %[[C768:.*]] = arith.constant 768 : index
-// CHECK:   %[[C512:.*]] = arith.constant 512 : index
+// CHECK-NOT: arith.constant
 // CHECK:   call @ga_cuda_gemm_batched_f32(%[[F]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[Q]], %[[C48]], %[[C768]], %[[PK]], %[[K]], %[[C48]], %[[C768]], %[[PS]], %[[S]], %[[C16]], %[[C512]])
 // CHECK-NOT: linalg.generic
 func.func @scores(%q: memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>,
