@@ -10,8 +10,9 @@
 # summary; fits the MLP step into memory budgets (checkpoints planned, then
 # the micro-batch count chosen too, with the measured peak); shows the step
 # read by Debian's stock mlir-opt through the ga-opt
-# plugin; and shows the diagnostic for a schedule that does not divide the
-# batch.
+# plugin; shows the diagnostic for a schedule that does not divide the
+# batch; and ends with a short training run of the tiny GPT on real text
+# (ga-train) under several schedules, naive vs exact, as a table.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -94,6 +95,20 @@ if "$GA_OPT" "$bad" -o /dev/null 2>/dev/null; then
   echo "demo: error: the invalid schedule was accepted" >&2
   exit 1
 fi
+
+rule "Training the tiny GPT on real text: ga-train, naive vs exact schedules"
+# Debian's fortunes collection as byte sequences padded to 64 (scripts/setup.sh
+# installs the package); 20 AdamW steps per schedule of the same global batch.
+"$PYTHON" scripts/make_corpus.py --out "$work/corpus" --seq-len 64
+reproduce=("$PYTHON" scripts/reproduce.py --ga-train "$BUILD_DIR/bin/ga-train"
+  --data "$work/corpus" --out "$work/train" --steps 20 --check)
+if ! command -v mpirun >/dev/null; then
+  reproduce+=(--mpirun "")
+fi
+"${reproduce[@]}" | sed -n '/^20 steps/,$p'
+echo "(the full run, 300 steps with plots: python3 scripts/reproduce.py"
+echo " --plot docs/train_curves.png --table docs/train_table.md; one command"
+echo " trains and logs: ga-train examples/tiny_gpt_train.mlir --data DIR ...)"
 
 rule "done"
 echo "Next: scripts/test.sh runs every test; scripts/bench.py measures the CPU"

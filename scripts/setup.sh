@@ -18,12 +18,14 @@ else
 fi
 LLVM_DIR=/usr/lib/llvm-22
 
-# Everything the build and the tests use, from Debian 12's archive.
+# Everything the build and the tests use, from Debian 12's archive
+# (fortunes: the text corpus of scripts/make_corpus.py and ga-train's tests).
 PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
   libopenmpi-dev openmpi-bin valgrind clang-format-22 libomp-22-dev
   coinor-libcbc-dev
+  fortunes
 )
 # GA_BENCH=1: also PyTorch on OpenBLAS, the baseline of
 # scripts/bench_models.py, and matplotlib for the plot of

@@ -94,7 +94,7 @@ llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)
 
 tool_dirs = [config.ga_tools_dir, config.llvm_tools_dir]
-tools = ["ga-opt", "ga-run", "ga-compile", "ga-exec", "ga-remat"]
+tools = ["ga-opt", "ga-run", "ga-train", "ga-compile", "ga-exec", "ga-remat"]
 
 # The rematerialization MILP needs ga-opt built with CBC.
 if getattr(config, "ga_have_cbc", 0):
@@ -176,6 +176,11 @@ clang_format = "/usr/lib/llvm-22/bin/clang-format"
 if os.path.exists(clang_format):
     config.available_features.add("clang-format")
     config.substitutions.append(("%clang_format", clang_format))
+
+# The text corpus of ga-train's real-data tests: Debian's fortunes package
+# (scripts/setup.sh installs it).
+if os.path.isdir("/usr/share/games/fortunes"):
+    config.available_features.add("fortunes")
 
 # MPI: the data-parallel tests launch ga-run under mpirun. They need a ga-run
 # built with MPI and an mpirun; elsewhere they report themselves unsupported.

@@ -35,6 +35,36 @@ std::string readArguments(const StepSignature &signature,
   return "";
 }
 
+PackedStepCall::PackedStepCall(const StepSignature &signature,
+                               const std::vector<const void *> &inputs) {
+  descriptors.resize(signature.inputs.size());
+  for (size_t i = 0; i < descriptors.size(); ++i) {
+    const std::vector<int64_t> &shape = signature.inputs[i].shape;
+    int64_t rank = shape.size();
+    std::vector<int64_t> &desc = descriptors[i];
+    desc.assign(3 + 2 * rank, 0);
+    desc[0] = desc[1] = reinterpret_cast<int64_t>(inputs[i]);
+    for (int64_t d = rank - 1, stride = 1; d >= 0; --d) {
+      desc[3 + d] = shape[d];
+      desc[3 + rank + d] = stride;
+      stride *= shape[d];
+    }
+  }
+  for (std::vector<int64_t> &desc : descriptors)
+    for (int64_t &field : desc)
+      packed.push_back(&field);
+  size_t fields = 0;
+  for (const TensorSpec &result : signature.results)
+    fields += 3 + 2 * result.shape.size();
+  resultFields.assign(fields, 0);
+  if (fields)
+    packed.push_back(resultFields.data());
+}
+
+void PackedStepCall::rebase(size_t i, const void *data) {
+  descriptors[i][0] = descriptors[i][1] = reinterpret_cast<int64_t>(data);
+}
+
 std::vector<NpyArray> makeResultBuffers(const StepSignature &signature,
                                         std::vector<void *> &pointers) {
   // A result without elements still gets a valid pointer.

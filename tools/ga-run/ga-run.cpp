@@ -245,10 +245,6 @@ int fail(const Twine &message) {
   return 1;
 }
 
-/// A memref descriptor laid out as the LLVM lowering passes it: allocated
-/// pointer, aligned pointer, offset, sizes, strides; every field 8 bytes.
-size_t descriptorFields(size_t rank) { return 3 + 2 * rank; }
-
 } // namespace
 
 int main(int argc, char **argv) {
@@ -285,18 +281,19 @@ int main(int argc, char **argv) {
   if (cuda && !isa<func::FuncOp>(entry))
     return fail("--target=cuda compiles high-level IR (a func.func); @" + name +
                 " is already lowered");
+  // The pipeline options both targets take from the command line.
+  ga::GaPipelineOptions options;
+  options.naive = naive;
+  options.checkLabels = checkLabels;
+  options.releaseBuffers = releaseBuffers;
+  options.memoryBudget = memoryBudget;
+  options.microbatches = microbatchesOption;
+  std::string errors;
+  raw_string_ostream os(errors);
   if (cuda) {
     PassManager pm(&context);
-    std::string errors;
-    raw_string_ostream os(errors);
-    ga::GaPipelineOptions options;
     options.target = "cuda";
     options.chip = chip;
-    options.naive = naive;
-    options.checkLabels = checkLabels;
-    options.releaseBuffers = releaseBuffers;
-    options.memoryBudget = memoryBudget;
-    options.microbatches = microbatchesOption;
     if (failed(ga::buildCPUPipeline(pm, os, options)))
       return fail("cannot build the CUDA pipeline: " + errors);
     if (timePasses)
@@ -308,17 +305,9 @@ int main(int argc, char **argv) {
   } else if (isa<func::FuncOp>(entry)) {
     // In two stages: the memory model reads the buffers in between.
     PassManager buffers(&context), lowering(&context);
-    std::string errors;
-    raw_string_ostream os(errors);
-    ga::GaPipelineOptions options;
     options.vectorize = vectorize;
-    options.naive = naive;
     options.outline = outline;
     options.parallel = parallel;
-    options.checkLabels = checkLabels;
-    options.releaseBuffers = releaseBuffers;
-    options.memoryBudget = memoryBudget;
-    options.microbatches = microbatchesOption;
     options.buffersOnly = true;
     if (failed(ga::buildCPUPipeline(buffers, os, options)))
       return fail("cannot build the CPU pipeline: " + errors);
@@ -442,35 +431,11 @@ int main(int argc, char **argv) {
   double codegenMs = jitMs - optimizeMs;
   double compileMs = msSince(compileStart);
 
-  // Arguments: memref descriptors, one pointer per field.
-  std::vector<std::vector<int64_t>> argDescs(arrays.size());
-  SmallVector<void *> packed;
+  // Arguments: memref descriptors over the inputs.
   std::vector<const void *> inputPointers;
-  for (auto [array, desc] : llvm::zip(arrays, argDescs)) {
-    size_t rank = array.shape.size();
-    desc.assign(descriptorFields(rank), 0);
-    desc[0] = reinterpret_cast<int64_t>(array.data.data());
-    desc[1] = desc[0];
-    int64_t stride = 1;
-    for (int d = rank - 1; d >= 0; --d) {
-      desc[3 + d] = array.shape[d];
-      desc[3 + rank + d] = stride;
-      stride *= array.shape[d];
-    }
+  for (const ga::NpyArray &array : arrays)
     inputPointers.push_back(array.data.data());
-  }
-  for (std::vector<int64_t> &desc : argDescs)
-    for (int64_t &field : desc)
-      packed.push_back(&field);
-  size_t resultFields = 0;
-  for (const ga::TensorSpec &result : signature.results)
-    resultFields += descriptorFields(result.shape.size());
-  // A single result is returned as a descriptor; several as a struct of
-  // descriptors. Both have the same flat layout of 8-byte fields, which the
-  // packed wrapper stores through its last argument.
-  std::vector<int64_t> results(resultFields, 0);
-  if (resultFields)
-    packed.push_back(results.data());
+  ga::PackedStepCall call(signature, inputPointers);
   // The results, in C order: ga_step_leave copies the step's buffers here
   // (and frees them), as a step library's ga_step_run does.
   std::vector<void *> outputPointers;
@@ -480,6 +445,10 @@ int main(int argc, char **argv) {
   double totalMs = 0, minMs = 0;
   std::vector<void *> deviceInputs(arrays.size(), nullptr);
   for (int r = 0; r < repeat; ++r) {
+    // A CPU run times the step alone; a CUDA run its copies in and out too.
+    if (!cuda && ga_step_enter(signatureText.c_str(), inputPointers.data(),
+                               outputPointers.data(), &status) != GA_OK)
+      return fail(status.message);
     auto runStart = Clock::now();
     if (cuda) {
       // The descriptors point at the device copies of the inputs.
@@ -487,23 +456,18 @@ int main(int argc, char **argv) {
                     outputPointers.data(), &status,
                     deviceInputs.data()) != GA_OK)
         return fail(status.message);
-      for (auto [pointer, desc] : llvm::zip(deviceInputs, argDescs))
-        desc[0] = desc[1] = reinterpret_cast<int64_t>(pointer);
-    } else if (ga_step_enter(signatureText.c_str(), inputPointers.data(),
-                             outputPointers.data(), &status) != GA_OK) {
-      return fail(status.message);
+      for (auto [i, pointer] : llvm::enumerate(deviceInputs))
+        call.rebase(i, pointer);
     }
-    if (!cuda)
-      runStart = Clock::now();
-    if (Error err = (*engine)->invokePacked(name, packed))
+    if (Error err = (*engine)->invokePacked(name, call.arguments()))
       return fail("running @" + name +
                   " failed: " + llvm::toString(std::move(err)));
     double ms = msSince(runStart);
     // A step that reported a runtime error has no valid result.
     int32_t left =
-        cuda ? cudaLeave(signatureText.c_str(), results.data(),
+        cuda ? cudaLeave(signatureText.c_str(), call.results(),
                          deviceInputs.data(), outputPointers.data(), &status)
-             : ga_step_leave(signatureText.c_str(), results.data(),
+             : ga_step_leave(signatureText.c_str(), call.results(),
                              inputPointers.data(), outputPointers.data(),
                              &status);
     // A CUDA run waits for the device when it copies the results back.

@@ -3,8 +3,8 @@
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 // The steps of running a compiled step on .npy files, shared by the JIT
-// runner (ga-run) and the step library runner (ga-exec), so that both read,
-// check, report and fail alike. Standard C++ only.
+// runners (ga-run, ga-train) and the step library runner (ga-exec), so that
+// they read, check, report and fail alike. Standard C++ only.
 //
 //===----------------------------------------------------------------------===//
 
@@ -47,6 +47,33 @@ void prepareProcess(long threads, int64_t ranks);
 
 /// Fills `status` (if not null) with `code` and `message`; returns `code`.
 int32_t setStatus(ga_status *status, int32_t code, const std::string &message);
+
+/// The arguments of a JIT-compiled step's packed entry point
+/// (ExecutionEngine::invokePacked): a memref descriptor (allocated and
+/// aligned pointer, offset, sizes, strides; 8-byte fields) per argument over
+/// a C-order buffer of the signature's shape, every field passed by pointer,
+/// then the space where the step stores its results' descriptors (one
+/// descriptor for one result, a struct of them for several: the same flat
+/// layout), which ga_step_leave reads.
+class PackedStepCall {
+public:
+  PackedStepCall(const StepSignature &signature,
+                 const std::vector<const void *> &inputs);
+  PackedStepCall(const PackedStepCall &) = delete;
+  PackedStepCall &operator=(const PackedStepCall &) = delete;
+
+  /// Points argument `i` at `data` instead (a device copy of it).
+  void rebase(size_t i, const void *data);
+  /// What invokePacked takes.
+  std::vector<void *> &arguments() { return packed; }
+  /// The results' descriptors, after a run.
+  const int64_t *results() const { return resultFields.data(); }
+
+private:
+  std::vector<std::vector<int64_t>> descriptors;
+  std::vector<int64_t> resultFields;
+  std::vector<void *> packed;
+};
 
 /// Copies a `rank`-d buffer of `sizes` elements of `elemSize` bytes from
 /// `src` (offset and strides in elements) to `dst`; memmove per element, so

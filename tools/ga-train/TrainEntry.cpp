@@ -1,0 +1,264 @@
+//===- TrainEntry.cpp - The roles of a training step's arguments ----------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "TrainEntry.h"
+
+#include "train/TrainOps.h"
+
+#include "mlir/IR/BuiltinAttributes.h"
+#include "mlir/IR/BuiltinTypes.h"
+
+using namespace mlir;
+
+namespace ga {
+
+const char *TrainEntry::name(TrainArgKind kind) {
+  switch (kind) {
+  case TrainArgKind::Param:
+    return "parameter";
+  case TrainArgKind::Batch:
+    return "batch operand";
+  case TrainArgKind::FirstMoment:
+    return "first moment";
+  case TrainArgKind::SecondMoment:
+    return "second moment";
+  case TrainArgKind::LearningRate:
+    return "learning rate";
+  case TrainArgKind::StepNumber:
+    return "step number";
+  }
+  return "argument";
+}
+
+FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
+  TrainEntry entry;
+  std::string fn = "@" + function.getSymName().str();
+  if (function.isExternal())
+    return function.emitError() << fn << " has no body";
+  SmallVector<train::StepOp> steps;
+  function.walk([&](train::StepOp step) { steps.push_back(step); });
+  if (steps.size() != 1)
+    return function.emitError()
+           << "ga-train runs a function with exactly one train.step; " << fn
+           << " has " << steps.size();
+  train::StepOp step = steps.front();
+  entry.step = step;
+  Block &body = function.getBody().front();
+  unsigned numArgs = function.getNumArguments();
+  SmallVector<std::optional<TrainArg>> roles(numArgs);
+
+  // The argument `value` is, or a located failure.
+  auto argumentOf = [&](Value value, Operation *user,
+                        const Twine &what) -> FailureOr<unsigned> {
+    auto arg = dyn_cast<BlockArgument>(value);
+    if (!arg || arg.getOwner() != &body) {
+      user->emitError() << what << " is not an argument of " << fn
+                        << ": ga-train feeds it from one step to the next";
+      return failure();
+    }
+    return arg.getArgNumber();
+  };
+  auto assign = [&](unsigned arg, TrainArg role,
+                    Operation *user) -> LogicalResult {
+    if (roles[arg] &&
+        (roles[arg]->kind != role.kind || roles[arg]->index != role.index)) {
+      // One learning rate or step number shared by every optimizer is fine.
+      bool shared = role.kind == roles[arg]->kind &&
+                    (role.kind == TrainArgKind::LearningRate ||
+                     role.kind == TrainArgKind::StepNumber);
+      if (!shared)
+        return user->emitError()
+               << "argument #" << arg << " of " << fn << " is both a "
+               << TrainEntry::name(roles[arg]->kind) << " and a "
+               << TrainEntry::name(role.kind);
+    }
+    roles[arg] = role;
+    return success();
+  };
+
+  entry.numParams = step.getParams().size();
+  entry.numBatch = step.getBatch().size();
+  for (auto [i, param] : llvm::enumerate(step.getParams())) {
+    FailureOr<unsigned> arg = argumentOf(
+        param, step, "parameter #" + Twine(i) + " of the train.step");
+    if (failed(arg) ||
+        failed(assign(*arg, {TrainArgKind::Param, unsigned(i)}, step)))
+      return failure();
+    entry.paramArg.push_back(*arg);
+  }
+  for (auto [j, operand] : llvm::enumerate(step.getBatch())) {
+    FailureOr<unsigned> arg = argumentOf(
+        operand, step, "batch operand #" + Twine(j) + " of the train.step");
+    if (failed(arg) ||
+        failed(assign(*arg, {TrainArgKind::Batch, unsigned(j)}, step)))
+      return failure();
+    entry.batchArg.push_back(*arg);
+  }
+
+  // The parameter that an optimizer updates.
+  auto paramOf = [&](Value value, Operation *op) -> FailureOr<unsigned> {
+    FailureOr<unsigned> arg = argumentOf(value, op, "the updated parameter");
+    if (failed(arg))
+      return failure();
+    if (!roles[*arg] || roles[*arg]->kind != TrainArgKind::Param) {
+      op->emitError() << "updates argument #" << *arg << " of " << fn
+                      << ", which is not a parameter of the train.step";
+      return failure();
+    }
+    return roles[*arg]->index;
+  };
+  auto scalar = [&](Value value, Operation *op, TrainArgKind kind,
+                    unsigned index) -> LogicalResult {
+    FailureOr<unsigned> arg =
+        argumentOf(value, op, Twine("the ") + TrainEntry::name(kind));
+    if (failed(arg))
+      return failure();
+    return assign(*arg, {kind, index}, op);
+  };
+  SmallVector<Operation *> updates(entry.numParams, nullptr);
+  auto claim = [&](unsigned param, Operation *op) -> LogicalResult {
+    if (updates[param])
+      return op->emitError()
+             << "parameter #" << param << " is updated twice (first by "
+             << updates[param]->getName() << ")";
+    updates[param] = op;
+    return success();
+  };
+  WalkResult walked = function.walk([&](Operation *op) {
+    if (auto adamw = dyn_cast<train::AdamWOp>(op)) {
+      entry.adamw = true;
+      FailureOr<unsigned> p = paramOf(adamw.getParam(), op);
+      if (failed(p) || failed(claim(*p, op)))
+        return WalkResult::interrupt();
+      FailureOr<unsigned> m = argumentOf(adamw.getM(), op, "the first moment");
+      FailureOr<unsigned> v = argumentOf(adamw.getV(), op, "the second moment");
+      if (failed(m) || failed(v) ||
+          failed(assign(*m, {TrainArgKind::FirstMoment, *p}, op)) ||
+          failed(assign(*v, {TrainArgKind::SecondMoment, *p}, op)) ||
+          failed(scalar(adamw.getLr(), op, TrainArgKind::LearningRate, 0)) ||
+          failed(scalar(adamw.getStep(), op, TrainArgKind::StepNumber, 0)))
+        return WalkResult::interrupt();
+    } else if (auto sgd = dyn_cast<train::SgdOp>(op)) {
+      FailureOr<unsigned> p = paramOf(sgd.getParam(), op);
+      if (failed(p) || failed(claim(*p, op)) ||
+          failed(scalar(sgd.getLr(), op, TrainArgKind::LearningRate, 0)))
+        return WalkResult::interrupt();
+    } else if (auto clip = dyn_cast<train::ClipByGlobalNormOp>(op)) {
+      if (entry.clip) {
+        op->emitError() << fn << " clips twice; ga-train's --clip sets one "
+                        << "max_norm";
+        return WalkResult::interrupt();
+      }
+      entry.clip = clip;
+    }
+    return WalkResult::advance();
+  });
+  if (walked.wasInterrupted())
+    return failure();
+  for (unsigned i = 0; i < entry.numParams; ++i)
+    if (!updates[i])
+      return step.emitError()
+             << "parameter #" << i << " (argument #" << entry.paramArg[i]
+             << " of " << fn
+             << ") has no optimizer update (train.adamw or train.sgd)";
+  for (unsigned k = 0; k < numArgs; ++k) {
+    if (!roles[k])
+      return function.emitError()
+             << "argument #" << k << " of " << fn
+             << " is none of what ga-train feeds: a parameter or batch "
+                "operand of the train.step, a moment, learning rate or step "
+                "number of an optimizer";
+    TrainArgKind kind = roles[k]->kind;
+    auto type = cast<RankedTensorType>(function.getArgumentTypes()[k]);
+    if ((kind == TrainArgKind::LearningRate ||
+         kind == TrainArgKind::StepNumber) &&
+        type.getRank() != 0)
+      return function.emitError()
+             << "the " << TrainEntry::name(kind) << " (argument #" << k
+             << " of " << fn << ") must be a 0-d tensor, got " << type;
+    entry.args.push_back(*roles[k]);
+  }
+
+  // Parameters' initializers.
+  for (unsigned i = 0; i < entry.numParams; ++i) {
+    ParamInit init;
+    unsigned k = entry.paramArg[i];
+    if (Attribute attr = function.getArgAttr(k, "train.init")) {
+      auto text = dyn_cast<StringAttr>(attr);
+      auto stddev = dyn_cast<FloatAttr>(attr);
+      if (text && text.getValue() == "zeros") {
+        init.kind = ParamInit::Zeros;
+      } else if (text && text.getValue() == "ones") {
+        init.kind = ParamInit::Ones;
+      } else if (stddev && stddev.getValueAsDouble() >= 0) {
+        init.stddev = stddev.getValueAsDouble();
+      } else {
+        return function.emitError()
+               << "'train.init' of argument #" << k << " of " << fn
+               << " must be \"zeros\", \"ones\" or a non-negative standard "
+                  "deviation (a float), got "
+               << attr;
+      }
+    }
+    entry.inits.push_back(init);
+  }
+
+  // Results.
+  auto ret = cast<func::ReturnOp>(body.getTerminator());
+  SmallVector<unsigned> newValues(3 * entry.numParams, 0);
+  bool loss = false;
+  for (Value value : ret.getOperands()) {
+    TrainResult result{TrainResultKind::Other, 0};
+    auto opResult = dyn_cast<OpResult>(value);
+    Operation *def = opResult ? opResult.getOwner() : nullptr;
+    auto paramIndex = [&](Value param) {
+      return roles[cast<BlockArgument>(param).getArgNumber()]->index;
+    };
+    if (auto adamw = dyn_cast_or_null<train::AdamWOp>(def)) {
+      unsigned which = opResult.getResultNumber();
+      result = {which == 0   ? TrainResultKind::NewParam
+                : which == 1 ? TrainResultKind::NewFirstMoment
+                             : TrainResultKind::NewSecondMoment,
+                paramIndex(adamw.getParam())};
+      ++newValues[3 * result.index + which];
+    } else if (auto sgd = dyn_cast_or_null<train::SgdOp>(def)) {
+      result = {TrainResultKind::NewParam, paramIndex(sgd.getParam())};
+      ++newValues[3 * result.index];
+    } else if (def == step && value == step.getLoss()) {
+      result.kind = TrainResultKind::Loss;
+      loss = true;
+    } else if ((isa_and_nonnull<train::GlobalNormOp>(def)) ||
+               (def == entry.clip && def && value == entry.clip.getNorm())) {
+      result.kind = TrainResultKind::GradNorm;
+    } else if (def == step && llvm::is_contained(step.getAux(), value) &&
+               cast<RankedTensorType>(value.getType()).getRank() == 0 &&
+               isa<IntegerType>(
+                   cast<RankedTensorType>(value.getType()).getElementType())) {
+      result.kind = TrainResultKind::Tokens;
+    }
+    entry.results.push_back(result);
+  }
+  if (!loss)
+    return ret.emitError() << fn
+                           << " does not return the loss of its train.step";
+  for (unsigned i = 0; i < entry.numParams; ++i) {
+    static const char *const what[] = {"new value", "new first moment",
+                                       "new second moment"};
+    for (unsigned which = 0; which < (entry.adamw ? 3u : 1u); ++which) {
+      if (which && !isa<train::AdamWOp>(updates[i]))
+        continue;
+      if (newValues[3 * i + which] != 1)
+        return ret.emitError()
+               << "the " << what[which] << " of parameter #" << i
+               << " (argument #" << entry.paramArg[i] << ") is returned "
+               << newValues[3 * i + which]
+               << " times; ga-train feeds it back from exactly one result";
+    }
+  }
+  return entry;
+}
+
+} // namespace ga
