@@ -17,7 +17,9 @@ of random features with padded labels (some rows all padding):
    those of six uninterrupted steps.
 3. A run stopped in the middle of writing the checkpoint of step 4 leaves
    `latest` at step 2, and resuming from it ends bitwise where the
-   uninterrupted run ends.
+   uninterrupted run ends; its JSON-lines log holds steps 1 to 6 once each
+   (the rows after the checkpoint are replaced), with the uninterrupted
+   run's losses.
 """
 
 import argparse
@@ -155,13 +157,24 @@ def main():
 
     # 3. A crash while the checkpoint of step 4 is written.
     ga_train(args, "--data", work("data"), "--steps", "6", "--checkpoint-dir",
-             work("crash"), "--checkpoint-every", "2",
-             "--crash-in-checkpoint", "4", expect=86)
+             work("crash"), "--checkpoint-every", "2", "--log",
+             work("crash.jsonl"), "--crash-in-checkpoint", "4", expect=86)
+    check.true("the crashed run logged steps 1 to 4",
+               [json.loads(line)["step"] for line in open(work("crash.jsonl"))]
+               == [1, 2, 3, 4])
     latest = open(work("crash", "latest")).read().strip()
     check.true("after the crash, latest is step 2", latest == "step-00000002",
                latest)
     ga_train(args, "--data", work("data"), "--steps", "6", "--checkpoint-dir",
-             work("crash"), "--resume", work("crash"))
+             work("crash"), "--resume", work("crash"), "--log",
+             work("crash.jsonl"))
+    rows = [json.loads(line) for line in open(work("crash.jsonl"))]
+    check.true("resumed from step 2: steps 3 and 4 logged once, 1 to 6 in all",
+               [r["step"] for r in rows] == [1, 2, 3, 4, 5, 6],
+               str([r["step"] for r in rows]))
+    check.true("the JSON lines log holds the uninterrupted run's losses",
+               [np.float32(r["loss"]) for r in rows]
+               == [np.float32(float(r[1])) for r in log_rows(work("whole.csv"))])
     _, resumed = read_checkpoint(work("crash"))
     for k in whole:
         check.equal(f"resumed after the crash: argument #{k}", resumed[k],

@@ -116,7 +116,8 @@ static cl::opt<std::string>
     logFile("log",
             cl::desc("Write one row per step: CSV (step,loss,grad_norm,"
                      "tokens,lr,step_ms), or JSON lines if FILE ends in "
-                     ".jsonl"),
+                     ".jsonl; with --resume, the rows up to the checkpoint "
+                     "are kept and the run's rows appended"),
             cl::value_desc("file"), cl::cat(category));
 static cl::opt<int64_t>
     printEvery("print-every",
@@ -750,17 +751,37 @@ int main(int argc, char **argv) {
         outputPointers[i] = args[k].data.data();
   }
 
-  // The log, appended to when resuming.
+  // The log. A resumed run keeps the rows up to its checkpoint (a run that
+  // stopped after it may have logged later steps, which run again) and
+  // appends.
   std::unique_ptr<llvm::raw_fd_ostream> log;
   bool jsonl = llvm::StringRef(logFile).ends_with(".jsonl");
   if (reporter && !logFile.empty()) {
-    bool append = !resumeDir.empty() && fs::exists(logFile);
+    std::string kept;
+    bool resumed = !resumeDir.empty() && fs::exists(logFile);
+    if (resumed) {
+      std::string error, text = readText(logFile, error);
+      if (!error.empty())
+        return fail("--log: " + error);
+      llvm::SmallVector<llvm::StringRef> lines;
+      llvm::StringRef(text).split(lines, '\n', -1, /*KeepEmpty=*/false);
+      for (llvm::StringRef line : lines) {
+        llvm::StringRef field = line;
+        if (jsonl && !field.consume_front("{\"step\": "))
+          continue;
+        int64_t step = 0;
+        bool header = !jsonl && line.starts_with("step,");
+        if (header || (!field.consumeInteger(10, step) && step < firstStep))
+          kept += line.str() + "\n";
+      }
+    }
     std::error_code ec;
-    log = std::make_unique<llvm::raw_fd_ostream>(
-        logFile, ec, append ? fs::OF_Append : fs::OF_None);
+    log = std::make_unique<llvm::raw_fd_ostream>(logFile, ec);
     if (ec)
       return fail("cannot write --log '" + logFile + "': " + ec.message());
-    if (!append && !jsonl)
+    if (resumed)
+      *log << kept;
+    else if (!jsonl)
       *log << "step,loss,grad_norm,tokens,lr,step_ms\n";
   }
 
