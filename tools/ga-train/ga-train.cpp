@@ -160,8 +160,8 @@ static const char *kOverview =
 
   ga-train TRAIN_STEP.mlir --data DIR [--steps N] [--lr LR] [--warmup N]
            [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
-           [--naive] [--log FILE.csv] [--checkpoint-dir DIR
-           [--checkpoint-every N]] [--resume DIR]
+           [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
+           [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES]
 
 TRAIN_STEP.mlir holds a whole training step: a function with one
 train.step followed by an optimizer update (train.adamw or train.sgd) of
