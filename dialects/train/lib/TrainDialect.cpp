@@ -137,6 +137,10 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                << "', got " << value;
     return success();
   }
+  if (name == InitAttrHelper::getNameStr())
+    return op->emitError() << "'" << name
+                           << "' belongs on a function argument, not on '"
+                           << op->getName() << "'";
   return op->emitError() << "unknown attribute '" << name
                          << "' of the train dialect (known: "
                          << SignatureAttrHelper::getNameStr() << ", "
@@ -147,5 +151,32 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << KernelAttrHelper::getNameStr() << ", "
                          << ParallelAttrHelper::getNameStr() << ", "
                          << RematAttrHelper::getNameStr() << ", "
-                         << MemoryPlanAttrHelper::getNameStr() << ")";
+                         << MemoryPlanAttrHelper::getNameStr() << ", "
+                         << InitAttrHelper::getNameStr() << ")";
+}
+
+LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
+                                                     unsigned regionIndex,
+                                                     unsigned argIndex,
+                                                     NamedAttribute attr) {
+  StringRef name = attr.getName().getValue();
+  if (name != InitAttrHelper::getNameStr())
+    return op->emitError() << "unknown argument attribute '" << name
+                           << "' of the train dialect (known: "
+                           << InitAttrHelper::getNameStr() << ")";
+  if (!isa<FunctionOpInterface>(op) || regionIndex != 0)
+    return op->emitError() << "'" << name
+                           << "' belongs on an argument of a function, not "
+                              "on a block argument of '"
+                           << op->getName() << "'";
+  Attribute value = attr.getValue();
+  auto text = dyn_cast<StringAttr>(value);
+  auto stddev = dyn_cast<FloatAttr>(value);
+  if ((text && (text.getValue() == "zeros" || text.getValue() == "ones")) ||
+      (stddev && stddev.getValueAsDouble() >= 0))
+    return success();
+  return op->emitError() << "'" << name << "' of argument #" << argIndex
+                         << " must be \"zeros\", \"ones\" or a non-negative "
+                            "standard deviation (a float), got "
+                         << value;
 }

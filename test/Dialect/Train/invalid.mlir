@@ -884,7 +884,7 @@ func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat, train.memory_plan)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat, train.memory_plan, train.init)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }
@@ -916,4 +916,32 @@ func.func @memory_plan_without_peak(%w: tensor<4xf32>, %x: tensor<8x4xf32>) -> (
     train.yield %c : tensor<f32>
   }
   return %loss, %g : tensor<f32>, tensor<4xf32>
+}
+
+// -----
+
+// expected-error @below {{'train.init' of argument #1 must be "zeros", "ones" or a non-negative standard deviation (a float), got "uniform"}}
+func.func @init_kind(%a: tensor<4xf32> {train.init = "zeros"}, %b: tensor<4xf32> {train.init = "uniform"}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.init' of argument #0 must be "zeros", "ones" or a non-negative standard deviation (a float), got -2.000000e-02 : f64}}
+func.func @init_negative(%a: tensor<4xf32> {train.init = -0.02 : f64}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{unknown argument attribute 'train.start' of the train dialect (known: train.init)}}
+func.func @unknown_argument_attribute(%a: tensor<4xf32> {train.start = 1.0 : f64}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.init' belongs on a function argument, not on 'func.func'}}
+func.func @init_on_function() attributes {train.init = "zeros"} {
+  return
 }

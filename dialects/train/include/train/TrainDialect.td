@@ -58,7 +58,10 @@ def Train_Dialect : Dialect {
       `train-plan-remat` chose and measured: `budget`, `peak`, `unplanned`
       (bytes, i64), `checkpoints` (i64), `recomputed` (the share of the
       forward work, a string), `choice` (`"auto"` when it chose the
-      micro-batch count, else `"fixed"`); `train-print-summary` shows it.
+      micro-batch count, else `"fixed"`); `train-print-summary` shows it;
+    * `train.init` (`"zeros"`, `"ones"`, or a non-negative float: the
+      standard deviation of a normal draw), on an argument of a function:
+      how `ga-train` initializes the parameter that the argument holds.
   }];
 
   let discardableAttrs = (ins
@@ -70,9 +73,11 @@ def Train_Dialect : Dialect {
     "::mlir::UnitAttr":$kernel,
     "::mlir::UnitAttr":$parallel,
     "::mlir::StringAttr":$remat,
-    "::mlir::DictionaryAttr":$memory_plan
+    "::mlir::DictionaryAttr":$memory_plan,
+    "::mlir::Attribute":$init
   );
   let hasOperationAttrVerify = 1;
+  let hasRegionArgAttrVerify = 1;
 }
 
 #endif // GA_TRAIN_TRAINDIALECT_TD
