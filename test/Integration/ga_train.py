@@ -11,6 +11,7 @@ of random features with padded labels (some rows all padding):
    ga-train's log and bitwise its final parameters and moments. (Both run
    the same compiled step: this checks ga-train's feeding of arguments and
    results, the data order, the schedule of the learning rate.)
+   `--clip 0.1` gives bitwise ga-run's step on the IR with max_norm 0.1.
    `--init` with the initial parameters as .npy files (and another seed)
    logs the same run.
 2. Three steps, then `--resume` up to six, log and final checkpoint bitwise
@@ -118,6 +119,8 @@ def main():
                                 work(f"ga-run-step{step}"))
         params, moments = results[0:3], results[3:9]
         loss, norm, tokens = results[9], results[10], results[11]
+        if step == 1:
+            first_params, first_inputs = params, inputs
         row = logged[step - 1]
         check.equal(f"step {step}: loss", np.float32(float(row["loss"])),
                     loss)
@@ -133,6 +136,24 @@ def main():
              work("init.csv"), "--init", work("params"), "--seed", "99")
     check.true("--init from the initial parameters: the same log",
                log_rows(work("init.csv")) == log_rows(work("train.csv")))
+    # --clip: the IR's max_norm replaced (the first gradient norm is above
+    # 0.1, so the clip acts).
+    ga_train(args, "--data", work("data"), "--steps", "1", "--clip", "0.1",
+             "--checkpoint-dir", work("clip"))
+    _, clipped = read_checkpoint(work("clip"))
+    with open(mlir) as f:
+        source = f.read()
+    assert source.count("max_norm = 1.0") == 1
+    with open(work("clip.mlir"), "w") as f:
+        f.write(source.replace("max_norm = 1.0", "max_norm = 0.1"))
+    reference, _ = run_ga_run(args.ga_run, work("clip.mlir"), first_inputs,
+                              work("ga-run-clip"))
+    for k in range(3):
+        check.equal(f"--clip 0.1: parameter #{k} as with max_norm = 0.1",
+                    clipped[k], reference[k])
+    check.true("--clip 0.1 changes the step",
+               any(not np.array_equal(clipped[k], first_params[k])
+                   for k in range(3)))
     last, final = read_checkpoint(work("train"))
     check.equal("final checkpoint's step", np.int64(last), np.int64(STEPS))
     for k, value in zip([0, 1, 2, 5, 6, 7, 8, 9, 10], params + moments):

@@ -574,15 +574,13 @@ int main(int argc, char **argv) {
   // The schedule and clipping the command line overrides.
   Builder builder(context.get());
   if (microbatches.getNumOccurrences())
-    entry.step->setAttr("microbatches",
-                        builder.getI64IntegerAttr(microbatches));
+    entry.step.setMicrobatchesAttr(builder.getI64IntegerAttr(microbatches));
   if (dataParallel.getNumOccurrences())
-    entry.step->setAttr("data_parallel",
-                        builder.getI64IntegerAttr(dataParallel));
+    entry.step.setDataParallelAttr(builder.getI64IntegerAttr(dataParallel));
   if (clip.getNumOccurrences()) {
     if (!entry.clip)
       return fail("--clip: @" + name + " has no train.clip_by_global_norm");
-    entry.clip->setAttr("max_norm", builder.getF64FloatAttr(clip));
+    entry.clip.setMaxNormAttr(builder.getF64FloatAttr(clip));
   }
   if (failed(mlir::verify(entry.step)))
     return fail("the train.step of @" + name +
