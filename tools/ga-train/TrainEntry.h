@@ -80,8 +80,9 @@ struct TrainEntry {
   static const char *name(TrainArgKind kind);
 };
 
-/// The roles of `function`'s arguments and results; a located error (and
-/// failure) when the function is not a training step ga-train can run.
+/// The roles of the arguments and results of `function`, which has been
+/// verified; a located error (and failure) when it is not a training step
+/// ga-train can run.
 mlir::FailureOr<TrainEntry> analyzeTrainEntry(mlir::func::FuncOp function);
 
 } // namespace ga

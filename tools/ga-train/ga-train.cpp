@@ -213,6 +213,9 @@ int fail(const Twine &message) {
   return 1;
 }
 
+/// The "format" of a checkpoint's manifest.
+constexpr const char *kCheckpointFormat = "ga-train checkpoint 1";
+
 /// SplitMix64: the generator of the initial parameters.
 struct SplitMix64 {
   uint64_t state;
@@ -391,10 +394,10 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
                             const ga::StepSignature &signature,
                             const std::vector<ga::NpyArray> &state,
                             const std::string &source) {
-  std::string name = llvm::formatv("step-{0:8}", step).str();
-  for (char &c : name)
-    if (c == ' ')
-      c = '0';
+  char stepName[32];
+  std::snprintf(stepName, sizeof(stepName), "step-%08lld",
+                static_cast<long long>(step));
+  std::string name = stepName;
   std::string final = dir + "/" + name;
   std::string temp =
       dir + "/.tmp-" + name + "-" + std::to_string(static_cast<long>(getpid()));
@@ -423,7 +426,7 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
                            {"file", file},
                            {"type", signature.inputs[k].describe()}});
   }
-  llvm::json::Object manifest{{"format", "ga-train checkpoint 1"},
+  llvm::json::Object manifest{{"format", kCheckpointFormat},
                               {"entry", signature.entry},
                               {"source", source},
                               {"step", step},
@@ -474,7 +477,7 @@ std::string readCheckpoint(const std::string &where,
   const llvm::json::Object *object = json->getAsObject();
   std::optional<llvm::StringRef> format =
       object ? object->getString("format") : std::nullopt;
-  if (!format || *format != "ga-train checkpoint 1")
+  if (!format || *format != kCheckpointFormat)
     return "'" + manifestFile + "' is not a ga-train checkpoint (format \"" +
            (format ? format->str() : std::string("?")) + "\")";
   std::optional<int64_t> at = object->getInteger("step");
@@ -521,8 +524,6 @@ std::string readCheckpoint(const std::string &where,
   step = *at;
   return "";
 }
-
-double valueOf(const ga::NpyArray &array) { return array.at(0); }
 
 } // namespace
 
@@ -645,13 +646,20 @@ int main(int argc, char **argv) {
   if (std::string error = loadDataset(dataDir, entry, signature, data);
       !error.empty())
     return failAll(error);
+  // What a runtime error (an invalid label) names: the dataset's file of a
+  // batch argument.
+  std::vector<std::string> argumentFiles(entry.args.size());
+  for (unsigned j = 0; j < entry.numBatch; ++j)
+    argumentFiles[entry.batchArg[j]] = data.files[j];
 
   // State: the arguments, initialized or resumed.
   std::vector<ga::NpyArray> args;
   for (const ga::TensorSpec &spec : signature.inputs)
     args.push_back(makeArray(spec));
+  // Seeded parameters, unless --init or --resume supplies them.
   for (unsigned k = 0; k < entry.args.size(); ++k) {
-    if (entry.args[k].kind != ga::TrainArgKind::Param)
+    if (entry.args[k].kind != ga::TrainArgKind::Param || !initDir.empty() ||
+        !resumeDir.empty())
       continue;
     ga::NpyArray &array = args[k];
     if (array.dtype != ga::NpyDType::F32 && array.dtype != ga::NpyDType::F64)
@@ -850,14 +858,14 @@ int main(int argc, char **argv) {
                       inputPointers.data(), outputPointers.data(),
                       &status) != GA_OK)
       return failAll("step " + Twine(step) + ": " +
-                     ga::stepFailure(signature, status, data.files));
+                     ga::stepFailure(signature, status, argumentFiles));
     double ms = msSince(start);
     totalMs += ms;
 
-    double loss = lossAt ? valueOf(outputs[*lossAt]) : NAN;
-    double norm = normAt ? valueOf(outputs[*normAt]) : NAN;
+    double loss = lossAt ? outputs[*lossAt].at(0) : NAN;
+    double norm = normAt ? outputs[*normAt].at(0) : NAN;
     int64_t tokens =
-        tokensAt ? static_cast<int64_t>(valueOf(outputs[*tokensAt])) : -1;
+        tokensAt ? static_cast<int64_t>(outputs[*tokensAt].at(0)) : -1;
     if (tokens > 0)
       totalTokens += tokens;
     if (!std::isfinite(loss) || (normAt && !std::isfinite(norm)))
