@@ -88,7 +88,8 @@ config.substitutions.append(
      "--expand-strided-metadata --lower-affine --convert-vector-to-llvm "
      "--finalize-memref-to-llvm --convert-math-to-llvm "
      "--convert-arith-to-llvm --convert-index-to-llvm --convert-cf-to-llvm "
-     "--convert-func-to-llvm --reconcile-unrealized-casts"))
+     "--convert-func-to-llvm --convert-ub-to-llvm "
+     "--reconcile-unrealized-casts"))
 
 llvm_config.use_default_substitutions()
 llvm_config.with_environment("PATH", config.llvm_tools_dir, append_path=True)

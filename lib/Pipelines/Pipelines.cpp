@@ -207,7 +207,13 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
       return failure();
     }
   }
-  // Rematerialization first: the planner compiles each candidate with this
+  // The step's own form first, so that the remat planner sees the matmuls
+  // it will compile: the rows no slice reads are not computed, and the LM
+  // head's logits become a whole tensor that the loss's gradient overwrites
+  // (convert-train-to-linalg).
+  if (options.sliceMatmulRows)
+    pm.addPass(createGaSliceMatmulRowsPass());
+  // Rematerialization next: the planner compiles each candidate with this
   // pipeline (without a budget) and reads its peak from the memory model.
   if (!options.microbatches.empty() && options.microbatches != "auto") {
     errors << "microbatches must be 'auto' or empty, got '"
@@ -239,6 +245,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     os << " vectorize=" << options.vectorize.getValue()
        << " naive=" << options.naive.getValue()
        << " check-labels=" << options.checkLabels.getValue()
+       << " slice-matmul-rows=" << options.sliceMatmulRows.getValue()
        << " fuse=" << options.fuse.getValue()
        << " approximate-math=" << options.approximateMath.getValue()
        << " outline=" << options.outline.getValue()

@@ -31,8 +31,8 @@ namespace ga {
 
 using namespace mlir;
 
-/// Reductions longer than this and not divisible by the vector width stay
-/// scalar: one tile would hold the whole reduction.
+/// Reductions up to this long and not divisible by the vector width are one
+/// tile; longer ones are tiled by their largest divisor up to the width.
 static constexpr int64_t kMaxUntiledReduction = 64;
 
 /// The tile sizes for `op`, or nothing when it should stay scalar.
@@ -87,7 +87,11 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
   // tile size 1. Tiles then visit the reduced elements in the lexicographic
   // order of the iteration space, as the scalar loops do, and a reduction is
   // computed in the same order whatever its shape: a split batch sums its
-  // tokens in the order of the full batch.
+  // tokens in the order of the full batch. Whatever the reduction's length,
+  // the operation is vectorized: a contraction's tiles multiply and add
+  // with fused multiply-adds, its scalar loops with a multiply and an add,
+  // so a reduction over the tokens left scalar at one micro-batch size and
+  // vectorized at another would round differently.
   bool reduces = false;
   for (unsigned dim = ranges.size(); dim-- > 0;) {
     if (iterators[dim] != utils::IteratorType::reduction)
@@ -95,12 +99,16 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
     if (reduces)
       continue;
     reduces = true;
-    if (ranges[dim] % width == 0)
+    if (ranges[dim] % width == 0) {
       tiles[dim] = width;
-    else if (ranges[dim] <= kMaxUntiledReduction)
+    } else if (ranges[dim] <= kMaxUntiledReduction) {
       tiles[dim] = ranges[dim];
-    else
-      return std::nullopt;
+    } else {
+      int64_t divisor = width;
+      while (ranges[dim] % divisor != 0)
+        --divisor;
+      tiles[dim] = divisor;
+    }
   }
   if (reduces && out.getNumResults() >= 2) {
     unsigned row =

@@ -44,15 +44,15 @@
 // With microbatches=auto, 15000 bytes do not fit one micro-batch (the
 // smallest peak at k = 1 is 15044 bytes, above); k = 2 fits with
 // checkpoints and k = 4 without: the estimated time picks 4.
-// AUTO: remark: train-plan-remat: budget 15000 bytes; microbatches 4 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time {{.*}}; k=4: 0.0% recomputed, time {{.*}}; 7 units; without new checkpoints 12616 bytes; 0 checkpoints over 0 units
+// AUTO: remark: train-plan-remat: budget 15000 bytes; microbatches 4 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time {{.*}}; k=4: 0.0% recomputed, time {{.*}}; 7 units; without new checkpoints 12424 bytes; 0 checkpoints over 0 units
 // AUTO-LABEL: func.func @chain
 // AUTO: train.step
-// AUTO-SAME: microbatches = 4 : i64, train.memory_plan = {budget = 15000 : i64, checkpoints = 0 : i64, choice = "auto", peak = 12616 : i64, recomputed = "0.0%", unplanned = 12616 : i64}
+// AUTO-SAME: microbatches = 4 : i64, train.memory_plan = {budget = 15000 : i64, checkpoints = 0 : i64, choice = "auto", peak = 12424 : i64, recomputed = "0.0%", unplanned = 12424 : i64}
 
 // A dearer micro-batch tips the choice to k = 2 with checkpoints.
 // AUTO-COST: remark: train-plan-remat: budget 15000 bytes; microbatches 2 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time 4.20E+05; k=4: 0.0% recomputed, time 6.03E+05;
 
-// SUMMARY: memory:     budget 15000 bytes, planned peak 12616 bytes (without new checkpoints 12616), 0 checkpoint(s) chosen, 0.0% of the forward work recomputed, micro-batches chosen by train-plan-remat
+// SUMMARY: memory:     budget 15000 bytes, planned peak 12424 bytes (without new checkpoints 12424), 0 checkpoint(s) chosen, 0.0% of the forward work recomputed, micro-batches chosen by train-plan-remat
 
 // AUTO-INFEASIBLE: error: memory budget of 5000 bytes is infeasible at every micro-batch count (1 to 32): the smallest peak the planner reaches is 8836 bytes, with 32 micro-batches (7 units; without checkpoints 8988 bytes)
 // AUTO-NO-BUDGET: error: train-plan-remat: microbatches=auto needs a memory budget (memory-budget=BYTES)

@@ -100,3 +100,17 @@ func.func @generic_contraction(%a: tensor<16x8xf32>, %b: tensor<16x8xf32>, %c: t
   } -> tensor<8x8xf32>
   return %0 : tensor<8x8xf32>
 }
+
+// A reduction longer than 64 and not a multiple of the vector width (the
+// tokens of a micro-batch: 252 = 4 x 63) is tiled by its largest divisor up
+// to the width (7), so that it is vectorized whatever the micro-batch size:
+// a contraction's tiles use fused multiply-adds, scalar loops do not, and a
+// split batch must round as the full batch does.
+// CHECK-LABEL: func.func @long_odd_reduction
+// CHECK: scf.for %{{.*}} = %c0 to %c252 step %c7
+// CHECK: vector.contract {{.*}} : vector<4x7xf32>, vector<7x8xf32> into vector<4x8xf32>
+// CHECK-NOT: linalg.matmul
+func.func @long_odd_reduction(%a: tensor<8x252xf32>, %b: tensor<252x16xf32>, %c: tensor<8x16xf32>) -> tensor<8x16xf32> {
+  %0 = linalg.matmul ins(%a, %b : tensor<8x252xf32>, tensor<252x16xf32>) outs(%c : tensor<8x16xf32>) -> tensor<8x16xf32>
+  return %0 : tensor<8x16xf32>
+}

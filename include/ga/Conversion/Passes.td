@@ -32,6 +32,17 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
 
     becomes a handful of `linalg.generic` and `linalg.fill` operations.
 
+    `train.cross_entropy_grad` becomes one elementwise `linalg.generic`
+    (`scale * (softmax - onehot)`, 0 for ignored tokens) after the same row
+    statistics. A gradient and the `train.cross_entropy` on the same logits
+    and labels before it in its block (what `train-differentiate` leaves)
+    are lowered together: the row statistics and the valid count are
+    computed once, by the loss. Where no operation after the gradient reads
+    the logits and they are computed in the same block, the gradient is
+    computed in their place (its init is the logits, read through the init
+    only): after bufferization the `[N, V]` gradient has no buffer of its
+    own.
+
     It also lowers `train.global_norm` (a chain of sum-of-squares reductions
     in the norm's element type, then a square root),
     `train.clip_by_global_norm` (the norm, the scale

@@ -102,6 +102,12 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "false skips the check: invalid labels are then "
                      "clamped, not reported"),
       llvm::cl::init(true)};
+  Option<bool> sliceMatmulRows{
+      *this, "slice-matmul-rows",
+      llvm::cl::desc("Compute only the rows of a matmul that a slice reads, "
+                     "such as the LM head's logits of positions 0..S-2 "
+                     "(ga-slice-matmul-rows; bitwise the same values)"),
+      llvm::cl::init(true)};
   Option<bool> fuse{
       *this, "fuse",
       llvm::cl::desc("Fuse single-use elementwise producers into elementwise "

@@ -15,6 +15,43 @@ include "mlir/Pass/PassBase.td"
 // Conversion/Passes.td)
 //===----------------------------------------------------------------------===//
 
+def GaSliceMatmulRowsPass : Pass<"ga-slice-matmul-rows"> {
+  let summary = "Compute only the rows of a matmul that a slice reads";
+  let description = [{
+    A `linalg.matmul` (rows of the result from rows of the left operand)
+    whose result is read only by a `tensor.extract_slice` of some of its rows
+    (every column, unit strides), directly or through a
+    `tensor.expand_shape` that splits the rows into leading dimensions,
+    becomes a matmul of the same rows of its left operand (sliced the same
+    way and flattened). Each computed row is the same dot products, so the
+    values are bitwise unchanged; the rows nobody reads are not computed.
+
+    The case it is for: a causal language model's next-token loss reads the
+    logits of positions 0..S-2. The LM head's `[B*S, V]` logits, expanded to
+    `[B, S, V]` and sliced to `[B, S-1, V]`, become the head applied to the
+    sliced hidden states: the logits are then a whole tensor, which the
+    cross-entropy's gradient overwrites (`convert-train-to-linalg`), so the
+    differentiated step never holds a second `[N, V]` tensor.
+
+    ```mlir
+    %l = linalg.matmul ins(%h, %w : tensor<32x8xf32>, tensor<8x100xf32>)
+        outs(%zero : tensor<32x100xf32>) -> tensor<32x100xf32>
+    %e = tensor.expand_shape %l [[0, 1], [2]] output_shape [4, 8, 100]
+        : tensor<32x100xf32> into tensor<4x8x100xf32>
+    %s = tensor.extract_slice %e[0, 0, 0] [4, 7, 100] [1, 1, 1]
+        : tensor<4x8x100xf32> to tensor<4x7x100xf32>
+    ```
+
+    becomes the matmul of `%h` expanded to `[4, 8, 8]`, sliced to
+    `[4, 7, 8]` and collapsed to `[28, 8]`, into a fill of `[28, 100]`,
+    expanded to `[4, 7, 100]`. The first stage of `--ga-pipeline`
+    (option `slice-matmul-rows`, on by default).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleOp"> {
   let summary = "Record each function's tensor signature for ga-run";
   let description = [{
@@ -405,12 +442,15 @@ def GaTileAndVectorizePass : Pass<"ga-tile-and-vectorize"> {
     result's innermost dimension; `register-rows` along the one before it
     when the operation reduces, so that a contraction keeps a block of
     accumulators in registers; `vector-width` along every reduction dimension
-    whose size it divides, otherwise the whole dimension up to 64; 1
-    elsewhere) and each tile becomes vector code (`vector.transfer_read`,
+    whose size it divides, otherwise the whole dimension up to 64 and the
+    largest divisor of a longer one up to `vector-width`; 1 elsewhere) and
+    each tile becomes vector code (`vector.transfer_read`,
     `vector.contract`, `vector.multi_reduction`, elementwise vector
     arithmetic). Reductions keep their order within a tile row, so results
     can differ from the scalar loops only by floating-point reassociation
-    across the tiled reduction.
+    across the tiled reduction and by fused multiply-adds. A reduction is
+    vectorized whatever its length, so that a micro-batch sums its tokens
+    with the same operations as the full batch.
 
     The outer tile loops over parallel dimensions (outside every reduction
     loop) of an operation of at least 16384 points are marked

@@ -52,6 +52,10 @@ struct ConvertTrainToLinalgPass
     });
     if (shapes.wasInterrupted())
       return signalPassFailure();
+    // A loss and its gradient on the same logits share their row
+    // statistics, and the gradient may overwrite the logits: lowered as a
+    // pair before the patterns lower what is left one op at a time.
+    ga::lowerPairedCrossEntropies(getOperation());
     RewritePatternSet patterns(&getContext());
     ga::populateTrainToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,

@@ -69,12 +69,22 @@ Value divideByCount(OpBuilder &b, Location loc, Value value, Value count,
       });
 }
 
+/// The type a cross-entropy computes in for logits of `element`: f32 for
+/// narrower floats (bf16, f16: their sums over a row or over the tokens
+/// would lose the loss's digits), else the logits' own type.
+FloatType accumulationType(Type element) {
+  auto floatType = cast<FloatType>(element);
+  return floatType.getWidth() < 32 ? Float32Type::get(element.getContext())
+                                   : floatType;
+}
+
 /// The per-row maximum of `logits` [N, V] and the per-row sum of
-/// exp(logits - max): the stable log-sum-exp is log(sum) + max.
+/// exp(logits - max), in accumulationType: the stable log-sum-exp is
+/// log(sum) + max.
 std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
                                       Value logits) {
   auto logitsType = cast<RankedTensorType>(logits.getType());
-  auto floatType = cast<FloatType>(logitsType.getElementType());
+  FloatType floatType = accumulationType(logitsType.getElementType());
   int64_t n = logitsType.getDimSize(0);
   MLIRContext *ctx = rewriter.getContext();
   AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
@@ -93,10 +103,11 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
           ValueRange{maxInit}, ArrayRef<AffineMap>{rows2d, rowOf2d},
           rowReduction,
           [&](OpBuilder &b, Location l, ValueRange args) {
+            Value x = convertScalar(b, l, args[0], floatType);
             linalg::YieldOp::create(
                 b, l,
-                ValueRange{arith::MaximumFOp::create(b, l, args[0], args[1])
-                               .getResult()});
+                ValueRange{
+                    arith::MaximumFOp::create(b, l, x, args[1]).getResult()});
           })
           .getResult(0);
   Value sumInit =
@@ -107,7 +118,8 @@ std::pair<Value, Value> rowStatistics(OpBuilder &rewriter, Location loc,
           ValueRange{sumInit}, ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d},
           rowReduction,
           [&](OpBuilder &b, Location l, ValueRange args) {
-            Value shifted = arith::SubFOp::create(b, l, args[0], args[1]);
+            Value x = convertScalar(b, l, args[0], floatType);
+            Value shifted = arith::SubFOp::create(b, l, x, args[1]);
             Value e = math::ExpOp::create(b, l, shifted);
             linalg::YieldOp::create(
                 b, l,
@@ -160,85 +172,128 @@ Value labelColumn(OpBuilder &b, Location l, Value label, Value valid,
   return arith::IndexCastOp::create(b, l, b.getIndexType(), clamped);
 }
 
+/// The types of a cross-entropy or its gradient: the logits', the type it
+/// computes in (accumulationType) and rounds to, and the labels' element.
+struct CrossEntropyTypes {
+  RankedTensorType logits;
+  FloatType result, compute;
+  IntegerType label;
+
+  CrossEntropyTypes(Value logitsValue, Value labels)
+      : logits(cast<RankedTensorType>(logitsValue.getType())),
+        result(cast<FloatType>(logits.getElementType())),
+        compute(accumulationType(result)),
+        label(cast<IntegerType>(
+            cast<RankedTensorType>(labels.getType()).getElementType())) {}
+};
+
+/// The row statistics of the logits of a cross-entropy, and its count of
+/// valid tokens, computed once for an op and its gradient.
+struct CrossEntropyShared {
+  Value rowMax, sumExp;
+  /// The number of valid tokens (i64, 0-d), or null where not computed.
+  Value count;
+};
+
+/// The results of `op` (the loss, then the count if it has one), from the
+/// row statistics in `shared`; sets `shared.count` where the op needs it.
+SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
+                                     CrossEntropyShared &shared) {
+  Location loc = op.getLoc();
+  Value logits = op.getLogits();
+  Value labels = op.getLabels();
+  // Computed in floatType, rounded to the logits' type at the end.
+  CrossEntropyTypes types(logits, labels);
+  RankedTensorType logitsType = types.logits;
+  FloatType resultType = types.result, floatType = types.compute;
+  IntegerType labelType = types.label;
+  int64_t n = logitsType.getDimSize(0);
+  MLIRContext *ctx = rewriter.getContext();
+  Type i64 = rewriter.getI64Type();
+
+  AffineMap rows1d = AffineMap::getMultiDimIdentityMap(1, ctx);
+  auto rowType = RankedTensorType::get({n}, floatType);
+
+  // Per token: the loss (0 if ignored) and a validity flag (i64).
+  Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, floatType);
+  Value flagInit = tensor::EmptyOp::create(rewriter, loc, {n}, i64);
+  int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+  auto perToken = linalg::GenericOp::create(
+      rewriter, loc, TypeRange{rowType, flagInit.getType()},
+      ValueRange{labels, shared.rowMax, shared.sumExp},
+      ValueRange{lossInit, flagInit}, SmallVector<AffineMap>(5, rows1d),
+      ArrayRef<IteratorType>{IteratorType::parallel},
+      [&](OpBuilder &b, Location l, ValueRange args) {
+        Value label = args[0];
+        Value ignore = arith::ConstantOp::create(
+            b, l, b.getIntegerAttr(labelType, ignoreIndex));
+        Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
+                                            label, ignore);
+        Value column =
+            labelColumn(b, l, label, valid, logitsType.getDimSize(1));
+        Value row = linalg::IndexOp::create(b, l, 0);
+        Value picked = convertScalar(
+            b, l,
+            tensor::ExtractOp::create(b, l, logits, ValueRange{row, column}),
+            floatType);
+        Value logSum = math::LogOp::create(b, l, args[2]);
+        Value lse = arith::AddFOp::create(b, l, logSum, args[1]);
+        Value loss = arith::SubFOp::create(b, l, lse, picked);
+        Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
+        Value masked = arith::SelectOp::create(b, l, valid, loss, zero);
+        Value flag = arith::ExtUIOp::create(b, l, b.getI64Type(), valid);
+        linalg::YieldOp::create(b, l, ValueRange{masked, flag});
+      });
+  Value tokenLoss = perToken.getResult(0);
+
+  // The reductions over the tokens.
+  if (op.getCount() || op.getReduction() == Reduction::Mean)
+    shared.count = sumAll(rewriter, loc, perToken.getResult(1));
+
+  Value loss = tokenLoss;
+  if (op.getReduction() != Reduction::None) {
+    loss = sumAll(rewriter, loc, tokenLoss);
+    if (op.getReduction() == Reduction::Mean)
+      loss = divideByCount(rewriter, loc, loss, shared.count, floatType);
+  }
+  if (resultType != floatType) {
+    auto round = [&](OpBuilder &b, Location l, ValueRange args) {
+      return SmallVector<Value>{convertScalar(b, l, args[0], resultType)};
+    };
+    loss = op.getReduction() == Reduction::None
+               ? elementwise(rewriter, loc, {n}, ValueRange{loss}, {},
+                             TypeRange{resultType}, round)[0]
+               : mapScalars(rewriter, loc, ValueRange{loss}, resultType,
+                            [&](OpBuilder &b, Location l, ValueRange args) {
+                              return round(b, l, args)[0];
+                            });
+  }
+
+  SmallVector<Value> results{loss};
+  if (Value countResult = op.getCount()) {
+    Type element =
+        cast<RankedTensorType>(countResult.getType()).getElementType();
+    results.push_back(
+        mapScalars(rewriter, loc, ValueRange{shared.count}, element,
+                   [&](OpBuilder &b, Location l, ValueRange args) {
+                     return convertScalar(b, l, args[0], element);
+                   }));
+  }
+  return results;
+}
+
 struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CrossEntropyOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value logits = op.getLogits();
-    Value labels = op.getLabels();
-    auto logitsType = cast<RankedTensorType>(logits.getType());
-    if (!logitsType.hasStaticShape() ||
-        !cast<RankedTensorType>(labels.getType()).hasStaticShape())
+    if (!cast<ShapedType>(op.getLogits().getType()).hasStaticShape() ||
+        !cast<ShapedType>(op.getLabels().getType()).hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
-    auto floatType = cast<FloatType>(logitsType.getElementType());
-    auto labelType = cast<IntegerType>(
-        cast<RankedTensorType>(labels.getType()).getElementType());
-    int64_t n = logitsType.getDimSize(0);
-    MLIRContext *ctx = getContext();
-    Type i64 = rewriter.getI64Type();
-
-    AffineMap rows1d = AffineMap::getMultiDimIdentityMap(1, ctx);
-    auto rowType = RankedTensorType::get({n}, floatType);
-
-    // 1. Row maximum, then the sum of exp(logits - max) per row.
-    auto [rowMax, sumExp] = rowStatistics(rewriter, loc, logits);
-
-    // 2. Per token: the loss (0 if ignored) and a validity flag (i64).
-    Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, floatType);
-    Value flagInit = tensor::EmptyOp::create(rewriter, loc, {n}, i64);
-    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
-    auto perToken = linalg::GenericOp::create(
-        rewriter, loc, TypeRange{rowType, flagInit.getType()},
-        ValueRange{labels, rowMax, sumExp}, ValueRange{lossInit, flagInit},
-        SmallVector<AffineMap>(5, rows1d),
-        ArrayRef<IteratorType>{IteratorType::parallel},
-        [&](OpBuilder &b, Location l, ValueRange args) {
-          Value label = args[0];
-          Value ignore = arith::ConstantOp::create(
-              b, l, b.getIntegerAttr(labelType, ignoreIndex));
-          Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
-                                              label, ignore);
-          Value column =
-              labelColumn(b, l, label, valid, logitsType.getDimSize(1));
-          Value row = linalg::IndexOp::create(b, l, 0);
-          Value picked =
-              tensor::ExtractOp::create(b, l, logits, ValueRange{row, column});
-          Value logSum = math::LogOp::create(b, l, args[2]);
-          Value lse = arith::AddFOp::create(b, l, logSum, args[1]);
-          Value loss = arith::SubFOp::create(b, l, lse, picked);
-          Value zero =
-              arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
-          Value masked = arith::SelectOp::create(b, l, valid, loss, zero);
-          Value flag = arith::ExtUIOp::create(b, l, b.getI64Type(), valid);
-          linalg::YieldOp::create(b, l, ValueRange{masked, flag});
-        });
-    Value tokenLoss = perToken.getResult(0);
-
-    // 3. The reductions over the tokens.
-    Value count;
-    if (op.getCount() || op.getReduction() == Reduction::Mean)
-      count = sumAll(rewriter, loc, perToken.getResult(1));
-
-    Value loss = tokenLoss;
-    if (op.getReduction() != Reduction::None) {
-      loss = sumAll(rewriter, loc, tokenLoss);
-      if (op.getReduction() == Reduction::Mean)
-        loss = divideByCount(rewriter, loc, loss, count, floatType);
-    }
-
-    SmallVector<Value> results{loss};
-    if (Value countResult = op.getCount()) {
-      Type element =
-          cast<RankedTensorType>(countResult.getType()).getElementType();
-      results.push_back(
-          mapScalars(rewriter, loc, ValueRange{count}, element,
-                     [&](OpBuilder &b, Location l, ValueRange args) {
-                       return convertScalar(b, l, args[0], element);
-                     }));
-    }
-    rewriter.replaceOp(op, results);
+    CrossEntropyShared shared;
+    std::tie(shared.rowMax, shared.sumExp) =
+        rowStatistics(rewriter, op.getLoc(), op.getLogits());
+    rewriter.replaceOp(op, buildCrossEntropy(rewriter, op, shared));
     return success();
   }
 };
@@ -248,75 +303,124 @@ Value floatConstant(OpBuilder &b, Location loc, Type type, double value) {
   return arith::ConstantOp::create(b, loc, b.getFloatAttr(type, value));
 }
 
+/// Whether the gradient of `op` may be written over its logits: no
+/// operation after `op` reads them (the operations before it that do are in
+/// its block), and they are the result of an operation of that block, not
+/// memory of the caller or of an enclosing loop.
+bool gradientMayOverwriteLogits(CrossEntropyGradOp op) {
+  Value logits = op.getLogits();
+  Operation *definer = logits.getDefiningOp();
+  Block *block = op->getBlock();
+  if (!definer || definer->getBlock() != block)
+    return false;
+  for (OpOperand &use : logits.getUses()) {
+    if (use.getOwner() == op.getOperation())
+      continue;
+    Operation *user = block->findAncestorOpInBlock(*use.getOwner());
+    if (!user || user == op.getOperation() || !user->isBeforeInBlock(op))
+      return false;
+  }
+  return true;
+}
+
 /// dlogits = s_i * (softmax(logits[i]) - onehot(labels[i])), s_i = 0 for
 /// ignored tokens, s_i = dloss (sum), dloss / n (mean; 0 if n = 0) or
-/// dloss[i] (none).
+/// dloss[i] (none). Where no later operation reads the logits, the gradient
+/// is computed in their place (the generic's init is the logits, read
+/// through the init only): after bufferization the [N, V] gradient is the
+/// logits' buffer, not a second one.
+Value buildCrossEntropyGrad(OpBuilder &rewriter, CrossEntropyGradOp op,
+                            const CrossEntropyShared &shared) {
+  Location loc = op.getLoc();
+  Value logits = op.getLogits();
+  Value labels = op.getLabels();
+  // Computed in floatType, rounded to the logits' type.
+  CrossEntropyTypes types(logits, labels);
+  RankedTensorType logitsType = types.logits;
+  FloatType resultType = types.result, floatType = types.compute;
+  IntegerType labelType = types.label;
+  int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
+  MLIRContext *ctx = rewriter.getContext();
+
+  Value scale = op.getDloss();
+  if (op.getReduction() == Reduction::Mean) {
+    if (resultType != floatType)
+      scale = mapScalars(rewriter, loc, ValueRange{scale}, floatType,
+                         [&](OpBuilder &b, Location l, ValueRange args) {
+                           return convertScalar(b, l, args[0], floatType);
+                         });
+    Value count = shared.count
+                      ? shared.count
+                      : sumAll(rewriter, loc,
+                               validFlags(rewriter, loc, labels, ignoreIndex));
+    scale = divideByCount(rewriter, loc, scale, count, floatType);
+  }
+
+  AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap rowOf2d = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
+  AffineMap scaleMap = op.getReduction() == Reduction::None
+                           ? rowOf2d
+                           : AffineMap::get(2, 0, {}, ctx);
+  bool inPlace = gradientMayOverwriteLogits(op);
+  SmallVector<Value> inputs{labels, shared.rowMax, shared.sumExp, scale};
+  SmallVector<AffineMap> maps{rowOf2d, rowOf2d, rowOf2d, scaleMap};
+  if (!inPlace) {
+    inputs.insert(inputs.begin(), logits);
+    maps.insert(maps.begin(), rows2d);
+  }
+  maps.push_back(rows2d);
+  Value init = inPlace ? logits
+                       : tensor::EmptyOp::create(
+                             rewriter, loc, logitsType.getShape(), resultType)
+                             .getResult();
+  return linalg::GenericOp::create(
+             rewriter, loc, TypeRange{logitsType}, inputs, ValueRange{init},
+             maps,
+             ArrayRef<IteratorType>{IteratorType::parallel,
+                                    IteratorType::parallel},
+             [&](OpBuilder &b, Location l, ValueRange args) {
+               // args: [logit,] label, max, sum, scale, init (the logit
+               // when in place).
+               Value logit = inPlace ? args[4] : args[0];
+               ValueRange rest = inPlace ? args : args.drop_front();
+               Value label = rest[0];
+               Value ignore = arith::ConstantOp::create(
+                   b, l, b.getIntegerAttr(labelType, ignoreIndex));
+               Value valid = arith::CmpIOp::create(
+                   b, l, arith::CmpIPredicate::ne, label, ignore);
+               Value shifted = arith::SubFOp::create(
+                   b, l, convertScalar(b, l, logit, floatType), rest[1]);
+               Value p = arith::DivFOp::create(
+                   b, l, math::ExpOp::create(b, l, shifted), rest[2]);
+               Value column =
+                   labelColumn(b, l, label, valid, logitsType.getDimSize(1));
+               Value j = linalg::IndexOp::create(b, l, 1);
+               Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
+                                                 column, j);
+               Value one = floatConstant(b, l, floatType, 1.0);
+               Value zero = floatConstant(b, l, floatType, 0.0);
+               Value target = arith::SelectOp::create(b, l, hit, one, zero);
+               Value g = arith::MulFOp::create(
+                   b, l, arith::SubFOp::create(b, l, p, target),
+                   convertScalar(b, l, rest[3], floatType));
+               Value masked = arith::SelectOp::create(b, l, valid, g, zero);
+               linalg::YieldOp::create(
+                   b, l, ValueRange{convertScalar(b, l, masked, resultType)});
+             })
+      .getResult(0);
+}
+
 struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
   LogicalResult matchAndRewrite(CrossEntropyGradOp op,
                                 PatternRewriter &rewriter) const override {
-    Location loc = op.getLoc();
-    Value logits = op.getLogits();
-    Value labels = op.getLabels();
-    auto logitsType = cast<RankedTensorType>(logits.getType());
-    if (!logitsType.hasStaticShape())
+    if (!cast<ShapedType>(op.getLogits().getType()).hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
-    auto floatType = cast<FloatType>(logitsType.getElementType());
-    auto labelType = cast<IntegerType>(
-        cast<RankedTensorType>(labels.getType()).getElementType());
-    int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
-    MLIRContext *ctx = getContext();
-
-    auto [rowMax, sumExp] = rowStatistics(rewriter, loc, logits);
-    Value scale = op.getDloss();
-    if (op.getReduction() == Reduction::Mean) {
-      Value count =
-          sumAll(rewriter, loc, validFlags(rewriter, loc, labels, ignoreIndex));
-      scale = divideByCount(rewriter, loc, scale, count, floatType);
-    }
-
-    AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
-    AffineMap rowOf2d = AffineMap::get(2, 0, {getAffineDimExpr(0, ctx)}, ctx);
-    AffineMap scaleMap = op.getReduction() == Reduction::None
-                             ? rowOf2d
-                             : AffineMap::get(2, 0, {}, ctx);
-    Value init = tensor::EmptyOp::create(rewriter, loc, logitsType.getShape(),
-                                         floatType);
-    Value dlogits =
-        linalg::GenericOp::create(
-            rewriter, loc, TypeRange{logitsType},
-            ValueRange{logits, labels, rowMax, sumExp, scale}, ValueRange{init},
-            ArrayRef<AffineMap>{rows2d, rowOf2d, rowOf2d, rowOf2d, scaleMap,
-                                rows2d},
-            ArrayRef<IteratorType>{IteratorType::parallel,
-                                   IteratorType::parallel},
-            [&](OpBuilder &b, Location l, ValueRange args) {
-              Value label = args[1];
-              Value ignore = arith::ConstantOp::create(
-                  b, l, b.getIntegerAttr(labelType, ignoreIndex));
-              Value valid = arith::CmpIOp::create(
-                  b, l, arith::CmpIPredicate::ne, label, ignore);
-              Value shifted = arith::SubFOp::create(b, l, args[0], args[2]);
-              Value p = arith::DivFOp::create(
-                  b, l, math::ExpOp::create(b, l, shifted), args[3]);
-              Value column =
-                  labelColumn(b, l, label, valid, logitsType.getDimSize(1));
-              Value j = linalg::IndexOp::create(b, l, 1);
-              Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
-                                                column, j);
-              Value one = floatConstant(b, l, floatType, 1.0);
-              Value zero = floatConstant(b, l, floatType, 0.0);
-              Value target = arith::SelectOp::create(b, l, hit, one, zero);
-              Value g = arith::MulFOp::create(
-                  b, l, arith::SubFOp::create(b, l, p, target), args[4]);
-              linalg::YieldOp::create(
-                  b, l,
-                  ValueRange{arith::SelectOp::create(b, l, valid, g, zero)
-                                 .getResult()});
-            })
-            .getResult(0);
-    rewriter.replaceOp(op, dlogits);
+    CrossEntropyShared shared;
+    std::tie(shared.rowMax, shared.sumExp) =
+        rowStatistics(rewriter, op.getLoc(), op.getLogits());
+    rewriter.replaceOp(op, buildCrossEntropyGrad(rewriter, op, shared));
     return success();
   }
 };
@@ -484,4 +588,40 @@ void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
       .add<CrossEntropyToLinalg, CrossEntropyGradToLinalg, GlobalNormToLinalg,
            ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
           patterns.getContext());
+}
+
+void ga::lowerPairedCrossEntropies(Operation *root) {
+  SmallVector<CrossEntropyGradOp> grads;
+  root->walk([&](CrossEntropyGradOp grad) { grads.push_back(grad); });
+  auto isStatic = [](Value value) {
+    return cast<ShapedType>(value.getType()).hasStaticShape();
+  };
+  for (CrossEntropyGradOp grad : grads) {
+    if (!isStatic(grad.getLogits()) || !isStatic(grad.getLabels()))
+      continue; // the conversion reports it on the op
+    CrossEntropyOp forward;
+    for (Operation *user : grad.getLogits().getUsers()) {
+      auto candidate = dyn_cast<CrossEntropyOp>(user);
+      if (candidate && candidate->getBlock() == grad->getBlock() &&
+          candidate->isBeforeInBlock(grad) &&
+          candidate.getLabels() == grad.getLabels() &&
+          candidate.getIgnoreIndex() == grad.getIgnoreIndex()) {
+        forward = candidate;
+        break;
+      }
+    }
+    if (!forward)
+      continue;
+    OpBuilder b(forward);
+    CrossEntropyShared shared;
+    std::tie(shared.rowMax, shared.sumExp) =
+        rowStatistics(b, forward.getLoc(), forward.getLogits());
+    SmallVector<Value> results = buildCrossEntropy(b, forward, shared);
+    forward->replaceAllUsesWith(results);
+    forward->erase();
+    b.setInsertionPoint(grad);
+    Value dlogits = buildCrossEntropyGrad(b, grad, shared);
+    grad.getResult().replaceAllUsesWith(dlogits);
+    grad->erase();
+  }
 }

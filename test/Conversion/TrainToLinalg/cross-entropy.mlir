@@ -33,12 +33,21 @@ func.func @mean(%l: tensor<4x5xf32>, %y: tensor<4xi32>) -> tensor<f32> {
 // -----
 
 // `none` keeps the per-token losses; the count converts to its own type.
+// Logits narrower than f32 are read into f32, the statistics and losses
+// computed in f32, and the losses rounded to f16 at the end.
 // CHECK-LABEL: func.func @none_with_count
-// CHECK: %[[TOK:.+]]:2 = linalg.generic
+// CHECK: linalg.generic {{.*}} ins(%{{.+}} : tensor<3x2xf16>) outs(%{{.+}} : tensor<3xf32>)
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<3x2xf16>, tensor<3xf32>) outs(%{{.+}} : tensor<3xf32>)
+// CHECK: arith.extf %{{.+}} : f16 to f32
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: %[[TOK:.+]]:2 = linalg.generic {{.*}} outs(%{{.+}}, %{{.+}} : tensor<3xf32>, tensor<3xi64>)
 // CHECK: %[[COUNT:.+]] = linalg.generic {{.*}} ins(%[[TOK]]#1 : tensor<3xi64>)
+// CHECK: %[[LOSS:.+]] = linalg.generic {{.*}} ins(%[[TOK]]#0 : tensor<3xf32>) outs(%{{.+}} : tensor<3xf16>)
+// CHECK: arith.truncf %{{.+}} : f32 to f16
 // CHECK: %[[F:.+]] = linalg.generic {{.*}} ins(%[[COUNT]] : tensor<i64>) outs(%{{.+}} : tensor<f16>)
 // CHECK: arith.sitofp %{{.+}} : i64 to f16
-// CHECK: return %[[TOK]]#0, %[[F]] : tensor<3xf16>, tensor<f16>
+// CHECK: return %[[LOSS]], %[[F]] : tensor<3xf16>, tensor<f16>
 func.func @none_with_count(%l: tensor<3x2xf16>, %y: tensor<3xi64>)
     -> (tensor<3xf16>, tensor<f16>) {
   %r, %n = train.cross_entropy none %l, %y ignore_index = -100
@@ -119,4 +128,75 @@ func.func @grad_none(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<4xf32>) 
   %g = train.cross_entropy_grad none %l, %y, %d ignore_index = -100
       : (tensor<4x5xf32>, tensor<4xi64>, tensor<4xf32>) -> tensor<4x5xf32>
   return %g : tensor<4x5xf32>
+}
+
+// -----
+
+// A loss and its gradient on the same logits (what train-differentiate
+// leaves in a step) share the row statistics and the count of valid tokens;
+// the gradient is computed in place of the logits (the generic's init, read
+// through the init only) when no later operation reads them.
+
+// CHECK-LABEL: func.func @pair_in_place
+// CHECK-SAME: (%[[X:.+]]: tensor<4x5xf32>, %[[Y:.+]]: tensor<4xi64>, %[[D:.+]]: tensor<f32>)
+// CHECK: %[[L:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK: %[[MAX:.+]] = linalg.generic {{.*}} ins(%[[L]] : tensor<4x5xf32>)
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[MAX]] :
+// CHECK: %[[TOK:.+]]:2 = linalg.generic {{.*}} ins(%[[Y]], %[[MAX]], %[[SUM]] :
+// CHECK: %[[COUNT:.+]] = linalg.generic {{.*}} ins(%[[TOK]]#1 : tensor<4xi64>)
+// CHECK-NOT: arith.maximumf
+// CHECK: %[[SCALE:.+]] = linalg.generic {{.*}} ins(%[[D]], %[[COUNT]] : tensor<f32>, tensor<i64>)
+// CHECK-NOT: arith.maximumf
+// CHECK: %[[G:.+]] = linalg.generic {{.*}} ins(%[[Y]], %[[MAX]], %[[SUM]], %[[SCALE]] : {{.*}}) outs(%[[L]] : tensor<4x5xf32>)
+// CHECK: ^bb0(%{{.+}}: i64, %[[M:.+]]: f32, %{{.+}}: f32, %{{.+}}: f32, %[[LOGIT:.+]]: f32):
+// CHECK: arith.subf %[[LOGIT]], %[[M]]
+// CHECK: return %{{.+}}, %[[G]]
+func.func @pair_in_place(%x: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32>)
+    -> (tensor<f32>, tensor<4x5xf32>) {
+  %l = arith.mulf %x, %x : tensor<4x5xf32>
+  %loss = train.cross_entropy mean %l, %y ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf32>
+  return %loss, %g : tensor<f32>, tensor<4x5xf32>
+}
+
+// -----
+
+// Logits read after the gradient keep their buffer: the gradient gets its
+// own (a tensor.empty init), and reads the logits as an input.
+
+// CHECK-LABEL: func.func @pair_logits_read_later
+// CHECK-SAME: (%[[X:.+]]: tensor<4x5xf32>, %[[Y:.+]]: tensor<4xi64>, %[[D:.+]]: tensor<f32>)
+// CHECK: %[[L:.+]] = arith.mulf %[[X]], %[[X]]
+// CHECK: %[[EMPTY:.+]] = tensor.empty() : tensor<4x5xf32>
+// CHECK: %[[G:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[Y]], %{{.+}}, %{{.+}}, %{{.+}} : {{.*}}) outs(%[[EMPTY]] : tensor<4x5xf32>)
+// CHECK: %[[LATER:.+]] = arith.addf %[[L]], %[[G]]
+// CHECK: return %{{.+}}, %[[LATER]]
+func.func @pair_logits_read_later(%x: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32>)
+    -> (tensor<f32>, tensor<4x5xf32>) {
+  %l = arith.mulf %x, %x : tensor<4x5xf32>
+  %loss = train.cross_entropy sum %l, %y ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>) -> tensor<f32>
+  %g = train.cross_entropy_grad sum %l, %y, %d ignore_index = -100
+      : (tensor<4x5xf32>, tensor<4xi64>, tensor<f32>) -> tensor<4x5xf32>
+  %later = arith.addf %l, %g : tensor<4x5xf32>
+  return %loss, %later : tensor<f32>, tensor<4x5xf32>
+}
+
+// -----
+
+// The gradient for bf16 logits: computed in f32 (the logit and the scale
+// read into f32), rounded to bf16 when stored.
+// CHECK-LABEL: func.func @grad_bf16
+// CHECK: %[[SCALE:.+]] = linalg.generic {{.*}} ins(%{{.+}}, %{{.+}} : tensor<f32>, tensor<i64>)
+// CHECK: linalg.generic {{.*}} outs(%{{.+}} : tensor<4x5xbf16>)
+// CHECK: arith.extf %{{.+}} : bf16 to f32
+// CHECK: math.exp %{{.+}} : f32
+// CHECK: arith.truncf %{{.+}} : f32 to bf16
+// CHECK-NEXT: linalg.yield %{{.+}} : bf16
+func.func @grad_bf16(%l: tensor<4x5xbf16>, %y: tensor<4xi64>, %d: tensor<bf16>) -> tensor<4x5xbf16> {
+  %g = train.cross_entropy_grad mean %l, %y, %d ignore_index = -100
+      : (tensor<4x5xbf16>, tensor<4xi64>, tensor<bf16>) -> tensor<4x5xbf16>
+  return %g : tensor<4x5xbf16>
 }

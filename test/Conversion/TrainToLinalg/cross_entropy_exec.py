@@ -15,6 +15,7 @@ import re
 from exec_harness import all_close, f32, main, report
 
 N, V, IGNORE = 6, 5, -100
+DLOSS = 0.75
 
 
 def data():
@@ -39,6 +40,22 @@ def reference(logits, labels):
     count = sum(1 for label in labels if label != IGNORE)
     total = sum(per_token)
     return per_token, total, (total / count if count else 0.0), count
+
+
+def reference_grad(logits, labels):
+    """d(DLOSS * mean loss)/d logits in float64, row by row (flattened)."""
+    count = sum(1 for label in labels if label != IGNORE)
+    grad = []
+    for row, label in zip(logits, labels):
+        if label == IGNORE:
+            grad.extend([0.0] * V)
+            continue
+        top = max(row)
+        total = sum(math.exp(x - top) for x in row)
+        scale = DLOSS / count
+        grad.extend(scale * (math.exp(x - top) / total - (j == label))
+                    for j, x in enumerate(row))
+    return grad
 
 
 def dense(values, shape, ety):
@@ -78,6 +95,25 @@ func.func @losses(%l: tensor<{N}x{V}xf32>, %y: tensor<{N}xi64>) {{
   vector.print %fc : f32
   vector.print str "none "
   vector.print %v : vector<{N}xf32>
+  // A loss and its gradient on logits computed here: the conversion pairs
+  // them (shared row statistics and count) and writes the gradient over
+  // the logits.
+  %one = arith.constant dense<1.0> : tensor<{N}x{V}xf32>
+  %e = tensor.empty() : tensor<{N}x{V}xf32>
+  %lp = linalg.mul ins(%l, %one : tensor<{N}x{V}xf32>, tensor<{N}x{V}xf32>)
+      outs(%e : tensor<{N}x{V}xf32>) -> tensor<{N}x{V}xf32>
+  %pmean = train.cross_entropy mean %lp, %y ignore_index = {IGNORE}
+      : (tensor<{N}x{V}xf32>, tensor<{N}xi64>) -> tensor<f32>
+  %dloss = arith.constant dense<{DLOSS}> : tensor<f32>
+  %g = train.cross_entropy_grad mean %lp, %y, %dloss ignore_index = {IGNORE}
+      : (tensor<{N}x{V}xf32>, tensor<{N}xi64>, tensor<f32>) -> tensor<{N}x{V}xf32>
+  %pm = tensor.extract %pmean[] : tensor<f32>
+  %gv = vector.transfer_read %g[%c0, %c0], %pad
+      : tensor<{N}x{V}xf32>, vector<{N}x{V}xf32>
+  vector.print str "pmean "
+  vector.print %pm : f32
+  vector.print str "grad "
+  vector.print %gv : vector<{N}x{V}xf32>
   return
 }}
 
@@ -98,8 +134,8 @@ func.func @main() {{
 
 def check(path):
     logits, labels = data()
-    cases = {"padded": reference(logits, labels),
-             "all-ignored": reference(logits, [IGNORE] * N)}
+    labels_of = {"padded": labels, "all-ignored": [IGNORE] * N}
+    cases = {name: reference(logits, ys) for name, ys in labels_of.items()}
     text = open(path).read()
     failures, checked = [], 0
     for name, block in re.findall(r"case (\S+)\n(.*?)(?=case |\Z)", text,
@@ -108,18 +144,22 @@ def check(path):
         fields = dict(re.findall(r"(\w+) (.+)", block))
         nums = [float(x) for x in re.findall(r"[-+0-9.eE]+|nan|inf",
                                              fields["none"])]
+        grad = [float(x) for x in re.findall(r"[-+0-9.eE]+|nan|inf",
+                                             fields["grad"])]
         expected = {"mean": [mean], "sum": [total], "count": [count],
-                    "fcount": [count], "none": per_token}
+                    "fcount": [count], "none": per_token, "pmean": [mean],
+                    "grad": reference_grad(logits, labels_of[name])}
         got = {"mean": [float(fields["mean"])], "sum": [float(fields["sum"])],
                "count": [float(fields["count"])],
-               "fcount": [float(fields["fcount"])], "none": nums}
+               "fcount": [float(fields["fcount"])], "none": nums,
+               "pmean": [float(fields["pmean"])], "grad": grad}
         for key in expected:
             exp, act = expected[key], got[key]
             checked += 1
             if not all_close(act, exp):
                 failures.append(f"{name}/{key}: expected {exp}, got {act}")
-    if checked != 10:
-        failures.append(f"expected 2 cases x 5 values, checked {checked}")
+    if checked != 14:
+        failures.append(f"expected 2 cases x 7 values, checked {checked}")
     return report(failures, checked, "values")
 
 
