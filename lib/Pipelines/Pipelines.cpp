@@ -207,14 +207,6 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
       return failure();
     }
   }
-  // The step's own form first, so that the remat planner sees the matmuls
-  // it will compile: the rows no slice reads are not computed, and the LM
-  // head's logits become a whole tensor that the loss's gradient overwrites
-  // (convert-train-to-linalg).
-  if (options.sliceMatmulRows)
-    pm.addPass(createGaSliceMatmulRowsPass());
-  // Rematerialization next: the planner compiles each candidate with this
-  // pipeline (without a budget) and reads its peak from the memory model.
   if (!options.microbatches.empty() && options.microbatches != "auto") {
     errors << "microbatches must be 'auto' or empty, got '"
            << options.microbatches.getValue() << "'";
@@ -225,6 +217,14 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
            << "the count that fits it)";
     return failure();
   }
+  // The step's own form first, so that the remat planner sees the matmuls
+  // it will compile: the rows no slice reads are not computed, and the LM
+  // head's logits become a whole tensor that the loss's gradient overwrites
+  // (convert-train-to-linalg).
+  if (options.sliceMatmulRows)
+    pm.addPass(createGaSliceMatmulRowsPass());
+  // Rematerialization next: the planner compiles each candidate with this
+  // pipeline (without a budget) and reads its peak from the memory model.
   if (options.memoryBudget > 0) {
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;

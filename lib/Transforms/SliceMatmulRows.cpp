@@ -86,6 +86,15 @@ static std::optional<RowSlice> matchRowSlice(tensor::ExtractSliceOp slice) {
   return match;
 }
 
+/// The reassociation of a tensor of `rank` dimensions with a 2-D one: the
+/// leading dimensions form the rows, the last one the columns.
+static SmallVector<ReassociationIndices> rowsThenColumns(unsigned rank) {
+  ReassociationIndices rows;
+  for (unsigned d = 0; d + 1 < rank; ++d)
+    rows.push_back(d);
+  return {rows, {static_cast<int64_t>(rank - 1)}};
+}
+
 /// `value` [rows, cols] expanded as `expand` expands the matmul's result
 /// (its rows split, `cols` kept), sliced as `slice` slices it, and flattened
 /// back to 2-D.
@@ -113,13 +122,7 @@ static Value sliceRowsLike(OpBuilder &b, RowSlice match, Value value) {
       offsets, sizes, strides);
   if (rank == 2)
     return value;
-  ReassociationIndices rows;
-  for (unsigned d = 0; d + 1 < rank; ++d)
-    rows.push_back(d);
-  return tensor::CollapseShapeOp::create(
-      b, loc, value,
-      SmallVector<ReassociationIndices>{rows,
-                                        {static_cast<int64_t>(rank - 1)}});
+  return tensor::CollapseShapeOp::create(b, loc, value, rowsThenColumns(rank));
 }
 
 /// The init of the narrowed matmul: a fill of the same value where the
@@ -142,7 +145,6 @@ static Value narrowInit(OpBuilder &b, RowSlice match, int64_t rows) {
 
 static void narrow(RowSlice match) {
   OpBuilder b(match.slice);
-  Location loc = match.matmul.getLoc();
   linalg::MatmulOp matmul = match.matmul;
   Value lhs = sliceRowsLike(b, match, matmul.getDpsInputs()[0]);
   int64_t rows = cast<RankedTensorType>(lhs.getType()).getDimSize(0);
@@ -151,32 +153,25 @@ static void narrow(RowSlice match) {
   narrowed->setOperand(0, lhs);
   narrowed->setOperand(2, init);
   narrowed->getResult(0).setType(init.getType());
-  narrowed->setLoc(loc);
   Value result = narrowed->getResult(0);
   RankedTensorType sliceType = match.slice.getResultType();
-  if (sliceType.getRank() != 2) {
-    ReassociationIndices rowDims;
-    for (unsigned d = 0; d + 1 < sliceType.getRank(); ++d)
-      rowDims.push_back(d);
+  if (sliceType.getRank() != 2)
     result = tensor::ExpandShapeOp::create(
         b, match.slice.getLoc(), sliceType, result,
-        SmallVector<ReassociationIndices>{
-            rowDims, {static_cast<int64_t>(sliceType.getRank() - 1)}});
-  }
+        rowsThenColumns(sliceType.getRank()));
   match.slice.getResult().replaceAllUsesWith(result);
   match.slice->erase();
   if (match.expand)
     match.expand->erase();
-  Operation *oldInit = matmul.getDpsInits()[0].getDefiningOp();
+  auto oldFill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
   matmul->erase();
-  // The full-size init, if nothing else reads it.
-  while (oldInit && oldInit->use_empty() && isPure(oldInit)) {
-    Operation *next = oldInit->getNumOperands()
-                          ? oldInit->getOperands().back().getDefiningOp()
-                          : nullptr;
-    oldInit->erase();
-    oldInit = next;
-  }
+  // The full-size fill and its tensor.empty, if nothing else reads them.
+  if (!oldFill || !oldFill->use_empty())
+    return;
+  Operation *empty = oldFill.getOutputs()[0].getDefiningOp();
+  oldFill->erase();
+  if (empty && empty->use_empty() && isPure(empty))
+    empty->erase();
 }
 
 namespace {

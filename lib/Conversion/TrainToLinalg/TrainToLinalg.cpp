@@ -195,6 +195,13 @@ struct CrossEntropyShared {
   Value count;
 };
 
+/// The row statistics of `logits`, with no count yet.
+CrossEntropyShared statisticsOf(OpBuilder &b, Location loc, Value logits) {
+  CrossEntropyShared shared;
+  std::tie(shared.rowMax, shared.sumExp) = rowStatistics(b, loc, logits);
+  return shared;
+}
+
 /// The results of `op` (the loss, then the count if it has one), from the
 /// row statistics in `shared`; sets `shared.count` where the op needs it.
 SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
@@ -202,20 +209,17 @@ SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
   Location loc = op.getLoc();
   Value logits = op.getLogits();
   Value labels = op.getLabels();
-  // Computed in floatType, rounded to the logits' type at the end.
+  // Computed in types.compute, rounded to the logits' type at the end.
   CrossEntropyTypes types(logits, labels);
-  RankedTensorType logitsType = types.logits;
-  FloatType resultType = types.result, floatType = types.compute;
-  IntegerType labelType = types.label;
-  int64_t n = logitsType.getDimSize(0);
+  int64_t n = types.logits.getDimSize(0);
   MLIRContext *ctx = rewriter.getContext();
   Type i64 = rewriter.getI64Type();
 
   AffineMap rows1d = AffineMap::getMultiDimIdentityMap(1, ctx);
-  auto rowType = RankedTensorType::get({n}, floatType);
+  auto rowType = RankedTensorType::get({n}, types.compute);
 
   // Per token: the loss (0 if ignored) and a validity flag (i64).
-  Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, floatType);
+  Value lossInit = tensor::EmptyOp::create(rewriter, loc, {n}, types.compute);
   Value flagInit = tensor::EmptyOp::create(rewriter, loc, {n}, i64);
   int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
   auto perToken = linalg::GenericOp::create(
@@ -226,20 +230,21 @@ SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
       [&](OpBuilder &b, Location l, ValueRange args) {
         Value label = args[0];
         Value ignore = arith::ConstantOp::create(
-            b, l, b.getIntegerAttr(labelType, ignoreIndex));
+            b, l, b.getIntegerAttr(types.label, ignoreIndex));
         Value valid = arith::CmpIOp::create(b, l, arith::CmpIPredicate::ne,
                                             label, ignore);
         Value column =
-            labelColumn(b, l, label, valid, logitsType.getDimSize(1));
+            labelColumn(b, l, label, valid, types.logits.getDimSize(1));
         Value row = linalg::IndexOp::create(b, l, 0);
         Value picked = convertScalar(
             b, l,
             tensor::ExtractOp::create(b, l, logits, ValueRange{row, column}),
-            floatType);
+            types.compute);
         Value logSum = math::LogOp::create(b, l, args[2]);
         Value lse = arith::AddFOp::create(b, l, logSum, args[1]);
         Value loss = arith::SubFOp::create(b, l, lse, picked);
-        Value zero = arith::ConstantOp::create(b, l, b.getZeroAttr(floatType));
+        Value zero =
+            arith::ConstantOp::create(b, l, b.getZeroAttr(types.compute));
         Value masked = arith::SelectOp::create(b, l, valid, loss, zero);
         Value flag = arith::ExtUIOp::create(b, l, b.getI64Type(), valid);
         linalg::YieldOp::create(b, l, ValueRange{masked, flag});
@@ -254,16 +259,16 @@ SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
   if (op.getReduction() != Reduction::None) {
     loss = sumAll(rewriter, loc, tokenLoss);
     if (op.getReduction() == Reduction::Mean)
-      loss = divideByCount(rewriter, loc, loss, shared.count, floatType);
+      loss = divideByCount(rewriter, loc, loss, shared.count, types.compute);
   }
-  if (resultType != floatType) {
+  if (types.result != types.compute) {
     auto round = [&](OpBuilder &b, Location l, ValueRange args) {
-      return SmallVector<Value>{convertScalar(b, l, args[0], resultType)};
+      return SmallVector<Value>{convertScalar(b, l, args[0], types.result)};
     };
     loss = op.getReduction() == Reduction::None
                ? elementwise(rewriter, loc, {n}, ValueRange{loss}, {},
-                             TypeRange{resultType}, round)[0]
-               : mapScalars(rewriter, loc, ValueRange{loss}, resultType,
+                             TypeRange{types.result}, round)[0]
+               : mapScalars(rewriter, loc, ValueRange{loss}, types.result,
                             [&](OpBuilder &b, Location l, ValueRange args) {
                               return round(b, l, args)[0];
                             });
@@ -290,9 +295,8 @@ struct CrossEntropyToLinalg : OpRewritePattern<CrossEntropyOp> {
     if (!cast<ShapedType>(op.getLogits().getType()).hasStaticShape() ||
         !cast<ShapedType>(op.getLabels().getType()).hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
-    CrossEntropyShared shared;
-    std::tie(shared.rowMax, shared.sumExp) =
-        rowStatistics(rewriter, op.getLoc(), op.getLogits());
+    CrossEntropyShared shared =
+        statisticsOf(rewriter, op.getLoc(), op.getLogits());
     rewriter.replaceOp(op, buildCrossEntropy(rewriter, op, shared));
     return success();
   }
@@ -317,7 +321,7 @@ bool gradientMayOverwriteLogits(CrossEntropyGradOp op) {
     if (use.getOwner() == op.getOperation())
       continue;
     Operation *user = block->findAncestorOpInBlock(*use.getOwner());
-    if (!user || user == op.getOperation() || !user->isBeforeInBlock(op))
+    if (!user || !user->isBeforeInBlock(op))
       return false;
   }
   return true;
@@ -334,26 +338,23 @@ Value buildCrossEntropyGrad(OpBuilder &rewriter, CrossEntropyGradOp op,
   Location loc = op.getLoc();
   Value logits = op.getLogits();
   Value labels = op.getLabels();
-  // Computed in floatType, rounded to the logits' type.
+  // Computed in types.compute, rounded to the logits' type.
   CrossEntropyTypes types(logits, labels);
-  RankedTensorType logitsType = types.logits;
-  FloatType resultType = types.result, floatType = types.compute;
-  IntegerType labelType = types.label;
   int64_t ignoreIndex = static_cast<int64_t>(op.getIgnoreIndex());
   MLIRContext *ctx = rewriter.getContext();
 
   Value scale = op.getDloss();
   if (op.getReduction() == Reduction::Mean) {
-    if (resultType != floatType)
-      scale = mapScalars(rewriter, loc, ValueRange{scale}, floatType,
+    if (types.result != types.compute)
+      scale = mapScalars(rewriter, loc, ValueRange{scale}, types.compute,
                          [&](OpBuilder &b, Location l, ValueRange args) {
-                           return convertScalar(b, l, args[0], floatType);
+                           return convertScalar(b, l, args[0], types.compute);
                          });
     Value count = shared.count
                       ? shared.count
                       : sumAll(rewriter, loc,
                                validFlags(rewriter, loc, labels, ignoreIndex));
-    scale = divideByCount(rewriter, loc, scale, count, floatType);
+    scale = divideByCount(rewriter, loc, scale, count, types.compute);
   }
 
   AffineMap rows2d = AffineMap::getMultiDimIdentityMap(2, ctx);
@@ -369,12 +370,13 @@ Value buildCrossEntropyGrad(OpBuilder &rewriter, CrossEntropyGradOp op,
     maps.insert(maps.begin(), rows2d);
   }
   maps.push_back(rows2d);
-  Value init = inPlace ? logits
-                       : tensor::EmptyOp::create(
-                             rewriter, loc, logitsType.getShape(), resultType)
-                             .getResult();
+  Value init =
+      inPlace ? logits
+              : tensor::EmptyOp::create(rewriter, loc, types.logits.getShape(),
+                                        types.result)
+                    .getResult();
   return linalg::GenericOp::create(
-             rewriter, loc, TypeRange{logitsType}, inputs, ValueRange{init},
+             rewriter, loc, TypeRange{types.logits}, inputs, ValueRange{init},
              maps,
              ArrayRef<IteratorType>{IteratorType::parallel,
                                     IteratorType::parallel},
@@ -385,27 +387,27 @@ Value buildCrossEntropyGrad(OpBuilder &rewriter, CrossEntropyGradOp op,
                ValueRange rest = inPlace ? args : args.drop_front();
                Value label = rest[0];
                Value ignore = arith::ConstantOp::create(
-                   b, l, b.getIntegerAttr(labelType, ignoreIndex));
+                   b, l, b.getIntegerAttr(types.label, ignoreIndex));
                Value valid = arith::CmpIOp::create(
                    b, l, arith::CmpIPredicate::ne, label, ignore);
                Value shifted = arith::SubFOp::create(
-                   b, l, convertScalar(b, l, logit, floatType), rest[1]);
+                   b, l, convertScalar(b, l, logit, types.compute), rest[1]);
                Value p = arith::DivFOp::create(
                    b, l, math::ExpOp::create(b, l, shifted), rest[2]);
                Value column =
-                   labelColumn(b, l, label, valid, logitsType.getDimSize(1));
+                   labelColumn(b, l, label, valid, types.logits.getDimSize(1));
                Value j = linalg::IndexOp::create(b, l, 1);
                Value hit = arith::CmpIOp::create(b, l, arith::CmpIPredicate::eq,
                                                  column, j);
-               Value one = floatConstant(b, l, floatType, 1.0);
-               Value zero = floatConstant(b, l, floatType, 0.0);
+               Value one = floatConstant(b, l, types.compute, 1.0);
+               Value zero = floatConstant(b, l, types.compute, 0.0);
                Value target = arith::SelectOp::create(b, l, hit, one, zero);
                Value g = arith::MulFOp::create(
                    b, l, arith::SubFOp::create(b, l, p, target),
-                   convertScalar(b, l, rest[3], floatType));
+                   convertScalar(b, l, rest[3], types.compute));
                Value masked = arith::SelectOp::create(b, l, valid, g, zero);
                linalg::YieldOp::create(
-                   b, l, ValueRange{convertScalar(b, l, masked, resultType)});
+                   b, l, ValueRange{convertScalar(b, l, masked, types.result)});
              })
       .getResult(0);
 }
@@ -417,10 +419,10 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
                                 PatternRewriter &rewriter) const override {
     if (!cast<ShapedType>(op.getLogits().getType()).hasStaticShape())
       return rewriter.notifyMatchFailure(op, "dynamic shapes not supported");
-    CrossEntropyShared shared;
-    std::tie(shared.rowMax, shared.sumExp) =
-        rowStatistics(rewriter, op.getLoc(), op.getLogits());
-    rewriter.replaceOp(op, buildCrossEntropyGrad(rewriter, op, shared));
+    rewriter.replaceOp(
+        op,
+        buildCrossEntropyGrad(
+            rewriter, op, statisticsOf(rewriter, op.getLoc(), op.getLogits())));
     return success();
   }
 };
@@ -613,9 +615,8 @@ void ga::lowerPairedCrossEntropies(Operation *root) {
     if (!forward)
       continue;
     OpBuilder b(forward);
-    CrossEntropyShared shared;
-    std::tie(shared.rowMax, shared.sumExp) =
-        rowStatistics(b, forward.getLoc(), forward.getLogits());
+    CrossEntropyShared shared =
+        statisticsOf(b, forward.getLoc(), forward.getLogits());
     SmallVector<Value> results = buildCrossEntropy(b, forward, shared);
     forward->replaceAllUsesWith(results);
     forward->erase();
