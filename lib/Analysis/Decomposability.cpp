@@ -179,248 +179,295 @@ bool ga::isAdditiveReduction(linalg::LinalgOp op, unsigned j) {
   return def->getOperand(0) == out || def->getOperand(1) == out;
 }
 
+static BatchClass perExample(int64_t dim, bool paramDependent = false) {
+  BatchClass c;
+  c.kind = BatchClass::PerExample;
+  c.batchDim = dim;
+  c.paramDependent = paramDependent;
+  return c;
+}
+
+static BatchClass batchSum(bool paramDependent = false) {
+  BatchClass c;
+  c.kind = BatchClass::BatchSum;
+  c.paramDependent = paramDependent;
+  return c;
+}
+
+void Decomposability::setAll(Operation *op, BatchClass c, bool dep) {
+  c.paramDependent = c.paramDependent || dep;
+  for (Value r : op->getResults())
+    classes[r] = c;
+}
+
 void Decomposability::visit(Operation *op) {
-  bool dep = llvm::any_of(op->getOperands(),
-                          [&](Value v) { return get(v).paramDependent; });
-  if (auto checkpoint = dyn_cast<CheckpointOp>(op)) {
-    Block &body = checkpoint.getBody().front();
-    for (auto [arg, operand] :
-         llvm::zip(body.getArguments(), checkpoint.getInputs()))
-      classes[arg] = get(operand);
-    visitBlock(body);
-    for (auto [result, yielded] :
-         llvm::zip(op->getResults(), body.getTerminator()->getOperands()))
-      classes[result] = get(yielded);
-    return;
+  if (auto checkpoint = dyn_cast<CheckpointOp>(op))
+    return visitCheckpoint(checkpoint);
+  bool dep = false, anyPerExample = false, anySum = false;
+  for (Value v : op->getOperands()) {
+    BatchClass c = get(v);
+    if (c.kind == BatchClass::Mixed)
+      return setMixed(op, "");
+    dep |= c.paramDependent;
+    anyPerExample |= c.kind == BatchClass::PerExample;
+    anySum |= c.kind == BatchClass::BatchSum;
   }
-
-  SmallVector<BatchClass> in;
-  for (Value v : op->getOperands())
-    in.push_back(get(v));
-  if (llvm::any_of(
-          in, [](const BatchClass &c) { return c.kind == BatchClass::Mixed; }))
-    return setMixed(op, "");
-  auto setAll = [&](BatchClass c) {
-    c.paramDependent = c.paramDependent || dep;
-    for (Value r : op->getResults())
-      classes[r] = c;
-  };
-  auto perExample = [](int64_t dim) {
-    BatchClass c;
-    c.kind = BatchClass::PerExample;
-    c.batchDim = dim;
-    return c;
-  };
-  auto batchSum = [] {
-    BatchClass c;
-    c.kind = BatchClass::BatchSum;
-    return c;
-  };
-  bool anyPerExample = llvm::any_of(
-      in, [](const BatchClass &c) { return c.kind == BatchClass::PerExample; });
-  bool anySum = llvm::any_of(
-      in, [](const BatchClass &c) { return c.kind == BatchClass::BatchSum; });
-
-  if (auto ce = dyn_cast<CrossEntropyOp>(op)) {
-    BatchClass logits = get(ce.getLogits()), labels = get(ce.getLabels());
-    for (const BatchClass &c : {logits, labels})
-      if (c.kind == BatchClass::BatchSum ||
-          (c.kind == BatchClass::PerExample && c.batchDim != 0))
-        return setMixed(op, "its rows are not the examples of the batch");
-    // Row i of the logits goes with label i: either both carry the batch or
-    // neither does.
-    if ((logits.kind == BatchClass::PerExample) !=
-        (labels.kind == BatchClass::PerExample))
-      return setMixed(
-          op, std::string("pairs ") +
-                  (labels.kind == BatchClass::PerExample
-                       ? "the batch's labels with logits that do not come "
-                         "from the batch"
-                       : "the batch's logits with labels that do not come "
-                         "from the batch") +
-                  ": a micro-batch would take only some of the labels' rows "
-                  "but all of the logits' rows (or the reverse)");
-    if (ce.getReduction() == Reduction::Mean && !meansAreSums &&
-        (logits.kind == BatchClass::PerExample))
-      return setMixed(
-          op, "is a mean over the batch's tokens (reduction = mean): the "
-              "micro-batch means do not add up to it; train-normalize-loss "
-              "rewrites it into a sum divided by the global count of valid "
-              "labels (train-split-batch does so itself)");
-    if (ce.getReduction() == Reduction::None)
-      setAll(logits.kind == BatchClass::PerExample ? perExample(0)
-                                                   : BatchClass());
-    else
-      setAll(logits.kind == BatchClass::PerExample ? batchSum() : BatchClass());
-    if (ce.getCount() && logits.kind == BatchClass::PerExample) {
-      BatchClass count = batchSum();
-      count.paramDependent = false;
-      classes[ce.getCount()] = count;
-    }
+  if (auto ce = dyn_cast<CrossEntropyOp>(op))
+    return visitCrossEntropy(ce, dep);
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
+    return visitLinalg(linalgOp, dep, anySum);
+  if (visitShapeOp(op, dep, anyPerExample))
     return;
-  }
+  if (op->getNumOperands() == 0 || (!anyPerExample && !anySum))
+    return setAll(op, BatchClass(), dep);
+  setMixed(op, "'" + op->getName().getStringRef().str() +
+                   "' on batch values is not understood by the "
+                   "decomposability analysis");
+}
 
-  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
-    for (Value v : capturedValues(op))
-      if (get(v).kind == BatchClass::PerExample ||
-          get(v).kind == BatchClass::BatchSum)
-        return setMixed(op, "reads a batch value through its body (for "
-                            "example tensor.extract): the analysis cannot "
-                            "tell which examples it combines");
-    std::optional<unsigned> batchLoop;
-    for (OpOperand &operand : op->getOpOperands()) {
-      BatchClass c = get(operand.get());
-      if (c.kind != BatchClass::PerExample)
-        continue;
-      AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
-      auto dim = dyn_cast<AffineDimExpr>(map.getResult(c.batchDim));
-      if (!dim)
-        return setMixed(op, "reads the batch dimension through a "
-                            "non-trivial index expression");
-      if (batchLoop && *batchLoop != dim.getPosition())
-        return setMixed(op, "combines different examples: the batch "
-                            "dimensions of its operands meet different loops");
-      batchLoop = dim.getPosition();
-    }
-    if (batchLoop) {
-      bool readsIndex = false;
-      op->walk([&](linalg::IndexOp index) {
-        readsIndex |= index.getDim() == *batchLoop;
-      });
-      if (readsIndex)
-        return setMixed(op, "reads the position within the batch "
-                            "(linalg.index of the batch loop): a "
-                            "micro-batch sees other positions");
-      for (OpOperand &operand : op->getOpOperands()) {
-        BatchClass c = get(operand.get());
-        if (c.kind == BatchClass::BatchSum && c.paramDependent)
-          return setMixed(op, "feeds a batch statistic that depends on the "
-                              "parameters into per-example values (like "
-                              "batch normalization): a split would compute "
-                              "the statistic per micro-batch");
-      }
-      bool parallel = linalgOp.getIteratorTypesArray()[*batchLoop] ==
-                      utils::IteratorType::parallel;
-      for (auto [j, result] : llvm::enumerate(op->getResults())) {
-        AffineMap map =
-            linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(j));
-        if (parallel) {
-          std::optional<unsigned> pos = map.getResultPosition(
-              getAffineDimExpr(*batchLoop, op->getContext()));
-          if (!pos)
-            return setMixed(op, "drops the batch dimension without summing "
-                                "over it");
-          BatchClass c = perExample(*pos);
-          c.paramDependent = dep;
-          classes[result] = c;
-        } else {
-          if (!isAdditiveReduction(linalgOp, j))
-            return setMixed(
-                op, "reduces over the batch dimension with something other "
-                    "than a sum (a maximum, a softmax across the batch, ...): "
-                    "the micro-batch results do not add up to it");
-          BatchClass c = batchSum();
-          c.paramDependent = dep;
-          classes[result] = c;
-        }
-      }
-      return;
-    }
-    if (anySum) {
-      llvm::SmallDenseSet<Value> sumArgs, accumulators;
-      Block *body = linalgOp.getBlock();
-      for (OpOperand *operand : linalgOp.getDpsInputOperands()) {
-        BatchClass c = get(operand->get());
-        if (c.kind == BatchClass::BatchSum && c.paramDependent)
-          sumArgs.insert(body->getArgument(operand->getOperandNumber()));
-      }
-      for (unsigned j = 0; j < linalgOp.getNumDpsInits(); ++j) {
-        BlockArgument out = body->getArgument(linalgOp.getNumDpsInputs() + j);
-        BatchClass c = get(linalgOp.getDpsInits()[j]);
-        if (c.kind == BatchClass::BatchSum && c.paramDependent)
-          sumArgs.insert(out);
-        else if (linalgOp.getNumReductionLoops() > 0 &&
-                 isAdditiveReduction(linalgOp, j))
-          accumulators.insert(out);
-      }
-      std::string why;
-      if (!sumArgs.empty() && bodyLinearity(linalgOp, sumArgs, accumulators,
-                                            why) == Linearity::Other)
-        return setMixed(op, why);
-      setAll(batchSum());
-      return;
-    }
-    setAll(BatchClass());
-    return;
-  }
+/// A checkpoint's body is classified in place: its arguments are its
+/// inputs and its results what its body yields.
+void Decomposability::visitCheckpoint(CheckpointOp checkpoint) {
+  Block &body = checkpoint.getBody().front();
+  for (auto [arg, operand] :
+       llvm::zip(body.getArguments(), checkpoint.getInputs()))
+    classes[arg] = get(operand);
+  visitBlock(body);
+  for (auto [result, yielded] :
+       llvm::zip(checkpoint->getResults(), body.getTerminator()->getOperands()))
+    classes[result] = get(yielded);
+}
 
+/// A loss over the batch's rows is a batch-sum, unless it mixes the batch
+/// with rows from elsewhere or is a mean.
+void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
+  BatchClass logits = get(ce.getLogits()), labels = get(ce.getLabels());
+  for (const BatchClass &c : {logits, labels})
+    if (c.kind == BatchClass::BatchSum ||
+        (c.kind == BatchClass::PerExample && c.batchDim != 0))
+      return setMixed(ce, "its rows are not the examples of the batch");
+  // Row i of the logits goes with label i: either both carry the batch or
+  // neither does.
+  if ((logits.kind == BatchClass::PerExample) !=
+      (labels.kind == BatchClass::PerExample))
+    return setMixed(
+        ce, std::string("pairs ") +
+                (labels.kind == BatchClass::PerExample
+                     ? "the batch's labels with logits that do not come "
+                       "from the batch"
+                     : "the batch's logits with labels that do not come "
+                       "from the batch") +
+                ": a micro-batch would take only some of the labels' rows "
+                "but all of the logits' rows (or the reverse)");
+  bool overBatch = logits.kind == BatchClass::PerExample;
+  if (ce.getReduction() == Reduction::Mean && !meansAreSums && overBatch)
+    return setMixed(
+        ce, "is a mean over the batch's tokens (reduction = mean): the "
+            "micro-batch means do not add up to it; train-normalize-loss "
+            "rewrites it into a sum divided by the global count of valid "
+            "labels (train-split-batch does so itself)");
+  if (ce.getReduction() == Reduction::None)
+    setAll(ce, overBatch ? perExample(0) : BatchClass(), dep);
+  else
+    setAll(ce, overBatch ? batchSum() : BatchClass(), dep);
+  // The count depends on the labels alone.
+  if (ce.getCount() && overBatch)
+    classes[ce.getCount()] = batchSum();
+}
+
+/// A structured op: per-example along the loop that meets the batch
+/// dimensions of its operands, a batch-sum where it sums over that loop or
+/// is linear in the batch-sums it reads, batch-invariant otherwise.
+void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
+                                  bool anySum) {
+  Operation *op = linalgOp;
+  for (Value v : capturedValues(op))
+    if (get(v).kind == BatchClass::PerExample ||
+        get(v).kind == BatchClass::BatchSum)
+      return setMixed(op, "reads a batch value through its body (for "
+                          "example tensor.extract): the analysis cannot "
+                          "tell which examples it combines");
+  std::optional<unsigned> batchLoop;
+  for (OpOperand &operand : op->getOpOperands()) {
+    BatchClass c = get(operand.get());
+    if (c.kind != BatchClass::PerExample)
+      continue;
+    AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+    auto dim = dyn_cast<AffineDimExpr>(map.getResult(c.batchDim));
+    if (!dim)
+      return setMixed(op, "reads the batch dimension through a "
+                          "non-trivial index expression");
+    if (batchLoop && *batchLoop != dim.getPosition())
+      return setMixed(op, "combines different examples: the batch "
+                          "dimensions of its operands meet different loops");
+    batchLoop = dim.getPosition();
+  }
+  if (batchLoop)
+    return visitBatchLoop(linalgOp, *batchLoop, dep);
+  if (anySum)
+    return visitBatchSumInputs(linalgOp, dep);
+  setAll(op, BatchClass(), dep);
+}
+
+/// A structured op whose loop `batchLoop` runs over the batch's examples.
+void Decomposability::visitBatchLoop(linalg::LinalgOp linalgOp,
+                                     unsigned batchLoop, bool dep) {
+  Operation *op = linalgOp;
+  bool readsIndex = false;
+  op->walk([&](linalg::IndexOp index) {
+    readsIndex |= index.getDim() == batchLoop;
+  });
+  if (readsIndex)
+    return setMixed(op, "reads the position within the batch "
+                        "(linalg.index of the batch loop): a "
+                        "micro-batch sees other positions");
+  for (OpOperand &operand : op->getOpOperands()) {
+    BatchClass c = get(operand.get());
+    if (c.kind == BatchClass::BatchSum && c.paramDependent)
+      return setMixed(op, "feeds a batch statistic that depends on the "
+                          "parameters into per-example values (like "
+                          "batch normalization): a split would compute "
+                          "the statistic per micro-batch");
+  }
+  bool parallel = linalgOp.getIteratorTypesArray()[batchLoop] ==
+                  utils::IteratorType::parallel;
+  for (auto [j, result] : llvm::enumerate(op->getResults())) {
+    if (!parallel) {
+      if (!isAdditiveReduction(linalgOp, j))
+        return setMixed(
+            op, "reduces over the batch dimension with something other "
+                "than a sum (a maximum, a softmax across the batch, ...): "
+                "the micro-batch results do not add up to it");
+      classes[result] = batchSum(dep);
+      continue;
+    }
+    AffineMap map =
+        linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(j));
+    std::optional<unsigned> pos =
+        map.getResultPosition(getAffineDimExpr(batchLoop, op->getContext()));
+    if (!pos)
+      return setMixed(op, "drops the batch dimension without summing "
+                          "over it");
+    classes[result] = perExample(*pos, dep);
+  }
+}
+
+/// A structured op without a batch loop that reads batch-sums: a batch-sum
+/// when it is linear in the parameter-dependent ones (scaling a sum by a
+/// global count, adding two sums).
+void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
+  llvm::SmallDenseSet<Value> sumArgs, accumulators;
+  Block *body = linalgOp.getBlock();
+  for (OpOperand *operand : linalgOp.getDpsInputOperands()) {
+    BatchClass c = get(operand->get());
+    if (c.kind == BatchClass::BatchSum && c.paramDependent)
+      sumArgs.insert(body->getArgument(operand->getOperandNumber()));
+  }
+  for (unsigned j = 0; j < linalgOp.getNumDpsInits(); ++j) {
+    BlockArgument out = body->getArgument(linalgOp.getNumDpsInputs() + j);
+    BatchClass c = get(linalgOp.getDpsInits()[j]);
+    if (c.kind == BatchClass::BatchSum && c.paramDependent)
+      sumArgs.insert(out);
+    else if (linalgOp.getNumReductionLoops() > 0 &&
+             isAdditiveReduction(linalgOp, j))
+      accumulators.insert(out);
+  }
+  std::string why;
+  if (!sumArgs.empty() &&
+      bodyLinearity(linalgOp, sumArgs, accumulators, why) == Linearity::Other)
+    return setMixed(linalgOp, why);
+  setAll(linalgOp, batchSum(), dep);
+}
+
+/// Slices and reshapes move the batch dimension or keep it whole; false
+/// when `op` is none of them.
+bool Decomposability::visitShapeOp(Operation *op, bool dep,
+                                   bool anyPerExample) {
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    BatchClass src = in[0];
-    if (src.kind != BatchClass::PerExample)
-      return setAll(src);
+    BatchClass src = get(slice.getSource());
+    if (src.kind != BatchClass::PerExample) {
+      setAll(op, src, dep);
+      return true;
+    }
     auto srcType = slice.getSourceType();
     int64_t d = src.batchDim;
     if (slice.getStaticOffsets()[d] != 0 || slice.getStaticStrides()[d] != 1 ||
-        slice.getStaticSizes()[d] != srcType.getDimSize(d))
-      return setMixed(op, "takes only part of the batch dimension: a "
-                          "micro-batch would take a different part");
+        slice.getStaticSizes()[d] != srcType.getDimSize(d)) {
+      setMixed(op, "takes only part of the batch dimension: a "
+                   "micro-batch would take a different part");
+      return true;
+    }
     // Rank reduction drops unit dimensions before the batch dimension.
     llvm::SmallBitVector dropped = slice.getDroppedDims();
     int64_t newDim = d;
     for (int64_t i = 0; i < d; ++i)
       newDim -= dropped.test(i);
-    return setAll(perExample(newDim));
+    setAll(op, perExample(newDim), dep);
+    return true;
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
-    BatchClass src = in[0], dest = in[1];
+    BatchClass src = get(insert.getSource()), dest = get(insert.getDest());
     if (src.kind == BatchClass::BatchSum || dest.kind == BatchClass::BatchSum) {
       if (src.kind == BatchClass::PerExample ||
           dest.kind == BatchClass::PerExample)
-        return setMixed(op, "mixes a batch-sum with per-example values");
-      return setAll(batchSum());
+        setMixed(op, "mixes a batch-sum with per-example values");
+      else
+        setAll(op, batchSum(), dep);
+      return true;
     }
-    if (!anyPerExample)
-      return setAll(BatchClass());
-    if (dest.kind != BatchClass::PerExample)
-      return setMixed(op, "writes per-example values into a tensor without "
-                          "a batch dimension");
+    if (!anyPerExample) {
+      setAll(op, BatchClass(), dep);
+      return true;
+    }
+    if (dest.kind != BatchClass::PerExample) {
+      setMixed(op, "writes per-example values into a tensor without "
+                   "a batch dimension");
+      return true;
+    }
     int64_t d = dest.batchDim;
     if (insert.getStaticOffsets()[d] != 0 ||
         insert.getStaticSizes()[d] != insert.getDestType().getDimSize(d))
-      return setMixed(op, "writes only part of the batch dimension");
-    return setAll(perExample(d));
+      setMixed(op, "writes only part of the batch dimension");
+    else
+      setAll(op, perExample(d), dep);
+    return true;
   }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
-    BatchClass src = in[0];
-    if (src.kind != BatchClass::PerExample)
-      return setAll(src);
+    BatchClass src = get(collapse.getSrc());
+    if (src.kind != BatchClass::PerExample) {
+      setAll(op, src, dep);
+      return true;
+    }
     for (auto [g, group] :
          llvm::enumerate(collapse.getReassociationIndices())) {
       if (!llvm::is_contained(group, src.batchDim))
         continue;
       if (group.front() != src.batchDim)
-        return setMixed(op, "merges the batch dimension into an outer "
-                            "dimension: examples would interleave");
-      return setAll(perExample(g));
+        setMixed(op, "merges the batch dimension into an outer "
+                     "dimension: examples would interleave");
+      else
+        setAll(op, perExample(g), dep);
+      return true;
     }
+    return false;
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
-    BatchClass src = in[0];
-    if (src.kind != BatchClass::PerExample)
-      return setAll(src);
+    BatchClass src = get(expand.getSrc());
+    if (src.kind != BatchClass::PerExample) {
+      setAll(op, src, dep);
+      return true;
+    }
     auto group = expand.getReassociationIndices()[src.batchDim];
     int64_t first = group.front();
     if (batchSize == 0 ||
         expand.getResultType().getDimSize(first) % batchSize != 0)
-      return setMixed(op, "splits the batch dimension so that its outer "
-                          "part no longer holds whole examples");
-    return setAll(perExample(first));
+      setMixed(op, "splits the batch dimension so that its outer "
+                   "part no longer holds whole examples");
+    else
+      setAll(op, perExample(first), dep);
+    return true;
   }
-  if (op->getNumOperands() == 0 || (!anyPerExample && !anySum))
-    return setAll(BatchClass());
-  setMixed(op, "'" + op->getName().getStringRef().str() +
-                   "' on batch values is not understood by the "
-                   "decomposability analysis");
+  return false;
 }
 
 MixedReason Decomposability::findSplitProblem() const {

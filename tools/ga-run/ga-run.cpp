@@ -245,42 +245,44 @@ int fail(const Twine &message) {
   return 1;
 }
 
-} // namespace
-
-int main(int argc, char **argv) {
-  InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(gaRunCategory);
-  cl::ParseCommandLineOptions(argc, argv, kOverview);
+/// The command line's values outside their ranges, or an empty string.
+std::string checkOptions() {
   if (repeat < 1)
-    return fail("--repeat must be at least 1, got " + Twine(repeat.getValue()));
+    return ("--repeat must be at least 1, got " + Twine(repeat.getValue()))
+        .str();
   if (optLevel < 0 || optLevel > 3)
-    return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
+    return ("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue())).str();
   if (threadCount < 0)
-    return fail("--num-threads must be at least 1 (or 0: the default), got " +
-                Twine(threadCount.getValue()));
-  bool cuda = target == "cuda";
-  if (!cuda && target != "cpu")
-    return fail("--target must be cpu or cuda, got '" + target + "'");
+    return ("--num-threads must be at least 1 (or 0: the default), got " +
+            Twine(threadCount.getValue()))
+        .str();
+  if (target != "cuda" && target != "cpu")
+    return "--target must be cpu or cuda, got '" + target + "'";
+  return "";
+}
 
-  std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
-  MLIRContext &context = *contextOwner;
-  std::string loadError;
-  std::unique_ptr<ga::StepModule> step =
-      ga::loadStepModule(context, inputFile, entryName, loadError);
-  if (!step)
-    return loadError.empty() ? 1 : fail(loadError);
-  OwningOpRef<ModuleOp> &module = step->module;
-  Operation *entry = step->entry;
-  std::string name = step->name;
-
-  // Compile.
-  auto compileStart = Clock::now();
-  double pipelineMs = 0;
+/// What the pipeline stage leaves besides the lowered module.
+struct PipelineResult {
+  double ms = 0;
+  /// The memory model's prediction (with --report-memory on the CPU).
   std::optional<ga::BufferMemoryProfile> model;
+  /// Why there is no prediction.
   std::string modelError;
-  if (cuda && !isa<func::FuncOp>(entry))
-    return fail("--target=cuda compiles high-level IR (a func.func); @" + name +
-                " is already lowered");
+};
+
+/// Runs ga-pipeline on high-level IR (nothing on IR that is lowered
+/// already); on the CPU in two stages, so that the memory model reads the
+/// buffers in between. An empty string on success.
+std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
+                        PipelineResult &result) {
+  auto start = Clock::now();
+  ModuleOp module = *step.module;
+  if (!isa<func::FuncOp>(step.entry)) {
+    if (cuda)
+      return "--target=cuda compiles high-level IR (a func.func); @" +
+             step.name + " is already lowered";
+    return "";
+  }
   // The pipeline options both targets take from the command line.
   ga::GaPipelineOptions options;
   options.naive = naive;
@@ -290,52 +292,245 @@ int main(int argc, char **argv) {
   options.microbatches = microbatchesOption;
   std::string errors;
   raw_string_ostream os(errors);
+  std::string compileFailed =
+      "compiling '" + inputFile + "' failed (see above)";
   if (cuda) {
     PassManager pm(&context);
     options.target = "cuda";
     options.chip = chip;
     if (failed(ga::buildCPUPipeline(pm, os, options)))
-      return fail("cannot build the CUDA pipeline: " + errors);
+      return "cannot build the CUDA pipeline: " + errors;
     if (timePasses)
       pm.enableTiming();
-    if (failed(pm.run(*module)))
-      return fail("compiling '" + inputFile + "' failed (see above)");
-    pipelineMs = msSince(compileStart);
-    modelError = "the memory model is the CPU pipeline's";
-  } else if (isa<func::FuncOp>(entry)) {
-    // In two stages: the memory model reads the buffers in between.
-    PassManager buffers(&context), lowering(&context);
-    options.vectorize = vectorize;
-    options.outline = outline;
-    options.parallel = parallel;
-    options.buffersOnly = true;
-    if (failed(ga::buildCPUPipeline(buffers, os, options)))
-      return fail("cannot build the CPU pipeline: " + errors);
-    ga::addCPULoweringFromBuffers(lowering, options);
-    if (timePasses) {
-      buffers.enableTiming();
-      lowering.enableTiming();
-    }
-    if (failed(buffers.run(*module)))
-      return fail("compiling '" + inputFile + "' failed (see above)");
-    if (reportMemory) {
-      auto function = module->lookupSymbol<func::FuncOp>(name);
-      // The model's refusal is a note, not a failure of the run.
-      ScopedDiagnosticHandler keep(&context, [&](Diagnostic &diagnostic) {
-        modelError = diagnostic.str();
-        return success();
-      });
-      if (function)
-        if (FailureOr<ga::BufferMemoryProfile> profile =
-                ga::simulateBufferMemory(function);
-            succeeded(profile))
-          model = *profile;
-    }
-    if (failed(lowering.run(*module)))
-      return fail("compiling '" + inputFile + "' failed (see above)");
-    pipelineMs = msSince(compileStart);
+    if (failed(pm.run(module)))
+      return compileFailed;
+    result.ms = msSince(start);
+    result.modelError = "the memory model is the CPU pipeline's";
+    return "";
   }
-  auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
+  PassManager buffers(&context), lowering(&context);
+  options.vectorize = vectorize;
+  options.outline = outline;
+  options.parallel = parallel;
+  options.buffersOnly = true;
+  if (failed(ga::buildCPUPipeline(buffers, os, options)))
+    return "cannot build the CPU pipeline: " + errors;
+  ga::addCPULoweringFromBuffers(lowering, options);
+  if (timePasses) {
+    buffers.enableTiming();
+    lowering.enableTiming();
+  }
+  if (failed(buffers.run(module)))
+    return compileFailed;
+  if (reportMemory) {
+    auto function = module.lookupSymbol<func::FuncOp>(step.name);
+    // The model's refusal is a note, not a failure of the run.
+    ScopedDiagnosticHandler keep(&context, [&](Diagnostic &diagnostic) {
+      result.modelError = diagnostic.str();
+      return success();
+    });
+    if (function)
+      if (FailureOr<ga::BufferMemoryProfile> profile =
+              ga::simulateBufferMemory(function);
+          succeeded(profile))
+        result.model = *profile;
+  }
+  if (failed(lowering.run(module)))
+    return compileFailed;
+  result.ms = msSince(start);
+  return "";
+}
+
+/// The entry points of libga_cuda_runtime that ga-run calls itself (the
+/// step's code calls the others): the step's entry and exit, the device's
+/// name and its memory statistics.
+struct CudaRuntime {
+  using Enter = int32_t (*)(const char *, const void *const *, void *const *,
+                            ga_status *, void **);
+  using Leave = int32_t (*)(const char *, const int64_t *, void *const *,
+                            void *const *, ga_status *);
+  using Name = const char *(*)(const char **);
+  using Stats = void (*)(ga_memory *);
+  Enter enter = nullptr;
+  Leave leave = nullptr;
+  Name name = nullptr;
+  Stats stats = nullptr;
+};
+
+/// Loads the CUDA runtime and checks that a device is there.
+std::string loadCudaRuntime(const std::string &stepName, CudaRuntime &cuda) {
+  void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    return (Twine("cannot load the CUDA runtime ") + GA_CUDA_RUNTIME_LIBRARY +
+            ": " + dlerror())
+        .str();
+  cuda.enter =
+      reinterpret_cast<CudaRuntime::Enter>(dlsym(handle, "ga_cuda_step_enter"));
+  cuda.leave =
+      reinterpret_cast<CudaRuntime::Leave>(dlsym(handle, "ga_cuda_step_leave"));
+  cuda.name =
+      reinterpret_cast<CudaRuntime::Name>(dlsym(handle, "ga_cuda_device_name"));
+  cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
+      dlsym(handle, "ga_cuda_memory_stats"));
+  if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
+    return (Twine(GA_CUDA_RUNTIME_LIBRARY) +
+            " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
+            "ga_cuda_device_name or ga_cuda_memory_stats")
+        .str();
+  const char *reason = nullptr;
+  if (!cuda.name(&reason))
+    return "@" + stepName +
+           " runs on a CUDA device: " + (reason ? reason : "no CUDA device");
+  return "";
+}
+
+/// The JIT stage's times.
+struct JitTimes {
+  double optimizeMs = 0, codegenMs = 0, totalMs = 0;
+};
+
+/// JIT-compiles the lowered module against libga_runtime (collectives, the
+/// error path, memrefCopy: the one that step libraries link, and that ga-run
+/// itself links, so the JIT-compiled code shares its state), the OpenMP
+/// runtime of the parallel loops and, for a CUDA step, libga_cuda_runtime;
+/// materializes the code so that the first run is not charged for it.
+Expected<std::unique_ptr<ExecutionEngine>> jitCompile(ModuleOp module,
+                                                      const std::string &name,
+                                                      bool cuda,
+                                                      JitTimes &times) {
+  llvm::InitializeNativeTarget();
+  llvm::InitializeNativeTargetAsmPrinter();
+  auto start = Clock::now();
+  ExecutionEngineOptions engineOptions;
+  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
+  engineOptions.transformer = transformer;
+  SmallVector<llvm::StringRef> runtimeLibs = {GA_RUNTIME_LIBRARY,
+                                              GA_OPENMP_RUNTIME};
+  if (cuda)
+    runtimeLibs.push_back(GA_CUDA_RUNTIME_LIBRARY);
+  engineOptions.sharedLibPaths = runtimeLibs;
+  auto engine = ExecutionEngine::create(module, engineOptions);
+  if (!engine)
+    return engine.takeError();
+  times.optimizeMs = msSince(start);
+  if (auto fn = (*engine)->lookupPacked(name); !fn)
+    return fn.takeError();
+  times.totalMs = msSince(start);
+  times.codegenMs = times.totalMs - times.optimizeMs;
+  return std::move(*engine);
+}
+
+/// The step's arguments, results and runtime entry points, for the runs.
+struct StepRuns {
+  const std::string &name;
+  const ga::StepSignature &signature;
+  const std::string &signatureText;
+  const std::vector<ga::NpyArray> &arrays;
+  /// Null for a CPU step.
+  const CudaRuntime *cuda;
+  bool reporter;
+  double totalMs = 0, minMs = 0;
+};
+
+/// Runs the step --repeat times through the runtime's step entry and exit
+/// (a CPU run times the step alone; a CUDA run its copies in and out too).
+/// Returns an exit status when a run fails, nothing when all succeed.
+std::optional<int> runSteps(ExecutionEngine &engine, StepRuns &runs,
+                            ga::PackedStepCall &call,
+                            std::vector<const void *> &inputPointers,
+                            std::vector<void *> &outputPointers) {
+  const char *signature = runs.signatureText.c_str();
+  std::vector<void *> deviceInputs(runs.arrays.size(), nullptr);
+  ga_status status;
+  for (int r = 0; r < repeat; ++r) {
+    if (!runs.cuda && ga_step_enter(signature, inputPointers.data(),
+                                    outputPointers.data(), &status) != GA_OK)
+      return fail(status.message);
+    auto runStart = Clock::now();
+    if (runs.cuda) {
+      // The descriptors point at the device copies of the inputs.
+      if (runs.cuda->enter(signature, inputPointers.data(),
+                           outputPointers.data(), &status,
+                           deviceInputs.data()) != GA_OK)
+        return fail(status.message);
+      for (auto [i, pointer] : llvm::enumerate(deviceInputs))
+        call.rebase(i, pointer);
+    }
+    if (Error err = engine.invokePacked(runs.name, call.arguments()))
+      return fail("running @" + runs.name +
+                  " failed: " + llvm::toString(std::move(err)));
+    double ms = msSince(runStart);
+    // A step that reported a runtime error has no valid result.
+    int32_t left =
+        runs.cuda
+            ? runs.cuda->leave(signature, call.results(), deviceInputs.data(),
+                               outputPointers.data(), &status)
+            : ga_step_leave(signature, call.results(), inputPointers.data(),
+                            outputPointers.data(), &status);
+    // A CUDA run waits for the device when it copies the results back.
+    if (runs.cuda)
+      ms = msSince(runStart);
+    if (left != GA_OK) {
+      if (!runs.reporter)
+        return 1;
+      return fail(ga::stepFailure(runs.signature, status,
+                                  std::vector<std::string>(inputArrays)));
+    }
+    runs.totalMs += ms;
+    runs.minMs = r ? std::min(runs.minMs, ms) : ms;
+  }
+  return std::nullopt;
+}
+
+/// Prints the memory lines of --report-memory: the measured peak with the
+/// arguments, the allocations per run, and the model's prediction.
+void reportMemoryLines(const ga_memory &memory, const StepRuns &runs,
+                       const PipelineResult &pipeline) {
+  int64_t argumentBytes = 0;
+  for (const ga::NpyArray &array : runs.arrays)
+    argumentBytes += static_cast<int64_t>(array.data.size());
+  outs() << "peak_bytes: " << memory.peak_bytes + argumentBytes
+         << " (step buffers " << memory.peak_bytes << " + arguments "
+         << argumentBytes << ")\n";
+  outs() << "allocations: " << memory.allocations / repeat << " per run\n";
+  if (pipeline.model)
+    outs() << "model_peak_bytes: " << pipeline.model->peakBytes + argumentBytes
+           << " (step buffers " << pipeline.model->peakBytes << " + arguments "
+           << argumentBytes
+           << "), model_allocations: " << pipeline.model->allocations << "\n";
+  else
+    outs() << "model_peak_bytes: unavailable ("
+           << (pipeline.modelError.empty() ? "the step was compiled already"
+                                           : pipeline.modelError)
+           << ")\n";
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  InitLLVM y(argc, argv);
+  cl::HideUnrelatedOptions(gaRunCategory);
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+  if (std::string error = checkOptions(); !error.empty())
+    return fail(error);
+  bool cuda = target == "cuda";
+
+  // Load, then compile with the pipeline.
+  std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
+  MLIRContext &context = *contextOwner;
+  std::string loadError;
+  std::unique_ptr<ga::StepModule> step =
+      ga::loadStepModule(context, inputFile, entryName, loadError);
+  if (!step)
+    return loadError.empty() ? 1 : fail(loadError);
+  std::string name = step->name;
+  auto compileStart = Clock::now();
+  PipelineResult pipeline;
+  if (std::string error = runPipeline(context, *step, cuda, pipeline);
+      !error.empty())
+    return fail(error);
+  ModuleOp module = *step->module;
+  auto llvmFunc = module.lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
     return fail("@" + name + " was not lowered to an llvm.func");
   ga::StepSignature signature;
@@ -372,159 +567,59 @@ int main(int argc, char **argv) {
   ga::prepareProcess(threadCount, ranks);
 
   // JIT.
-  llvm::InitializeNativeTarget();
-  llvm::InitializeNativeTargetAsmPrinter();
-  auto jitStart = Clock::now();
-  ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(optLevel, 0, nullptr);
-  engineOptions.transformer = transformer;
-  // libga_runtime (collectives, the error path, memrefCopy: the one that
-  // step libraries link, and that ga-run itself links, so the JIT-compiled
-  // code shares its state) and the OpenMP runtime of the parallel loops.
-  SmallVector<llvm::StringRef> runtimeLibs = {GA_RUNTIME_LIBRARY,
-                                              GA_OPENMP_RUNTIME};
-  // A CUDA step calls libga_cuda_runtime (mgpu*, the GEMMs, the device
-  // allocator); ga-run calls its step entry and exit, and reads its device
-  // name and peak.
-  using CudaEnter = int32_t (*)(const char *, const void *const *,
-                                void *const *, ga_status *, void **);
-  using CudaLeave = int32_t (*)(const char *, const int64_t *, void *const *,
-                                void *const *, ga_status *);
-  using CudaName = const char *(*)(const char **);
-  using CudaStats = void (*)(ga_memory *);
-  CudaEnter cudaEnter = nullptr;
-  CudaLeave cudaLeave = nullptr;
-  CudaName cudaName = nullptr;
-  CudaStats cudaStats = nullptr;
-  if (cuda) {
-    void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-    if (!handle)
-      return fail(Twine("cannot load the CUDA runtime ") +
-                  GA_CUDA_RUNTIME_LIBRARY + ": " + dlerror());
-    cudaEnter =
-        reinterpret_cast<CudaEnter>(dlsym(handle, "ga_cuda_step_enter"));
-    cudaLeave =
-        reinterpret_cast<CudaLeave>(dlsym(handle, "ga_cuda_step_leave"));
-    cudaName = reinterpret_cast<CudaName>(dlsym(handle, "ga_cuda_device_name"));
-    cudaStats =
-        reinterpret_cast<CudaStats>(dlsym(handle, "ga_cuda_memory_stats"));
-    if (!cudaEnter || !cudaLeave || !cudaName || !cudaStats)
-      return fail(Twine(GA_CUDA_RUNTIME_LIBRARY) +
-                  " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
-                  "ga_cuda_device_name or ga_cuda_memory_stats");
-    const char *reason = nullptr;
-    if (!cudaName(&reason))
-      return fail("@" + name + " runs on a CUDA device: " +
-                  (reason ? reason : "no CUDA device"));
-    runtimeLibs.push_back(GA_CUDA_RUNTIME_LIBRARY);
-  }
-  engineOptions.sharedLibPaths = runtimeLibs;
-  auto engine = ExecutionEngine::create(*module, engineOptions);
+  CudaRuntime cudaRuntime;
+  if (cuda)
+    if (std::string error = loadCudaRuntime(name, cudaRuntime); !error.empty())
+      return fail(error);
+  JitTimes jit;
+  auto engine = jitCompile(module, name, cuda, jit);
   if (!engine)
     return fail("JIT compilation failed: " +
                 llvm::toString(engine.takeError()));
-  double optimizeMs = msSince(jitStart);
-  // Materialize the code now, so that the first run is not charged for it.
-  if (auto fn = (*engine)->lookupPacked(name); !fn)
-    return fail("JIT compilation failed: " + llvm::toString(fn.takeError()));
-  double jitMs = msSince(jitStart);
-  double codegenMs = jitMs - optimizeMs;
   double compileMs = msSince(compileStart);
 
-  // Arguments: memref descriptors over the inputs.
+  // Run: memref descriptors over the inputs; the results in C order, where
+  // ga_step_leave copies the step's buffers (and frees them), as a step
+  // library's ga_step_run does.
   std::vector<const void *> inputPointers;
   for (const ga::NpyArray &array : arrays)
     inputPointers.push_back(array.data.data());
   ga::PackedStepCall call(signature, inputPointers);
-  // The results, in C order: ga_step_leave copies the step's buffers here
-  // (and frees them), as a step library's ga_step_run does.
   std::vector<void *> outputPointers;
   std::vector<ga::NpyArray> outputs =
       ga::makeResultBuffers(signature, outputPointers);
+  StepRuns runs{
+      name,    signature, signatureText, arrays, cuda ? &cudaRuntime : nullptr,
+      reporter};
+  if (std::optional<int> exitStatus =
+          runSteps(**engine, runs, call, inputPointers, outputPointers))
+    return *exitStatus;
 
-  double totalMs = 0, minMs = 0;
-  std::vector<void *> deviceInputs(arrays.size(), nullptr);
-  for (int r = 0; r < repeat; ++r) {
-    // A CPU run times the step alone; a CUDA run its copies in and out too.
-    if (!cuda && ga_step_enter(signatureText.c_str(), inputPointers.data(),
-                               outputPointers.data(), &status) != GA_OK)
-      return fail(status.message);
-    auto runStart = Clock::now();
-    if (cuda) {
-      // The descriptors point at the device copies of the inputs.
-      if (cudaEnter(signatureText.c_str(), inputPointers.data(),
-                    outputPointers.data(), &status,
-                    deviceInputs.data()) != GA_OK)
-        return fail(status.message);
-      for (auto [i, pointer] : llvm::enumerate(deviceInputs))
-        call.rebase(i, pointer);
-    }
-    if (Error err = (*engine)->invokePacked(name, call.arguments()))
-      return fail("running @" + name +
-                  " failed: " + llvm::toString(std::move(err)));
-    double ms = msSince(runStart);
-    // A step that reported a runtime error has no valid result.
-    int32_t left =
-        cuda ? cudaLeave(signatureText.c_str(), call.results(),
-                         deviceInputs.data(), outputPointers.data(), &status)
-             : ga_step_leave(signatureText.c_str(), call.results(),
-                             inputPointers.data(), outputPointers.data(),
-                             &status);
-    // A CUDA run waits for the device when it copies the results back.
-    if (cuda)
-      ms = msSince(runStart);
-    if (left != GA_OK) {
-      if (!reporter)
-        return 1;
-      return fail(ga::stepFailure(signature, status,
-                                  std::vector<std::string>(inputArrays)));
-    }
-    totalMs += ms;
-    minMs = r ? std::min(minMs, ms) : ms;
-  }
-  unsigned runs = repeat;
-
-  // Every rank holds the same results; rank 0 reports and writes them.
+  // Report: every rank holds the same results; rank 0 reports and writes
+  // them.
   if (!reporter)
     return 0;
   outs() << "ga-run: @" << name << " from " << inputFile << "\n";
   if (ranks > 1)
     outs() << "ranks: " << ranks << " (data-parallel, MPI)\n";
   outs() << format("compile_ms: %.1f (pipeline %.1f, jit %.1f)\n", compileMs,
-                   pipelineMs, jitMs);
+                   pipeline.ms, jit.totalMs);
   outs() << format("compile_stages_ms: pipeline %.1f, llvm-ir+optimize %.1f, "
                    "codegen %.1f\n",
-                   pipelineMs, optimizeMs, codegenMs);
-  outs() << format("run_ms: %.3f (mean of %u, min %.3f)\n", totalMs / runs,
-                   runs, minMs);
+                   pipeline.ms, jit.optimizeMs, jit.codegenMs);
+  outs() << format("run_ms: %.3f (mean of %d, min %.3f)\n",
+                   runs.totalMs / repeat, repeat.getValue(), runs.minMs);
   ga_memory memory;
   if (cuda) {
-    cudaStats(&memory);
-    outs() << "device: " << cudaName(nullptr) << " (CUDA)\n";
+    cudaRuntime.stats(&memory);
+    outs() << "device: " << cudaRuntime.name(nullptr) << " (CUDA)\n";
     outs() << "step_peak_bytes: " << memory.peak_bytes << " (device memory)\n";
   } else {
     ga_memory_stats(&memory);
     outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
   }
-  if (reportMemory) {
-    int64_t argumentBytes = 0;
-    for (const ga::NpyArray &array : arrays)
-      argumentBytes += static_cast<int64_t>(array.data.size());
-    outs() << "peak_bytes: " << memory.peak_bytes + argumentBytes
-           << " (step buffers " << memory.peak_bytes << " + arguments "
-           << argumentBytes << ")\n";
-    outs() << "allocations: " << memory.allocations / runs << " per run\n";
-    if (model)
-      outs() << "model_peak_bytes: " << model->peakBytes + argumentBytes
-             << " (step buffers " << model->peakBytes << " + arguments "
-             << argumentBytes << "), model_allocations: " << model->allocations
-             << "\n";
-    else
-      outs() << "model_peak_bytes: unavailable ("
-             << (modelError.empty() ? "the step was compiled already"
-                                    : modelError)
-             << ")\n";
-  }
+  if (reportMemory)
+    reportMemoryLines(memory, runs, pipeline);
   ga::StepSummary summary = ga::summarize(signature, outputs);
   outs() << summary.text;
   outs().flush();

@@ -34,6 +34,8 @@
 namespace ga {
 namespace train {
 class StepOp;
+class CheckpointOp;
+class CrossEntropyOp;
 } // namespace train
 
 struct BatchClass {
@@ -79,7 +81,17 @@ public:
 
 private:
   void visitBlock(mlir::Block &block);
+  /// Classifies the results of `op` from its operands' classes.
   void visit(mlir::Operation *op);
+  void visitCheckpoint(train::CheckpointOp checkpoint);
+  void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
+  void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum);
+  void visitBatchLoop(mlir::linalg::LinalgOp op, unsigned batchLoop, bool dep);
+  void visitBatchSumInputs(mlir::linalg::LinalgOp op, bool dep);
+  bool visitShapeOp(mlir::Operation *op, bool dep, bool anyPerExample);
+  /// Gives every result of `op` the class `c`, parameter-dependent also
+  /// when `dep`.
+  void setAll(mlir::Operation *op, BatchClass c, bool dep);
   void setMixed(mlir::Operation *op, const std::string &why);
 
   mlir::Operation *step;

@@ -76,4 +76,53 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
   ];
 }
 
+def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
+  let summary = "Lower differentiated train.accumulate loops to scf.for with "
+                "in-place accumulation";
+  let description = [{
+    Turns every `train.accumulate` whose body yields its gradient
+    contributions (after `train-differentiate`) into an `scf.for` over the
+    micro-batches that slices the batch operands and accumulates the loss
+    and the gradients *in place*: a gradient contribution computed by an
+    additive reduction whose init is zero (a matmul, a sum over tokens, an
+    embedding scatter-add, and slices of such results inserted into a
+    stacked gradient) is computed with the running accumulator as its init,
+    so no per-micro-batch gradient buffer exists and every element is summed
+    in the same order as in the full-batch step. Other contributions are
+    added to the accumulator.
+
+    The loss is accumulated before its final scaling: the 0-d generics at
+    its end that are linear in loop-computed values, with factors computed
+    before the loop (a division by a global count; two such quotients added,
+    one per mask). Each loop-computed value they read gets its own
+    accumulator, and the scaling is applied once after the loop, again as in
+    the full-batch step. This is what makes a micro-batch split
+    on the CPU bitwise identical to the full-batch run. Metrics accumulate
+    like gradients (integer metrics with `arith.addi`).
+
+    The body must be fully lowered first: a train op left in it
+    (`train.cross_entropy` before `convert-train-to-linalg`, a
+    `train.checkpoint` before `train-inline-checkpoints`) is an error, since
+    lowering it inside the loop later would no longer accumulate in place.
+
+    Example (one parameter, k = 2; the gradient matmul accumulates into the
+    loop's running gradient):
+
+    ```mlir
+    %r:2 = scf.for %i = %c0 to %c2 step %c1
+        iter_args(%sum = %zero, %gacc = %zeros) -> (tensor<f32>, tensor<4x3xf32>) {
+      %x_i = tensor.extract_slice %x[%off, 0, 0] [4, 5, 4] [1, 1, 1] ...
+      ...
+      %g = linalg.matmul ... outs(%gacc : tensor<4x3xf32>) -> tensor<4x3xf32>
+      scf.yield %s, %g : tensor<f32>, tensor<4x3xf32>
+    }
+    %loss = linalg.generic ins(%r#0, %count : tensor<f32>, tensor<f32>) ...
+    ```
+  }];
+  let dependentDialects = [
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+  ];
+}
+
 #endif // GA_CONVERSION_PASSES_TD

@@ -199,27 +199,66 @@ void seedOutputs(ScalarReverse &sr, OpBuilder &b, Location loc, GenericOp op,
 
 } // namespace
 
-LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
-  OpBuilder &b = sweep.builder;
-  Location loc = op.getLoc();
-  Block &body = op.getRegion().front();
+namespace {
+/// The adjoint of one linalg.generic, built in phases: the cotangents of its
+/// reductions' inits, one adjoint generic per active operand, and one
+/// scatter-add loop nest per active tensor that the body reads from above.
+class GenericAdjoint {
+public:
+  GenericAdjoint(GenericOp op, Sweep &sweep)
+      : op(op), sweep(sweep), b(sweep.builder), loc(op.getLoc()),
+        body(op.getRegion().front()) {}
 
+  LogicalResult build();
+
+private:
+  LogicalResult passInitCotangents();
+  void collectInputs();
+  void mapArgs(ValueRange args, IRMapping &map, SmallVector<Value> &dyS,
+               SmallVector<Value> &yS) const;
+  LogicalResult adjointOfOperand(OpOperand *operand);
+  LogicalResult scatterIntoCaptured();
+  LogicalResult scatterInto(Value source, ValueRange lbs, ValueRange ubs,
+                            ValueRange steps);
+
+  GenericOp op;
+  Sweep &sweep;
+  OpBuilder &b;
+  Location loc;
+  Block &body;
   SmallVector<OutputInfo> infos;
+  SmallVector<Operation *> skip;
+  /// The adjoint of each result, null where it has none.
+  SmallVector<Value> dy;
+  /// The forward operands that the adjoint bodies read.
+  SmallVector<OpOperand *> read;
+  /// The inputs of every adjoint generic (forward operands, cotangents,
+  /// results of min/max reductions) and their indexing maps.
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> inputMaps;
+};
+} // namespace
+
+LogicalResult GenericAdjoint::build() {
   std::string why;
   if (failed(classifyOutputs(op, infos, why)))
     return op.emitOpError() << "cannot be differentiated: " << why;
-  SmallVector<Operation *> skip = combiners(infos);
-
-  SmallVector<Value> dy;
-  bool anyAdjoint = false;
-  for (Value result : op->getResults()) {
+  skip = combiners(infos);
+  for (Value result : op->getResults())
     dy.push_back(sweep.getAdjoint(result));
-    anyAdjoint |= bool(dy.back());
-  }
-  if (!anyAdjoint)
+  if (llvm::none_of(dy, [](Value d) { return bool(d); }))
     return success();
+  if (failed(passInitCotangents()))
+    return failure();
+  collectInputs();
+  for (OpOperand *operand : read)
+    if (failed(adjointOfOperand(operand)))
+      return failure();
+  return scatterIntoCaptured();
+}
 
-  // The init of an additive reduction passes its cotangent straight through.
+/// The init of an additive reduction passes its cotangent straight through.
+LogicalResult GenericAdjoint::passInitCotangents() {
   for (auto [j, info] : llvm::enumerate(infos)) {
     if (!dy[j] || info.kind == Combiner::None)
       continue;
@@ -231,16 +270,14 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
              << j << ") depends on a parameter";
     sweep.addAdjoint(loc, init, dy[j]);
   }
+  return success();
+}
 
-  SmallVector<OpOperand *> read = readOperands(op);
+void GenericAdjoint::collectInputs() {
+  read = readOperands(op);
   SmallVector<AffineMap> outMaps;
   for (OpOperand &init : op.getDpsInitsMutable())
     outMaps.push_back(op.getMatchingIndexingMap(&init));
-
-  // Inputs common to every adjoint generic: forward operands, cotangents,
-  // and the results of min/max reductions.
-  SmallVector<Value> inputs;
-  SmallVector<AffineMap> inputMaps;
   for (OpOperand *operand : read) {
     inputs.push_back(operand->get());
     inputMaps.push_back(op.getMatchingIndexingMap(operand));
@@ -255,96 +292,104 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
       inputs.push_back(op->getResult(j));
       inputMaps.push_back(outMaps[j]);
     }
+}
 
-  /// Maps the adjoint body's arguments to the forward body's.
-  auto mapArgs = [&](ValueRange args, IRMapping &map, SmallVector<Value> &dyS,
-                     SmallVector<Value> &yS) {
-    unsigned idx = 0;
-    for (OpOperand *operand : read)
-      map.map(body.getArgument(operand->getOperandNumber()), args[idx++]);
-    dyS.assign(dy.size(), Value());
-    yS.assign(dy.size(), Value());
-    for (auto [j, d] : llvm::enumerate(dy))
-      if (d)
-        dyS[j] = args[idx++];
-    for (auto [j, info] : llvm::enumerate(infos))
-      if (dy[j] && info.kind == Combiner::MinMax)
-        yS[j] = args[idx++];
-  };
+/// Maps the adjoint body's arguments (in the order of `inputs`) to the
+/// forward body's arguments, the cotangents `dyS` and the results `yS`.
+void GenericAdjoint::mapArgs(ValueRange args, IRMapping &map,
+                             SmallVector<Value> &dyS,
+                             SmallVector<Value> &yS) const {
+  unsigned idx = 0;
+  for (OpOperand *operand : read)
+    map.map(body.getArgument(operand->getOperandNumber()), args[idx++]);
+  dyS.assign(dy.size(), Value());
+  yS.assign(dy.size(), Value());
+  for (auto [j, d] : llvm::enumerate(dy))
+    if (d)
+      dyS[j] = args[idx++];
+  for (auto [j, info] : llvm::enumerate(infos))
+    if (dy[j] && info.kind == Combiner::MinMax)
+      yS[j] = args[idx++];
+}
+
+/// One generic over the forward loops that computes the cotangent of
+/// `operand` and reduces it over the loops its map drops, continuing the
+/// operand's adjoint so far where the sweep allows it.
+LogicalResult GenericAdjoint::adjointOfOperand(OpOperand *operand) {
+  Value value = operand->get();
+  if (!isa<RankedTensorType>(value.getType()) || !sweep.isActive(value))
+    return success();
+  AffineMap map = op.getMatchingIndexingMap(operand);
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
+    return op.emitOpError() << "cannot be differentiated: operand #"
+                            << operand->getOperandNumber()
+                            << " is read through " << AffineMapAttr::get(map)
+                            << ", which is not a projected permutation";
 
   unsigned numLoops = op.getNumLoops();
-  for (OpOperand *operand : read) {
-    Value value = operand->get();
-    if (!isa<RankedTensorType>(value.getType()) || !sweep.isActive(value))
-      continue;
-    AffineMap map = op.getMatchingIndexingMap(operand);
-    if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
-      return op.emitOpError() << "cannot be differentiated: operand #"
-                              << operand->getOperandNumber()
-                              << " is read through " << AffineMapAttr::get(map)
-                              << ", which is not a projected permutation";
+  llvm::SmallBitVector kept(numLoops);
+  for (AffineExpr expr : map.getResults())
+    kept.set(cast<AffineDimExpr>(expr).getPosition());
+  SmallVector<utils::IteratorType> iterators;
+  for (unsigned d = 0; d < numLoops; ++d)
+    iterators.push_back(kept.test(d) ? utils::IteratorType::parallel
+                                     : utils::IteratorType::reduction);
+  bool reduces = !kept.all();
 
-    llvm::SmallBitVector kept(numLoops);
-    for (AffineExpr expr : map.getResults())
-      kept.set(cast<AffineDimExpr>(expr).getPosition());
-    SmallVector<utils::IteratorType> iterators;
-    for (unsigned d = 0; d < numLoops; ++d)
-      iterators.push_back(kept.test(d) ? utils::IteratorType::parallel
-                                       : utils::IteratorType::reduction);
-    bool reduces = !kept.all();
+  Value existing = sweep.adjointToContinue(value);
+  bool accumulate = existing || reduces;
+  Value init = existing  ? existing
+               : reduces ? zerosLike(b, loc, value.getType())
+                         : tensor::EmptyOp::create(
+                               b, loc, cast<RankedTensorType>(value.getType()),
+                               ValueRange{})
+                               .getResult();
 
-    Value existing = sweep.adjointToContinue(value);
-    bool accumulate = existing || reduces;
-    Value init =
-        existing ? existing
-        : reduces
-            ? zerosLike(b, loc, value.getType())
-            : tensor::EmptyOp::create(
-                  b, loc, cast<RankedTensorType>(value.getType()), ValueRange{})
-                  .getResult();
-
-    SmallVector<AffineMap> maps(inputMaps);
-    maps.push_back(map);
-    LogicalResult status = success();
-    bool contributes = true;
-    auto adjoint = GenericOp::create(
-        b, loc, TypeRange{value.getType()}, inputs, ValueRange{init}, maps,
-        iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          IRMapping bvm;
-          SmallVector<Value> dyS, yS;
-          mapArgs(args, bvm, dyS, yS);
-          ScalarReverse sr(nb, bvm);
-          sr.recompute(body, skip);
-          seedOutputs(sr, nb, nloc, op, infos, dyS, yS, bvm);
-          if (failed(sr.run(body, skip)))
-            status = failure();
-          Value c = sr.cotangent(body.getArgument(operand->getOperandNumber()));
-          Value out = args.back();
-          if (!c) {
-            contributes = false;
-            linalg::YieldOp::create(nb, nloc, out);
-            return;
-          }
-          Value result =
-              accumulate ? arith::AddFOp::create(nb, nloc, out, c).getResult()
-                         : c;
-          linalg::YieldOp::create(nb, nloc, result);
-        });
-    if (failed(status))
-      return failure();
-    if (!contributes) {
-      adjoint.erase();
-      continue;
-    }
-    adjoint = pruneUnusedInputs(b, adjoint);
-    sweep.created.push_back(adjoint);
-    if (existing)
-      sweep.setAdjoint(value, adjoint.getResult(0));
-    else
-      sweep.addAdjoint(loc, value, adjoint.getResult(0));
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.push_back(map);
+  LogicalResult status = success();
+  bool contributes = true;
+  auto adjoint = GenericOp::create(
+      b, loc, TypeRange{value.getType()}, inputs, ValueRange{init}, maps,
+      iterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping bvm;
+        SmallVector<Value> dyS, yS;
+        mapArgs(args, bvm, dyS, yS);
+        ScalarReverse sr(nb, bvm);
+        sr.recompute(body, skip);
+        seedOutputs(sr, nb, nloc, op, infos, dyS, yS, bvm);
+        if (failed(sr.run(body, skip)))
+          status = failure();
+        Value c = sr.cotangent(body.getArgument(operand->getOperandNumber()));
+        Value out = args.back();
+        if (!c) {
+          contributes = false;
+          linalg::YieldOp::create(nb, nloc, out);
+          return;
+        }
+        Value result = accumulate
+                           ? arith::AddFOp::create(nb, nloc, out, c).getResult()
+                           : c;
+        linalg::YieldOp::create(nb, nloc, result);
+      });
+  if (failed(status))
+    return failure();
+  if (!contributes) {
+    adjoint.erase();
+    return success();
   }
+  adjoint = pruneUnusedInputs(b, adjoint);
+  sweep.created.push_back(adjoint);
+  if (existing)
+    sweep.setAdjoint(value, adjoint.getResult(0));
+  else
+    sweep.addAdjoint(loc, value, adjoint.getResult(0));
+  return success();
+}
 
-  // Scatter-add into tensors that the body reads from above.
+/// Scatter-adds into the tensors that the body reads from above (with
+/// tensor.extract: an embedding's gather).
+LogicalResult GenericAdjoint::scatterIntoCaptured() {
   SmallVector<Value> captured;
   body.walk([&](tensor::ExtractOp extract) {
     Value source = extract.getTensor();
@@ -364,67 +409,79 @@ LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
       return op.emitOpError() << "cannot be differentiated: operand #"
                               << operand->getOperandNumber()
                               << " is not read through a projected permutation";
+  unsigned numLoops = op.getNumLoops();
   Value zeroIdx = arith::ConstantIndexOp::create(b, loc, 0);
   Value oneIdx = arith::ConstantIndexOp::create(b, loc, 1);
   SmallVector<Value> lbs(numLoops, zeroIdx), steps(numLoops, oneIdx), ubs;
   for (int64_t r : ranges)
     ubs.push_back(arith::ConstantIndexOp::create(b, loc, r));
-
-  for (Value source : captured) {
-    Value existing = sweep.adjointToContinue(source);
-    Value init = existing ? existing : zerosLike(b, loc, source.getType());
-    LogicalResult status = success();
-    scf::LoopNest nest = scf::buildLoopNest(
-        b, loc, lbs, ubs, steps, ValueRange{init},
-        [&](OpBuilder &nb, Location nloc, ValueRange ivs,
-            ValueRange iters) -> scf::ValueVector {
-          IRMapping bvm;
-          SmallVector<Value> args;
-          auto readAt = [&](Value tensor, AffineMap map) -> Value {
-            if (!isa<RankedTensorType>(tensor.getType()))
-              return tensor;
-            return tensor::ExtractOp::create(nb, nloc, tensor,
-                                             applyMap(nb, nloc, map, ivs));
-          };
-          for (auto [v, m] : llvm::zip(inputs, inputMaps))
-            args.push_back(readAt(v, m));
-          SmallVector<Value> dyS, yS;
-          mapArgs(args, bvm, dyS, yS);
-          body.walk([&](linalg::IndexOp index) {
-            bvm.map(index.getResult(), ivs[index.getDim()]);
-          });
-          ScalarReverse sr(nb, bvm);
-          sr.recompute(body, skip);
-          seedOutputs(sr, nb, nloc, op, infos, dyS, yS, bvm);
-          if (failed(sr.run(body, skip)))
-            status = failure();
-          Value acc = iters[0];
-          body.walk([&](tensor::ExtractOp extract) {
-            if (extract.getTensor() != source)
-              return;
-            Value c = sr.cotangent(extract.getResult());
-            if (!c)
-              return;
-            SmallVector<Value> indices;
-            for (Value index : extract.getIndices())
-              indices.push_back(bvm.lookupOrDefault(index));
-            Value old = tensor::ExtractOp::create(nb, nloc, acc, indices);
-            Value sum = arith::AddFOp::create(nb, nloc, old, c);
-            acc = tensor::InsertOp::create(nb, nloc, sum, acc, indices);
-          });
-          return {acc};
-        });
-    if (failed(status))
+  for (Value source : captured)
+    if (failed(scatterInto(source, lbs, ubs, steps)))
       return failure();
-    // The nest only adds to its init: train-lower-accumulate may pass a
-    // running accumulator as the init instead of zeros.
-    nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
-    if (existing)
-      sweep.setAdjoint(source, nest.results.front());
-    else
-      sweep.addAdjoint(loc, source, nest.results.front());
-  }
   return success();
+}
+
+/// A loop nest over the forward loops that recomputes the body and adds the
+/// cotangent of every element read from `source` into its adjoint.
+LogicalResult GenericAdjoint::scatterInto(Value source, ValueRange lbs,
+                                          ValueRange ubs, ValueRange steps) {
+  Value existing = sweep.adjointToContinue(source);
+  Value init = existing ? existing : zerosLike(b, loc, source.getType());
+  LogicalResult status = success();
+  scf::LoopNest nest = scf::buildLoopNest(
+      b, loc, lbs, ubs, steps, ValueRange{init},
+      [&](OpBuilder &nb, Location nloc, ValueRange ivs,
+          ValueRange iters) -> scf::ValueVector {
+        IRMapping bvm;
+        SmallVector<Value> args;
+        auto readAt = [&](Value tensor, AffineMap map) -> Value {
+          if (!isa<RankedTensorType>(tensor.getType()))
+            return tensor;
+          return tensor::ExtractOp::create(nb, nloc, tensor,
+                                           applyMap(nb, nloc, map, ivs));
+        };
+        for (auto [v, m] : llvm::zip(inputs, inputMaps))
+          args.push_back(readAt(v, m));
+        SmallVector<Value> dyS, yS;
+        mapArgs(args, bvm, dyS, yS);
+        body.walk([&](linalg::IndexOp index) {
+          bvm.map(index.getResult(), ivs[index.getDim()]);
+        });
+        ScalarReverse sr(nb, bvm);
+        sr.recompute(body, skip);
+        seedOutputs(sr, nb, nloc, op, infos, dyS, yS, bvm);
+        if (failed(sr.run(body, skip)))
+          status = failure();
+        Value acc = iters[0];
+        body.walk([&](tensor::ExtractOp extract) {
+          if (extract.getTensor() != source)
+            return;
+          Value c = sr.cotangent(extract.getResult());
+          if (!c)
+            return;
+          SmallVector<Value> indices;
+          for (Value index : extract.getIndices())
+            indices.push_back(bvm.lookupOrDefault(index));
+          Value old = tensor::ExtractOp::create(nb, nloc, acc, indices);
+          Value sum = arith::AddFOp::create(nb, nloc, old, c);
+          acc = tensor::InsertOp::create(nb, nloc, sum, acc, indices);
+        });
+        return {acc};
+      });
+  if (failed(status))
+    return failure();
+  // The nest only adds to its init: train-lower-accumulate may pass a
+  // running accumulator as the init instead of zeros.
+  nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
+  if (existing)
+    sweep.setAdjoint(source, nest.results.front());
+  else
+    sweep.addAdjoint(loc, source, nest.results.front());
+  return success();
+}
+
+LogicalResult adjointGeneric(GenericOp op, Sweep &sweep) {
+  return GenericAdjoint(op, sweep).build();
 }
 
 void genericAdjointNeeds(linalg::LinalgOp op, bool &differentiable,

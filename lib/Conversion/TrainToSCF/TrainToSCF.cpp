@@ -1,4 +1,4 @@
-//===- LowerAccumulate.cpp - train.accumulate to scf.for ------------------===//
+//===- TrainToSCF.cpp - train.accumulate to scf.for ----------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -16,8 +16,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Analysis/Decomposability.h"
+#include "ga/Conversion/Passes.h"
 #include "ga/Transforms/Autodiff.h"
-#include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/IR/IRMapping.h"
@@ -25,7 +25,7 @@
 
 namespace ga {
 #define GEN_PASS_DEF_TRAINLOWERACCUMULATEPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Conversion/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;
