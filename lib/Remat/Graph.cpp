@@ -6,9 +6,11 @@
 
 #include "ga/Remat/Graph.h"
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #ifdef GA_HAVE_CBC
 #include "CbcModel.hpp"
@@ -93,6 +95,142 @@ bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
       return false;
     }
   return true;
+}
+
+namespace {
+/// Plans with a fixed set of held outputs (see planGraphGreedy).
+struct StaticCheckpoints {
+  const std::vector<GraphNode> &nodes;
+  int64_t n;
+
+  explicit StaticCheckpoints(const std::vector<GraphNode> &nodes)
+      : nodes(nodes), n(static_cast<int64_t>(nodes.size())) {}
+
+  /// Stage k holds the checkpoints before its node t = n-1-k (stage 0
+  /// none: it computes them) and computes what its adjoint reads and is not
+  /// held, with what that reads in turn. Fills `plan` when given.
+  double evaluate(const std::vector<bool> &checkpoint,
+                  GraphPlan *plan = nullptr) const {
+    double cost = 0;
+    if (plan) {
+      plan->computed.assign(n, std::vector<bool>(n, false));
+      plan->held.assign(n, std::vector<bool>(n, false));
+    }
+    std::vector<bool> computed(n);
+    std::vector<int64_t> stack;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t t = n - 1 - k;
+      std::fill(computed.begin(), computed.end(), false);
+      auto held = [&](int64_t j) { return k > 0 && j < t && checkpoint[j]; };
+      auto need = [&](int64_t j) {
+        if (!held(j) && !computed[j]) {
+          computed[j] = true;
+          stack.push_back(j);
+        }
+      };
+      for (int64_t p : nodes[t].inputs)
+        need(p);
+      // Stage 0 computes the checkpoints that the next stages hold.
+      if (k == 0)
+        for (int64_t j = 0; j + 2 < n; ++j)
+          if (checkpoint[j])
+            need(j);
+      while (!stack.empty()) {
+        int64_t i = stack.back();
+        stack.pop_back();
+        cost += nodes[i].cost;
+        for (int64_t p : nodes[i].inputs)
+          need(p);
+      }
+      if (plan)
+        for (int64_t j = 0; j < n; ++j) {
+          plan->computed[k][j] = computed[j];
+          plan->held[k][j] = held(j);
+        }
+    }
+    return cost;
+  }
+
+  /// What the checkpoints hold at the fullest stage (0 and 1: every
+  /// checkpoint before the last two nodes).
+  int64_t bytesOf(const std::vector<bool> &checkpoint) const {
+    int64_t bytes = 0;
+    for (int64_t j = 0; j + 2 < n; ++j)
+      if (checkpoint[j])
+        bytes += nodes[j].bytes;
+    return bytes;
+  }
+};
+} // namespace
+
+GraphPlan ga::remat::planGraphGreedy(const std::vector<GraphNode> &nodes,
+                                     int64_t inputBytes, int64_t budget) {
+  auto start = std::chrono::steady_clock::now();
+  GraphPlan plan;
+  StaticCheckpoints model(nodes);
+  int64_t n = model.n;
+  std::vector<bool> checkpoint(n, false);
+  for (int64_t j = 0; j + 2 < n; ++j)
+    checkpoint[j] = nodes[j].mustSave;
+  int64_t room = budget - inputBytes - model.bytesOf(checkpoint);
+  if (room < 0) {
+    plan.status = GraphPlan::Infeasible;
+    plan.message =
+        budget < inputBytes
+            ? "the budget is below the graph input's " +
+                  std::to_string(inputBytes) + " bytes"
+            : "the outputs marked \"must_save\" and the input hold " +
+                  std::to_string(budget - room) + " bytes, over the budget";
+    return plan;
+  }
+  // Lazy greedy: a candidate's gain is re-evaluated when it comes first;
+  // it is taken when it still beats the next one's last known gain.
+  double cost = model.evaluate(checkpoint);
+  using Entry = std::pair<double, int64_t>; // (gain per byte, node)
+  std::vector<Entry> heap;
+  auto gainPerByte = [&](int64_t j) {
+    checkpoint[j] = true;
+    double gain = cost - model.evaluate(checkpoint);
+    checkpoint[j] = false;
+    return gain / static_cast<double>(nodes[j].bytes + 1);
+  };
+  for (int64_t j = 0; j + 2 < n; ++j)
+    if (!checkpoint[j] && !nodes[j].mustRecompute && nodes[j].bytes <= room)
+      heap.push_back({gainPerByte(j), j});
+  std::make_heap(heap.begin(), heap.end());
+  while (!heap.empty()) {
+    std::pop_heap(heap.begin(), heap.end());
+    int64_t j = heap.back().second;
+    heap.pop_back();
+    if (nodes[j].bytes > room)
+      continue;
+    double fresh = gainPerByte(j);
+    if (fresh <= 0)
+      continue;
+    if (!heap.empty() && fresh < heap.front().first) {
+      heap.push_back({fresh, j});
+      std::push_heap(heap.begin(), heap.end());
+      continue;
+    }
+    checkpoint[j] = true;
+    room -= nodes[j].bytes;
+    cost = model.evaluate(checkpoint);
+  }
+  plan.cost = model.evaluate(checkpoint, &plan);
+  plan.status = GraphPlan::Heuristic;
+  plan.bound = 0;
+  double checked;
+  std::string error;
+  if (!checkGraphPlan(nodes, inputBytes, budget, plan, checked, error)) {
+    std::fprintf(stderr,
+                 "ga::remat::planGraphGreedy: the plan fails its check: %s\n",
+                 error.c_str());
+    std::abort();
+  }
+  plan.seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  return plan;
 }
 
 #ifndef GA_HAVE_CBC
@@ -206,6 +344,25 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
   CbcModel model(solver);
   model.setLogLevel(0);
   model.messageHandler()->setLogLevel(0);
+  // Warm start: the greedy plan, so that the search prunes from its cost
+  // and returns at least it when the time runs out.
+  GraphPlan greedy = planGraphGreedy(nodes, inputBytes, budget);
+  if (greedy.status == GraphPlan::Heuristic) {
+    std::vector<double> start(lower.size(), 0);
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < n; ++j) {
+        bool next = k + 1 < n && greedy.held[k + 1][j];
+        if (R[k][j] >= 0)
+          start[R[k][j]] = greedy.computed[k][j];
+        if (S[k][j] >= 0)
+          start[S[k][j]] = greedy.held[k][j];
+        if (H[k][j] >= 0)
+          start[H[k][j]] = greedy.held[k][j] || next;
+      }
+    model.setBestSolution(start.data(), static_cast<int>(start.size()),
+                          greedy.cost, /*check=*/true);
+    plan.warmStartCost = greedy.cost;
+  }
   model.setMaximumSeconds(seconds);
   model.setNumberThreads(1);
   model.branchAndBound();

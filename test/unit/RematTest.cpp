@@ -195,6 +195,86 @@ TEST(RematGraph, MonotoneInTheBudget) {
   EXPECT_DOUBLE_EQ(previous, forward);
 }
 
+// The greedy plan, without a solver: on the U-Net-like graph of
+// MonotoneInTheBudget, every plan passes the check and costs at least the
+// MILP's optimum, with everything held it is the forward pass (each node
+// once); must_save outputs that do not fit are infeasible. The MILP starts
+// from it: its plan never costs more.
+TEST(RematGraph, GreedyPlansAndWarmStarts) {
+  std::vector<GraphNode> nodes(8);
+  for (int64_t i = 0; i < 8; ++i) {
+    nodes[i].cost = 1 + i % 3;
+    nodes[i].bytes = 10 + 5 * (i % 2);
+    if (i)
+      nodes[i].inputs = {i - 1};
+  }
+  nodes[5].inputs.push_back(2);
+  nodes[6].inputs.push_back(1);
+  nodes[7].inputs.push_back(0);
+  double forward = 0;
+  for (int64_t i = 0; i < 7; ++i)
+    forward += nodes[i].cost;
+  for (int64_t budget = 10; budget <= 140; budget += 5) {
+    GraphPlan greedy = planGraphGreedy(nodes, 10, budget);
+    ASSERT_EQ(greedy.status, GraphPlan::Heuristic) << "budget " << budget;
+    double cost;
+    std::string error;
+    EXPECT_TRUE(checkGraphPlan(nodes, 10, budget, greedy, cost, error))
+        << error;
+    EXPECT_DOUBLE_EQ(cost, greedy.cost);
+    EXPECT_GE(greedy.cost, forward);
+    if (!haveGraphSolver())
+      continue;
+    GraphPlan milp = solveGraph(nodes, 10, budget, 60);
+    if (milp.status == GraphPlan::Infeasible)
+      continue;
+    ASSERT_EQ(milp.status, GraphPlan::Optimal) << "budget " << budget;
+    EXPECT_DOUBLE_EQ(milp.warmStartCost, greedy.cost) << "budget " << budget;
+    EXPECT_LE(milp.cost, greedy.cost) << "budget " << budget;
+  }
+  EXPECT_DOUBLE_EQ(planGraphGreedy(nodes, 10, 1000).cost, forward);
+  EXPECT_EQ(planGraphGreedy(nodes, 10, 9).status, GraphPlan::Infeasible);
+  nodes[1].mustSave = nodes[3].mustSave = true;
+  GraphPlan marked = planGraphGreedy(nodes, 10, 39);
+  EXPECT_EQ(marked.status, GraphPlan::Infeasible);
+  EXPECT_NE(marked.message.find("must_save"), std::string::npos)
+      << marked.message;
+  marked = planGraphGreedy(nodes, 10, 40);
+  ASSERT_EQ(marked.status, GraphPlan::Heuristic);
+  // Each marked node computed once over the whole plan.
+  for (int64_t i : {1, 3}) {
+    int64_t times = 0;
+    for (const std::vector<bool> &stage : marked.computed)
+      times += stage[i];
+    EXPECT_EQ(times, 1) << "node " << i;
+  }
+}
+
+// A graph too large for the MILP: the greedy plan of a long chain with
+// skip connections passes its check, and more memory never costs more.
+TEST(RematGraph, GreedyOnLargeGraphs) {
+  const int64_t n = 300;
+  std::vector<GraphNode> nodes(n);
+  for (int64_t i = 0; i < n; ++i) {
+    nodes[i].cost = 1 + i % 3;
+    nodes[i].bytes = 100 + 50 * (i % 2);
+    if (i)
+      nodes[i].inputs = {i - 1};
+    if (i > n / 2 && n - 1 - i < i - 1)
+      nodes[i].inputs.push_back(n - 1 - i);
+  }
+  double previous = 1e300;
+  for (int64_t budget : {1000, 3000, 10000, 50000}) {
+    GraphPlan plan = planGraphGreedy(nodes, 100, budget);
+    ASSERT_EQ(plan.status, GraphPlan::Heuristic);
+    double cost;
+    std::string error;
+    EXPECT_TRUE(checkGraphPlan(nodes, 100, budget, plan, cost, error)) << error;
+    EXPECT_LE(plan.cost, previous) << "budget " << budget;
+    previous = plan.cost;
+  }
+}
+
 // The check refuses plans that break the model.
 TEST(RematGraph, CheckRefusesBadPlans) {
   std::vector<GraphNode> nodes = chainGraph(uniformChain(3));

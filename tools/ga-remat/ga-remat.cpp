@@ -22,8 +22,9 @@
 // planned by the dynamic program of ga/Remat/Chain.h: a budget in bytes
 // holds floor(budget / the largest output) states, the input included.
 // Anything else, or any graph with --milp, by the MILP of ga/Remat/Graph.h
-// (CBC, --time-limit seconds); --slots S then means a budget of S times the
-// largest output.
+// (CBC, --time-limit seconds, warm-started from the greedy heuristic's
+// plan); graphs of more than --milp-max-nodes nodes by that heuristic
+// alone; --slots S then means a budget of S times the largest output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -70,6 +71,11 @@ static cl::opt<bool>
 static cl::opt<double> timeLimit("time-limit",
                                  cl::desc("The MILP's time limit in seconds"),
                                  cl::init(60.0), cl::cat(category));
+static cl::opt<int64_t> milpMaxNodes(
+    "milp-max-nodes",
+    cl::desc("Graphs of more nodes are planned by the greedy heuristic "
+             "alone (the MILP's variables grow as the square of the nodes)"),
+    cl::init(80), cl::cat(category));
 
 static int fail(const Twine &message) {
   WithColor::error(errs(), "ga-remat") << message << "\n";
@@ -190,34 +196,51 @@ int main(int argc, char **argv) {
   if (budget > 0)
     states = largest ? budget / largest : static_cast<int64_t>(costs.size());
   if (useMilp || !notChain.empty()) {
-    if (!ga::remat::haveGraphSolver())
+    if (timeLimit <= 0)
+      return fail("--time-limit must be > 0 seconds");
+    if (milpMaxNodes < 0)
+      return fail("--milp-max-nodes must be >= 0, got " +
+                  Twine(milpMaxNodes.getValue()));
+    bool heuristic = static_cast<int64_t>(graph.size()) > milpMaxNodes;
+    if (!heuristic && !ga::remat::haveGraphSolver())
       return fail((notChain.empty()
                        ? std::string("--milp")
                        : "this graph is not a chain (" + notChain + ")") +
                   " needs the MILP, and ga-remat was built without a MILP "
                   "solver (install Debian's coinor-libcbc-dev and "
                   "reconfigure)");
-    if (timeLimit <= 0)
-      return fail("--time-limit must be > 0 seconds");
     int64_t memory = budget > 0 ? budget : slots * largest;
     ga::remat::GraphPlan plan =
-        ga::remat::solveGraph(graph, inputBytes, memory, timeLimit);
+        heuristic ? ga::remat::planGraphGreedy(graph, inputBytes, memory)
+                  : ga::remat::solveGraph(graph, inputBytes, memory, timeLimit);
     outs() << "nodes: " << graph.size() << "\n";
     outs() << "budget: " << memory << " bytes (input " << inputBytes << ")\n";
-    outs() << "milp: " << plan.variables << " variables, " << plan.constraints
-           << " constraints, " << format("%.3f", plan.seconds) << " s\n";
+    if (heuristic)
+      outs() << "heuristic: more than " << milpMaxNodes
+             << " nodes (--milp-max-nodes), " << format("%.3f", plan.seconds)
+             << " s\n";
+    else
+      outs() << "milp: " << plan.variables << " variables, " << plan.constraints
+             << " constraints, " << format("%.3f", plan.seconds) << " s\n";
+    if (plan.warmStartCost >= 0)
+      outs() << "warm_start_cost: " << format("%g", plan.warmStartCost)
+             << " (the greedy plan the solver started from)\n";
     switch (plan.status) {
     case ga::remat::GraphPlan::Optimal:
     case ga::remat::GraphPlan::Feasible:
+    case ga::remat::GraphPlan::Heuristic:
       break;
     default:
       return fail("no plan within " + std::to_string(memory) +
                   " bytes: " + plan.message);
     }
-    outs() << "status: "
-           << (plan.status == ga::remat::GraphPlan::Optimal ? "optimal"
-                                                            : "feasible")
-           << " (bound " << format("%g", plan.bound) << ")\n";
+    if (heuristic)
+      outs() << "status: heuristic\n";
+    else
+      outs() << "status: "
+             << (plan.status == ga::remat::GraphPlan::Optimal ? "optimal"
+                                                              : "feasible")
+             << " (bound " << format("%g", plan.bound) << ")\n";
     outs() << "recompute_cost: " << format("%g", plan.cost) << " ("
            << format("%.3f", forward ? plan.cost / forward : 0.0)
            << " of one forward pass)\n";

@@ -23,8 +23,11 @@
 //
 // On a chain with unit bytes and a budget of s states this is Revolve's
 // problem: its optimum is the dynamic program's (Chain.h), which the tests
-// check. The solver is CBC (Debian's coinor-libcbc-dev), time-limited;
-// ga-opt builds without it, and then solveGraph reports that it cannot.
+// check. The solver is CBC (Debian's coinor-libcbc-dev), time-limited and
+// warm-started from planGraphGreedy's plan, so that it returns at least
+// that plan when the time runs out; ga-opt builds without it, and then
+// solveGraph reports that it cannot. planGraphGreedy alone plans graphs
+// too large for the MILP (its variables grow as the square of the nodes).
 //
 //===----------------------------------------------------------------------===//
 
@@ -46,7 +49,15 @@ struct GraphNode {
 };
 
 struct GraphPlan {
-  enum Status { Optimal, Feasible, Infeasible, TimeLimit, Unavailable };
+  /// Optimal and Feasible: the solver's; Heuristic: planGraphGreedy's.
+  enum Status {
+    Optimal,
+    Feasible,
+    Heuristic,
+    Infeasible,
+    TimeLimit,
+    Unavailable
+  };
   Status status = Unavailable;
   double cost = 0;    ///< the work of every forward computation, fused
                       ///< ones excluded (Revolve's count on chains)
@@ -57,6 +68,9 @@ struct GraphPlan {
   /// n-1-k); held[k][j]: output j held at the start of stage k.
   std::vector<std::vector<bool>> computed, held;
   std::string message; ///< why there is no plan
+  /// The cost of the plan the solver started from (planGraphGreedy's), or
+  /// -1 when it started from none.
+  double warmStartCost = -1;
 };
 
 /// Whether ga-opt was built with the MILP solver.
@@ -68,6 +82,16 @@ bool haveGraphSolver();
 /// returned; a violation is a bug and aborts.
 GraphPlan solveGraph(const std::vector<GraphNode> &nodes, int64_t inputBytes,
                      int64_t budget, double seconds);
+
+/// A plan without a solver, for any graph, in time polynomial in its size:
+/// one fixed set of outputs held from stage 0 until their last reader's
+/// stage (checkpoints; the must_save nodes among them), every stage
+/// recomputing from them what its adjoint reads. The set is grown greedily,
+/// by work saved per byte held, while it fits. Status Heuristic, or
+/// Infeasible when even the must_save outputs do not fit. Checked by
+/// checkGraphPlan.
+GraphPlan planGraphGreedy(const std::vector<GraphNode> &nodes,
+                          int64_t inputBytes, int64_t budget);
 
 /// Replays a plan: every computation reads values held or computed in its
 /// stage, every adjoint finds its inputs, held values were computed before,
