@@ -45,6 +45,7 @@
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Transforms/RegionUtils.h"
+#include "train/TrainRuntime.h"
 #include <algorithm>
 #include <limits>
 
@@ -474,18 +475,13 @@ struct GaGpuDeviceCodePass
              << "ga-gpu-device-code: the host reads an element of type "
              << element << " from step memory; the CUDA runtime reads f32, "
              << "f64, i32 and i64";
-    ModuleOp module = getOperation();
     OpBuilder b(load);
     Location loc = load.getLoc();
     auto index = b.getIndexType();
-    auto callee = module.lookupSymbol<func::FuncOp>(name);
-    if (!callee) {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(module.getBody());
-      callee = func::FuncOp::create(
-          b, loc, name, b.getFunctionType({index, index}, {element}));
-      callee.setPrivate();
-    }
+    func::FuncOp callee = ga::train::getOrInsertRuntimeFunction(
+        b, load, name, b.getFunctionType({index, index}, {element}));
+    if (!callee)
+      return failure();
     Value memref = load.getMemRef();
     auto metadata = memref::ExtractStridedMetadataOp::create(b, loc, memref);
     Value linear = metadata.getOffset();

@@ -149,3 +149,14 @@ func.func @sum(%x: memref<8x300xf32>, %acc: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+// The runtime's read function clashes with a symbol of the module: an error
+// on the host load that needs it, not a call of the wrong function.
+func.func private @ga_cuda_read_i64(index) -> i64
+func.func @clash(%first: memref<i64>) -> i64 {
+  // expected-error @+1 {{the runtime function @ga_cuda_read_i64 : '(index, index) -> i64' clashes with a symbol of that name in the module}}
+  %v = memref.load %first[] : memref<i64>
+  return %v : i64
+}

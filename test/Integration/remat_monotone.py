@@ -1,0 +1,81 @@
+"""train-plan-remat's recomputation against the budget.
+
+Plans a 4-layer GPT (B=4, S=16, V=32, D=16, F=64: the one of
+memory-model.test) with ga-opt --train-plan-remat at eight budgets from
+the smallest feasible one (as the planner states it when one byte is
+refused) to the unplanned peak. Checks: every planned peak (the exact
+memory model's) is within its budget, and a larger budget never makes the
+planner recompute more, up to its stopping tolerance: the model's search
+stops once the next plan would save less than 1% of the forward work, so
+two budgets may end one such step apart (1 point of the recomputed share).
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+from reference_harness import Checker
+
+SIZE = dict(batch=4, seq=16, vocab=32, dim=16, heads=2, ffn=64, layers=4)
+TOLERANCE = 1.0  # points of the recomputed share (1% of the forward work)
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-opt", required=True)
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    check = Checker("remat-monotone")
+    path = os.path.join(args.workdir, "gpt4.mlir")
+    with open(path, "w") as f:
+        subprocess.run([sys.executable,
+                        os.path.join(args.src, "examples", "gen_tiny_gpt.py"),
+                        *[f"--{k}={v}" for k, v in SIZE.items()]],
+                       stdout=f, check=True)
+
+    def plan(budget):
+        proc = subprocess.run(
+            [args.ga_opt, path, f"--train-plan-remat=memory-budget={budget}",
+             "-o", os.devnull], capture_output=True, text=True)
+        return proc.returncode, proc.stderr
+
+    rc, err = plan(1)
+    smallest = re.search(r"the smallest peak the planner reaches is (\d+)",
+                         err)
+    unplanned = re.search(r"without new checkpoints (\d+) bytes", err) or \
+        re.search(r"(\d+) bytes without", err)
+    check.true("a budget of one byte is refused with the smallest feasible "
+               "budget", rc != 0 and smallest is not None, err[-400:])
+    if rc == 0 or smallest is None:
+        sys.exit(check.finish())
+    low = int(smallest.group(1))
+    rc, err = plan(10**12)
+    top = re.search(r"without new checkpoints (\d+) bytes", err)
+    high = int(top.group(1)) if top else 4 * low
+    budgets = [low + (high - low) * q // 8 for q in range(8)]
+    previous = None
+    for budget in budgets:
+        rc, err = plan(budget)
+        remark = re.search(r"recomputed ([0-9.]+)% of the forward work\); "
+                           r"planned peak (\d+) bytes", err)
+        if rc or not remark:
+            check.true(f"budget {budget}: planned", False, err[-400:])
+            continue
+        share, peak = float(remark.group(1)), int(remark.group(2))
+        print(f"budget {budget}: recomputed {share}%, planned peak {peak}")
+        check.true(f"budget {budget}: planned peak {peak} within it",
+                   peak <= budget)
+        if previous is not None:
+            check.true(f"budget {budget}: recomputes {share}%, at most "
+                       f"{previous}% + {TOLERANCE} (the smaller budget's)",
+                       share <= previous + TOLERANCE)
+        previous = share
+    sys.exit(check.finish())
+
+
+if __name__ == "__main__":
+    main()
