@@ -101,9 +101,17 @@ static bool elideCopy(memref::CopyOp copy) {
   return true;
 }
 
+/// The position of every operation in its block, taken once before the
+/// deallocations move: moving one would invalidate the block's operation
+/// order, and isBeforeInBlock would then renumber the whole block for the
+/// next one (quadratic in the size of a step). Moving deallocations leaves
+/// the order of the other operations as it is, and a deallocation is
+/// compared only before it moves.
+using Positions = llvm::DenseMap<Operation *, unsigned>;
+
 /// Moves `dealloc` of a buffer allocated in its block right after the last
 /// operation of the block that uses the buffer. Returns whether it moved.
-static bool releaseEarly(memref::DeallocOp dealloc) {
+static bool releaseEarly(memref::DeallocOp dealloc, const Positions &at) {
   Block *block = dealloc->getBlock();
   auto alloc = dealloc.getMemref().getDefiningOp<memref::AllocOp>();
   if (!alloc || alloc->getBlock() != block)
@@ -120,10 +128,10 @@ static bool releaseEarly(memref::DeallocOp dealloc) {
     Operation *ancestor = block->findAncestorOpInBlock(*user);
     if (!ancestor)
       return false;
-    if (last->isBeforeInBlock(ancestor))
+    if (at.lookup(last) < at.lookup(ancestor))
       last = ancestor;
   }
-  if (last == dealloc || dealloc->isBeforeInBlock(last) ||
+  if (last == dealloc || at.lookup(dealloc) < at.lookup(last) ||
       last->getNextNode() == dealloc)
     return false;
   dealloc->moveAfter(last);
@@ -140,10 +148,16 @@ struct GaReleaseBuffersPass
     for (memref::CopyOp copy : copies)
       elideCopy(copy);
     SmallVector<memref::DeallocOp> deallocs;
+    Positions at;
+    getOperation()->walk([&](Block *block) {
+      unsigned position = 0;
+      for (Operation &op : *block)
+        at[&op] = position++;
+    });
     getOperation()->walk(
         [&](memref::DeallocOp dealloc) { deallocs.push_back(dealloc); });
     for (memref::DeallocOp dealloc : deallocs)
-      releaseEarly(dealloc);
+      releaseEarly(dealloc, at);
   }
 };
 } // namespace
