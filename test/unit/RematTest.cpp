@@ -125,6 +125,22 @@ std::vector<GraphNode> chainGraph(const std::vector<double> &costs) {
   return nodes;
 }
 
+// A graph with skip connections (U-Net-like): a chain of 8 whose last
+// three nodes also read nodes 2, 1 and 0.
+std::vector<GraphNode> unetGraph() {
+  std::vector<GraphNode> nodes(8);
+  for (int64_t i = 0; i < 8; ++i) {
+    nodes[i].cost = 1 + i % 3;
+    nodes[i].bytes = 10 + 5 * (i % 2);
+    if (i)
+      nodes[i].inputs = {i - 1};
+  }
+  nodes[5].inputs.push_back(2);
+  nodes[6].inputs.push_back(1);
+  nodes[7].inputs.push_back(0);
+  return nodes;
+}
+
 // The MILP and the dynamic program agree on chains: uniform ones (Revolve's
 // closed form) and ones of random costs.
 TEST(RematGraph, MilpEqualsDynamicProgramOnChains) {
@@ -159,16 +175,7 @@ TEST(RematGraph, MilpEqualsDynamicProgramOnChains) {
 TEST(RematGraph, MonotoneInTheBudget) {
   if (!haveGraphSolver())
     GTEST_SKIP() << "built without CBC";
-  std::vector<GraphNode> nodes(8);
-  for (int64_t i = 0; i < 8; ++i) {
-    nodes[i].cost = 1 + i % 3;
-    nodes[i].bytes = 10 + 5 * (i % 2);
-    if (i)
-      nodes[i].inputs = {i - 1};
-  }
-  nodes[5].inputs.push_back(2);
-  nodes[6].inputs.push_back(1);
-  nodes[7].inputs.push_back(0);
+  std::vector<GraphNode> nodes = unetGraph();
   double previous = 1e30;
   bool someFeasible = false;
   for (int64_t budget = 10; budget <= 140; budget += 5) {
@@ -201,16 +208,7 @@ TEST(RematGraph, MonotoneInTheBudget) {
 // once); must_save outputs that do not fit are infeasible. The MILP starts
 // from it: its plan never costs more.
 TEST(RematGraph, GreedyPlansAndWarmStarts) {
-  std::vector<GraphNode> nodes(8);
-  for (int64_t i = 0; i < 8; ++i) {
-    nodes[i].cost = 1 + i % 3;
-    nodes[i].bytes = 10 + 5 * (i % 2);
-    if (i)
-      nodes[i].inputs = {i - 1};
-  }
-  nodes[5].inputs.push_back(2);
-  nodes[6].inputs.push_back(1);
-  nodes[7].inputs.push_back(0);
+  std::vector<GraphNode> nodes = unetGraph();
   double forward = 0;
   for (int64_t i = 0; i < 7; ++i)
     forward += nodes[i].cost;
