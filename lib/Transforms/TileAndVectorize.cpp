@@ -35,6 +35,14 @@ using namespace mlir;
 /// tile; longer ones are tiled by their largest divisor up to the width.
 static constexpr int64_t kMaxUntiledReduction = 64;
 
+/// One-dimensional fills shorter than this are stored whole, as a few
+/// vector stores without a loop. They are the fills that ga-outline-kernels
+/// leaves in the step function (the zero inits of bias and norm gradients),
+/// a few per layer; as loops, they made the step function's lowering to
+/// the CFG split its one block once per loop, quadratic in the model's
+/// depth.
+static constexpr int64_t kMaxWholeFill = 1024;
+
 /// The tile sizes for `op`, or nothing when it should stay scalar.
 static std::optional<SmallVector<int64_t>>
 chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
@@ -117,6 +125,9 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
     if (ranges[row] % rows == 0)
       tiles[row] = rows;
   }
+  if (isa<linalg::FillOp>(op) && ranges.size() == 1 &&
+      ranges[0] < kMaxWholeFill)
+    tiles[0] = ranges[0];
   // A tile as large as the loop itself needs no loop: tile size 0 keeps the
   // dimension whole.
   for (auto [tile, range] : llvm::zip(tiles, ranges))

@@ -114,3 +114,18 @@ func.func @long_odd_reduction(%a: tensor<8x252xf32>, %b: tensor<252x16xf32>, %c:
   %0 = linalg.matmul ins(%a, %b : tensor<8x252xf32>, tensor<252x16xf32>) outs(%c : tensor<8x16xf32>) -> tensor<8x16xf32>
   return %0 : tensor<8x16xf32>
 }
+
+// A one-dimensional fill of fewer than 1024 elements is stored whole (no
+// loop); a longer one, and a two-dimensional one, are tiled.
+// CHECK-LABEL: func.func @fills
+// CHECK-NOT: scf.for
+// CHECK: vector.transfer_write %{{.*}} : vector<256xf32>, tensor<256xf32>
+// CHECK: scf.for %{{.*}} = %c0 to %c1024 step %c8
+// CHECK: scf.for %{{.*}} = %c0 to %c4 step %c1
+func.func @fills(%a: tensor<256xf32>, %b: tensor<1024xf32>, %c: tensor<4x64xf32>) -> (tensor<256xf32>, tensor<1024xf32>, tensor<4x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %0 = linalg.fill ins(%zero : f32) outs(%a : tensor<256xf32>) -> tensor<256xf32>
+  %1 = linalg.fill ins(%zero : f32) outs(%b : tensor<1024xf32>) -> tensor<1024xf32>
+  %2 = linalg.fill ins(%zero : f32) outs(%c : tensor<4x64xf32>) -> tensor<4x64xf32>
+  return %0, %1, %2 : tensor<256xf32>, tensor<1024xf32>, tensor<4x64xf32>
+}
