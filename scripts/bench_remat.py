@@ -18,8 +18,8 @@ the step-time ratio against the budget for each depth. The MILP optimum
 is not computed here: train-plan-remat plans single-level segments
 under its own memory model (saved activations, adjoint temporaries), not
 ga-remat's stage model, so the MILP's optimum would not be one of the same
-plans (ga-remat compares the MILP with the
-dynamic program on chains, test/Tools/ga-remat-milp.test).
+plans (ga-remat compares the MILP with the dynamic program on chains,
+test/Tools/ga-remat-milp.test).
 Not a test: nothing is asserted, but a measured peak above its budget is
 printed as OVER.
 

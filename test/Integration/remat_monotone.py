@@ -46,8 +46,6 @@ def main():
     rc, err = plan(1)
     smallest = re.search(r"the smallest peak the planner reaches is (\d+)",
                          err)
-    unplanned = re.search(r"without new checkpoints (\d+) bytes", err) or \
-        re.search(r"(\d+) bytes without", err)
     check.true("a budget of one byte is refused with the smallest feasible "
                "budget", rc != 0 and smallest is not None, err[-400:])
     if rc == 0 or smallest is None:
@@ -55,7 +53,11 @@ def main():
     low = int(smallest.group(1))
     rc, err = plan(10**12)
     top = re.search(r"without new checkpoints (\d+) bytes", err)
-    high = int(top.group(1)) if top else 4 * low
+    check.true("an unbounded budget is planned and states the unplanned "
+               "peak", rc == 0 and top is not None, err[-400:])
+    if rc or top is None:
+        sys.exit(check.finish())
+    high = int(top.group(1))
     budgets = [low + (high - low) * q // 8 for q in range(8)]
     previous = None
     for budget in budgets:
