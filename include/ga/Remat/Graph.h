@@ -87,7 +87,9 @@ GraphPlan solveGraph(const std::vector<GraphNode> &nodes, int64_t inputBytes,
 /// one fixed set of outputs held from stage 0 until their last reader's
 /// stage (checkpoints; the must_save nodes among them), every stage
 /// recomputing from them what its adjoint reads. The set is grown greedily,
-/// by work saved per byte held, while it fits. Status Heuristic, or
+/// by work saved per byte held, while it fits (lazily: a candidate whose
+/// gain is no longer positive is dropped for good, exact only when gains
+/// never grow as others are added). Status Heuristic, or
 /// Infeasible when even the must_save outputs do not fit. Checked by
 /// checkGraphPlan.
 GraphPlan planGraphGreedy(const std::vector<GraphNode> &nodes,
