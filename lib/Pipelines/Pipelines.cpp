@@ -36,7 +36,20 @@ static void addCPUBufferization(OpPassManager &pm,
   pm.addPass(ga::createGaBufferizePass());
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
-  bufferization::buildBufferDeallocationPipeline(pm);
+  // MLIR's buffer-deallocation-pipeline, with ga-split-deallocations
+  // before its simplification: ownership-based deallocation ends the step
+  // with one dealloc of all its buffers, which the simplification would
+  // take apart by pairwise alias queries (quadratic in the depth).
+  pm.addPass(memref::createExpandReallocPass(
+      memref::ExpandReallocPassOptions{/*emitDeallocs=*/false}));
+  pm.addPass(createCanonicalizerPass());
+  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
+  pm.addPass(createCanonicalizerPass());
+  pm.addNestedPass<func::FuncOp>(ga::createGaSplitDeallocationsPass());
+  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
+  pm.addPass(bufferization::createLowerDeallocationsPass());
+  pm.addPass(createCSEPass());
+  pm.addPass(createCanonicalizerPass());
   // The deallocation pipeline frees buffers at the end of their block: each
   // is freed after its last use instead, and the copies of returned buffers
   // go, so that the step holds only what it still reads (the memory model,

@@ -512,6 +512,42 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def GaSplitDeallocationsPass
+    : Pass<"ga-split-deallocations", "::mlir::func::FuncOp"> {
+  let summary = "Free each buffer that no retained value can alias on its own";
+  let description = [{
+    Runs between MLIR's ownership-based deallocation and
+    `buffer-deallocation-simplification`. The former ends each block with one
+    `bufferization.dealloc` of every buffer the block owns, retaining the
+    values the block passes on (a step's returned buffers): in a step body of
+    N buffers and M returned values, one operation of N memrefs. The
+    simplification takes it apart by testing every pair of them for
+    aliasing, N^2 + N*M queries; its time grew as the square of a model's
+    depth.
+
+    This pass takes out of each such operation, in one pass over it, every
+    memref that
+
+    - is a `memref.alloc` of the operation's own block, freed unconditionally
+      (its condition is the constant `true`);
+    - shares its allocation with no other memref of the operation (each
+      other memref is, through views, a distinct `memref.alloc`);
+    - is no retained value's allocation (by MLIR's `BufferOriginAnalysis`:
+      the retained values that are not themselves views of an allocation are
+      asked one by one, and a "maybe" keeps the memref);
+
+    and frees it by its own `bufferization.dealloc`, without retained values.
+    The ownership results of the operation are unchanged: a memref that no
+    retained value can alias never contributes to them. What is left (the
+    buffers that are returned, and any whose origin is unknown) is for the
+    simplification, as before.
+
+    Example: `%r = bufferization.dealloc (%a, %b : ...) if (%true, %true)
+    retain (%b : ...)` becomes `bufferization.dealloc (%a : ...) if (%true)`
+    and `%r = bufferization.dealloc (%b : ...) if (%true) retain (%b : ...)`.
+  }];
+}
+
 def GaReleaseBuffersPass : Pass<"ga-release-buffers", "::mlir::func::FuncOp"> {
   let summary = "Free each buffer right after its last use";
   let description = [{
