@@ -12,19 +12,26 @@ F=256) and budgets from the smallest feasible one to the unplanned peak:
     --repeat runs, one thread), as a ratio to the unplanned step's time,
     measured in the same run;
   * the smallest feasible budget, as the planner states it when a budget
-    of one byte is refused.
+    of one byte is refused;
+  * the MILP's optimum on the same chain of units: train-plan-remat's
+    export-graph writes the chosen plan's units as a ga-remat graph (each
+    unit as its run and its boundary alone) with the memory its chain
+    model gives the held values at that budget; ga-remat --milp solves it
+    (time-limited; graphs of more than --milp-max-nodes nodes are skipped).
+    Its schedules may be multi-level (a value recomputed from a value
+    recomputed earlier in the backward pass), which single-level segments
+    cannot express, and its stage model does not count the values made and
+    used within a stage: its share is the least recomputation any schedule
+    needs in a model at least as lenient as the planner's, so the gap to
+    the planner's share bounds what a better search could save.
 A PNG (matplotlib; Debian: python3-matplotlib) plots the measured peak and
-the step-time ratio against the budget for each depth. The MILP optimum
-is not computed here: train-plan-remat plans single-level segments
-under its own memory model (saved activations, adjoint temporaries), not
-ga-remat's stage model, so the MILP's optimum would not be one of the same
-plans (ga-remat compares the MILP with the dynamic program on chains,
-test/Tools/ga-remat-milp.test).
+the step-time ratio against the budget for each depth.
 Not a test: nothing is asserted, but a measured peak above its budget is
 printed as OVER.
 
 Rerun: python3 scripts/bench_remat.py [--build build] [--depths 4,12,24]
        [--repeat 5] [--png docs/remat.png] [--json out.json]
+       [--milp-seconds 10] [--milp-max-nodes 80]
 """
 
 import argparse
@@ -58,6 +65,43 @@ def number(pattern, text, cast=int):
     return cast(match.group(1)) if match else None
 
 
+def milp_share(build, path, budget, seconds, max_nodes):
+    """The MILP's recomputed share (percent of the forward work) on the
+    chain of units that train-plan-remat plans at `budget`, and its status;
+    (None, why) where it is not solved."""
+    graph = f"{path}.b{budget}.json"
+    proc = subprocess.run(
+        [os.path.join(build, "bin", "ga-opt"), path,
+         f"--train-plan-remat=memory-budget={budget} export-graph={graph}",
+         "-o", os.devnull], capture_output=True, text=True)
+    if proc.returncode:
+        return None, "not planned"
+    with open(graph) as f:
+        meta = json.load(f)
+    if len(meta["nodes"]) > max_nodes:
+        return None, f"{len(meta['nodes'])} nodes"
+    if meta["budget"] <= 0:
+        return None, "no memory left"
+
+    def solve(limit):
+        out = subprocess.run(
+            [os.path.join(build, "bin", "ga-remat"), graph,
+             f"--budget={limit}", "--milp", f"--time-limit={seconds}",
+             f"--milp-max-nodes={max_nodes}"],
+            capture_output=True, text=True)
+        status = re.search(r"^status: (\w+)", out.stdout, re.M)
+        cost = re.search(r"^recompute_cost: ([0-9.e+-]+)", out.stdout, re.M)
+        if out.returncode or not status or not cost:
+            return None, (out.stdout + out.stderr).strip().splitlines()[-1:]
+        return float(cost.group(1)), status.group(1)
+
+    held, _ = solve(10**15)  # every output held: the work with no remat
+    cost, status = solve(meta["budget"])
+    if held is None or cost is None:
+        return None, str(status)
+    return 100 * (cost - held) / meta["forward_cost"], status
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
@@ -66,6 +110,10 @@ def main():
     parser.add_argument("--png", default=None,
                         help="write the plot here (default: none)")
     parser.add_argument("--json", default=None)
+    parser.add_argument("--milp-seconds", type=float, default=10,
+                        help="the MILP's time limit per solve")
+    parser.add_argument("--milp-max-nodes", type=int, default=80,
+                        help="larger graphs are not solved by the MILP")
     args = parser.parse_args()
     binary = os.path.join(args.build, "bin", "ga-run")
     if not os.path.exists(binary):
@@ -80,7 +128,7 @@ def main():
     header = (f"{'L':>3} {'budget':>10} {'planned':>10} {'measured':>10} "
               f"{'fits':>4} {'ckpts':>5} {'recomp%':>7} {'step ms':>8} "
               f"{'x plain':>7} {'solve s':>7} {'measure s':>9} "
-              f"{'compiled':>8}")
+              f"{'compiled':>8} {'milp%':>6} {'milp':>8}")
     for L in depths:
         path = os.path.join(work, f"gpt{L}.mlir")
         with open(path, "w") as f:
@@ -137,13 +185,19 @@ def main():
                        solve_s=float(remark.group(4)),
                        compiled=int(remark.group(5)),
                        measure_s=float(remark.group(6)), wall_s=seconds)
+            share, status = milp_share(args.build, path, budget,
+                                       args.milp_seconds,
+                                       args.milp_max_nodes)
+            row.update(milp_recomputed=share, milp_status=status)
             rows.append(row)
             fits = "yes" if measured <= budget else "OVER"
+            milp = f"{share:>6.1f}" if share is not None else f"{'-':>6}"
             print(f"{L:>3} {budget:>10} {row['planned']:>10} "
                   f"{measured:>10} {fits:>4} {row['checkpoints']:>5} "
                   f"{row['recomputed']:>7.1f} {step_ms:>8.2f} "
                   f"{step_ms / plain_ms:>7.2f} {row['solve_s']:>7.3f} "
-                  f"{row['measure_s']:>9.1f} {row['compiled']:>8}")
+                  f"{row['measure_s']:>9.1f} {row['compiled']:>8} "
+                  f"{milp} {status:>8}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

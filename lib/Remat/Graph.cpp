@@ -364,7 +364,10 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
     plan.warmStartCost = greedy.cost;
   }
   model.setMaximumSeconds(seconds);
-  model.setNumberThreads(1);
+  // Serial: CBC runs any number of threads other than 0, 1 included, in
+  // its opportunistic threaded mode, whose branching crashes on some
+  // problems (a chain of 44 nodes exported by train-plan-remat).
+  model.setNumberThreads(0);
   model.branchAndBound();
   plan.seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)

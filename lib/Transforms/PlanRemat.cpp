@@ -28,6 +28,7 @@
 #include "mlir/Pass/PassRegistry.h"
 #include "llvm/ADT/SetVector.h"
 #include "llvm/Support/FormatVariadic.h"
+#include "llvm/Support/JSON.h"
 
 #include <chrono>
 #include <cmath>
@@ -684,6 +685,61 @@ struct TrainPlanRematPass
         return signalPassFailure();
   }
 
+  /// Writes the chain of `fullBatchUnits` at `outcome`'s micro-batch count
+  /// to `exportGraph` as a ga-remat graph (see the pass's description).
+  LogicalResult writeGraph(ga::train::StepOp step,
+                           ArrayRef<Unit> fullBatchUnits, int64_t fullBatchTail,
+                           const Outcome &outcome, double totalCost) {
+    int64_t k = outcome.microbatches;
+    SmallVector<Unit> units(fullBatchUnits);
+    int64_t temporaries = 0;
+    for (Unit &unit : units) {
+      unit.boundaryBytes /= k;
+      unit.savedBytes /= k;
+      unit.largestBytes /= k;
+      temporaries = std::max(temporaries, 2 * unit.largestBytes);
+    }
+    ChainModel model;
+    model.units = units;
+    model.tailBytes = fullBatchTail / k;
+    int64_t offset = outcome.peak - model.peakOf(outcome.plan);
+    llvm::json::Array nodes;
+    for (auto [i, unit] : llvm::enumerate(units)) {
+      std::string name = "u" + std::to_string(i);
+      llvm::json::Object run{{"name", name + ".run"},
+                             {"cost", unit.cost},
+                             {"bytes", unit.savedBytes + unit.boundaryBytes}};
+      if (i)
+        run["inputs"] = llvm::json::Array{"u" + std::to_string(i - 1)};
+      if (unit.mustSave)
+        run["must_save"] = true;
+      if (unit.mustRecompute)
+        run["must_recompute"] = true;
+      nodes.push_back(std::move(run));
+      // Held with the run, the boundary would count twice: a saved unit
+      // holds the run only (its boundary is recomputed from it for free).
+      llvm::json::Object boundary{{"name", name},
+                                  {"cost", 0.0},
+                                  {"bytes", unit.boundaryBytes},
+                                  {"inputs", llvm::json::Array{name + ".run"}}};
+      nodes.push_back(std::move(boundary));
+    }
+    llvm::json::Object root{{"nodes", std::move(nodes)},
+                            {"input_bytes", 0},
+                            {"budget", memoryBudget - offset - temporaries},
+                            {"microbatches", k},
+                            {"forward_cost", totalCost},
+                            {"planned_cost", outcome.cost},
+                            {"planned_peak", outcome.peak}};
+    std::error_code error;
+    llvm::raw_fd_ostream os(exportGraph, error);
+    if (error)
+      return step.emitError("train-plan-remat: cannot write export-graph '")
+             << exportGraph << "': " << error.message();
+    os << llvm::formatv("{0:2}", llvm::json::Value(std::move(root))) << "\n";
+    return success();
+  }
+
   /// Searches the plan of the `index`-th step at its current micro-batch
   /// count.
   FailureOr<Outcome> search(ModuleOp module, unsigned index,
@@ -944,6 +1000,9 @@ struct TrainPlanRematPass
     }
     step.setMicrobatches(chosen->microbatches);
     applyPlan(module, index, units, chosen->plan);
+    if (!exportGraph.empty() &&
+        failed(writeGraph(step, units, tail, *chosen, totalCost)))
+      return failure();
 
     unsigned count = 0, checkpoints = 0;
     for (const Segment &segment : chosen->plan)

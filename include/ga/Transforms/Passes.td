@@ -484,6 +484,20 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     Checkpointing never changes values: the planned step's results are
     bitwise those of the unplanned one.
 
+    `export-graph=FILE` writes the chain of units at the chosen micro-batch
+    count as a graph for `ga-remat`: each unit as two nodes, the unit run
+    (its work; what a saved unit keeps: the values its adjoints read and its
+    boundary activation) and its boundary alone (no work; read by the next
+    unit's run), so that holding a boundary without the rest is expressible
+    (a checkpointed segment keeps its last boundary only). Beside the
+    nodes, `budget` is the memory the chain model gives its held values
+    (the budget less the model's offset, calibrated to the chosen plan's
+    measured peak, and less the largest adjoint temporaries), and
+    `forward_cost`, `planned_cost`, `planned_peak` and `microbatches` state
+    the plan. `ga-remat FILE --budget B --milp` then gives the least
+    recomputation of any schedule, multi-level ones included, in its stage
+    model (which does not count values made and used within a stage).
+
     Example (the choice of the micro-batch count included):
 
     ```sh
@@ -508,6 +522,9 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "With microbatches=auto, the estimated cost of one micro-batch in "
            "points of work (-1: twice the parameters' elements, their "
            "gradients' accumulation)">,
+    Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
+           "Write the chosen plan's chain of units to this file as a "
+           "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
