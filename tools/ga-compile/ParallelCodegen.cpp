@@ -31,9 +31,10 @@ using namespace llvm;
 
 namespace {
 
-/// Optimizes and compiles the bitcode `bitcode` in a fresh context.
+/// Optimizes the bitcode `bitcode` at `optLevel` and compiles it at
+/// `codegenLevel`, in a fresh context.
 Expected<std::string>
-compilePartition(StringRef bitcode, unsigned optLevel,
+compilePartition(StringRef bitcode, unsigned optLevel, unsigned codegenLevel,
                  const ga::TargetMachineFactory &factory) {
   LLVMContext context;
   Expected<std::unique_ptr<Module>> module =
@@ -43,7 +44,7 @@ compilePartition(StringRef bitcode, unsigned optLevel,
   std::unique_ptr<TargetMachine> machine = factory();
   if (!machine)
     return createStringError("cannot create an LLVM target machine");
-  machine->setOptLevel(static_cast<CodeGenOptLevel>(optLevel));
+  machine->setOptLevel(static_cast<CodeGenOptLevel>(codegenLevel));
   auto transformer =
       mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
   if (Error err = transformer(module->get()))
@@ -68,8 +69,11 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
   // The functions with bodies. Kernels (ga_kernel_*, and the OpenMP bodies
   // LLVM outlined from them) hold the arithmetic and get `optLevel`; the
   // rest (the step: allocations, descriptors and kernel calls, one straight
-  // line that grows with the model) gets partition 0 to itself and -O1,
-  // where LLVM's full pipeline would cost more than it gains.
+  // line that grows with the model) gets partition 0 to itself, optimized
+  // at -O1, where LLVM's full pipeline would cost more than it gains, and
+  // compiled at -O0 (FastISel, the fast register allocator): the optimizing
+  // code generator took 5 of the 9 s of a 24-layer GPT's compile on that
+  // one block and made the step no faster.
   auto isKernel = [](Function *f) {
     return f->getName().starts_with("ga_kernel_");
   };
@@ -99,9 +103,11 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
     load[lightest] += size(f) + 1;
   }
   jobs = parts;
-  std::vector<unsigned> levels(jobs, optLevel);
-  if (first == 1)
+  std::vector<unsigned> levels(jobs, optLevel), codegenLevels(jobs, optLevel);
+  if (first == 1) {
     levels[0] = std::min(optLevel, 1u);
+    codegenLevels[0] = 0;
+  }
 
   // What one partition calls in another must be a global symbol: hidden,
   // so that the library does not export it, and dso_local.
@@ -149,7 +155,7 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
   for (unsigned p = 0; p < jobs; ++p)
     threads.emplace_back([&, p] {
       Expected<std::string> object =
-          compilePartition(bitcodes[p], levels[p], factory);
+          compilePartition(bitcodes[p], levels[p], codegenLevels[p], factory);
       if (object)
         objects[p] = std::move(*object);
       else
