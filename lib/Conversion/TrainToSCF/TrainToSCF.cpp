@@ -403,8 +403,7 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
   SmallVector<Operation *> peeled;
   if (peel)
     for (linalg::GenericOp generic : llvm::reverse(peel->tree))
-      peeled.push_back(
-          mapping.lookupOrDefault(generic.getResult(0)).getDefiningOp());
+      peeled.push_back(mapping.lookup(generic.getOperation()));
   for (auto [g, tree] : llvm::zip(yield.getOperands().drop_front(), trees)) {
     if (!tree) {
       yielded.push_back(mapping.lookupOrDefault(g));
@@ -413,8 +412,7 @@ static LogicalResult lowerAccumulate(AccumulateOp op) {
     for (Value leaf : tree->leaves)
       yielded.push_back(mapping.lookupOrDefault(leaf));
     for (linalg::LinalgOp add : llvm::reverse(tree->adds))
-      peeled.push_back(
-          mapping.lookupOrDefault(add->getResult(0)).getDefiningOp());
+      peeled.push_back(mapping.lookup(add.getOperation()));
   }
   // The yield uses the values so that each has the terminator as its user.
   newYield->setOperands(yielded);
