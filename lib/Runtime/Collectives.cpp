@@ -205,6 +205,23 @@ extern "C" int32_t ga_collectives_start(int64_t ranks, const char *program,
 extern "C" int32_t ga_world_rank(void) { return gRank; }
 extern "C" int32_t ga_world_size(void) { return gSize; }
 
+extern "C" int32_t ga_broadcast_bytes(void *data, int64_t bytes) {
+  if (gSize == 1)
+    return 0;
+  if (bytes < 0 || bytes > INT_MAX)
+    return 1;
+#ifdef GA_HAVE_MPI
+  GA_MPI_ALLOCATIONS_NOT_LEAKS;
+  return MPI_Bcast(data, static_cast<int>(bytes), MPI_BYTE, 0,
+                   MPI_COMM_WORLD) == MPI_SUCCESS
+             ? 0
+             : 1;
+#else
+  (void)data;
+  return 1;
+#endif
+}
+
 extern "C" void ga_collectives_stop(void) {
 #ifdef GA_HAVE_MPI
   if (gJoined) {

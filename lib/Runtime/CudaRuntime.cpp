@@ -17,6 +17,14 @@
 // library is loaded; a failure there is recorded the same way, never an
 // abort.
 //
+// Under mpirun, each rank takes the device of its local rank (modulo the
+// devices: GA_CUDA_DEVICE overrides it). train.all_reduce of a sum runs on
+// NCCL (loaded with dlopen: GA_NCCL_LIBRARY, else libnccl.so.2) when every
+// rank of the node has a device of its own, in place on the step's stream;
+// otherwise (ranks sharing a device, which NCCL refuses; no NCCL; GA_NCCL=0;
+// an average) the buffer goes through host memory and the CPU runtime's MPI
+// all-reduce. GA_NCCL=1 makes a missing NCCL an error.
+//
 // One stream per process runs every kernel, copy and allocation in order.
 // mgpuStreamSynchronize on it does not wait: the host waits only where it
 // reads device memory (ga_cuda_read_*, ga_cuda_step_leave), so that a step
@@ -111,6 +119,26 @@ using CublasSgemmStridedBatched = int (*)(void *, int, int, int, int, int,
                                           long long, const float *, float *,
                                           int, long long, int);
 
+// NCCL, loaded on the first all-reduce (its ABI: nccl.h).
+using NcclComm = void *;
+struct NcclUniqueId {
+  char internal[128];
+};
+using NcclGetUniqueId = int (*)(NcclUniqueId *);
+using NcclCommInitRank = int (*)(NcclComm *, int, NcclUniqueId, int);
+using NcclAllReduce = int (*)(const void *, void *, size_t, int, int, NcclComm,
+                              CUstream);
+using NcclGetErrorString = const char *(*)(int);
+
+struct Nccl {
+  bool tried = false;
+  /// The path the step's sums take: "NCCL" or "MPI through host memory".
+  const char *path = nullptr;
+  NcclComm comm = nullptr;
+  NcclAllReduce allReduce = nullptr;
+  NcclGetErrorString errorString = nullptr;
+};
+
 struct Blas {
   bool tried = false;
   void *handle = nullptr;
@@ -133,6 +161,9 @@ struct ProfileRow {
 
 struct State {
   Blas blas;
+  Nccl nccl;
+  /// The devices the driver reports, and the one this process uses.
+  int deviceCount = 0, ordinal = 0;
   bool profile = false;
   std::map<CUmodule, int> moduleIndex;
   std::map<CUfunction, std::string> functionLabel;
@@ -183,9 +214,27 @@ bool check(State &s, CUresult rc, const char *call) {
   return false;
 }
 
-/// Loads the driver and makes the primary context of device 0 (or
-/// GA_CUDA_DEVICE) current, once. Returns whether CUDA is usable; when not,
-/// the reason is recorded.
+/// This process's rank among the ranks of its node and their number, from
+/// the launcher's environment (Open MPI, MPICH, Slurm): 0 outside one; -1
+/// for a number the launcher does not give.
+/// Read before the MPI run is joined: a step library selects its device
+/// when it is loaded.
+std::pair<int, int> localRanks() {
+  auto number = [](std::initializer_list<const char *> names, int fallback) {
+    for (const char *name : names)
+      if (const char *value = std::getenv(name))
+        return std::atoi(value);
+    return fallback;
+  };
+  return {
+      number({"OMPI_COMM_WORLD_LOCAL_RANK", "MPI_LOCALRANKID", "SLURM_LOCALID"},
+             0),
+      number({"OMPI_COMM_WORLD_LOCAL_SIZE", "MPI_LOCALNRANKS"}, -1)};
+}
+
+/// Loads the driver and makes the primary context of the device of the
+/// local rank (device 0 outside mpirun; GA_CUDA_DEVICE) current, once. Returns
+/// whether CUDA is usable; when not, the reason is recorded.
 bool ensureInitialized(State &s) {
   if (s.initialized) {
     if (s.usable && s.context)
@@ -217,9 +266,15 @@ bool ensureInitialized(State &s) {
   int count = 0;
   if (!check(s, s.cu.cuDeviceGetCount(&count), "cuDeviceGetCount"))
     return false;
+  // Under mpirun, the device of the local rank, so that the ranks of a node
+  // with as many devices each have their own.
   int ordinal = 0;
+  if (int local = localRanks().first; local > 0 && count > 0)
+    ordinal = local % count;
   if (const char *env = std::getenv("GA_CUDA_DEVICE"))
     ordinal = std::atoi(env);
+  s.deviceCount = count;
+  s.ordinal = ordinal;
   if (count == 0 || ordinal < 0 || ordinal >= count) {
     recordError(s, "no CUDA device: the driver reports " +
                        std::to_string(count) + " device(s)" +
@@ -667,9 +722,81 @@ void ga_cuda_gemm_batched_f32_tf32(int32_t transA, int32_t transB, int64_t m,
 } // extern "C"
 
 namespace {
+/// Decides, on the first all-reduce of a data-parallel run, whether sums go
+/// through NCCL (see the file's comment) and, if so, makes its communicator
+/// (rank 0's id broadcast with MPI). Returns whether NCCL is used; false
+/// with an error recorded when it is required (GA_NCCL=1) but cannot be.
+bool ensureNccl(State &s) {
+  Nccl &nccl = s.nccl;
+  if (nccl.tried)
+    return nccl.comm != nullptr;
+  nccl.tried = true;
+  nccl.path = "MPI through host memory";
+  const char *env = std::getenv("GA_NCCL");
+  bool required = env && std::strcmp(env, "0") != 0;
+  if (env && !required)
+    return false;
+  int ranks = ga_world_size();
+  int local = localRanks().second;
+  if (local < 0)
+    local = ranks; // Unknown: the ranks may all share this node.
+  auto refuse = [&](const std::string &why) {
+    if (required)
+      recordError(s, "GA_NCCL=1, but NCCL cannot be used: " + why);
+    return false;
+  };
+  if (local > s.deviceCount)
+    return refuse(std::to_string(local) + " ranks on this node share " +
+                  std::to_string(s.deviceCount) + " device(s)");
+  const char *name = std::getenv("GA_NCCL_LIBRARY");
+  void *lib = dlopen(name ? name : "libnccl.so.2", RTLD_NOW | RTLD_LOCAL);
+  if (!lib)
+    return refuse(std::string("the NCCL library cannot be loaded: ") +
+                  dlerror());
+  auto getId = reinterpret_cast<NcclGetUniqueId>(dlsym(lib, "ncclGetUniqueId"));
+  auto init =
+      reinterpret_cast<NcclCommInitRank>(dlsym(lib, "ncclCommInitRank"));
+  nccl.allReduce = reinterpret_cast<NcclAllReduce>(dlsym(lib, "ncclAllReduce"));
+  nccl.errorString =
+      reinterpret_cast<NcclGetErrorString>(dlsym(lib, "ncclGetErrorString"));
+  if (!getId || !init || !nccl.allReduce || !nccl.errorString)
+    return refuse("the NCCL library lacks ncclGetUniqueId, ncclCommInitRank, "
+                  "ncclAllReduce or ncclGetErrorString");
+  // From here on, every rank has decided alike (same node layout and
+  // environment), so that the broadcast and the communicator's creation,
+  // which wait for all ranks, are reached by all.
+  NcclUniqueId id{};
+  if (ga_world_rank() == 0) {
+    if (int rc = getId(&id)) {
+      recordError(s, std::string("ncclGetUniqueId failed: ") +
+                         nccl.errorString(rc));
+      return false;
+    }
+  }
+  if (ga_broadcast_bytes(&id, sizeof(id))) {
+    recordError(s, "the broadcast of NCCL's communicator id failed");
+    return false;
+  }
+  if (int rc = init(&nccl.comm, ranks, id, ga_world_rank())) {
+    nccl.comm = nullptr;
+    recordError(s, std::string("ncclCommInitRank failed: ") +
+                       nccl.errorString(rc));
+    return false;
+  }
+  nccl.path = "NCCL";
+  return true;
+}
+
+template <typename T> int ncclType();
+template <> int ncclType<float>() { return 7; }   // ncclFloat32
+template <> int ncclType<double>() { return 8; }  // ncclFloat64
+template <> int ncclType<int32_t>() { return 2; } // ncclInt32
+template <> int ncclType<int64_t>() { return 4; } // ncclInt64
+
 /// train.all_reduce of a device buffer (a ranked memref descriptor of rank
-/// `rank`, on the host): staged through host memory for the CPU runtime's
-/// MPI all-reduce (Debian's Open MPI is not CUDA-aware), on the stream.
+/// `rank`, on the host). A sum runs on NCCL, in place on the step's stream,
+/// where ensureNccl allows; otherwise it is staged through host memory for
+/// the CPU runtime's MPI all-reduce (Debian's Open MPI is not CUDA-aware).
 template <typename T>
 void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
                      void (*hostAllReduce)(int64_t, void *, int32_t)) {
@@ -691,6 +818,18 @@ void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
     }
     count *= sizes[d];
   }
+  // kind 0 is a sum; an average (the naive lowering's) takes the host path,
+  // which divides as the CPU runtime does.
+  if (kind == 0 && ensureNccl(s)) {
+    if (int rc = s.nccl.allReduce(data, data, static_cast<size_t>(count),
+                                  ncclType<T>(), /*ncclSum*/ 0, s.nccl.comm,
+                                  s.stream))
+      recordError(s, "ncclAllReduce of " + std::to_string(count) +
+                         " elements failed: " + s.nccl.errorString(rc));
+    return;
+  }
+  if (!s.error.empty())
+    return;
   std::vector<T> host(count);
   if (!copy(s, host.data(), data, count * sizeof(T)) || !synchronize(s))
     return;
@@ -710,6 +849,22 @@ void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
+
+/// The first CUDA failure not yet reported by a step's exit (the call and
+/// its message), or NULL.
+const char *ga_cuda_last_error(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.error.empty() ? nullptr : s.error.c_str();
+}
+
+/// How the sums of a data-parallel step travel between ranks: "NCCL" or
+/// "MPI through host memory"; NULL before the first all-reduce.
+const char *ga_cuda_collectives(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.nccl.path;
+}
 
 void ga_cuda_all_reduce_f32(int64_t rank, void *d, int32_t kind) {
   deviceAllReduce<float>(rank, d, kind, ga_all_reduce_f32);

@@ -18,6 +18,13 @@
 // a GEMM is counted, and checked to read and write device memory only,
 // within the allocations its leading dimensions imply.
 //
+// It stands in for NCCL too (GA_NCCL_LIBRARY naming this library): the
+// communicator's id must be the same on every rank and its rank and size
+// the MPI run's; an all-reduce must be a sum, in place, on one device
+// allocation; it sums through the CPU runtime's MPI all-reduce, so that the
+// values can be checked. GA_MOCK_CUDA_DEVICES sets the number of devices
+// (1 by default).
+//
 // At exit, the counts go to the file named by GA_MOCK_CUDA_LOG (with
 // .<rank> appended under mpirun).
 //
@@ -27,12 +34,14 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <dlfcn.h>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
 #include <sys/mman.h>
+#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -44,6 +53,8 @@ struct Counts {
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long liveBytes = 0, peakBytes = 0;
+  long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
+  int ordinal = -1;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   std::set<std::string> functions;
   std::set<void *> handles;
@@ -65,11 +76,13 @@ struct Counts {
                  "copies on device: %ld\nmemsets: %ld\n"
                  "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
                  "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
-                 "peak device bytes: %ld\n",
+                 "peak device bytes: %ld\ndevice: %d\nnccl comms: %ld\n"
+                 "nccl all-reduces: %ld\nbad nccl calls: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
-                 batchedGemms, scaledGemms, peakBytes);
+                 batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
+                 ncclAllReduces, badNccl);
     std::fclose(f);
   }
 };
@@ -108,11 +121,14 @@ extern "C" {
 
 int cuInit(unsigned) { return 0; }
 int cuDeviceGetCount(int *n) {
-  *n = 1;
+  const char *env = std::getenv("GA_MOCK_CUDA_DEVICES");
+  *n = env ? std::atoi(env) : 1;
   return 0;
 }
-int cuDeviceGet(int *d, int) {
-  *d = 0;
+int cuDeviceGet(int *d, int ordinal) {
+  std::lock_guard<std::mutex> lock(counts().mutex);
+  counts().ordinal = ordinal;
+  *d = ordinal;
   return 0;
 }
 int cuDeviceGetName(char *name, int len, int) {
@@ -334,6 +350,82 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
               insideDevice(c + i * strideC, m, n, ldc);
     c0.badGemms += !ok;
   }
+  return 0;
+}
+
+// NCCL (nccl.h's ABI). The CPU runtime's functions, found in the process.
+using HostAllReduce = void (*)(int64_t, void *, int32_t);
+static HostAllReduce hostAllReduce(const char *name) {
+  return reinterpret_cast<HostAllReduce>(dlsym(RTLD_DEFAULT, name));
+}
+static int worldValue(const char *name) {
+  auto fn = reinterpret_cast<int32_t (*)()>(dlsym(RTLD_DEFAULT, name));
+  return fn ? fn() : -1;
+}
+
+struct MockNcclId {
+  char internal[128];
+};
+int ncclGetUniqueId(MockNcclId *id) {
+  std::memset(id->internal, 0, sizeof(id->internal));
+  std::snprintf(id->internal, sizeof(id->internal), "mock nccl %ld",
+                static_cast<long>(getpid()));
+  return 0;
+}
+const char *ncclGetErrorString(int) { return "mock NCCL error"; }
+int ncclCommInitRank(void **comm, int nranks, MockNcclId id, int rank) {
+  Counts &c = counts();
+  // The id's hash summed over the ranks is nranks times each rank's.
+  int64_t hash[1] = {0};
+  for (char ch : id.internal)
+    hash[0] = hash[0] * 131 + static_cast<unsigned char>(ch);
+  int64_t own = hash[0];
+  int64_t descriptor[5] = {reinterpret_cast<int64_t>(hash),
+                           reinterpret_cast<int64_t>(hash), 0, 1, 1};
+  HostAllReduce sum = hostAllReduce("ga_all_reduce_i64");
+  if (!sum)
+    return 3; // ncclInternalError
+  sum(1, descriptor, 0);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  bool ok = id.internal[0] && hash[0] == own * nranks &&
+            nranks == worldValue("ga_world_size") &&
+            rank == worldValue("ga_world_rank");
+  if (!ok) {
+    ++c.badNccl;
+    return 4; // ncclInvalidArgument
+  }
+  static int communicator;
+  *comm = &communicator;
+  ++c.ncclComms;
+  return 0;
+}
+int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
+                  void *comm, void *) {
+  Counts &c = counts();
+  const char *name = type == 7   ? "ga_all_reduce_f32"
+                     : type == 8 ? "ga_all_reduce_f64"
+                     : type == 2 ? "ga_all_reduce_i32"
+                     : type == 4 ? "ga_all_reduce_i64"
+                                 : nullptr;
+  size_t size = type == 8 || type == 4 ? 8 : 4;
+  uintptr_t p = reinterpret_cast<uintptr_t>(recv);
+  std::pair<uintptr_t, size_t> block;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    block = deviceBlock(p);
+    if (!name || op != 0 || send != recv || !comm || !block.first ||
+        p + count * size > block.first + block.second) {
+      ++c.badNccl;
+      return 4; // ncclInvalidArgument
+    }
+    ++c.ncclAllReduces;
+    setAccess(block.first, block.second, PROT_READ | PROT_WRITE);
+  }
+  int64_t descriptor[5] = {static_cast<int64_t>(p), static_cast<int64_t>(p), 0,
+                           static_cast<int64_t>(count), 1};
+  hostAllReduce(name)(1, descriptor, 0);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  setAccess(block.first, block.second, PROT_NONE);
   return 0;
 }
 

@@ -167,6 +167,9 @@ int main(int argc, char **argv) {
       reinterpret_cast<DeviceNameFn>(dlsym(handle, "ga_cuda_device_name"));
   auto deviceMemoryFn =
       reinterpret_cast<MemoryStatsFn>(dlsym(handle, "ga_cuda_memory_stats"));
+  using CollectivesFn = const char *(*)();
+  auto collectivesFn =
+      reinterpret_cast<CollectivesFn>(dlsym(handle, "ga_cuda_collectives"));
   std::string deviceName;
   if (deviceNameFn) {
     const char *reason = nullptr;
@@ -220,6 +223,8 @@ int main(int argc, char **argv) {
                 static_cast<long long>(signature.ranks));
   if (!deviceName.empty())
     std::printf("device: %s (CUDA)\n", deviceName.c_str());
+  if (const char *path = collectivesFn ? collectivesFn() : nullptr)
+    std::printf("collectives: %s\n", path);
   std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
               repeat, minMs);
   ga_memory memory;

@@ -125,6 +125,10 @@ void ga_collectives_stop(void);
 /* This process's rank (0 outside an MPI run) and the world size. */
 int32_t ga_world_rank(void);
 int32_t ga_world_size(void);
+/* Copies `bytes` bytes at `data` from rank 0 to every rank (nothing outside
+ * an MPI run). Returns 0, or nonzero when the broadcast failed. The CUDA
+ * runtime sends NCCL's communicator id with it. */
+int32_t ga_broadcast_bytes(void *data, int64_t bytes);
 
 #ifdef __cplusplus
 } /* extern "C" */
