@@ -760,7 +760,6 @@ struct TrainPlanRematPass
     ChainModel model;
     model.units = units;
     model.tailBytes = fullBatchTail / k;
-    double totalCost = totalCostOf(units);
 
     // Exact peaks by plan, each compiled once.
     SmallVector<std::pair<SmallVector<Segment>, int64_t>> measured;
@@ -804,29 +803,53 @@ struct TrainPlanRematPass
     if (outcome.fits)
       return outcome;
 
-    // Search on the chain model, measure, recalibrate the model's offset to
-    // the measured plan, search again: a plan is used only once measured.
-    int64_t offset = *unplanned - model.peakOf(unplannedPlan);
-    for (unsigned round = 0; round < 6; ++round) {
-      std::optional<SmallVector<Segment>> plan =
-          timed([&] { return model.cheapestWithin(budget - offset); });
-      if (!plan)
-        break;
-      // Once a plan fits, another is measured only if the model says it
-      // saves at least 1% of the forward work.
-      if (outcome.fits && model.costOf(*plan) > outcome.cost - 0.01 * totalCost)
-        break;
-      bool seen = known(*plan);
-      FailureOr<int64_t> peak = exact(*plan);
-      if (failed(peak))
+    // The candidates: the model's cheapest plans within a fixed grid of
+    // limits, from the unplanned plan's model peak down to the smallest
+    // model peak, in order of cost. The list does not depend on the budget,
+    // and a bisection over it (a candidate fits when its exact peak does)
+    // measures log2(kLimits) of them. Larger budgets can only turn
+    // "does not fit" into "fits", so the bisection of a larger budget
+    // stops at the same candidate or a cheaper one: the recomputation is
+    // monotone in the budget by construction, although the exact peaks
+    // along the list are not (the model does not see everything that sets
+    // them).
+    SmallVector<Segment> least = timed([&] { return model.smallest(); });
+    if (!least.empty()) {
+      constexpr int64_t kLimits = 64;
+      int64_t top = model.peakOf(unplannedPlan), bottom = model.peakOf(least);
+      auto candidate = [&](int64_t g) -> std::optional<SmallVector<Segment>> {
+        if (g == kLimits - 1)
+          return least;
+        int64_t limit = top - (top - bottom) * g / (kLimits - 1);
+        return timed([&] { return model.cheapestWithin(limit); });
+      };
+      auto fits = [&](int64_t g) -> FailureOr<bool> {
+        std::optional<SmallVector<Segment>> plan = candidate(g);
+        if (!plan)
+          return false;
+        FailureOr<int64_t> peak = exact(*plan);
+        if (failed(peak))
+          return failure();
+        consider(*plan, *peak);
+        return *peak <= budget;
+      };
+      // The last candidate is taken to fit until the bisection ends there;
+      // it is measured then (and the segments follow if it does not fit).
+      int64_t low = -1, high = kLimits - 1; // high fits, low does not
+      while (high - low > 1) {
+        int64_t mid = low + (high - low) / 2;
+        FailureOr<bool> fit = fits(mid);
+        if (failed(fit))
+          return failure();
+        (*fit ? high : low) = mid;
+      }
+      if (high < kLimits - 1)
+        return outcome;
+      FailureOr<bool> leastFits = fits(kLimits - 1);
+      if (failed(leastFits))
         return failure();
-      consider(*plan, *peak);
-      if (seen)
-        break;
-      int64_t calibrated = *peak - model.peakOf(*plan);
-      // Tighten past a plan that does not fit; loosen to a plan that fits
-      // with room to spare.
-      offset = *peak > budget ? std::max(offset + 1, calibrated) : calibrated;
+      if (*leastFits)
+        return outcome;
     }
     if (outcome.fits || !exhaustive)
       return outcome;
@@ -851,7 +874,6 @@ struct TrainPlanRematPass
       }
       return peak;
     };
-    SmallVector<Segment> least = timed([&] { return model.smallest(); });
     if (!least.empty() && failed(measure(withForced(least))))
       return failure();
     SmallVector<unsigned> lengths = {1, 2, 3, 4};

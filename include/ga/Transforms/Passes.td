@@ -462,15 +462,20 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     largest value. A plan is a sequence of pieces, each a saved unit or a
     checkpointed segment of consecutive units; a dynamic program finds the
     plan of least recomputed work (the points of the linalg iteration spaces,
-    twice for contractions) whose modelled peak fits. Every plan it proposes
-    is compiled on a copy by `--ga-pipeline` with `buffers-only=true` and the
-    given `pipeline-options` and measured by the memory model, which
-    predicts the runtime's count to the byte; the model's offset is
-    recalibrated to each measurement and the search repeated (at most six
-    rounds, stopping when a fitting plan cannot be improved by 1% of the
-    forward work). Only a measured plan that fits is applied. When none
-    does, the plans of least memory are measured (the model's, and segments
-    of 1, 2, 3, 4 and about sqrt(n) units): the cheapest that fits is
+    twice for contractions) whose modelled peak is within a limit. The
+    candidates are its plans for 64 limits evenly spaced from the unplanned
+    plan's modelled peak down to the smallest modelled peak: a list ordered
+    by recomputed work that does not depend on the budget. A candidate
+    fits when its exact peak does: it is compiled on a copy by
+    `--ga-pipeline` with `buffers-only=true` and the given
+    `pipeline-options` and measured by the memory model, which predicts the
+    runtime's count to the byte. A bisection over the list (about 8
+    measurements) applies a fitting candidate. A larger budget only turns
+    candidates that do not fit into ones that fit, so its bisection ends at
+    the same candidate or a cheaper one: the recomputed work never grows
+    with the budget, although the exact peaks along the list are not
+    ordered. When the least-memory candidate does not fit, segments of 1,
+    2, 3, 4 and about sqrt(n) units are measured: the cheapest that fits is
     applied, or the budget is an error that states the smallest of their
     peaks, whatever the budget.
 
@@ -491,8 +496,8 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     unit's run), so that holding a boundary without the rest is expressible
     (a checkpointed segment keeps its last boundary only). Beside the
     nodes, `budget` is the memory the chain model gives its held values
-    (the budget less the model's offset, calibrated to the chosen plan's
-    measured peak, and less the largest adjoint temporaries), and
+    (the budget less the model's offset to the chosen plan's measured
+    peak, and less the largest adjoint temporaries), and
     `forward_cost`, `planned_cost`, `planned_peak` and `microbatches` state
     the plan. `ga-remat FILE --budget B --milp` then gives the least
     recomputation of any schedule, multi-level ones included, in its stage
