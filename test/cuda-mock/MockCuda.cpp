@@ -376,9 +376,12 @@ const char *ncclGetErrorString(int) { return "mock NCCL error"; }
 int ncclCommInitRank(void **comm, int nranks, MockNcclId id, int rank) {
   Counts &c = counts();
   // The id's hash summed over the ranks is nranks times each rank's.
-  int64_t hash[1] = {0};
+  // Kept below 2^40 so that the sum over any plausible rank count does
+  // not overflow (unsigned arithmetic for the hash itself).
+  uint64_t h = 0;
   for (char ch : id.internal)
-    hash[0] = hash[0] * 131 + static_cast<unsigned char>(ch);
+    h = h * 131u + static_cast<unsigned char>(ch);
+  int64_t hash[1] = {static_cast<int64_t>(h & ((uint64_t(1) << 40) - 1))};
   int64_t own = hash[0];
   int64_t descriptor[5] = {reinterpret_cast<int64_t>(hash),
                            reinterpret_cast<int64_t>(hash), 0, 1, 1};
