@@ -11,7 +11,12 @@ attention's scaled and unscaled contractions per head with a strided batch
 and host loops), on device buffers that PyTorch allocates (the runtime and
 PyTorch share the device's primary context), and compares each result with
 the same contraction in float64 on the CPU: max|C - ref| <= 1e-5 max|ref| +
-1e-6 (cuBLAS in float32, no TF32). Exits 1 on a mismatch, 2 without a GPU.
+1e-6 (cuBLAS in float32, no TF32). The bfloat16 entry points of gpu-bf16
+(ga_cuda_gemm_f32_bf16, ga_cuda_gemm_batched_f32_bf16) are compared, with
+the same bound, against float64 products of the inputs rounded to the
+nearest bfloat16 (what CUBLAS_COMPUTE_32F_FAST_16BF is asked for; a
+failure there says cuBLAS rounded otherwise or kept more bits). Exits 1 on
+a mismatch, 2 without a GPU.
 """
 
 import argparse
@@ -43,6 +48,9 @@ def main():
     lib.ga_cuda_gemm_f32.argtypes = [i32, i32] + [i64] * 12
     lib.ga_cuda_gemm_batched_f32.argtypes = ([i32, i32] + [i64] * 4 +
                                              [f32, i32] + [i64] * 12)
+    lib.ga_cuda_gemm_f32_bf16.argtypes = lib.ga_cuda_gemm_f32.argtypes
+    lib.ga_cuda_gemm_batched_f32_bf16.argtypes = (
+        lib.ga_cuda_gemm_batched_f32.argtypes)
     rng = np.random.default_rng(3)
     failures = 0
 
@@ -142,6 +150,40 @@ def main():
     ref = s1.astype(np.float64) + scale * np.einsum("bshd,bthd->bhst", q, kk)
     report("attention scores (batched over h, loop over b)",
            ds1.cpu().numpy(), ref)
+
+    # gpu-bf16: the inputs read as bfloat16, products and sums in float32.
+    def bf16(x):
+        bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+    for transA, transB in ((0, 0), (0, 1), (1, 0)):
+        m, n, k = 64, 48, 256
+        a, da = device((k, m) if transA else (m, k))
+        b, db = device((n, k) if transB else (k, n))
+        c, dc = device((m, n))
+        lib.ga_cuda_gemm_f32_bf16(transA, transB, m, n, k, da.data_ptr(), 0,
+                                  a.shape[1], db.data_ptr(), 0, b.shape[1],
+                                  dc.data_ptr(), 0, n)
+        torch.cuda.synchronize()
+        oa = a.T if transA else a
+        ob = b.T if transB else b
+        ref = c.astype(np.float64) + bf16(oa) @ bf16(ob)
+        report(f"bf16 gemm transA={transA} transB={transB}",
+               dc.cpu().numpy(), ref)
+    s2, ds2 = device((B, H, S, S))
+    for h in range(H):
+        lib.ga_cuda_gemm_batched_f32_bf16(
+            0, 1, S, S, Dh, B, scale, 1,
+            dqkv.data_ptr(), h * Dh, row, S * row,
+            dqkv.data_ptr(), H * Dh + h * Dh, row, S * row,
+            ds2.data_ptr(), h * S * S, S, H * S * S)
+    torch.cuda.synchronize()
+    rq = bf16(qkv[:, :, 0:H * Dh]).reshape(B, S, H, Dh)
+    rk = bf16(qkv[:, :, H * Dh:2 * H * Dh]).reshape(B, S, H, Dh)
+    ref = s2.astype(np.float64) + scale * np.einsum("bshd,bthd->bhst", rq, rk)
+    report("bf16 attention scores (scaled, batched over b)",
+           ds2.cpu().numpy(), ref)
 
     print(f"cuda_gemm_check: {failures} failure(s) on {name.decode()}")
     return 1 if failures else 0

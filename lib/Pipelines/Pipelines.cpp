@@ -122,6 +122,7 @@ static void addCUDALoweringFromBuffers(OpPassManager &pm,
   if (options.gpuBlas) {
     ga::GaGpuGemmToBlasPassOptions blas;
     blas.allowTF32 = options.gpuTF32;
+    blas.allowBF16 = options.gpuBF16;
     pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
   }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
@@ -219,6 +220,16 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
              << options.gpuBlockSize.getValue();
       return failure();
     }
+    if (options.gpuTF32 && options.gpuBF16) {
+      errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
+                "either TF32 or bfloat16)";
+      return failure();
+    }
+  }
+  if (options.lossChunkRows < 0) {
+    errors << "loss-chunk-rows must be 0 (off) or positive, got "
+           << options.lossChunkRows.getValue();
+    return failure();
   }
   if (!options.microbatches.empty() && options.microbatches != "auto") {
     errors << "microbatches must be 'auto' or empty, got '"
@@ -251,6 +262,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " gpu-block-size=" << options.gpuBlockSize.getValue()
        << " gpu-blas=" << options.gpuBlas.getValue()
        << " gpu-tf32=" << options.gpuTF32.getValue()
+       << " gpu-bf16=" << options.gpuBF16.getValue()
        << " gpu-split-reductions=" << options.gpuSplitReductions.getValue()
        << " gpu-split-min-length=" << options.gpuSplitMinLength.getValue();
     if (!options.cudaToolkit.empty())
@@ -259,6 +271,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
        << " naive=" << options.naive.getValue()
        << " check-labels=" << options.checkLabels.getValue()
        << " slice-matmul-rows=" << options.sliceMatmulRows.getValue()
+       << " loss-chunk-rows=" << options.lossChunkRows.getValue()
        << " fuse=" << options.fuse.getValue()
        << " approximate-math=" << options.approximateMath.getValue()
        << " outline=" << options.outline.getValue()
@@ -282,6 +295,13 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   // Differentiation sees the accumulate bodies (one micro-batch each).
   pm.addPass(createTrainDifferentiatePass());
   pm.addPass(createTrainInlineCheckpointsPass());
+  // On the differentiated train ops, before they are lowered: the loss and
+  // its gradient must still be the train ops it matches.
+  if (options.lossChunkRows > 0) {
+    GaChunkLossHeadPassOptions chunk;
+    chunk.chunkRows = options.lossChunkRows;
+    pm.addPass(createGaChunkLossHeadPass(chunk));
+  }
   // Train ops are lowered inside the accumulate bodies before the loops
   // are: train-lower-accumulate refuses a body with train ops left.
   pm.addPass(createConvertTrainToLinalgPass());

@@ -118,6 +118,16 @@ using CublasSgemmStridedBatched = int (*)(void *, int, int, int, int, int,
                                           long long, const float *, int,
                                           long long, const float *, float *,
                                           int, long long, int);
+/// cublasGemmEx and cublasGemmStridedBatchedEx (cudaDataType and
+/// cublasComputeType_t as int): the bf16 products of gpu-bf16.
+using CublasGemmEx = int (*)(void *, int, int, int, int, int, const void *,
+                             const void *, int, int, const void *, int, int,
+                             const void *, void *, int, int, int, int);
+using CublasGemmStridedBatchedEx = int (*)(void *, int, int, int, int, int,
+                                           const void *, const void *, int, int,
+                                           long long, const void *, int, int,
+                                           long long, const void *, void *, int,
+                                           int, long long, int, int, int);
 
 // NCCL, loaded on the first all-reduce (its ABI: nccl.h).
 using NcclComm = void *;
@@ -145,8 +155,16 @@ struct Blas {
   CublasSgemm sgemm = nullptr;
   CublasSgemmStridedBatched sgemmBatched = nullptr;
   CublasSetMathMode setMath = nullptr;
+  /// Optional: looked up on load, required by the first bf16 product.
+  CublasGemmEx gemmEx = nullptr;
+  CublasGemmStridedBatchedEx gemmBatchedEx = nullptr;
   int mathMode = 0;
 };
+
+/// The arithmetic of a GEMM: float32 (the default), TF32 tensor cores
+/// (gpu-tf32), or bfloat16 inputs with float32 products and sums
+/// (gpu-bf16: CUBLAS_COMPUTE_32F_FAST_16BF).
+enum class GemmPrecision { F32, TF32, BF16 };
 
 /// GA_CUDA_PROFILE=1: every launch and GEMM timed with CUDA events; a table
 /// of the most expensive ones goes to stderr at exit.
@@ -473,6 +491,9 @@ bool ensureBlas(State &s) {
   blas.sgemm = reinterpret_cast<CublasSgemm>(dlsym(lib, "cublasSgemm_v2"));
   blas.sgemmBatched = reinterpret_cast<CublasSgemmStridedBatched>(
       dlsym(lib, "cublasSgemmStridedBatched"));
+  blas.gemmEx = reinterpret_cast<CublasGemmEx>(dlsym(lib, "cublasGemmEx"));
+  blas.gemmBatchedEx = reinterpret_cast<CublasGemmStridedBatchedEx>(
+      dlsym(lib, "cublasGemmStridedBatchedEx"));
   if (!create || !setStream || !setMath || !blas.sgemm || !blas.sgemmBatched) {
     recordError(s, "the cuBLAS library lacks cublasCreate_v2, "
                    "cublasSetStream_v2, cublasSetMathMode, cublasSgemm_v2 or "
@@ -619,19 +640,27 @@ const char *ga_cuda_device_name(const char **reason) {
 /// from the aligned pointers; `count` such products, the i-th at offsets
 /// advanced by i times the strides; the products scaled by alpha. cuBLAS is
 /// column-major: it computes the transposed product C^T += op(B)^T op(A)^T.
-static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
-                 int64_t n, int64_t k, int64_t count, float alpha, intptr_t a,
-                 int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,
-                 int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,
-                 int64_t offsetC, int64_t ldc, int64_t strideC) {
+static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
+                 int64_t m, int64_t n, int64_t k, int64_t count, float alpha,
+                 intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA,
+                 intptr_t b, int64_t offsetB, int64_t ldb, int64_t strideB,
+                 intptr_t c, int64_t offsetC, int64_t ldc, int64_t strideC) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty() || !ensureBlas(s))
     return;
   if (m == 0 || n == 0 || count == 0)
     return;
-  // CUBLAS_TF32_TENSOR_OP_MATH (3) or CUBLAS_DEFAULT_MATH (0).
-  int mode = tf32 ? 3 : 0;
+  bool bf16 = precision == GemmPrecision::BF16;
+  if (bf16 && (!s.blas.gemmEx || !s.blas.gemmBatchedEx)) {
+    recordError(s, "the step multiplies in bfloat16 (gpu-bf16), and the "
+                   "cuBLAS library lacks cublasGemmEx or "
+                   "cublasGemmStridedBatchedEx");
+    return;
+  }
+  // CUBLAS_TF32_TENSOR_OP_MATH (3) or CUBLAS_DEFAULT_MATH (0); bf16 is
+  // asked for by the compute type of the Ex calls.
+  int mode = precision == GemmPrecision::TF32 ? 3 : 0;
   if (mode != s.blas.mathMode) {
     if (int rc = s.blas.setMath(s.blas.handle, mode)) {
       recordError(s, "cublasSetMathMode failed: status " + std::to_string(rc));
@@ -641,7 +670,10 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
   }
   const float one = 1.0f;
   // Named only for the profile and for errors: not on every call.
-  const char *call = count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm";
+  const char *call =
+      bf16 ? (count > 1 ? "cublasGemmStridedBatchedEx bf16"
+                        : "cublasGemmEx bf16")
+           : (count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm");
   auto shape = [&] {
     return std::to_string(m) + "x" + std::to_string(n) + "x" +
            std::to_string(k) + (count > 1 ? " x" + std::to_string(count) : "");
@@ -653,18 +685,34 @@ static void gemm(bool tf32, int32_t transA, int32_t transB, int64_t m,
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
-  int rc = count > 1
-               ? s.blas.sgemmBatched(
-                     s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
-                     static_cast<int>(n), static_cast<int>(m),
-                     static_cast<int>(k), &alpha, B, static_cast<int>(ldb),
-                     strideB, A, static_cast<int>(lda), strideA, &one, C,
-                     static_cast<int>(ldc), strideC, static_cast<int>(count))
-               : s.blas.sgemm(s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
-                              static_cast<int>(n), static_cast<int>(m),
-                              static_cast<int>(k), &alpha, B,
-                              static_cast<int>(ldb), A, static_cast<int>(lda),
-                              &one, C, static_cast<int>(ldc));
+  // CUDA_R_32F matrices, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT.
+  constexpr int r32f = 0, fast16bf = 75, defaultAlgo = -1;
+  int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
+  int rc =
+      bf16 && count > 1
+          ? s.blas.gemmBatchedEx(
+                s.blas.handle, opA, opB, static_cast<int>(n),
+                static_cast<int>(m), static_cast<int>(k), &alpha, B, r32f,
+                static_cast<int>(ldb), strideB, A, r32f, static_cast<int>(lda),
+                strideA, &one, C, r32f, static_cast<int>(ldc), strideC,
+                static_cast<int>(count), fast16bf, defaultAlgo)
+      : bf16 ? s.blas.gemmEx(s.blas.handle, opA, opB, static_cast<int>(n),
+                             static_cast<int>(m), static_cast<int>(k), &alpha,
+                             B, r32f, static_cast<int>(ldb), A, r32f,
+                             static_cast<int>(lda), &one, C, r32f,
+                             static_cast<int>(ldc), fast16bf, defaultAlgo)
+      : count > 1
+          ? s.blas.sgemmBatched(
+                s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
+                static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
+                &alpha, B, static_cast<int>(ldb), strideB, A,
+                static_cast<int>(lda), strideA, &one, C, static_cast<int>(ldc),
+                strideC, static_cast<int>(count))
+          : s.blas.sgemm(s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
+                         static_cast<int>(n), static_cast<int>(m),
+                         static_cast<int>(k), &alpha, B, static_cast<int>(ldb),
+                         A, static_cast<int>(lda), &one, C,
+                         static_cast<int>(ldc));
   profileEnd(s, timed);
   if (rc != 0)
     recordError(s, std::string(call) + " (" + shape() +
@@ -677,8 +725,8 @@ void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
                       int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
                       intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
                       int64_t offsetC, int64_t ldc) {
-  gemm(false, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0, b, offsetB,
-       ldb, 0, c, offsetC, ldc, 0);
+  gemm(GemmPrecision::F32, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0,
+       b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// As ga_cuda_gemm_f32, with TF32 tensor-core products (gpu-tf32=true).
@@ -686,8 +734,8 @@ void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
                            int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
                            intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
                            int64_t offsetC, int64_t ldc) {
-  gemm(true, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0, b, offsetB,
-       ldb, 0, c, offsetC, ldc, 0);
+  gemm(GemmPrecision::TF32, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda,
+       0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// `count` products C_i += alpha op(A_i) op(B_i), the i-th matrix of each
@@ -702,8 +750,8 @@ void ga_cuda_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m,
                               int64_t offsetB, int64_t ldb, int64_t strideB,
                               intptr_t c, int64_t offsetC, int64_t ldc,
                               int64_t strideC) {
-  gemm(false, transA, transB, m, n, k, count, alpha, a, offsetA, lda, strideA,
-       b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+  gemm(GemmPrecision::F32, transA, transB, m, n, k, count, alpha, a, offsetA,
+       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
 }
 
 /// As ga_cuda_gemm_batched_f32, in TF32 (gpu-tf32=true).
@@ -715,8 +763,31 @@ void ga_cuda_gemm_batched_f32_tf32(int32_t transA, int32_t transB, int64_t m,
                                    int64_t ldb, int64_t strideB, intptr_t c,
                                    int64_t offsetC, int64_t ldc,
                                    int64_t strideC) {
-  gemm(true, transA, transB, m, n, k, count, alpha, a, offsetA, lda, strideA, b,
-       offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+  gemm(GemmPrecision::TF32, transA, transB, m, n, k, count, alpha, a, offsetA,
+       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+}
+
+/// As ga_cuda_gemm_f32, with bfloat16 inputs and float32 products and sums
+/// (gpu-bf16=true).
+void ga_cuda_gemm_f32_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                           intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+                           int64_t offsetC, int64_t ldc) {
+  gemm(GemmPrecision::BF16, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda,
+       0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
+}
+
+/// As ga_cuda_gemm_batched_f32, with bfloat16 inputs (gpu-bf16=true).
+void ga_cuda_gemm_batched_f32_bf16(int32_t transA, int32_t transB, int64_t m,
+                                   int64_t n, int64_t k, int64_t count,
+                                   float alpha, int32_t order, intptr_t a,
+                                   int64_t offsetA, int64_t lda,
+                                   int64_t strideA, intptr_t b, int64_t offsetB,
+                                   int64_t ldb, int64_t strideB, intptr_t c,
+                                   int64_t offsetC, int64_t ldc,
+                                   int64_t strideC) {
+  gemm(GemmPrecision::BF16, transA, transB, m, n, k, count, alpha, a, offsetA,
+       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
 }
 
 } // extern "C"

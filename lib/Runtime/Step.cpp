@@ -14,6 +14,7 @@
 #include "ga/Runtime/Signature.h"
 #include "ga/Runtime/ga_step.h"
 
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -172,18 +173,32 @@ extern "C" int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
   return reinterpret_cast<const int64_t *>(pointer)[index];
 }
 
+/// `x` rounded to the nearest bfloat16 (ties to even), as float: what
+/// cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF makes of a float32 input.
+static float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7f800000u) == 0x7f800000u) // inf and NaN: keep (quiet NaN)
+    bits = (bits & 0x007fffffu) ? (bits | 0x00400000u) & 0xffff0000u
+                                : bits & 0xffff0000u;
+  else
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
 /// The device program's batched GEMM on the CPU (gpu-emulate=true):
 /// `count` products, each operand's i-th matrix `stride` elements after the
 /// previous, each element's terms multiplied in the step's `order` (x * y,
 /// (x * y) * alpha, (x * alpha) * y, (y * alpha) * x, with x from A and y
-/// from B) and added in k order to C, as the step's loops do.
-extern "C" void
-ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                         int64_t k, int64_t count, float alpha, int32_t order,
-                         intptr_t a, int64_t offsetA, int64_t lda,
-                         int64_t strideA, intptr_t b, int64_t offsetB,
-                         int64_t ldb, int64_t strideB, intptr_t c,
-                         int64_t offsetC, int64_t ldc, int64_t strideC) {
+/// from B) and added in k order to C, as the step's loops do; with `bf16`,
+/// x and y rounded to bfloat16 first (gpu-bf16).
+static void hostGemm(bool bf16, int32_t transA, int32_t transB, int64_t m,
+                     int64_t n, int64_t k, int64_t count, float alpha,
+                     int32_t order, intptr_t a, int64_t offsetA, int64_t lda,
+                     int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
+                     int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+                     int64_t strideC) {
   for (int64_t batch = 0; batch < count; ++batch) {
     const float *A =
         reinterpret_cast<const float *>(a) + offsetA + batch * strideA;
@@ -196,6 +211,10 @@ ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
         for (int64_t p = 0; p < k; ++p) {
           float x = transA ? A[p * lda + i] : A[i * lda + p];
           float y = transB ? B[j * ldb + p] : B[p * ldb + j];
+          if (bf16) {
+            x = roundToBf16(x);
+            y = roundToBf16(y);
+          }
           float term = order == 1   ? (x * y) * alpha
                        : order == 2 ? (x * alpha) * y
                        : order == 3 ? (y * alpha) * x
@@ -205,6 +224,40 @@ ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
         C[i * ldc + j] = sum;
       }
   }
+}
+
+/// The batched GEMM of ga-gpu-emulate-on-host (see hostGemm).
+extern "C" void
+ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                         int64_t k, int64_t count, float alpha, int32_t order,
+                         intptr_t a, int64_t offsetA, int64_t lda,
+                         int64_t strideA, intptr_t b, int64_t offsetB,
+                         int64_t ldb, int64_t strideB, intptr_t c,
+                         int64_t offsetC, int64_t ldc, int64_t strideC) {
+  hostGemm(false, transA, transB, m, n, k, count, alpha, order, a, offsetA, lda,
+           strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+}
+
+/// The emulated batched bf16 GEMM: inputs rounded to bfloat16, products
+/// and sums in float32 (gpu-bf16).
+extern "C" void ga_host_gemm_batched_f32_bf16(
+    int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
+    int64_t count, float alpha, int32_t order, intptr_t a, int64_t offsetA,
+    int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
+    int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+    int64_t strideC) {
+  hostGemm(true, transA, transB, m, n, k, count, alpha, order, a, offsetA, lda,
+           strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+}
+
+/// The emulated bf16 GEMM (see ga_host_gemm_batched_f32_bf16).
+extern "C" void ga_host_gemm_f32_bf16(int32_t transA, int32_t transB, int64_t m,
+                                      int64_t n, int64_t k, intptr_t a,
+                                      int64_t offsetA, int64_t lda, intptr_t b,
+                                      int64_t offsetB, int64_t ldb, intptr_t c,
+                                      int64_t offsetC, int64_t ldc) {
+  hostGemm(true, transA, transB, m, n, k, 1, 1.0f, 0, a, offsetA, lda, 0, b,
+           offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// The host GEMM of ga-gpu-emulate-on-host, as ga_cuda_gemm_f32 computes it

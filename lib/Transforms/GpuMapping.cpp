@@ -767,6 +767,11 @@ struct GaGpuGemmToBlasPass
 
   void runOnOperation() override {
     ModuleOp module = getOperation();
+    if (allowTF32 && allowBF16) {
+      module.emitError("ga-gpu-gemm-to-blas: allow-tf32 and allow-bf16 "
+                       "exclude each other");
+      return signalPassFailure();
+    }
     std::vector<std::pair<linalg::LinalgOp, BlasForm>> contractions;
     module.walk([&](linalg::LinalgOp op) {
       if (insideKernel(op))
@@ -803,6 +808,8 @@ struct GaGpuGemmToBlasPass
         batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32";
     if (allowTF32)
       name += "_tf32";
+    else if (allowBF16)
+      name += "_bf16";
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
     SmallVector<Type> types = {i32, i32};
     if (batched) {

@@ -15,6 +15,17 @@ host-code moves without a GPU. With the default two-stage reductions
 of 16 elements, so that the examples' are split), every result must
 match the CPU's within a relative norm error of 1e-5 (exact splits only).
 
+With gpu-bf16=true, cuBLAS reads the matrices of every product as
+bfloat16; the emulation rounds them the same way. Checked for the MLP
+against a float64 NumPy reference (mlp_reference.py) whose products take
+bfloat16-rounded operands: relative error at most 1e-4 (float32 sums; the
+reference rounds from float64 values, which moves a few roundings), while
+the same reference without the rounding must differ by more than 1e-4 (the
+rounding is in effect) and by at most 5e-2 (what 8-bit mantissas cost
+here: 2e-4 for the loss, up to 1.8e-2 for a gradient). The tiny GPT's
+results must stay within 5e-2 of the float32 CPU pipeline's and differ
+from them.
+
 With --mpirun, data-parallel schedules too (r = 2 ranks x k = 1, 2): the
 collectives, which the CUDA target stages through host memory, run under
 mpirun, and rank 0's results must be the CPU pipeline's under mpirun, bit
@@ -28,8 +39,57 @@ import sys
 
 import numpy as np
 
+from mlp_reference import reference as mlp_reference
 from reference_harness import (Checker, mpi_launcher, padded_example_inputs,
                                run_ga_run, with_schedule)
+
+
+def bf16(a):
+    """`a` in float32, rounded to the nearest bfloat16 (ties to even)."""
+    bits = np.asarray(a, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def check_bf16(args, check, name, source, inputs, expected):
+    """The step compiled with gpu-bf16=true, emulated (see the module's
+    comment); `expected` is the float32 CPU pipeline's results."""
+    work = os.path.join(args.workdir, f"{name}_bf16")
+    os.makedirs(work, exist_ok=True)
+    path = os.path.join(work, "step.mlir")
+    with open(path, "w") as f:
+        f.write(with_schedule(source, name))
+    emulated = os.path.join(work, "bf16.mlir")
+    done = subprocess.run(
+        [args.ga_opt, path, "--ga-pipeline=target=cuda gpu-emulate=true "
+         "gpu-split-reductions=false gpu-bf16=true", "-o", emulated],
+        capture_output=True, text=True)
+    if done.returncode != 0:
+        sys.exit(f"FAIL: {name} bf16: ga-opt failed:\n{done.stderr}")
+    got, _ = run_ga_run(args.ga_run, emulated, inputs, os.path.join(work, "run"))
+    if name == "mlp":
+        exact = [a.astype(np.float64) if a.dtype == np.float32 else a
+                 for a in inputs]
+        rounded = mlp_reference(*exact, operand=bf16)
+        plain = mlp_reference(*exact)
+        for i, what in enumerate(["loss", "d/dw1", "d/db1", "d/dw2"]):
+            check.relative(f"mlp bf16: {what} vs the bf16 reference", got[i],
+                           rounded[i], 1e-4)
+            check.relative(f"mlp bf16: {what} vs the float64 reference",
+                           got[i], plain[i], 5e-2)
+            check.differs(f"mlp bf16: {what} vs the float64 reference",
+                          got[i], plain[i], 1e-4)
+        return
+    for i, (a, b) in enumerate(zip(got, expected)):
+        if b.dtype != np.float32:
+            check.equal(f"{name} bf16: result #{i}", a, b)
+            continue
+        check.relative(f"{name} bf16: result #{i} vs float32", a, b, 5e-2)
+    grads = [(a, b) for a, b in zip(got[1:], expected[1:])
+             if b.dtype == np.float32]
+    check.differs(f"{name} bf16: the gradients vs float32",
+                  np.concatenate([a.ravel() for a, _ in grads]),
+                  np.concatenate([b.ravel() for _, b in grads]), 1e-4)
 
 
 def main():
@@ -90,6 +150,8 @@ def main():
                                        1e-5)
                     else:
                         check.equal(f"{tag}: result #{i}", a, b)
+            if (r, k, naive) == (1, 1, False):
+                check_bf16(args, check, name, source, inputs[name], expected)
     check.finish()
 
 

@@ -16,6 +16,16 @@ counts every buffer the step allocates. Checked:
     1e-5 (the head's weight gradient sums the tokens in another grouping
     once the unread rows are gone; each row of logits is the same dot
     products).
+With loss-chunk-rows=15 (ga-chunk-loss-head: the head, the loss and the
+products that read the logits' gradient over 4 chunks of 15 of the N = 60
+rows), also checked:
+  * the measured peak is lower than with slice-matmul-rows alone, equal to
+    the memory model's, and no buffer of N*V*4 bytes is alive at the peak
+    (the largest logits buffer is a chunk's);
+  * every gradient has the bits of the unchunked step's (each row is the
+    same computation, and the reductions over the rows continue their init
+    in row order), and the loss is within a relative 1e-6 of it (the sum of
+    the chunks' sums).
 """
 
 import argparse
@@ -63,10 +73,13 @@ def main():
         paths.append(os.path.join(args.workdir, f"arg{i}.npy"))
         np.save(paths[-1], array)
     runs = {}
-    for option in ("true", "false"):
+    pipelines = {"true": "slice-matmul-rows=true",
+                 "false": "slice-matmul-rows=false",
+                 "chunked": "loss-chunk-rows=15"}
+    for option, pipeline in pipelines.items():
         lowered = os.path.join(args.workdir, f"lowered_{option}.mlir")
         subprocess.run([args.ga_opt, model_path,
-                        f"--ga-pipeline=slice-matmul-rows={option}",
+                        f"--ga-pipeline={pipeline}",
                         "-o", lowered], check=True)
         out_dir = os.path.join(args.workdir, f"out_{option}")
         os.makedirs(out_dir, exist_ok=True)
@@ -78,7 +91,7 @@ def main():
                    for name in sorted(os.listdir(out_dir))]
         model = subprocess.run(
             [args.ga_opt, model_path, "--test-train-memory-model="
-             f"pipeline-options='slice-matmul-rows={option}'",
+             f"pipeline-options='{pipeline}'",
              "--mlir-print-op-on-diagnostic=false", "-o", os.devnull],
             capture_output=True, text=True, check=True).stderr
         model_peak = int(re.search(r"memory model: peak (\d+) bytes",
@@ -86,7 +99,7 @@ def main():
         alive = [int(b) for b in re.findall(
             r"alive at the peak: (\d+) bytes in 1 buffer", model)]
         runs[option] = (peak, results, model_peak, alive)
-        print(f"slice-matmul-rows={option}: step_peak_bytes {peak}, model "
+        print(f"{pipeline}: step_peak_bytes {peak}, model "
               f"{model_peak}, largest alive at the peak {sorted(alive)[-3:]}")
     failures, checks = [], 0
     saved = runs["false"][0] - runs["true"][0]
@@ -95,7 +108,7 @@ def main():
     if saved <= 0:
         failures.append(f"peak not lowered: {runs['true'][0]} bytes with the "
                         f"option, {runs['false'][0]} without")
-    for option, expected in (("true", 1), ("false", 2)):
+    for option, expected in (("true", 1), ("false", 2), ("chunked", 0)):
         peak, _, model_peak, alive = runs[option]
         checks += 2
         if model_peak != peak:
@@ -116,6 +129,30 @@ def main():
                     max(np.linalg.norm(b.astype(np.float64)), 1e-30))
         if a.shape != b.shape or not err <= 1e-5:
             failures.append(f"result {i}: relative difference {err}")
+    chunked, whole = runs["chunked"][1], runs["true"][1]
+    checks += 1
+    if runs["chunked"][0] >= runs["true"][0]:
+        failures.append(f"chunks: peak {runs['chunked'][0]} not below "
+                        f"{runs['true'][0]}")
+    print(f"loss-chunk-rows=15: peak lowered by "
+          f"{runs['true'][0] - runs['chunked'][0]} bytes below "
+          f"slice-matmul-rows alone")
+    checks += 1
+    if len(chunked) != len(whole):
+        failures.append(f"chunks: {len(chunked)} vs {len(whole)} results")
+    # The results are written as result<i>.npy: the loss is result0.
+    for i, (a, b) in enumerate(zip(chunked, whole)):
+        checks += 1
+        if i == 0:
+            err = float(abs(float(a) - float(b)) / max(abs(float(b)), 1e-30))
+            print(f"loss-chunk-rows=15: loss relative difference {err:.2e}")
+            if not err <= 1e-6:
+                failures.append(f"chunks: loss relative difference {err}")
+        elif a.dtype != b.dtype or a.tobytes() != b.tobytes():
+            err = float(np.linalg.norm(a.astype(np.float64) - b) /
+                        max(np.linalg.norm(b.astype(np.float64)), 1e-30))
+            failures.append(f"chunks: result {i} differs in its bits "
+                            f"(relative {err:.2e})")
     for failure in failures:
         print("FAIL", failure)
     print(f"loss memory: {checks - len(failures)} of {checks} checks passed "

@@ -20,12 +20,18 @@ import numpy as np
 from reference_harness import Checker, printed, run_ga_run
 
 
-def reference(w1, b1, w2, x, labels, ignore=-100):
+def reference(w1, b1, w2, x, labels, ignore=-100, operand=lambda a: a):
+    """The loss, the gradients and the valid count. `operand` is applied to
+    both operands of every matrix product (the identity, or a rounding such
+    as the bfloat16 inputs of the CUDA target's gpu-bf16)."""
+    def mm(a, b):
+        return operand(a) @ operand(b)
+
     x = x.reshape(-1, x.shape[-1])
     labels = labels.reshape(-1)
-    pre = x @ w1 + b1
+    pre = mm(x, w1) + b1
     hidden = np.maximum(pre, 0.0)
-    logits = hidden @ w2
+    logits = mm(hidden, w2)
     valid = labels != ignore
     n = int(valid.sum())
     shifted = logits - logits.max(axis=1, keepdims=True)
@@ -38,10 +44,10 @@ def reference(w1, b1, w2, x, labels, ignore=-100):
     onehot = np.zeros_like(p)
     onehot[np.arange(len(labels)), safe] = 1.0
     dlogits = (p - onehot) * valid[:, None] / (n if n else 1)
-    dw2 = hidden.T @ dlogits
-    dhidden = dlogits @ w2.T
+    dw2 = mm(hidden.T, dlogits)
+    dhidden = mm(dlogits, w2.T)
     dpre = dhidden * (pre > 0)
-    dw1 = x.T @ dpre
+    dw1 = mm(x.T, dpre)
     db1 = dpre.sum(axis=0)
     return loss, dw1, db1, dw2, n
 

@@ -2,6 +2,8 @@
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa" %ga_src/examples/mlp.mlir | FileCheck %s --implicit-check-not=llvm.load --implicit-check-not=llvm.store --implicit-check-not=_mlir_memref_to_llvm
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa chip=sm_80 ptx-features=+ptx75 gpu-block-size=128" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=SM80
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-tf32=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=TF32
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-bf16=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BF16
+// RUN: not ga-opt --ga-pipeline="target=cuda gpu-tf32=true gpu-bf16=true" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=PRECISION
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-blas=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=NOBLAS
 // RUN: ga-opt --ga-pipeline="target=cuda buffers-only=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BUFFERS
 // RUN: not ga-opt --ga-pipeline="target=cuda chip=gfx90a" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=CHIP
@@ -33,6 +35,9 @@
 // SM80-SAME: .target sm_80
 
 // TF32: llvm.call @ga_cuda_gemm_f32_tf32
+// BF16-NOT: llvm.call @ga_cuda_gemm_f32(
+// BF16: llvm.call @ga_cuda_gemm_f32_bf16
+// PRECISION: ga-pipeline: gpu-tf32 and gpu-bf16 exclude each other
 // NOBLAS-NOT: ga_cuda_gemm
 // NOBLAS: gpu.launch_func
 

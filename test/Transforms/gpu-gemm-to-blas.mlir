@@ -1,10 +1,21 @@
 // RUN: ga-opt %s --ga-gpu-gemm-to-blas --cse | FileCheck %s
 // RUN: ga-opt %s --ga-gpu-gemm-to-blas=allow-tf32=true | FileCheck %s --check-prefix=TF32
+// RUN: ga-opt %s --ga-gpu-gemm-to-blas=allow-bf16=true | FileCheck %s --check-prefix=BF16
+// RUN: not ga-opt %s --ga-gpu-gemm-to-blas="allow-tf32=true allow-bf16=true" 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // With allow-tf32, the TF32 entry point.
 // TF32-LABEL: func.func private @ga_cuda_gemm_f32_tf32(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // TF32: call @ga_cuda_gemm_f32_tf32
 // TF32-NOT: call @ga_cuda_gemm_f32(
+
+// With allow-bf16, the bf16 entry points, batched and not.
+// BF16-LABEL: func.func private @ga_cuda_gemm_batched_f32_bf16(i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// BF16-LABEL: func.func private @ga_cuda_gemm_f32_bf16(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// BF16: call @ga_cuda_gemm_f32_bf16
+// BF16-NOT: call @ga_cuda_gemm_f32(
+// BF16-NOT: call @ga_cuda_gemm_batched_f32(
+
+// BOTH: error: ga-gpu-gemm-to-blas: allow-tf32 and allow-bf16 exclude each other
 
 // C += A B, C += A B^T and C += A^T B (the forms differentiation emits)
 // become cuBLAS calls with the row-major sizes, the transpositions, and

@@ -52,6 +52,7 @@ struct Counts {
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
+  long bf16Gemms = 0;
   long liveBytes = 0, peakBytes = 0;
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
   int ordinal = -1;
@@ -69,20 +70,20 @@ struct Counts {
     FILE *f = std::fopen(file.c_str(), "w");
     if (!f)
       return;
-    std::fprintf(f,
-                 "modules: %ld (cubins %ld)\nfunctions: %zu\n"
-                 "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
-                 "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
-                 "copies on device: %ld\nmemsets: %ld\n"
-                 "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
-                 "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
-                 "peak device bytes: %ld\ndevice: %d\nnccl comms: %ld\n"
-                 "nccl all-reduces: %ld\nbad nccl calls: %ld\n",
-                 modules, cubins, functions.size(), launches, badLaunches,
-                 allocations, frees, copiesToDevice, copiesToHost,
-                 copiesOnDevice, memsets, synchronizations, gemms, badGemms,
-                 batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
-                 ncclAllReduces, badNccl);
+    std::fprintf(
+        f,
+        "modules: %ld (cubins %ld)\nfunctions: %zu\n"
+        "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
+        "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
+        "copies on device: %ld\nmemsets: %ld\n"
+        "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
+        "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
+        "peak device bytes: %ld\ndevice: %d\nnccl comms: %ld\n"
+        "nccl all-reduces: %ld\nbad nccl calls: %ld\nbf16 gemms: %ld\n",
+        modules, cubins, functions.size(), launches, badLaunches, allocations,
+        frees, copiesToDevice, copiesToHost, copiesOnDevice, memsets,
+        synchronizations, gemms, badGemms, batchedGemms, scaledGemms, peakBytes,
+        ordinal, ncclComms, ncclAllReduces, badNccl, bf16Gemms);
     std::fclose(f);
   }
 };
@@ -351,6 +352,48 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
     c0.badGemms += !ok;
   }
   return 0;
+}
+
+/// cublasGemmEx and cublasGemmStridedBatchedEx as gpu-bf16 calls them:
+/// float32 matrices (CUDA_R_32F, 0) read as bfloat16
+/// (CUBLAS_COMPUTE_32F_FAST_16BF, 75); counted as bf16 GEMMs, and checked
+/// as cublasSgemmStridedBatched's. Any other type is a bad GEMM.
+int cublasGemmStridedBatchedEx(void *handle, int opA, int opB, int m, int n,
+                               int k, const void *alpha, const void *a,
+                               int typeA, int lda, long long strideA,
+                               const void *b, int typeB, int ldb,
+                               long long strideB, const void *beta, void *c,
+                               int typeC, int ldc, long long strideC, int count,
+                               int computeType, int) {
+  bool typed = typeA == 0 && typeB == 0 && typeC == 0 && computeType == 75;
+  {
+    Counts &c0 = counts();
+    std::lock_guard<std::mutex> lock(c0.mutex);
+    c0.bf16Gemms += count;
+    c0.badGemms += !typed;
+  }
+  return cublasSgemmStridedBatched(
+      handle, opA, opB, m, n, k, static_cast<const float *>(alpha),
+      static_cast<const float *>(a), lda, strideA,
+      static_cast<const float *>(b), ldb, strideB,
+      static_cast<const float *>(beta), static_cast<float *>(c), ldc, strideC,
+      count);
+}
+int cublasGemmEx(void *handle, int opA, int opB, int m, int n, int k,
+                 const void *alpha, const void *a, int typeA, int lda,
+                 const void *b, int typeB, int ldb, const void *beta, void *c,
+                 int typeC, int ldc, int computeType, int) {
+  bool typed = typeA == 0 && typeB == 0 && typeC == 0 && computeType == 75;
+  {
+    Counts &c0 = counts();
+    std::lock_guard<std::mutex> lock(c0.mutex);
+    ++c0.bf16Gemms;
+    c0.badGemms += !typed;
+  }
+  return cublasSgemm_v2(
+      handle, opA, opB, m, n, k, static_cast<const float *>(alpha),
+      static_cast<const float *>(a), lda, static_cast<const float *>(b), ldb,
+      static_cast<const float *>(beta), static_cast<float *>(c), ldc);
 }
 
 // NCCL (nccl.h's ABI). The CPU runtime's functions, found in the process.

@@ -129,6 +129,13 @@ static cl::opt<bool> releaseBuffers(
     cl::desc("Free each buffer after its last use (default true): "
              "--ga-pipeline option release-buffers"),
     cl::init(true), cl::cat(gaRunCategory));
+static cl::opt<int64_t> lossChunkRows(
+    "loss-chunk-rows",
+    cl::desc("Compute the LM head, the loss and the products that read the "
+             "logits' gradient over chunks of at most this many rows, so "
+             "that the [N, V] logits never exist whole (0: off): "
+             "--ga-pipeline option loss-chunk-rows"),
+    cl::init(0), cl::cat(gaRunCategory));
 static cl::opt<int64_t> memoryBudget(
     "memory-budget",
     cl::desc("Fit the step into this many bytes (its buffers at their peak "
@@ -289,6 +296,7 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
   options.naive = naive;
   options.checkLabels = checkLabels;
   options.releaseBuffers = releaseBuffers;
+  options.lossChunkRows = lossChunkRows;
   options.memoryBudget = memoryBudget;
   options.microbatches = microbatchesOption;
   std::string errors;

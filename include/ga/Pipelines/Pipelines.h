@@ -58,6 +58,20 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "cores (ga-gpu-gemm-to-blas allow-tf32; faster, 10-bit "
                      "mantissas in the products); default float32"),
       llvm::cl::init(false)};
+  Option<int64_t> lossChunkRows{
+      *this, "loss-chunk-rows",
+      llvm::cl::desc("Compute the LM head, the loss and the products that "
+                     "read the logits' gradient over chunks of at most this "
+                     "many rows (ga-chunk-loss-head), so that the [N, V] "
+                     "logits never exist whole; 0: off"),
+      llvm::cl::init(0)};
+  Option<bool> gpuBF16{
+      *this, "gpu-bf16",
+      llvm::cl::desc("target=cuda: let cuBLAS read the matrices of the "
+                     "products as bfloat16 on tensor cores, with float32 "
+                     "products and sums (ga-gpu-gemm-to-blas allow-bf16; "
+                     "8-bit mantissas in the inputs); default float32"),
+      llvm::cl::init(false)};
   Option<bool> gpuSplitReductions{
       *this, "gpu-split-reductions",
       llvm::cl::desc("target=cuda: reductions with few results over many "

@@ -304,6 +304,45 @@ def TrainInlineCheckpointsPass : Pass<"train-inline-checkpoints"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def GaChunkLossHeadPass : Pass<"ga-chunk-loss-head"> {
+  let summary = "Compute the LM head, its loss and the products that read "
+                "the logits' gradient over chunks of rows";
+  let description = [{
+    After `train-differentiate`, on tensors: a summed `train.cross_entropy`
+    and its `train.cross_entropy_grad` on [N, V] logits that a
+    row-parallel linalg operation computes from zero (the LM head's
+    matmul), where every operation that reads the logits' gradient walks
+    its rows either in parallel (the hidden states' gradient, `dlogits
+    W^T`) or as a reduction (the head's weight gradient, `X^T dlogits`),
+    become one `scf.for` over chunks of at most `chunk-rows` rows (the
+    largest divisor of N not above it that is a multiple of 8, for the
+    CPU's vector code, else the largest divisor): per chunk, the head on the chunk's rows of
+    its input, the loss (added to a running sum), its gradient, and the
+    products, the parallel ones inserted into their result and the
+    reductions continuing their init. Only [chunk-rows, V] logits exist at
+    a time, as in fused linear cross-entropy kernels; together with
+    `convert-train-to-linalg`, which computes the gradient in place of the
+    chunk's logits, the step never holds an [N, V] tensor.
+
+    Values: each logit row, loss row and gradient row is the same
+    computation, and a reduction over the rows continues its init in row
+    order, so the gradients are those of the unchunked step; the loss is
+    the sum of the chunks' sums (another grouping of the same terms: within
+    float32 rounding of the unchunked loss). Operations that read the loss
+    before the values its gradient needs (the loss's scaling) move after
+    the loop. A loss that does not have this form is left as it is, with a
+    warning that says why. Pipeline option `loss-chunk-rows` (0: off).
+  }];
+  let options = [
+    Option<"chunkRows", "chunk-rows", "int64_t", /*default=*/"1024",
+           "The most rows of logits computed at a time">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::scf::SCFDialect",
+    "::mlir::tensor::TensorDialect", "::mlir::arith::ArithDialect"
+  ];
+}
+
 def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
   let summary = "Fuse elementwise linalg producers into elementwise consumers";
   let description = [{
@@ -644,7 +683,12 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` and
     `ga_cuda_gemm_batched_f32_tf32` (same arguments), which let cuBLAS use
     TF32 tensor cores (10-bit mantissas in the products: faster, less
-    exact).
+    exact). With `allow-bf16`, they go to `ga_cuda_gemm_f32_bf16` and
+    `ga_cuda_gemm_batched_f32_bf16`: the float32 matrices are read as
+    bfloat16 (8-bit mantissas, rounded to nearest) and multiplied on bf16
+    tensor cores, products and sums in float32
+    (`CUBLAS_COMPUTE_32F_FAST_16BF`); the CPU emulation rounds the inputs
+    the same way. The two options exclude each other.
 
     Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
     memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
@@ -653,6 +697,9 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
   let options = [
     Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
            "Let cuBLAS multiply in TF32 (tensor cores) instead of float32">,
+    Option<"allowBF16", "allow-bf16", "bool", /*default=*/"false",
+           "Let cuBLAS read the matrices as bfloat16 (tensor cores), with "
+           "float32 products and sums">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
