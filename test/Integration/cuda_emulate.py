@@ -26,6 +26,10 @@ here: 2e-4 for the loss, up to 1.8e-2 for a gradient). The tiny GPT's
 results must stay within 5e-2 of the float32 CPU pipeline's and differ
 from them.
 
+With loss-chunk-rows=40 (the tiny GPT's head and loss over 3 chunks of
+its 120 rows, ga-chunk-loss-head), the device program's gradients must
+have the CPU's bits and its loss be within a relative 1e-6.
+
 With --mpirun, data-parallel schedules too (r = 2 ranks x k = 1, 2): the
 collectives, which the CUDA target stages through host memory, run under
 mpirun, and rank 0's results must be the CPU pipeline's under mpirun, bit
@@ -51,22 +55,39 @@ def bf16(a):
     return bits.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def check_bf16(args, check, name, source, inputs, expected):
-    """The step compiled with gpu-bf16=true, emulated (see the module's
-    comment); `expected` is the float32 CPU pipeline's results."""
-    work = os.path.join(args.workdir, f"{name}_bf16")
+def emulate(args, name, source, work, options, inputs):
+    """The results of `source` compiled with target=cuda gpu-emulate=true
+    and `options`, run by ga-run in `work`."""
     os.makedirs(work, exist_ok=True)
     path = os.path.join(work, "step.mlir")
     with open(path, "w") as f:
         f.write(with_schedule(source, name))
-    emulated = os.path.join(work, "bf16.mlir")
+    emulated = os.path.join(work, "emulated.mlir")
     done = subprocess.run(
-        [args.ga_opt, path, "--ga-pipeline=target=cuda gpu-emulate=true "
-         "gpu-split-reductions=false gpu-bf16=true", "-o", emulated],
-        capture_output=True, text=True)
+        [args.ga_opt, path,
+         f"--ga-pipeline=target=cuda gpu-emulate=true {options}",
+         "-o", emulated], capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"FAIL: {name} bf16: ga-opt failed:\n{done.stderr}")
+        sys.exit(f"FAIL: {name} {options}: ga-opt failed:\n{done.stderr}")
     got, _ = run_ga_run(args.ga_run, emulated, inputs, os.path.join(work, "run"))
+    return got
+
+
+def check_chunks(args, check, name, source, inputs, expected):
+    """The tiny GPT with loss-chunk-rows=40 (see the module's comment)."""
+    got = emulate(args, name, source, os.path.join(args.workdir, "chunks"),
+                  "gpu-split-reductions=false loss-chunk-rows=40", inputs)
+    check.relative(f"{name} chunks: loss", got[0], expected[0], 1e-6)
+    for i, (a, b) in enumerate(zip(got[1:], expected[1:]), 1):
+        check.equal(f"{name} chunks: result #{i}", a, b)
+
+
+def check_bf16(args, check, name, source, inputs, expected):
+    """The step compiled with gpu-bf16=true, emulated (see the module's
+    comment); `expected` is the float32 CPU pipeline's results."""
+    got = emulate(args, name, source,
+                  os.path.join(args.workdir, f"{name}_bf16"),
+                  "gpu-split-reductions=false gpu-bf16=true", inputs)
     if name == "mlp":
         exact = [a.astype(np.float64) if a.dtype == np.float32 else a
                  for a in inputs]
@@ -152,6 +173,9 @@ def main():
                         check.equal(f"{tag}: result #{i}", a, b)
             if (r, k, naive) == (1, 1, False):
                 check_bf16(args, check, name, source, inputs[name], expected)
+                if name == "tiny_gpt":
+                    check_chunks(args, check, name, source, inputs[name],
+                                 expected)
     check.finish()
 
 
