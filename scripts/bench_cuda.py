@@ -80,7 +80,8 @@ def prepare(args):
         start = time.time()
         subprocess.run([os.path.join(args.build, "bin", "ga-compile"),
                         "--target=cuda", mlir, "-o", lib,
-                        "--pipeline-options", f"chip={args.chip}"],
+                        "--pipeline-options",
+                        f"chip={args.chip} {args.pipeline_options}".strip()],
                        check=True, stdout=subprocess.DEVNULL)
         os.remove(mlir)
         params, tokens, labels = inputs(*size, rng)
@@ -204,6 +205,10 @@ def main():
     p.add_argument("--out", default=None)
     p.add_argument("--chip", default="sm_90")
     p.add_argument("--sizes", default="tiny,small,medium")
+    p.add_argument("--pipeline-options", default="",
+                   help="more --ga-pipeline options for every step, e.g. "
+                        "'gpu-bf16=true' or 'loss-chunk-rows=1024' (the "
+                        "PyTorch baselines stay float32 and unchunked)")
     r = sub.add_parser("run")
     r.add_argument("--repeat", type=int, default=20)
     r.add_argument("--no-compile", action="store_true",
