@@ -76,6 +76,23 @@ static Value sliceIncrement(tensor::InsertSliceOp insert) {
   return {};
 }
 
+/// Whether every iteration of `loop` adds into its carried value `j`: the
+/// iteration argument is read only as the init of an additive reduction
+/// whose result is yielded as the next value (ga-chunk-loss-head's weight
+/// gradient over chunks of rows). Its result is then the init plus the
+/// same additions, in the same order, whatever the init.
+static bool addsIntoCarried(scf::ForOp loop, unsigned j) {
+  BlockArgument carried = loop.getRegionIterArgs()[j];
+  if (!carried.hasOneUse())
+    return false;
+  auto op = dyn_cast<linalg::LinalgOp>(carried.use_begin()->getOwner());
+  if (!op || op->getNumResults() != 1 || op.getNumDpsInits() != 1 ||
+      op.getDpsInits()[0] != carried || !ga::isAdditiveReduction(op, 0))
+    return false;
+  Value next = loop.getBody()->getTerminator()->getOperand(j);
+  return next == op->getResult(0) && next.hasOneUse();
+}
+
 /// The zero init of `g`'s producer that an accumulator may replace, so that
 /// the producer continues the accumulator in place: an additive reduction
 /// from zero, or a loop that adds into its zero init (an embedding's
@@ -87,10 +104,14 @@ static OpOperand *continuableInit(Value g) {
     if (isZeroTensor(init.get()) && ga::isAdditiveReduction(linalgOp, j))
       return &init;
   }
-  if (auto loop = g.getDefiningOp<scf::ForOp>())
+  if (auto loop = g.getDefiningOp<scf::ForOp>()) {
     if (loop->hasAttr(ga::kAccumulatesIntoInit) && loop.getNumResults() == 1 &&
         isZeroTensor(loop.getInitArgs()[0]))
       return &loop.getInitArgsMutable()[0];
+    unsigned j = cast<OpResult>(g).getResultNumber();
+    if (isZeroTensor(loop.getInitArgs()[j]) && addsIntoCarried(loop, j))
+      return &loop.getInitArgsMutable()[j];
+  }
   return nullptr;
 }
 
