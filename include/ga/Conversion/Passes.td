@@ -85,8 +85,10 @@ def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
     micro-batches that slices the batch operands and accumulates the loss
     and the gradients *in place*: a gradient contribution computed by an
     additive reduction whose init is zero (a matmul, a sum over tokens, an
-    embedding scatter-add, and slices of such results inserted into a
-    stacked gradient) is computed with the running accumulator as its init,
+    embedding scatter-add, a loop whose iterations add into its carried
+    value such as `ga-chunk-loss-head`'s weight gradient, and slices of such
+    results inserted into a stacked gradient) is computed with the running
+    accumulator as its init,
     so no per-micro-batch gradient buffer exists and every element is summed
     in the same order as in the full-batch step. Other contributions are
     added to the accumulator.
