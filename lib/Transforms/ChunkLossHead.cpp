@@ -402,21 +402,30 @@ struct GaChunkLossHeadPass
         arith::MulIOp::create(inner, loc, loop.getInductionVar(),
                               arith::ConstantIndexOp::create(inner, loc, r));
 
+    // The offsets, sizes and strides of rows [offset, offset + r) of a
+    // tensor of `type`.
+    struct Window {
+      SmallVector<OpFoldResult> offsets, sizes, strides;
+    };
+    auto window = [&](RankedTensorType type) {
+      Window w;
+      w.offsets.assign(type.getRank(), inner.getIndexAttr(0));
+      w.offsets[0] = offset;
+      w.strides.assign(type.getRank(), inner.getIndexAttr(1));
+      for (int64_t d : type.getShape())
+        w.sizes.push_back(inner.getIndexAttr(d));
+      w.sizes[0] = inner.getIndexAttr(r);
+      return w;
+    };
     // Rows [offset, offset + r) of `v` (sliced along dimension 0).
     auto rowsOf = [&](Value v) -> Value {
       auto type = cast<RankedTensorType>(v.getType());
-      SmallVector<OpFoldResult> offsets(type.getRank(), inner.getIndexAttr(0));
-      offsets[0] = offset;
-      SmallVector<OpFoldResult> sizes,
-          strides(type.getRank(), inner.getIndexAttr(1));
-      for (int64_t d : type.getShape())
-        sizes.push_back(inner.getIndexAttr(d));
-      sizes[0] = inner.getIndexAttr(r);
+      Window w = window(type);
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = r;
       auto sliced = RankedTensorType::get(shape, type.getElementType());
-      return tensor::ExtractSliceOp::create(inner, loc, sliced, v, offsets,
-                                            sizes, strides)
+      return tensor::ExtractSliceOp::create(inner, loc, sliced, v, w.offsets,
+                                            w.sizes, w.strides)
           .getResult();
     };
     // A copy of `op` on the chunk: operands that walk the rows sliced,
@@ -494,16 +503,10 @@ struct GaChunkLossHeadPass
       // computed into them, then inserted back (in place).
       Value part =
           onChunk(user, use, rowsOperand, gradient->getResult(0), rowsOf(acc));
-      auto type = cast<RankedTensorType>(acc.getType());
-      SmallVector<OpFoldResult> offsets(type.getRank(), inner.getIndexAttr(0));
-      offsets[0] = offset;
-      SmallVector<OpFoldResult> sizes,
-          strides(type.getRank(), inner.getIndexAttr(1));
-      for (int64_t d : type.getShape())
-        sizes.push_back(inner.getIndexAttr(d));
-      sizes[0] = inner.getIndexAttr(r);
+      Window w = window(cast<RankedTensorType>(acc.getType()));
       yielded.push_back(tensor::InsertSliceOp::create(inner, loc, part, acc,
-                                                      offsets, sizes, strides)
+                                                      w.offsets, w.sizes,
+                                                      w.strides)
                             .getResult());
     }
     scf::YieldOp::create(inner, loc, yielded);
