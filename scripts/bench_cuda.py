@@ -151,6 +151,9 @@ def torch_step(torch, size, arrays, repeat, compiled=False):
 
 
 def run(args):
+    if args.cuda_graph:
+        # Read by libga_cuda_runtime when it initializes (the first step).
+        os.environ["GA_CUDA_GRAPH"] = "1"
     here = os.path.dirname(os.path.abspath(__file__))
     sys.path.insert(0, here)
     import ga_step
@@ -190,6 +193,12 @@ def run(args):
               f"{best * 1e3:>10.3f} {tt * 1e3:>9.3f} {best / tt:>6.2f} "
               f"{compiled[0]:>10} {compiled[1]:>6} "
               f"{loss:>10.5f} {tloss:>10.5f}", flush=True)
+        if args.cuda_graph:
+            import ctypes
+            lib = ctypes.CDLL(os.path.join(here, e["library"]))
+            lib.ga_cuda_graph_status.restype = ctypes.c_char_p
+            status = lib.ga_cuda_graph_status()
+            print(f"  cuda graph: {status.decode() if status else 'n/a'}")
     print("(ga-opt: the step library through python/ga_step, host arrays in "
           "and out, copies included; PyTorch on device tensors; ratios: "
           "ga-opt / PyTorch eager, ga-opt / torch.compile)")
@@ -211,6 +220,11 @@ def main():
                         "PyTorch baselines stay float32 and unchunked)")
     r = sub.add_parser("run")
     r.add_argument("--repeat", type=int, default=20)
+    r.add_argument("--cuda-graph", action="store_true",
+                   help="GA_CUDA_GRAPH=1: launch each step after the first "
+                        "as one CUDA graph (prepare with --pipeline-options "
+                        "check-labels=false: the label check reads device "
+                        "memory within the step, which turns it off)")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baseline")
     args = parser.parse_args()

@@ -34,6 +34,17 @@
 // back to a cache of blocks by size, reused by later allocations of the same
 // size on the same stream.
 //
+// GA_CUDA_GRAPH=1: from the second step on, everything a step puts on the
+// stream (kernels, GEMMs, memsets, device copies, NCCL sums) is captured
+// into a CUDA graph and launched as one, so that the device runs the step
+// without a gap per launch. The graph is captured again at every step (the
+// host code runs as before, the buffers' addresses may differ) and the
+// instantiated graph updated in place (cuGraphExecUpdate) while its shape
+// stays the same. A step that waits for the device within itself (a read
+// of device memory such as the label check's, a sum through host memory)
+// cannot be captured: the graph is launched up to that point and the mode
+// turns off, with the reason in ga_cuda_graph_status().
+//
 //===----------------------------------------------------------------------===//
 
 #include "ga/Runtime/Errors.h"
@@ -98,12 +109,44 @@ using CUevent = void *;
     CUresult (*)(CUdeviceptr, unsigned short, size_t, CUstream))               \
   X(cuMemGetInfo_v2, CUresult (*)(size_t *, size_t *))
 
+using CUgraph = void *;
+using CUgraphExec = void *;
+/// CUgraphExecUpdateResultInfo.
+struct GraphUpdateInfo {
+  int result;
+  void *errorNode, *errorFromNode;
+};
+/// The stream-capture and graph functions (GA_CUDA_GRAPH=1), loaded only
+/// then.
+#define GA_CUDA_GRAPH_FUNCTIONS(X)                                             \
+  X(cuStreamBeginCapture_v2, CUresult (*)(CUstream, int))                      \
+  X(cuStreamEndCapture, CUresult (*)(CUstream, CUgraph *))                     \
+  X(cuGraphInstantiateWithFlags,                                               \
+    CUresult (*)(CUgraphExec *, CUgraph, unsigned long long))                  \
+  X(cuGraphExecUpdate_v2,                                                      \
+    CUresult (*)(CUgraphExec, CUgraph, GraphUpdateInfo *))                     \
+  X(cuGraphLaunch, CUresult (*)(CUgraphExec, CUstream))                        \
+  X(cuGraphDestroy, CUresult (*)(CUgraph))                                     \
+  X(cuGraphExecDestroy, CUresult (*)(CUgraphExec))
+
 template <typename T> using Id = T;
 
 struct Driver {
 #define GA_DECLARE(name, type) Id<type> name = nullptr;
   GA_CUDA_FUNCTIONS(GA_DECLARE)
+  GA_CUDA_GRAPH_FUNCTIONS(GA_DECLARE)
 #undef GA_DECLARE
+};
+
+/// GA_CUDA_GRAPH=1: the state of the step's capture (see the file comment).
+struct Graph {
+  bool requested = false;
+  /// Why the mode is off (empty while it may capture).
+  std::string off;
+  bool inStep = false, capturing = false;
+  long steps = 0, launches = 0, instantiations = 0, updates = 0;
+  CUgraphExec exec = nullptr;
+  std::string status;
 };
 
 // cuBLAS, loaded on the first GEMM.
@@ -180,6 +223,7 @@ struct ProfileRow {
 struct State {
   Blas blas;
   Nccl nccl;
+  Graph graph;
   /// The devices the driver reports, and the one this process uses.
   int deviceCount = 0, ordinal = 0;
   bool profile = false;
@@ -279,6 +323,20 @@ bool ensureInitialized(State &s) {
   }
   GA_CUDA_FUNCTIONS(GA_LOAD)
 #undef GA_LOAD
+  const char *graphEnv = std::getenv("GA_CUDA_GRAPH");
+  s.graph.requested = graphEnv && std::strcmp(graphEnv, "0") != 0;
+  if (s.graph.requested) {
+#define GA_LOAD_GRAPH(name, type)                                              \
+  s.cu.name = reinterpret_cast<Id<type>>(dlsym(lib, #name));                   \
+  if (!s.cu.name && s.graph.off.empty())                                       \
+    s.graph.off = "the CUDA driver has no " #name;
+    GA_CUDA_GRAPH_FUNCTIONS(GA_LOAD_GRAPH)
+#undef GA_LOAD_GRAPH
+    if (s.profile)
+      s.graph.off = "GA_CUDA_PROFILE times every launch on its own";
+    else if (s.syncEveryLaunch)
+      s.graph.off = "GA_CUDA_SYNC waits after every launch";
+  }
   if (!check(s, s.cu.cuInit(0), "cuInit"))
     return false;
   int count = 0;
@@ -327,7 +385,8 @@ CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
     s.cachedBytes -= size;
   } else {
     CUresult rc = s.cu.cuMemAlloc_v2(&pointer, size);
-    if (rc != 0 && !s.cached.empty()) {
+    // (Not while a graph is captured: the stream cannot be waited for.)
+    if (rc != 0 && !s.cached.empty() && !s.graph.capturing) {
       // Out of memory: give the cache back and try once more.
       s.cu.cuStreamSynchronize(s.stream);
       for (auto &[cachedSize, block] : s.cached)
@@ -374,6 +433,50 @@ bool copy(State &s, void *dst, const void *src, size_t bytes) {
                                   reinterpret_cast<CUdeviceptr>(src), bytes,
                                   s.stream),
                "cuMemcpyAsync");
+}
+
+/// Ends the capture of the step's graph, if one runs, and launches what
+/// was captured (instantiated, or the last instantiation updated in
+/// place). With `reason`, the mode turns off for good: the step is about
+/// to wait for the device, which a capture cannot hold.
+void endCapture(State &s, const char *reason) {
+  Graph &g = s.graph;
+  if (reason && g.off.empty())
+    g.off = reason;
+  if (!g.capturing)
+    return;
+  g.capturing = false;
+  CUgraph graph = nullptr;
+  if (!check(s, s.cu.cuStreamEndCapture(s.stream, &graph),
+             "cuStreamEndCapture")) {
+    g.off = "the capture failed: " + s.error;
+    return;
+  }
+  bool updated = false;
+  if (g.exec) {
+    GraphUpdateInfo info{};
+    updated = s.cu.cuGraphExecUpdate_v2(g.exec, graph, &info) == 0;
+    if (!updated) {
+      s.cu.cuGraphExecDestroy(g.exec);
+      g.exec = nullptr;
+    }
+  }
+  if (!g.exec && !check(s, s.cu.cuGraphInstantiateWithFlags(&g.exec, graph, 0),
+                        "cuGraphInstantiate")) {
+    g.exec = nullptr;
+    g.off = "the graph cannot be instantiated: " + s.error;
+  } else if (check(s, s.cu.cuGraphLaunch(g.exec, s.stream), "cuGraphLaunch")) {
+    ++g.launches;
+    g.updates += updated;
+    g.instantiations += !updated;
+  }
+  s.cu.cuGraphDestroy(graph);
+}
+
+/// Where the host is about to wait for the device inside a step.
+void hostWaits(State &s, const char *reason) {
+  if (s.graph.requested && s.graph.inStep)
+    endCapture(s, reason);
 }
 
 bool synchronize(State &s) {
@@ -537,6 +640,8 @@ template <typename T> T readElement(intptr_t pointer, int64_t index) {
   T value{};
   if (!s.usable || !s.error.empty())
     return value;
+  hostWaits(s, "the step reads device memory within itself (such as the "
+               "label check's position; compile with check-labels=false)");
   if (copy(s, &value, reinterpret_cast<const T *>(pointer) + index, sizeof(T)))
     synchronize(s);
   return value;
@@ -901,6 +1006,8 @@ void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
   }
   if (!s.error.empty())
     return;
+  hostWaits(s, "the step's sums go through host memory (NCCL needs a "
+               "device per rank)");
   std::vector<T> host(count);
   if (!copy(s, host.data(), data, count * sizeof(T)) || !synchronize(s))
     return;
@@ -1067,8 +1174,10 @@ void mgpuEventDestroy(void *event) {
 void mgpuEventSynchronize(void *event) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  if (event && s.usable)
+  if (event && s.usable) {
+    hostWaits(s, "the step waits for an event within itself");
     check(s, s.cu.cuEventSynchronize(event), "cuEventSynchronize");
+  }
 }
 
 void mgpuEventRecord(void *event, void *stream) {
@@ -1161,7 +1270,34 @@ int32_t ga_cuda_step_enter(const char *signature, const void *const *inputs,
                                " cannot be copied to the device: " + message);
     }
   }
+  // From the second step on, the step's work goes into a graph.
+  Graph &g = s.graph;
+  g.inStep = true;
+  bool later = g.steps++ > 0;
+  if (g.requested && g.off.empty() && later &&
+      check(s, s.cu.cuStreamBeginCapture_v2(s.stream, /*relaxed*/ 2),
+            "cuStreamBeginCapture"))
+    g.capturing = true;
+  else if (g.requested && !s.error.empty() && g.off.empty())
+    g.off = "the capture cannot begin: " + s.error;
   return GA_OK;
+}
+
+/// GA_CUDA_GRAPH=1: how the steps ran, for the tools to print; NULL
+/// without it.
+const char *ga_cuda_graph_status(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Graph &g = s.graph;
+  if (!g.requested)
+    return nullptr;
+  g.status = std::to_string(g.launches) + " of " + std::to_string(g.steps) +
+             " step(s) launched as one CUDA graph (" +
+             std::to_string(g.instantiations) + " instantiated, " +
+             std::to_string(g.updates) + " updated in place)";
+  if (!g.off.empty())
+    g.status += "; off: " + g.off;
+  return g.status.c_str();
 }
 
 int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
@@ -1175,6 +1311,8 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
     return ga::setStatus(status, GA_ERROR_SIGNATURE, error);
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
+  endCapture(s, nullptr);
+  s.graph.inStep = false;
   // Copy every result before freeing any: results can share a buffer.
   std::vector<CUdeviceptr> allocated;
   size_t offset = 0;

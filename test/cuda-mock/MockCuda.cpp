@@ -53,6 +53,11 @@ struct Counts {
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long bf16Gemms = 0;
+  // Stream capture (GA_CUDA_GRAPH=1): the work captured counts as run, as
+  // the runtime launches every graph it captures once.
+  bool capturing = false;
+  long captured = 0, captures = 0, graphLaunches = 0, instantiations = 0;
+  long updates = 0, badCaptures = 0;
   long liveBytes = 0, peakBytes = 0;
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
   int ordinal = -1;
@@ -70,20 +75,24 @@ struct Counts {
     FILE *f = std::fopen(file.c_str(), "w");
     if (!f)
       return;
-    std::fprintf(
-        f,
-        "modules: %ld (cubins %ld)\nfunctions: %zu\n"
-        "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
-        "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
-        "copies on device: %ld\nmemsets: %ld\n"
-        "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
-        "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
-        "peak device bytes: %ld\ndevice: %d\nnccl comms: %ld\n"
-        "nccl all-reduces: %ld\nbad nccl calls: %ld\nbf16 gemms: %ld\n",
-        modules, cubins, functions.size(), launches, badLaunches, allocations,
-        frees, copiesToDevice, copiesToHost, copiesOnDevice, memsets,
-        synchronizations, gemms, badGemms, batchedGemms, scaledGemms, peakBytes,
-        ordinal, ncclComms, ncclAllReduces, badNccl, bf16Gemms);
+    std::fprintf(f,
+                 "modules: %ld (cubins %ld)\nfunctions: %zu\n"
+                 "launches: %ld\nbad launches: %ld\nallocations: %ld\n"
+                 "frees: %ld\ncopies to device: %ld\ncopies to host: %ld\n"
+                 "copies on device: %ld\nmemsets: %ld\n"
+                 "synchronizations: %ld\ngemms: %ld\nbad gemms: %ld\n"
+                 "batched gemm calls: %ld\nscaled gemm calls: %ld\n"
+                 "peak device bytes: %ld\ndevice: %d\nnccl comms: %ld\n"
+                 "nccl all-reduces: %ld\nbad nccl calls: %ld\nbf16 gemms: %ld\n"
+                 "captures: %ld\ngraph launches: %ld\n"
+                 "graph instantiations: %ld\ngraph updates: %ld\n"
+                 "bad captures: %ld\n",
+                 modules, cubins, functions.size(), launches, badLaunches,
+                 allocations, frees, copiesToDevice, copiesToHost,
+                 copiesOnDevice, memsets, synchronizations, gemms, badGemms,
+                 batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
+                 ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
+                 instantiations, updates, badCaptures);
     std::fclose(f);
   }
 };
@@ -197,6 +206,7 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.launches;
+  c.captured += c.capturing;
   bool ok = c.handles.count(f) && params && gx && gy && gz && bx && by && bz &&
             bx * by * bz <= 1024 && gy <= 65535 && gz <= 65535;
   c.badLaunches += !ok;
@@ -211,6 +221,56 @@ int cuStreamSynchronize(void *) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.synchronizations;
+  c.badCaptures += c.capturing; // Illegal while capturing.
+  return 0;
+}
+// Stream capture and graphs: a graph is the number of operations captured.
+int cuStreamBeginCapture_v2(void *, int mode) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.badCaptures += c.capturing || mode != 2; // relaxed mode expected
+  c.capturing = true;
+  c.captured = 0;
+  ++c.captures;
+  return 0;
+}
+int cuStreamEndCapture(void *, void **graph) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.capturing)
+    return 900; // CUDA_ERROR_STREAM_CAPTURE_UNMATCHED
+  c.capturing = false;
+  *graph = new long(c.captured);
+  return 0;
+}
+int cuGraphInstantiateWithFlags(void **exec, void *graph, unsigned long long) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  *exec = new long(*static_cast<long *>(graph));
+  ++c.instantiations;
+  return 0;
+}
+int cuGraphExecUpdate_v2(void *exec, void *graph, void *) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (*static_cast<long *>(exec) != *static_cast<long *>(graph))
+    return 910; // CUDA_ERROR_GRAPH_EXEC_UPDATE_FAILURE
+  ++c.updates;
+  return 0;
+}
+int cuGraphLaunch(void *exec, void *) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.badCaptures += c.capturing || !exec;
+  ++c.graphLaunches;
+  return 0;
+}
+int cuGraphDestroy(void *graph) {
+  delete static_cast<long *>(graph);
+  return 0;
+}
+int cuGraphExecDestroy(void *exec) {
+  delete static_cast<long *>(exec);
   return 0;
 }
 int cuStreamWaitEvent(void *, void *, unsigned) { return 0; }
@@ -219,7 +279,12 @@ int cuEventCreate(void **e, unsigned) {
   return 0;
 }
 int cuEventRecord(void *, void *) { return 0; }
-int cuEventSynchronize(void *) { return 0; }
+int cuEventSynchronize(void *) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  c.badCaptures += c.capturing;
+  return 0;
+}
 int cuEventElapsedTime(float *ms, void *, void *) {
   *ms = 0;
   return 0;
@@ -248,7 +313,8 @@ int cuMemFree_v2(unsigned long long p) {
   std::lock_guard<std::mutex> lock(c.mutex);
   auto it = c.device.find(p);
   if (it == c.device.end())
-    return 1; // CUDA_ERROR_INVALID_VALUE
+    return 1;                   // CUDA_ERROR_INVALID_VALUE
+  c.badCaptures += c.capturing; // Captured work may still read it.
   munmap(reinterpret_cast<void *>(p), it->second);
   c.device.erase(it);
   ++c.frees;
@@ -272,6 +338,9 @@ int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
     setAccess(d.first, d.second, PROT_NONE);
   if (s.first)
     setAccess(s.first, s.second, PROT_NONE);
+  // Only device-to-device copies may be captured.
+  c.badCaptures += c.capturing && !(d.first && s.first);
+  c.captured += c.capturing;
   if (d.first && s.first)
     ++c.copiesOnDevice;
   else if (d.first)
@@ -283,11 +352,13 @@ int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
 int cuMemsetD32Async(unsigned long long, unsigned, size_t, void *) {
   std::lock_guard<std::mutex> lock(counts().mutex);
   ++counts().memsets;
+  counts().captured += counts().capturing;
   return 0;
 }
 int cuMemsetD16Async(unsigned long long, unsigned short, size_t, void *) {
   std::lock_guard<std::mutex> lock(counts().mutex);
   ++counts().memsets;
+  counts().captured += counts().capturing;
   return 0;
 }
 int cuMemGetInfo_v2(size_t *free, size_t *total) {

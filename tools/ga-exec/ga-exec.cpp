@@ -170,6 +170,8 @@ int main(int argc, char **argv) {
   using CollectivesFn = const char *(*)();
   auto collectivesFn =
       reinterpret_cast<CollectivesFn>(dlsym(handle, "ga_cuda_collectives"));
+  auto graphFn =
+      reinterpret_cast<CollectivesFn>(dlsym(handle, "ga_cuda_graph_status"));
   std::string deviceName;
   if (deviceNameFn) {
     const char *reason = nullptr;
@@ -225,6 +227,8 @@ int main(int argc, char **argv) {
     std::printf("device: %s (CUDA)\n", deviceName.c_str());
   if (const char *path = collectivesFn ? collectivesFn() : nullptr)
     std::printf("collectives: %s\n", path);
+  if (const char *graph = graphFn ? graphFn() : nullptr)
+    std::printf("cuda graph: %s\n", graph);
   std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
               repeat, minMs);
   ga_memory memory;
