@@ -67,21 +67,32 @@ def main():
         print(f"{'ok  ' if ok else 'FAIL'} {label}: max|C - ref| = "
               f"{err:.2e} (bound {bound:.2e})")
 
-    # Plain GEMMs: C += op(A) op(B), row-major, with offsets.
-    for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
-        m, n, k = 33, 17, 40
-        a, da = device((k, m) if transA else (m, k))
-        b, db = device((n, k) if transB else (k, n))
-        c, dc = device((m, n))
-        lib.ga_cuda_gemm_f32(transA, transB, m, n, k, da.data_ptr(), 0,
-                             a.shape[1], db.data_ptr(), 0, b.shape[1],
-                             dc.data_ptr(), 0, n)
-        torch.cuda.synchronize()
-        oa = a.T if transA else a
-        ob = b.T if transB else b
-        ref = c.astype(np.float64) + oa.astype(np.float64) @ ob.astype(
-            np.float64)
-        report(f"gemm transA={transA} transB={transB}", dc.cpu().numpy(), ref)
+    def bf16(x):
+        """`x` in float32 rounded to the nearest bfloat16, as float64."""
+        bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+    def exact(x):
+        return np.asarray(x, np.float64)
+
+    # Plain GEMMs: C += op(A) op(B), row-major, with offsets; in float32,
+    # and with bfloat16 inputs (gpu-bf16: products and sums in float32).
+    for entry, operand, label, (m, n, k) in (
+            (lib.ga_cuda_gemm_f32, exact, "gemm", (33, 17, 40)),
+            (lib.ga_cuda_gemm_f32_bf16, bf16, "bf16 gemm", (64, 48, 256))):
+        for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            a, da = device((k, m) if transA else (m, k))
+            b, db = device((n, k) if transB else (k, n))
+            c, dc = device((m, n))
+            entry(transA, transB, m, n, k, da.data_ptr(), 0, a.shape[1],
+                  db.data_ptr(), 0, b.shape[1], dc.data_ptr(), 0, n)
+            torch.cuda.synchronize()
+            oa = a.T if transA else a
+            ob = b.T if transB else b
+            ref = c.astype(np.float64) + operand(oa) @ operand(ob)
+            report(f"{label} transA={transA} transB={transB}",
+                   dc.cpu().numpy(), ref)
 
     # The attention of the tiny GPT (B, S, H, Dh = 8, 16, 2, 8): Q, K, V
     # slices of the fused projection [B, S, 3 H Dh].
@@ -151,26 +162,7 @@ def main():
     report("attention scores (batched over h, loop over b)",
            ds1.cpu().numpy(), ref)
 
-    # gpu-bf16: the inputs read as bfloat16, products and sums in float32.
-    def bf16(x):
-        bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
-        bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
-        return bits.astype(np.uint32).view(np.float32).astype(np.float64)
-
-    for transA, transB in ((0, 0), (0, 1), (1, 0)):
-        m, n, k = 64, 48, 256
-        a, da = device((k, m) if transA else (m, k))
-        b, db = device((n, k) if transB else (k, n))
-        c, dc = device((m, n))
-        lib.ga_cuda_gemm_f32_bf16(transA, transB, m, n, k, da.data_ptr(), 0,
-                                  a.shape[1], db.data_ptr(), 0, b.shape[1],
-                                  dc.data_ptr(), 0, n)
-        torch.cuda.synchronize()
-        oa = a.T if transA else a
-        ob = b.T if transB else b
-        ref = c.astype(np.float64) + bf16(oa) @ bf16(ob)
-        report(f"bf16 gemm transA={transA} transB={transB}",
-               dc.cpu().numpy(), ref)
+    # gpu-bf16 in the batched entry point.
     s2, ds2 = device((B, H, S, S))
     for h in range(H):
         lib.ga_cuda_gemm_batched_f32_bf16(
