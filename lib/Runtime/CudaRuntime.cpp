@@ -791,33 +791,31 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
   // CUDA_R_32F matrices, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT.
-  constexpr int r32f = 0, fast16bf = 75, defaultAlgo = -1;
+  // cuBLAS's column-major sizes: the transposed product (see above).
   int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
-  int rc =
-      bf16 && count > 1
-          ? s.blas.gemmBatchedEx(
-                s.blas.handle, opA, opB, static_cast<int>(n),
-                static_cast<int>(m), static_cast<int>(k), &alpha, B, r32f,
-                static_cast<int>(ldb), strideB, A, r32f, static_cast<int>(lda),
-                strideA, &one, C, r32f, static_cast<int>(ldc), strideC,
-                static_cast<int>(count), fast16bf, defaultAlgo)
-      : bf16 ? s.blas.gemmEx(s.blas.handle, opA, opB, static_cast<int>(n),
-                             static_cast<int>(m), static_cast<int>(k), &alpha,
-                             B, r32f, static_cast<int>(ldb), A, r32f,
-                             static_cast<int>(lda), &one, C, r32f,
-                             static_cast<int>(ldc), fast16bf, defaultAlgo)
-      : count > 1
-          ? s.blas.sgemmBatched(
-                s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
-                static_cast<int>(n), static_cast<int>(m), static_cast<int>(k),
-                &alpha, B, static_cast<int>(ldb), strideB, A,
-                static_cast<int>(lda), strideA, &one, C, static_cast<int>(ldc),
-                strideC, static_cast<int>(count))
-          : s.blas.sgemm(s.blas.handle, transB ? 1 : 0, transA ? 1 : 0,
-                         static_cast<int>(n), static_cast<int>(m),
-                         static_cast<int>(k), &alpha, B, static_cast<int>(ldb),
-                         A, static_cast<int>(lda), &one, C,
-                         static_cast<int>(ldc));
+  int rows = static_cast<int>(n), cols = static_cast<int>(m),
+      depth = static_cast<int>(k), ldA = static_cast<int>(ldb),
+      ldB = static_cast<int>(lda), ldC = static_cast<int>(ldc),
+      batches = static_cast<int>(count);
+  // CUDA_R_32F matrices, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT.
+  constexpr int r32f = 0, fast16bf = 75, defaultAlgo = -1;
+  int rc;
+  if (bf16 && count > 1)
+    rc = s.blas.gemmBatchedEx(s.blas.handle, opA, opB, rows, cols, depth,
+                              &alpha, B, r32f, ldA, strideB, A, r32f, ldB,
+                              strideA, &one, C, r32f, ldC, strideC, batches,
+                              fast16bf, defaultAlgo);
+  else if (bf16)
+    rc = s.blas.gemmEx(s.blas.handle, opA, opB, rows, cols, depth, &alpha, B,
+                       r32f, ldA, A, r32f, ldB, &one, C, r32f, ldC, fast16bf,
+                       defaultAlgo);
+  else if (count > 1)
+    rc = s.blas.sgemmBatched(s.blas.handle, opA, opB, rows, cols, depth, &alpha,
+                             B, ldA, strideB, A, ldB, strideA, &one, C, ldC,
+                             strideC, batches);
+  else
+    rc = s.blas.sgemm(s.blas.handle, opA, opB, rows, cols, depth, &alpha, B,
+                      ldA, A, ldB, &one, C, ldC);
   profileEnd(s, timed);
   if (rc != 0)
     recordError(s, std::string(call) + " (" + shape() +

@@ -51,8 +51,10 @@ struct Group {
   linalg::LinalgOp head;
   CrossEntropyOp loss;
   CrossEntropyGradOp grad;
-  /// The linalg operations that read the logits' gradient.
+  /// The linalg operations that read the logits' gradient, the operand
+  /// through which each reads it, and how each walks its rows.
   SmallVector<linalg::LinalgOp> users;
+  SmallVector<OpOperand *> userOperands;
   SmallVector<RowUse> userRows;
   RowUse headRows;
   /// collapse(expand(x)) round trips between the group's operations.
@@ -260,6 +262,7 @@ static std::optional<Group> matchGroup(CrossEntropyGradOp grad,
     if (failed(use))
       return std::nullopt;
     g.users.push_back(op);
+    g.userOperands.push_back(rowsOperand);
     g.userRows.push_back(*use);
   }
   return g;
@@ -417,15 +420,18 @@ struct GaChunkLossHeadPass
       w.sizes[0] = inner.getIndexAttr(r);
       return w;
     };
-    // Rows [offset, offset + r) of `v` (sliced along dimension 0).
-    auto rowsOf = [&](Value v) -> Value {
-      auto type = cast<RankedTensorType>(v.getType());
-      Window w = window(type);
+    // The type of a chunk of `whole`: r rows.
+    auto chunkType = [&](Value whole) {
+      auto type = cast<RankedTensorType>(whole.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = r;
-      auto sliced = RankedTensorType::get(shape, type.getElementType());
-      return tensor::ExtractSliceOp::create(inner, loc, sliced, v, w.offsets,
-                                            w.sizes, w.strides)
+      return RankedTensorType::get(shape, type.getElementType());
+    };
+    // Rows [offset, offset + r) of `v` (sliced along dimension 0).
+    auto rowsOf = [&](Value v) -> Value {
+      Window w = window(cast<RankedTensorType>(v.getType()));
+      return tensor::ExtractSliceOp::create(inner, loc, chunkType(v), v,
+                                            w.offsets, w.sizes, w.strides)
           .getResult();
     };
     // A copy of `op` on the chunk: operands that walk the rows sliced,
@@ -448,17 +454,9 @@ struct GaChunkLossHeadPass
       copy->getResult(0).setType(init.getType());
       return copy->getResult(0);
     };
-    auto chunkZeros = [&](Value whole) {
-      auto type = cast<RankedTensorType>(whole.getType());
-      SmallVector<int64_t> shape(type.getShape());
-      shape[0] = r;
-      return ga::zerosLike(inner, loc,
-                           RankedTensorType::get(shape, type.getElementType()));
-    };
-
     Value headInit = g.head.getDpsInits()[0];
-    Value logits =
-        onChunk(g.head, g.headRows, nullptr, Value(), chunkZeros(headInit));
+    Value logits = onChunk(g.head, g.headRows, nullptr, Value(),
+                           ga::zerosLike(inner, loc, chunkType(headInit)));
     Value labels = rowsOf(g.loss.getLabels());
     IRMapping ceMapping;
     ceMapping.map(g.loss.getLogits(), logits);
@@ -487,12 +485,7 @@ struct GaChunkLossHeadPass
     SmallVector<Value> yielded = {summed};
     for (auto [i, user] : llvm::enumerate(g.users)) {
       RowUse use = g.userRows[i];
-      OpOperand *rowsOperand = nullptr;
-      for (OpOperand *input : user.getDpsInputOperands()) {
-        SmallVector<Operation *> ignored;
-        if (throughRoundTrips(input->get(), ignored) == g.grad.getResult())
-          rowsOperand = input;
-      }
+      OpOperand *rowsOperand = g.userOperands[i];
       Value acc = loop.getRegionIterArgs()[1 + i];
       if (use.reduction) {
         yielded.push_back(
@@ -521,18 +514,17 @@ struct GaChunkLossHeadPass
         op->moveAfter(point);
         point = op;
       }
-    // The group's operations are dead now (checked above): erased users
-    // first.
-    bool erased = true;
-    llvm::SmallPtrSet<Operation *, 16> remaining = set;
-    while (erased) {
-      erased = false;
-      for (Operation *op : llvm::make_early_inc_range(remaining))
-        if (op->use_empty()) {
-          remaining.erase(op);
-          op->erase();
-          erased = true;
-        }
+    // The group's operations are dead now (checked above): each round
+    // erases those whose users are gone.
+    SmallVector<Operation *> remaining(set.begin(), set.end());
+    for (size_t before = 0; before != remaining.size();) {
+      before = remaining.size();
+      llvm::erase_if(remaining, [](Operation *op) {
+        if (!op->use_empty())
+          return false;
+        op->erase();
+        return true;
+      });
     }
     assert(remaining.empty() && "the group's values are read after chunking");
     return success();

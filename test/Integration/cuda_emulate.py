@@ -55,38 +55,34 @@ def bf16(a):
     return bits.astype(np.uint32).view(np.float32).astype(np.float64)
 
 
-def emulate(args, name, source, work, options, inputs):
-    """The results of `source` compiled with target=cuda gpu-emulate=true
-    and `options`, run by ga-run in `work`."""
-    os.makedirs(work, exist_ok=True)
-    path = os.path.join(work, "step.mlir")
-    with open(path, "w") as f:
-        f.write(with_schedule(source, name))
-    emulated = os.path.join(work, "emulated.mlir")
+def emulate(args, path, out, options, inputs, launcher=()):
+    """The results of the step in `path` compiled with target=cuda
+    gpu-emulate=true and `options` (into `out`.mlir), run by ga-run in
+    `out` (under `launcher`)."""
+    emulated = out + ".mlir"
     done = subprocess.run(
         [args.ga_opt, path,
          f"--ga-pipeline=target=cuda gpu-emulate=true {options}",
          "-o", emulated], capture_output=True, text=True)
     if done.returncode != 0:
-        sys.exit(f"FAIL: {name} {options}: ga-opt failed:\n{done.stderr}")
-    got, _ = run_ga_run(args.ga_run, emulated, inputs, os.path.join(work, "run"))
+        sys.exit(f"FAIL: {path} {options}: ga-opt failed:\n{done.stderr}")
+    got, _ = run_ga_run(args.ga_run, emulated, inputs, out, launcher=launcher)
     return got
 
 
-def check_chunks(args, check, name, source, inputs, expected):
+def check_chunks(args, check, name, path, work, inputs, expected):
     """The tiny GPT with loss-chunk-rows=40 (see the module's comment)."""
-    got = emulate(args, name, source, os.path.join(args.workdir, "chunks"),
+    got = emulate(args, path, os.path.join(work, "chunks"),
                   "gpu-split-reductions=false loss-chunk-rows=40", inputs)
     check.relative(f"{name} chunks: loss", got[0], expected[0], 1e-6)
     for i, (a, b) in enumerate(zip(got[1:], expected[1:]), 1):
         check.equal(f"{name} chunks: result #{i}", a, b)
 
 
-def check_bf16(args, check, name, source, inputs, expected):
-    """The step compiled with gpu-bf16=true, emulated (see the module's
-    comment); `expected` is the float32 CPU pipeline's results."""
-    got = emulate(args, name, source,
-                  os.path.join(args.workdir, f"{name}_bf16"),
+def check_bf16(args, check, name, path, work, inputs, expected):
+    """The step in `path` compiled with gpu-bf16=true, emulated (see the
+    module's comment); `expected` is the float32 CPU pipeline's results."""
+    got = emulate(args, path, os.path.join(work, "bf16"),
                   "gpu-split-reductions=false gpu-bf16=true", inputs)
     if name == "mlp":
         exact = [a.astype(np.float64) if a.dtype == np.float32 else a
@@ -155,16 +151,8 @@ def main():
                          if split_reductions else
                          " gpu-split-reductions=false")
                 variant = "split" if split_reductions else "emu"
-                emulated = os.path.join(work, variant + ".mlir")
-                done = subprocess.run(
-                    [args.ga_opt, path,
-                     f"--ga-pipeline=target=cuda gpu-emulate=true{flag}",
-                     "-o", emulated], capture_output=True, text=True)
-                if done.returncode != 0:
-                    sys.exit(f"FAIL: {tag}: ga-opt failed:\n{done.stderr}")
-                got, _ = run_ga_run(args.ga_run, emulated, inputs[name],
-                                    os.path.join(work, variant),
-                                    launcher=launcher)
+                got = emulate(args, path, os.path.join(work, variant), flag,
+                              inputs[name], launcher)
                 for i, (a, b) in enumerate(zip(got, expected)):
                     if split_reductions:
                         check.relative(f"{tag} split: result #{i}", a, b,
@@ -172,9 +160,10 @@ def main():
                     else:
                         check.equal(f"{tag}: result #{i}", a, b)
             if (r, k, naive) == (1, 1, False):
-                check_bf16(args, check, name, source, inputs[name], expected)
+                check_bf16(args, check, name, path, work, inputs[name],
+                           expected)
                 if name == "tiny_gpt":
-                    check_chunks(args, check, name, source, inputs[name],
+                    check_chunks(args, check, name, path, work, inputs[name],
                                  expected)
     check.finish()
 

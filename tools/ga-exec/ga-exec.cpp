@@ -167,11 +167,11 @@ int main(int argc, char **argv) {
       reinterpret_cast<DeviceNameFn>(dlsym(handle, "ga_cuda_device_name"));
   auto deviceMemoryFn =
       reinterpret_cast<MemoryStatsFn>(dlsym(handle, "ga_cuda_memory_stats"));
-  using CollectivesFn = const char *(*)();
+  using TextFn = const char *(*)();
   auto collectivesFn =
-      reinterpret_cast<CollectivesFn>(dlsym(handle, "ga_cuda_collectives"));
+      reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_collectives"));
   auto graphFn =
-      reinterpret_cast<CollectivesFn>(dlsym(handle, "ga_cuda_graph_status"));
+      reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_graph_status"));
   std::string deviceName;
   if (deviceNameFn) {
     const char *reason = nullptr;
