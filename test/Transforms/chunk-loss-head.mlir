@@ -1,7 +1,10 @@
 // RUN: ga-opt %s --ga-chunk-loss-head=chunk-rows=3 --canonicalize --split-input-file --verify-diagnostics | FileCheck %s
 // RUN: not ga-opt %s --ga-chunk-loss-head=chunk-rows=0 --split-input-file 2>&1 | FileCheck %s --check-prefix=ZERO
 
+// RUN: not ga-opt %s --ga-pipeline="loss-chunk-rows=-1" --split-input-file 2>&1 | FileCheck %s --check-prefix=NEGATIVE
+
 // ZERO: error: ga-chunk-loss-head: chunk-rows must be positive, got 0
+// NEGATIVE: ga-pipeline: loss-chunk-rows must be 0 (off) or positive, got -1
 
 // The LM head of 8 tokens, its summed loss, the loss's gradient and the
 // two products that read it: with chunk-rows=3, four chunks of 2 rows (the

@@ -332,6 +332,30 @@ def GaChunkLossHeadPass : Pass<"ga-chunk-loss-head"> {
     before the values its gradient needs (the loss's scaling) move after
     the loop. A loss that does not have this form is left as it is, with a
     warning that says why. Pipeline option `loss-chunk-rows` (0: off).
+
+    Example, with `chunk-rows=2` on 8 rows: the head
+    `linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>)`, the
+    `train.cross_entropy sum` and `train.cross_entropy_grad sum` of its
+    result, `%dx = linalg.matmul ins(%g, %w)` (rows in parallel) and
+    `%dw = linalg.matmul ins(%x, %g)` (a sum over the rows) become
+
+    ```mlir
+    %r:3 = scf.for %i = %c0 to %c4 step %c1
+        iter_args(%l = %zero, %dx = %zx, %dw = %zw) -> (...) {
+      %xc = tensor.extract_slice %x[%i * 2, 0] [2, 4] [1, 1]
+      %logits = linalg.matmul ins(%xc, %w : tensor<2x4xf32>, ...)
+      %yc = tensor.extract_slice %y[%i * 2] [2] [1]
+      %lc = train.cross_entropy sum %logits, %yc ...
+      %sum = linalg.generic ... ins(%lc) outs(%l)      // %l + %lc
+      %gc = train.cross_entropy_grad sum %logits, %yc, %s ...
+      %part = linalg.matmul ins(%gc, %w) outs(<rows of %dx>)
+      %dx2 = tensor.insert_slice %part into %dx[%i * 2, 0] [2, 4] [1, 1]
+      %dw2 = linalg.matmul ins(<rows of %x>, %gc) outs(%dw)
+      scf.yield %sum, %dx2, %dw2
+    }
+    ```
+
+    (`test/Transforms/chunk-loss-head.mlir` has it in full.)
   }];
   let options = [
     Option<"chunkRows", "chunk-rows", "int64_t", /*default=*/"1024",
