@@ -6,7 +6,8 @@
 (on a machine with a CUDA GPU, NumPy and PyTorch). Calls
 ga_cuda_gemm_f32 and ga_cuda_gemm_batched_f32 of libga_cuda_runtime
 directly, with the arguments ga-gpu-gemm-to-blas emits for the forms of the
-examples (plain and transposed matrices, slices of a weight stack, the
+examples (plain and transposed matrices, accumulating into C or from zero
+on a C that starts as NaN, slices of a weight stack, the
 attention's scaled and unscaled contractions per head with a strided batch
 and host loops), on device buffers that PyTorch allocates (the runtime and
 PyTorch share the device's primary context), and compares each result with
@@ -15,8 +16,11 @@ the same contraction in float64 on the CPU: max|C - ref| <= 1e-5 max|ref| +
 (ga_cuda_gemm_f32_bf16, ga_cuda_gemm_batched_f32_bf16) are compared, with
 the same bound, against float64 products of the inputs rounded to the
 nearest bfloat16 (what CUBLAS_COMPUTE_32F_FAST_16BF is asked for; a
-failure there says cuBLAS rounded otherwise or kept more bits). Exits 1 on
-a mismatch, 2 without a GPU.
+failure there says cuBLAS rounded otherwise or kept more bits). The bias
+GEMMs of gpu-bias-epilogue (ga_cuda_gemm_bias_f32 and its bf16 form, a
+cuBLASLt matmul with the bias epilogue) are compared the same way, on a D
+that starts as NaN (it must be written, not read) inside a wider buffer
+that must stay NaN outside D. Exits 1 on a mismatch, 2 without a GPU.
 """
 
 import argparse
@@ -45,12 +49,15 @@ def main():
         print(f"cuda_gemm_check: {reason.value.decode()}")
         return 2
     i32, i64, f32 = ctypes.c_int32, ctypes.c_int64, ctypes.c_float
-    lib.ga_cuda_gemm_f32.argtypes = [i32, i32] + [i64] * 12
-    lib.ga_cuda_gemm_batched_f32.argtypes = ([i32, i32] + [i64] * 4 +
+    lib.ga_cuda_gemm_f32.argtypes = [i32, i32, i32] + [i64] * 12
+    lib.ga_cuda_gemm_batched_f32.argtypes = ([i32, i32, i32] + [i64] * 4 +
                                              [f32, i32] + [i64] * 12)
     lib.ga_cuda_gemm_f32_bf16.argtypes = lib.ga_cuda_gemm_f32.argtypes
     lib.ga_cuda_gemm_batched_f32_bf16.argtypes = (
         lib.ga_cuda_gemm_batched_f32.argtypes)
+    lib.ga_cuda_gemm_bias_f32.argtypes = [i32, i32] + [i64] * 14
+    lib.ga_cuda_gemm_bias_f32_bf16.argtypes = (
+        lib.ga_cuda_gemm_bias_f32.argtypes)
     rng = np.random.default_rng(3)
     failures = 0
 
@@ -81,18 +88,55 @@ def main():
     for entry, operand, label, (m, n, k) in (
             (lib.ga_cuda_gemm_f32, exact, "gemm", (33, 17, 40)),
             (lib.ga_cuda_gemm_f32_bf16, bf16, "bf16 gemm", (64, 48, 256))):
-        for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
+        for transA, transB, accumulate in ((0, 0, 1), (0, 1, 1), (1, 0, 1),
+                                           (1, 1, 1), (0, 0, 0), (1, 1, 0)):
             a, da = device((k, m) if transA else (m, k))
             b, db = device((n, k) if transB else (k, n))
             c, dc = device((m, n))
-            entry(transA, transB, m, n, k, da.data_ptr(), 0, a.shape[1],
-                  db.data_ptr(), 0, b.shape[1], dc.data_ptr(), 0, n)
+            if not accumulate:
+                # A product from zero: C must be written, not read.
+                dc.fill_(float("nan"))
+            entry(transA, transB, accumulate, m, n, k, da.data_ptr(), 0,
+                  a.shape[1], db.data_ptr(), 0, b.shape[1], dc.data_ptr(), 0,
+                  n)
             torch.cuda.synchronize()
             oa = a.T if transA else a
             ob = b.T if transB else b
-            ref = c.astype(np.float64) + operand(oa) @ operand(ob)
+            ref = operand(oa) @ operand(ob)
+            if accumulate:
+                ref = ref + c.astype(np.float64)
+            report(f"{label} transA={transA} transB={transB} "
+                   f"accumulate={accumulate}", dc.cpu().numpy(), ref)
+
+    # Bias GEMMs (gpu-bias-epilogue, cuBLASLt): D = op(A) op(B) + bias,
+    # D written without being read (it starts as NaN), with offsets and a
+    # leading dimension wider than n; float32 and bfloat16 inputs.
+    for entry, operand, label, (m, n, k) in (
+            (lib.ga_cuda_gemm_bias_f32, exact, "bias gemm", (33, 17, 40)),
+            (lib.ga_cuda_gemm_bias_f32_bf16, bf16, "bf16 bias gemm",
+             (64, 48, 256))):
+        for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
+            a, da = device((k, m) if transA else (m, k))
+            b, db = device((n, k) if transB else (k, n))
+            bias, dbias = device((n + 3,))
+            ldd = n + 5
+            dd = torch.full((m + 1, ldd), float("nan"), device="cuda")
+            entry(transA, transB, m, n, k, da.data_ptr(), 0, a.shape[1],
+                  db.data_ptr(), 0, b.shape[1], dbias.data_ptr(), 3,
+                  dd.data_ptr(), ldd, ldd)
+            torch.cuda.synchronize()
+            oa = a.T if transA else a
+            ob = b.T if transB else b
+            ref = operand(oa) @ operand(ob) + bias[3:].astype(np.float64)
+            got = dd.cpu().numpy()
+            # Only D's rows and columns are written.
+            untouched = bool(np.isnan(got[0]).all() and
+                             np.isnan(got[1:, n:]).all())
+            failures += not untouched
+            if not untouched:
+                print(f"FAIL {label}: wrote outside D")
             report(f"{label} transA={transA} transB={transB}",
-                   dc.cpu().numpy(), ref)
+                   got[1:, :n], ref)
 
     # The attention of the tiny GPT (B, S, H, Dh = 8, 16, 2, 8): Q, K, V
     # slices of the fused projection [B, S, 3 H Dh].
@@ -109,7 +153,7 @@ def main():
     s0, ds = device((B, H, S, S))
     for h in range(H):
         lib.ga_cuda_gemm_batched_f32(
-            0, 1, S, S, Dh, B, scale, 1,
+            0, 1, 1, S, S, Dh, B, scale, 1,
             dqkv.data_ptr(), h * Dh, row, S * row,
             dqkv.data_ptr(), H * Dh + h * Dh, row, S * row,
             ds.data_ptr(), h * S * S, S, H * S * S)
@@ -123,7 +167,7 @@ def main():
     o0, do = device((B, S, H, Dh))
     for h in range(H):
         lib.ga_cuda_gemm_batched_f32(
-            0, 0, S, Dh, S, B, 1.0, 0,
+            0, 0, 1, S, Dh, S, B, 1.0, 0,
             dp.data_ptr(), h * S * S, S, H * S * S,
             dqkv.data_ptr(), 2 * H * Dh + h * Dh, row, S * row,
             do.data_ptr(), h * Dh, H * Dh, S * H * Dh)
@@ -138,7 +182,7 @@ def main():
     dv0, ddv = device((B, S, H, Dh))
     for h in range(H):
         lib.ga_cuda_gemm_batched_f32(
-            1, 0, S, Dh, S, B, 1.0, 0,
+            1, 0, 1, S, Dh, S, B, 1.0, 0,
             dp.data_ptr(), h * S * S, S, H * S * S,
             dg.data_ptr(), h * Dh, H * Dh, S * H * Dh,
             ddv.data_ptr(), h * Dh, H * Dh, S * H * Dh)
@@ -153,7 +197,7 @@ def main():
     s1, ds1 = device((B, H, S, S))
     for b in range(B):
         lib.ga_cuda_gemm_batched_f32(
-            0, 1, S, S, Dh, H, scale, 2,
+            0, 1, 1, S, S, Dh, H, scale, 2,
             dqkv.data_ptr(), b * S * row, row, Dh,
             dqkv.data_ptr(), b * S * row + H * Dh, row, Dh,
             ds1.data_ptr(), b * H * S * S, S, S * S)
@@ -162,11 +206,24 @@ def main():
     report("attention scores (batched over h, loop over b)",
            ds1.cpu().numpy(), ref)
 
+    # The scores from zero (accumulate 0): C starts as NaN and is written.
+    ds3 = torch.full((B, H, S, S), float("nan"), device="cuda")
+    for h in range(H):
+        lib.ga_cuda_gemm_batched_f32(
+            0, 1, 0, S, S, Dh, B, scale, 1,
+            dqkv.data_ptr(), h * Dh, row, S * row,
+            dqkv.data_ptr(), H * Dh + h * Dh, row, S * row,
+            ds3.data_ptr(), h * S * S, S, H * S * S)
+    torch.cuda.synchronize()
+    ref = scale * np.einsum("bshd,bthd->bhst", q, kk)
+    report("attention scores from zero (scaled, batched over b)",
+           ds3.cpu().numpy(), ref)
+
     # gpu-bf16 in the batched entry point.
     s2, ds2 = device((B, H, S, S))
     for h in range(H):
         lib.ga_cuda_gemm_batched_f32_bf16(
-            0, 1, S, S, Dh, B, scale, 1,
+            0, 1, 1, S, S, Dh, B, scale, 1,
             dqkv.data_ptr(), h * Dh, row, S * row,
             dqkv.data_ptr(), H * Dh + h * Dh, row, S * row,
             ds2.data_ptr(), h * S * S, S, H * S * S)

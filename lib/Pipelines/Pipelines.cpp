@@ -123,6 +123,7 @@ static void addCUDALoweringFromBuffers(OpPassManager &pm,
     ga::GaGpuGemmToBlasPassOptions blas;
     blas.allowTF32 = options.gpuTF32;
     blas.allowBF16 = options.gpuBF16;
+    blas.biasEpilogue = options.gpuBiasEpilogue;
     pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
   }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
@@ -253,31 +254,19 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;
     remat.microbatches = options.microbatches;
+    // Every option of this pipeline, as its own printer writes them (a new
+    // option cannot be forgotten), but the budget: the planner compiles
+    // each candidate without one, to buffers (it reads their peaks).
+    ga::GaPipelineOptions unplanned;
+    unplanned.copyOptionValuesFrom(options);
+    unplanned.memoryBudget = 0;
+    unplanned.microbatches = "";
+    unplanned.buffersOnly = true;
     std::string text;
     llvm::raw_string_ostream os(text);
-    os << "target=" << options.target.getValue()
-       << " chip=" << options.chip.getValue()
-       << " ptx-features=" << options.ptxFeatures.getValue()
-       << " gpu-format=" << options.gpuFormat.getValue()
-       << " gpu-block-size=" << options.gpuBlockSize.getValue()
-       << " gpu-blas=" << options.gpuBlas.getValue()
-       << " gpu-tf32=" << options.gpuTF32.getValue()
-       << " gpu-bf16=" << options.gpuBF16.getValue()
-       << " gpu-split-reductions=" << options.gpuSplitReductions.getValue()
-       << " gpu-split-min-length=" << options.gpuSplitMinLength.getValue();
-    if (!options.cudaToolkit.empty())
-      os << " cuda-toolkit=" << options.cudaToolkit.getValue();
-    os << " vectorize=" << options.vectorize.getValue()
-       << " naive=" << options.naive.getValue()
-       << " check-labels=" << options.checkLabels.getValue()
-       << " slice-matmul-rows=" << options.sliceMatmulRows.getValue()
-       << " loss-chunk-rows=" << options.lossChunkRows.getValue()
-       << " fuse=" << options.fuse.getValue()
-       << " approximate-math=" << options.approximateMath.getValue()
-       << " outline=" << options.outline.getValue()
-       << " parallel=" << options.parallel.getValue()
-       << " release-buffers=" << options.releaseBuffers.getValue();
-    remat.pipelineOptions = text;
+    unplanned.print(os);
+    // print() writes `{a=1 b=2}`; the planner adds its own options.
+    remat.pipelineOptions = StringRef(text).drop_front().drop_back().str();
     pm.addPass(createTrainPlanRematPass(remat));
   }
   // First, while the functions still have their tensor signatures.
@@ -319,6 +308,7 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   if (cuda && options.gpuSplitReductions) {
     GaGpuSplitReductionsPassOptions splitReductions;
     splitReductions.minLength = options.gpuSplitMinLength;
+    splitReductions.lanes = options.gpuReductionLanes;
     pm.addNestedPass<func::FuncOp>(
         createGaGpuSplitReductionsPass(splitReductions));
     pm.addPass(createCanonicalizerPass());

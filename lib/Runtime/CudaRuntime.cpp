@@ -202,6 +202,53 @@ struct Blas {
   CublasGemmEx gemmEx = nullptr;
   CublasGemmStridedBatchedEx gemmBatchedEx = nullptr;
   int mathMode = 0;
+  /// The library loaded (cuBLASLt's functions are looked up there first).
+  void *library = nullptr;
+  /// The fixed workspace, shared with cuBLASLt.
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 0;
+};
+
+// cuBLASLt (cublasLt.h's ABI), loaded on the first GEMM with an epilogue:
+// handles and descriptors are opaque pointers, enumerations ints.
+struct CublasLtAlgo {
+  uint64_t data[8];
+};
+struct CublasLtHeuristic {
+  CublasLtAlgo algo;
+  size_t workspaceSize;
+  int state;
+  float wavesCount;
+  int reserved[4];
+};
+using CublasLtCreate = int (*)(void **);
+using CublasLtMatmulDescCreate = int (*)(void **, int, int);
+using CublasLtSetAttribute = int (*)(void *, int, const void *, size_t);
+using CublasLtMatrixLayoutCreate = int (*)(void **, int, uint64_t, uint64_t,
+                                           int64_t);
+using CublasLtCreateOne = int (*)(void **);
+using CublasLtDestroy = int (*)(void *);
+using CublasLtAlgoGetHeuristic = int (*)(void *, void *, void *, void *, void *,
+                                         void *, void *, int,
+                                         CublasLtHeuristic *, int *);
+using CublasLtMatmul = int (*)(void *, void *, const void *, const void *,
+                               void *, const void *, void *, const void *,
+                               const void *, void *, void *, void *,
+                               const CublasLtAlgo *, void *, size_t, CUstream);
+
+struct BlasLt {
+  bool tried = false;
+  void *handle = nullptr;
+  CublasLtMatmulDescCreate descCreate = nullptr;
+  CublasLtSetAttribute descSet = nullptr;
+  CublasLtDestroy descDestroy = nullptr;
+  CublasLtMatrixLayoutCreate layoutCreate = nullptr;
+  CublasLtDestroy layoutDestroy = nullptr;
+  CublasLtCreateOne preferenceCreate = nullptr;
+  CublasLtSetAttribute preferenceSet = nullptr;
+  CublasLtDestroy preferenceDestroy = nullptr;
+  CublasLtAlgoGetHeuristic heuristic = nullptr;
+  CublasLtMatmul matmul = nullptr;
 };
 
 /// The arithmetic of a GEMM: float32 (the default), TF32 tensor cores
@@ -222,6 +269,7 @@ struct ProfileRow {
 
 struct State {
   Blas blas;
+  BlasLt blasLt;
   Nccl nccl;
   Graph graph;
   /// The devices the driver reports, and the one this process uses.
@@ -628,9 +676,87 @@ bool ensureBlas(State &s) {
       recordError(s, "cublasSetWorkspace failed: status " + std::to_string(rc));
       return false;
     }
+    blas.workspace = workspace;
+    blas.workspaceBytes = bytes;
   }
   blas.handle = handle;
   blas.setMath = setMath;
+  blas.library = lib;
+  return true;
+}
+
+/// cuBLASLt, for the GEMMs with a bias epilogue (ga-gpu-gemm-to-blas
+/// bias-epilogue), loaded once after cuBLAS (whose workspace it shares):
+/// GA_CUBLASLT_LIBRARY if set; else the cuBLAS library loaded, where its
+/// functions are found (cuBLAS links cuBLASLt); else libcublasLt.so.13 or
+/// .12 on the loader's path or in the CUDA toolkit's lib64.
+bool ensureBlasLt(State &s) {
+  BlasLt &lt = s.blasLt;
+  if (lt.tried)
+    return lt.handle != nullptr;
+  lt.tried = true;
+  if (!ensureBlas(s))
+    return false;
+  std::vector<std::string> candidates;
+  void *lib = nullptr;
+  if (const char *env = std::getenv("GA_CUBLASLT_LIBRARY"))
+    candidates.push_back(env);
+  else if (dlsym(s.blas.library, "cublasLtCreate"))
+    lib = s.blas.library;
+  std::string home = std::getenv("CUDA_HOME") ? std::getenv("CUDA_HOME") : "";
+  for (const char *name : {"libcublasLt.so.13", "libcublasLt.so.12"}) {
+    candidates.push_back(name);
+    if (!home.empty())
+      candidates.push_back(home + "/lib64/" + name);
+    candidates.push_back(std::string("/usr/local/cuda/lib64/") + name);
+  }
+  for (const std::string &candidate : candidates)
+    if (lib || (lib = dlopen(candidate.c_str(), RTLD_NOW | RTLD_LOCAL)))
+      break;
+  if (!lib) {
+    recordError(s, "the step adds biases in cuBLASLt epilogues, and cuBLASLt "
+                   "cannot be loaded (libcublasLt.so.13 or .12; set "
+                   "GA_CUBLASLT_LIBRARY, or compile with --pipeline-options "
+                   "gpu-bias-epilogue=false)");
+    return false;
+  }
+  auto symbol = [&](const char *name) { return dlsym(lib, name); };
+  auto create = reinterpret_cast<CublasLtCreate>(symbol("cublasLtCreate"));
+  lt.descCreate = reinterpret_cast<CublasLtMatmulDescCreate>(
+      symbol("cublasLtMatmulDescCreate"));
+  lt.descSet = reinterpret_cast<CublasLtSetAttribute>(
+      symbol("cublasLtMatmulDescSetAttribute"));
+  lt.descDestroy =
+      reinterpret_cast<CublasLtDestroy>(symbol("cublasLtMatmulDescDestroy"));
+  lt.layoutCreate = reinterpret_cast<CublasLtMatrixLayoutCreate>(
+      symbol("cublasLtMatrixLayoutCreate"));
+  lt.layoutDestroy =
+      reinterpret_cast<CublasLtDestroy>(symbol("cublasLtMatrixLayoutDestroy"));
+  lt.preferenceCreate = reinterpret_cast<CublasLtCreateOne>(
+      symbol("cublasLtMatmulPreferenceCreate"));
+  lt.preferenceSet = reinterpret_cast<CublasLtSetAttribute>(
+      symbol("cublasLtMatmulPreferenceSetAttribute"));
+  lt.preferenceDestroy = reinterpret_cast<CublasLtDestroy>(
+      symbol("cublasLtMatmulPreferenceDestroy"));
+  lt.heuristic = reinterpret_cast<CublasLtAlgoGetHeuristic>(
+      symbol("cublasLtMatmulAlgoGetHeuristic"));
+  lt.matmul = reinterpret_cast<CublasLtMatmul>(symbol("cublasLtMatmul"));
+  if (!create || !lt.descCreate || !lt.descSet || !lt.descDestroy ||
+      !lt.layoutCreate || !lt.layoutDestroy || !lt.preferenceCreate ||
+      !lt.preferenceSet || !lt.preferenceDestroy || !lt.heuristic ||
+      !lt.matmul) {
+    recordError(s, "the cuBLASLt library lacks one of cublasLtCreate, "
+                   "cublasLtMatmulDesc*, cublasLtMatrixLayout*, "
+                   "cublasLtMatmulPreference*, "
+                   "cublasLtMatmulAlgoGetHeuristic, cublasLtMatmul");
+    return false;
+  }
+  void *handle = nullptr;
+  if (int rc = create(&handle)) {
+    recordError(s, "cublasLtCreate failed: status " + std::to_string(rc));
+    return false;
+  }
+  lt.handle = handle;
   return true;
 }
 
@@ -739,17 +865,20 @@ const char *ga_cuda_device_name(const char **reason) {
   return s.deviceName.c_str();
 }
 
-/// C += op(A) op(B) for row-major f32 matrices (ga-gpu-gemm-to-blas):
+/// C += op(A) op(B), or C = op(A) op(B) without `accumulate` (C is not
+/// read: a product from zero), for row-major f32 matrices
+/// (ga-gpu-gemm-to-blas):
 /// C is m x n with leading dimension ldc; op(A) is m x k (A is k x m when
 /// transA); op(B) is k x n (B is n x k when transB); offsets in elements
 /// from the aligned pointers; `count` such products, the i-th at offsets
 /// advanced by i times the strides; the products scaled by alpha. cuBLAS is
 /// column-major: it computes the transposed product C^T += op(B)^T op(A)^T.
 static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
-                 int64_t m, int64_t n, int64_t k, int64_t count, float alpha,
-                 intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA,
-                 intptr_t b, int64_t offsetB, int64_t ldb, int64_t strideB,
-                 intptr_t c, int64_t offsetC, int64_t ldc, int64_t strideC) {
+                 int32_t accumulate, int64_t m, int64_t n, int64_t k,
+                 int64_t count, float alpha, intptr_t a, int64_t offsetA,
+                 int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB,
+                 int64_t ldb, int64_t strideB, intptr_t c, int64_t offsetC,
+                 int64_t ldc, int64_t strideC) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty() || !ensureBlas(s))
@@ -773,7 +902,8 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
     }
     s.blas.mathMode = mode;
   }
-  const float one = 1.0f;
+  // beta: C += (accumulate) or C = (a product from zero, C not read).
+  const float beta = accumulate ? 1.0f : 0.0f;
   // Named only for the profile and for errors: not on every call.
   const char *call =
       bf16 ? (count > 1 ? "cublasGemmStridedBatchedEx bf16"
@@ -803,19 +933,19 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   if (bf16 && count > 1)
     rc = s.blas.gemmBatchedEx(s.blas.handle, opA, opB, rows, cols, depth,
                               &alpha, B, r32f, ldA, strideB, A, r32f, ldB,
-                              strideA, &one, C, r32f, ldC, strideC, batches,
+                              strideA, &beta, C, r32f, ldC, strideC, batches,
                               fast16bf, defaultAlgo);
   else if (bf16)
     rc = s.blas.gemmEx(s.blas.handle, opA, opB, rows, cols, depth, &alpha, B,
-                       r32f, ldA, A, r32f, ldB, &one, C, r32f, ldC, fast16bf,
+                       r32f, ldA, A, r32f, ldB, &beta, C, r32f, ldC, fast16bf,
                        defaultAlgo);
   else if (count > 1)
     rc = s.blas.sgemmBatched(s.blas.handle, opA, opB, rows, cols, depth, &alpha,
-                             B, ldA, strideB, A, ldB, strideA, &one, C, ldC,
+                             B, ldA, strideB, A, ldB, strideA, &beta, C, ldC,
                              strideC, batches);
   else
     rc = s.blas.sgemm(s.blas.handle, opA, opB, rows, cols, depth, &alpha, B,
-                      ldA, A, ldB, &one, C, ldC);
+                      ldA, A, ldB, &beta, C, ldC);
   profileEnd(s, timed);
   if (rc != 0)
     recordError(s, std::string(call) + " (" + shape() +
@@ -824,21 +954,22 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
     synchronize(s);
 }
 
-void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                      int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
-                      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
-                      int64_t offsetC, int64_t ldc) {
-  gemm(GemmPrecision::F32, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda, 0,
-       b, offsetB, ldb, 0, c, offsetC, ldc, 0);
+void ga_cuda_gemm_f32(int32_t transA, int32_t transB, int32_t accumulate,
+                      int64_t m, int64_t n, int64_t k, intptr_t a,
+                      int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,
+                      int64_t ldb, intptr_t c, int64_t offsetC, int64_t ldc) {
+  gemm(GemmPrecision::F32, transA, transB, accumulate, m, n, k, 1, 1.0f, a,
+       offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// As ga_cuda_gemm_f32, with TF32 tensor-core products (gpu-tf32=true).
-void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
-                           intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int32_t accumulate,
+                           int64_t m, int64_t n, int64_t k, intptr_t a,
+                           int64_t offsetA, int64_t lda, intptr_t b,
+                           int64_t offsetB, int64_t ldb, intptr_t c,
                            int64_t offsetC, int64_t ldc) {
-  gemm(GemmPrecision::TF32, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda,
-       0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
+  gemm(GemmPrecision::TF32, transA, transB, accumulate, m, n, k, 1, 1.0f, a,
+       offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// `count` products C_i += alpha op(A_i) op(B_i), the i-th matrix of each
@@ -846,51 +977,189 @@ void ga_cuda_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
 /// contractions per head); otherwise as ga_cuda_gemm_f32. `order` says how
 /// the step multiplied by alpha (the CPU emulation follows it; cuBLAS
 /// scales the sum).
-void ga_cuda_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m,
-                              int64_t n, int64_t k, int64_t count, float alpha,
+void ga_cuda_gemm_batched_f32(int32_t transA, int32_t transB,
+                              int32_t accumulate, int64_t m, int64_t n,
+                              int64_t k, int64_t count, float alpha,
                               int32_t order, intptr_t a, int64_t offsetA,
                               int64_t lda, int64_t strideA, intptr_t b,
                               int64_t offsetB, int64_t ldb, int64_t strideB,
                               intptr_t c, int64_t offsetC, int64_t ldc,
                               int64_t strideC) {
-  gemm(GemmPrecision::F32, transA, transB, m, n, k, count, alpha, a, offsetA,
-       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+  gemm(GemmPrecision::F32, transA, transB, accumulate, m, n, k, count, alpha, a,
+       offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,
+       strideC);
 }
 
 /// As ga_cuda_gemm_batched_f32, in TF32 (gpu-tf32=true).
-void ga_cuda_gemm_batched_f32_tf32(int32_t transA, int32_t transB, int64_t m,
-                                   int64_t n, int64_t k, int64_t count,
-                                   float alpha, int32_t order, intptr_t a,
-                                   int64_t offsetA, int64_t lda,
-                                   int64_t strideA, intptr_t b, int64_t offsetB,
-                                   int64_t ldb, int64_t strideB, intptr_t c,
-                                   int64_t offsetC, int64_t ldc,
-                                   int64_t strideC) {
-  gemm(GemmPrecision::TF32, transA, transB, m, n, k, count, alpha, a, offsetA,
-       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+void ga_cuda_gemm_batched_f32_tf32(int32_t transA, int32_t transB,
+                                   int32_t accumulate, int64_t m, int64_t n,
+                                   int64_t k, int64_t count, float alpha,
+                                   int32_t order, intptr_t a, int64_t offsetA,
+                                   int64_t lda, int64_t strideA, intptr_t b,
+                                   int64_t offsetB, int64_t ldb,
+                                   int64_t strideB, intptr_t c, int64_t offsetC,
+                                   int64_t ldc, int64_t strideC) {
+  gemm(GemmPrecision::TF32, transA, transB, accumulate, m, n, k, count, alpha,
+       a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,
+       strideC);
 }
 
 /// As ga_cuda_gemm_f32, with bfloat16 inputs and float32 products and sums
 /// (gpu-bf16=true).
-void ga_cuda_gemm_f32_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
-                           intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c,
+void ga_cuda_gemm_f32_bf16(int32_t transA, int32_t transB, int32_t accumulate,
+                           int64_t m, int64_t n, int64_t k, intptr_t a,
+                           int64_t offsetA, int64_t lda, intptr_t b,
+                           int64_t offsetB, int64_t ldb, intptr_t c,
                            int64_t offsetC, int64_t ldc) {
-  gemm(GemmPrecision::BF16, transA, transB, m, n, k, 1, 1.0f, a, offsetA, lda,
-       0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
+  gemm(GemmPrecision::BF16, transA, transB, accumulate, m, n, k, 1, 1.0f, a,
+       offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// As ga_cuda_gemm_batched_f32, with bfloat16 inputs (gpu-bf16=true).
-void ga_cuda_gemm_batched_f32_bf16(int32_t transA, int32_t transB, int64_t m,
-                                   int64_t n, int64_t k, int64_t count,
-                                   float alpha, int32_t order, intptr_t a,
-                                   int64_t offsetA, int64_t lda,
-                                   int64_t strideA, intptr_t b, int64_t offsetB,
-                                   int64_t ldb, int64_t strideB, intptr_t c,
-                                   int64_t offsetC, int64_t ldc,
-                                   int64_t strideC) {
-  gemm(GemmPrecision::BF16, transA, transB, m, n, k, count, alpha, a, offsetA,
-       lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+void ga_cuda_gemm_batched_f32_bf16(int32_t transA, int32_t transB,
+                                   int32_t accumulate, int64_t m, int64_t n,
+                                   int64_t k, int64_t count, float alpha,
+                                   int32_t order, intptr_t a, int64_t offsetA,
+                                   int64_t lda, int64_t strideA, intptr_t b,
+                                   int64_t offsetB, int64_t ldb,
+                                   int64_t strideB, intptr_t c, int64_t offsetC,
+                                   int64_t ldc, int64_t strideC) {
+  gemm(GemmPrecision::BF16, transA, transB, accumulate, m, n, k, count, alpha,
+       a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,
+       strideC);
+}
+
+/// D = op(A) op(B) + bias for row-major f32 matrices, the bias (n elements,
+/// contiguous) added to every row of D (m x n, leading dimension ldd):
+/// one cuBLASLt matmul with the CUBLASLT_EPILOGUE_BIAS epilogue, which
+/// writes D without reading it. cuBLASLt is column-major: it computes
+/// D^T = op(B)^T op(A)^T + bias, the bias along D^T's n rows.
+static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
+                     int64_t m, int64_t n, int64_t k, intptr_t a,
+                     int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,
+                     int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,
+                     int64_t offsetD, int64_t ldd) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty() || !ensureBlasLt(s))
+    return;
+  if (m == 0 || n == 0)
+    return;
+  BlasLt &lt = s.blasLt;
+  auto shape = [&] {
+    return std::to_string(m) + "x" + std::to_string(n) + "x" +
+           std::to_string(k);
+  };
+  long timed = s.profile ? profileBegin(s, "cublasLtMatmul bias " + shape() +
+                                               (transA ? " A^T" : "") +
+                                               (transB ? " B^T" : ""))
+                         : -1;
+  // CUBLAS_COMPUTE_32F (68), _FAST_TF32 (77) or _FAST_16BF (75); CUDA_R_32F
+  // (0) scales and matrices.
+  int compute = precision == GemmPrecision::TF32   ? 77
+                : precision == GemmPrecision::BF16 ? 75
+                                                   : 68;
+  constexpr int r32f = 0;
+  constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7, biasAttr = 8,
+                workspaceAttr = 1;
+  int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
+  uint32_t epilogue = 4; // CUBLASLT_EPILOGUE_BIAS
+  const float *A = reinterpret_cast<const float *>(a) + offsetA;
+  const float *B = reinterpret_cast<const float *>(b) + offsetB;
+  const float *biasPointer = reinterpret_cast<const float *>(bias) + offsetBias;
+  float *D = reinterpret_cast<float *>(d) + offsetD;
+  void *desc = nullptr, *layoutA = nullptr, *layoutB = nullptr,
+       *layoutD = nullptr, *preference = nullptr;
+  uint64_t workspaceBytes = s.blas.workspaceBytes;
+  CublasLtHeuristic found{};
+  int count = 0;
+  const float one = 1.0f, zero = 0.0f;
+  std::string failed;
+  // cuBLASLt's A is our B (stored n x k, or k x n when transposed, in
+  // column-major terms), its B our A, its D ours transposed.
+  auto step = [&](const char *what, int rc) {
+    if (rc != 0 && failed.empty())
+      failed = std::string(what) + " failed: status " + std::to_string(rc);
+    return failed.empty();
+  };
+  if (step("cublasLtMatmulDescCreate", lt.descCreate(&desc, compute, r32f)) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(desc, transAttr, &opA, sizeof(opA))) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(desc, transBAttr, &opB, sizeof(opB))) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(desc, epilogueAttr, &epilogue, sizeof(epilogue))) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(desc, biasAttr, &biasPointer, sizeof(biasPointer))) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&layoutA, r32f, transB ? k : n, transB ? n : k,
+                           ldb)) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&layoutB, r32f, transA ? m : k, transA ? k : m,
+                           lda)) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&layoutD, r32f, n, m, ldd)) &&
+      step("cublasLtMatmulPreferenceCreate",
+           lt.preferenceCreate(&preference)) &&
+      step("cublasLtMatmulPreferenceSetAttribute",
+           lt.preferenceSet(preference, workspaceAttr, &workspaceBytes,
+                            sizeof(workspaceBytes))) &&
+      step("cublasLtMatmulAlgoGetHeuristic",
+           lt.heuristic(lt.handle, desc, layoutA, layoutB, layoutD, layoutD,
+                        preference, 1, &found, &count))) {
+    if (count < 1 || found.state != 0)
+      failed = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
+    else
+      step("cublasLtMatmul",
+           lt.matmul(lt.handle, desc, &one, B, layoutA, A, layoutB, &zero, D,
+                     layoutD, D, layoutD, &found.algo,
+                     reinterpret_cast<void *>(s.blas.workspace),
+                     found.workspaceSize, s.stream));
+  }
+  for (void *layout : {layoutA, layoutB, layoutD})
+    if (layout)
+      lt.layoutDestroy(layout);
+  if (preference)
+    lt.preferenceDestroy(preference);
+  if (desc)
+    lt.descDestroy(desc);
+  profileEnd(s, timed);
+  if (!failed.empty())
+    recordError(s, failed + " (bias GEMM " + shape() + ")");
+  else if (s.syncEveryLaunch)
+    synchronize(s);
+}
+
+/// D = op(A) op(B) + bias (see gemmBias), float32.
+void ga_cuda_gemm_bias_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                           intptr_t b, int64_t offsetB, int64_t ldb,
+                           intptr_t bias, int64_t offsetBias, intptr_t d,
+                           int64_t offsetD, int64_t ldd) {
+  gemmBias(GemmPrecision::F32, transA, transB, m, n, k, a, offsetA, lda, b,
+           offsetB, ldb, bias, offsetBias, d, offsetD, ldd);
+}
+
+/// As ga_cuda_gemm_bias_f32, in TF32 (gpu-tf32=true).
+void ga_cuda_gemm_bias_f32_tf32(int32_t transA, int32_t transB, int64_t m,
+                                int64_t n, int64_t k, intptr_t a,
+                                int64_t offsetA, int64_t lda, intptr_t b,
+                                int64_t offsetB, int64_t ldb, intptr_t bias,
+                                int64_t offsetBias, intptr_t d, int64_t offsetD,
+                                int64_t ldd) {
+  gemmBias(GemmPrecision::TF32, transA, transB, m, n, k, a, offsetA, lda, b,
+           offsetB, ldb, bias, offsetBias, d, offsetD, ldd);
+}
+
+/// As ga_cuda_gemm_bias_f32, with bfloat16 inputs (gpu-bf16=true).
+void ga_cuda_gemm_bias_f32_bf16(int32_t transA, int32_t transB, int64_t m,
+                                int64_t n, int64_t k, intptr_t a,
+                                int64_t offsetA, int64_t lda, intptr_t b,
+                                int64_t offsetB, int64_t ldb, intptr_t bias,
+                                int64_t offsetBias, intptr_t d, int64_t offsetD,
+                                int64_t ldd) {
+  gemmBias(GemmPrecision::BF16, transA, transB, m, n, k, a, offsetA, lda, b,
+           offsetB, ldb, bias, offsetBias, d, offsetD, ldd);
 }
 
 } // extern "C"

@@ -191,14 +191,15 @@ static float roundToBf16(float x) {
 /// `count` products, each operand's i-th matrix `stride` elements after the
 /// previous, each element's terms multiplied in the step's `order` (x * y,
 /// (x * y) * alpha, (x * alpha) * y, (y * alpha) * x, with x from A and y
-/// from B) and added in k order to C, as the step's loops do; with `bf16`,
+/// from B) and added in k order to C (to zero without `accumulate`: C is
+/// not read), as the step's loops do; with `bf16`,
 /// x and y rounded to bfloat16 first (gpu-bf16).
-static void hostGemm(bool bf16, int32_t transA, int32_t transB, int64_t m,
-                     int64_t n, int64_t k, int64_t count, float alpha,
-                     int32_t order, intptr_t a, int64_t offsetA, int64_t lda,
-                     int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
-                     int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
-                     int64_t strideC) {
+static void hostGemm(bool bf16, int32_t transA, int32_t transB,
+                     int32_t accumulate, int64_t m, int64_t n, int64_t k,
+                     int64_t count, float alpha, int32_t order, intptr_t a,
+                     int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,
+                     int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,
+                     int64_t offsetC, int64_t ldc, int64_t strideC) {
   for (int64_t batch = 0; batch < count; ++batch) {
     const float *A =
         reinterpret_cast<const float *>(a) + offsetA + batch * strideA;
@@ -207,7 +208,7 @@ static void hostGemm(bool bf16, int32_t transA, int32_t transB, int64_t m,
     float *C = reinterpret_cast<float *>(c) + offsetC + batch * strideC;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
-        float sum = C[i * ldc + j];
+        float sum = accumulate ? C[i * ldc + j] : 0.0f;
         for (int64_t p = 0; p < k; ++p) {
           float x = transA ? A[p * lda + i] : A[i * lda + p];
           float y = transB ? B[j * ldb + p] : B[p * ldb + j];
@@ -227,69 +228,138 @@ static void hostGemm(bool bf16, int32_t transA, int32_t transB, int64_t m,
 }
 
 /// The batched GEMM of ga-gpu-emulate-on-host (see hostGemm).
-extern "C" void
-ga_host_gemm_batched_f32(int32_t transA, int32_t transB, int64_t m, int64_t n,
-                         int64_t k, int64_t count, float alpha, int32_t order,
-                         intptr_t a, int64_t offsetA, int64_t lda,
-                         int64_t strideA, intptr_t b, int64_t offsetB,
-                         int64_t ldb, int64_t strideB, intptr_t c,
-                         int64_t offsetC, int64_t ldc, int64_t strideC) {
-  hostGemm(false, transA, transB, m, n, k, count, alpha, order, a, offsetA, lda,
-           strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+extern "C" void ga_host_gemm_batched_f32(
+    int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,
+    int64_t k, int64_t count, float alpha, int32_t order, intptr_t a,
+    int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB,
+    int64_t ldb, int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+    int64_t strideC) {
+  hostGemm(false, transA, transB, accumulate, m, n, k, count, alpha, order, a,
+           offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,
+           strideC);
 }
 
 /// The emulated batched bf16 GEMM: inputs rounded to bfloat16, products
 /// and sums in float32 (gpu-bf16).
 extern "C" void ga_host_gemm_batched_f32_bf16(
-    int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
-    int64_t count, float alpha, int32_t order, intptr_t a, int64_t offsetA,
-    int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
-    int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+    int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,
+    int64_t k, int64_t count, float alpha, int32_t order, intptr_t a,
+    int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB,
+    int64_t ldb, int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
     int64_t strideC) {
-  hostGemm(true, transA, transB, m, n, k, count, alpha, order, a, offsetA, lda,
-           strideA, b, offsetB, ldb, strideB, c, offsetC, ldc, strideC);
+  hostGemm(true, transA, transB, accumulate, m, n, k, count, alpha, order, a,
+           offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,
+           strideC);
 }
 
 /// The emulated bf16 GEMM (see ga_host_gemm_batched_f32_bf16).
-extern "C" void ga_host_gemm_f32_bf16(int32_t transA, int32_t transB, int64_t m,
-                                      int64_t n, int64_t k, intptr_t a,
-                                      int64_t offsetA, int64_t lda, intptr_t b,
-                                      int64_t offsetB, int64_t ldb, intptr_t c,
-                                      int64_t offsetC, int64_t ldc) {
-  hostGemm(true, transA, transB, m, n, k, 1, 1.0f, 0, a, offsetA, lda, 0, b,
-           offsetB, ldb, 0, c, offsetC, ldc, 0);
+extern "C" void ga_host_gemm_f32_bf16(int32_t transA, int32_t transB,
+                                      int32_t accumulate, int64_t m, int64_t n,
+                                      int64_t k, intptr_t a, int64_t offsetA,
+                                      int64_t lda, intptr_t b, int64_t offsetB,
+                                      int64_t ldb, intptr_t c, int64_t offsetC,
+                                      int64_t ldc) {
+  hostGemm(true, transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a, offsetA,
+           lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
 }
 
 /// The host GEMM of ga-gpu-emulate-on-host, as ga_cuda_gemm_f32 computes it
 /// (C += op(A) op(B), row-major, offsets and leading dimensions in
 /// elements), each element summed over k in order.
-extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB, int64_t m,
-                                 int64_t n, int64_t k, intptr_t a,
-                                 int64_t offsetA, int64_t lda, intptr_t b,
-                                 int64_t offsetB, int64_t ldb, intptr_t c,
-                                 int64_t offsetC, int64_t ldc) {
-  ga_host_gemm_batched_f32(transA, transB, m, n, k, 1, 1.0f, 0, a, offsetA, lda,
-                           0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);
+extern "C" void ga_host_gemm_f32(int32_t transA, int32_t transB,
+                                 int32_t accumulate, int64_t m, int64_t n,
+                                 int64_t k, intptr_t a, int64_t offsetA,
+                                 int64_t lda, intptr_t b, int64_t offsetB,
+                                 int64_t ldb, intptr_t c, int64_t offsetC,
+                                 int64_t ldc) {
+  ga_host_gemm_batched_f32(transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a,
+                           offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc,
+                           0);
 }
 
 /// The emulated batched TF32 GEMM: float32, as ga_host_gemm_batched_f32.
 extern "C" void ga_host_gemm_batched_f32_tf32(
-    int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
-    int64_t count, float alpha, int32_t order, intptr_t a, int64_t offsetA,
-    int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
-    int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+    int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,
+    int64_t k, int64_t count, float alpha, int32_t order, intptr_t a,
+    int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b, int64_t offsetB,
+    int64_t ldb, int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
     int64_t strideC) {
-  ga_host_gemm_batched_f32(transA, transB, m, n, k, count, alpha, order, a,
-                           offsetA, lda, strideA, b, offsetB, ldb, strideB, c,
-                           offsetC, ldc, strideC);
+  ga_host_gemm_batched_f32(transA, transB, accumulate, m, n, k, count, alpha,
+                           order, a, offsetA, lda, strideA, b, offsetB, ldb,
+                           strideB, c, offsetC, ldc, strideC);
+}
+
+/// The device program's bias GEMM on the CPU (gpu-emulate=true): D = op(A)
+/// op(B) + bias, each element summed from zero over k in order, as the
+/// step's matmul into a zero-filled buffer does, then added to the bias of
+/// its column, as the step's addition did; with `bf16`, the products'
+/// inputs rounded to bfloat16 first.
+static void hostGemmBias(bool bf16, int32_t transA, int32_t transB, int64_t m,
+                         int64_t n, int64_t k, intptr_t a, int64_t offsetA,
+                         int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,
+                         intptr_t bias, int64_t offsetBias, intptr_t d,
+                         int64_t offsetD, int64_t ldd) {
+  const float *A = reinterpret_cast<const float *>(a) + offsetA;
+  const float *B = reinterpret_cast<const float *>(b) + offsetB;
+  const float *Bias = reinterpret_cast<const float *>(bias) + offsetBias;
+  float *D = reinterpret_cast<float *>(d) + offsetD;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float sum = 0.0f;
+      for (int64_t p = 0; p < k; ++p) {
+        float x = transA ? A[p * lda + i] : A[i * lda + p];
+        float y = transB ? B[j * ldb + p] : B[p * ldb + j];
+        if (bf16) {
+          x = roundToBf16(x);
+          y = roundToBf16(y);
+        }
+        sum += x * y;
+      }
+      D[i * ldd + j] = sum + Bias[j];
+    }
+}
+
+/// The emulated ga_cuda_gemm_bias_f32 (see hostGemmBias).
+extern "C" void ga_host_gemm_bias_f32(int32_t transA, int32_t transB, int64_t m,
+                                      int64_t n, int64_t k, intptr_t a,
+                                      int64_t offsetA, int64_t lda, intptr_t b,
+                                      int64_t offsetB, int64_t ldb,
+                                      intptr_t bias, int64_t offsetBias,
+                                      intptr_t d, int64_t offsetD,
+                                      int64_t ldd) {
+  hostGemmBias(false, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb,
+               bias, offsetBias, d, offsetD, ldd);
+}
+
+/// The emulated TF32 bias GEMM: computed in float32.
+extern "C" void
+ga_host_gemm_bias_f32_tf32(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                           intptr_t b, int64_t offsetB, int64_t ldb,
+                           intptr_t bias, int64_t offsetBias, intptr_t d,
+                           int64_t offsetD, int64_t ldd) {
+  hostGemmBias(false, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb,
+               bias, offsetBias, d, offsetD, ldd);
+}
+
+/// The emulated bf16 bias GEMM: inputs rounded to bfloat16.
+extern "C" void
+ga_host_gemm_bias_f32_bf16(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                           int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                           intptr_t b, int64_t offsetB, int64_t ldb,
+                           intptr_t bias, int64_t offsetBias, intptr_t d,
+                           int64_t offsetD, int64_t ldd) {
+  hostGemmBias(true, transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb,
+               bias, offsetBias, d, offsetD, ldd);
 }
 
 /// The emulated TF32 GEMM: computed in float32 (the CPU has no TF32).
-extern "C" void ga_host_gemm_f32_tf32(int32_t transA, int32_t transB, int64_t m,
-                                      int64_t n, int64_t k, intptr_t a,
-                                      int64_t offsetA, int64_t lda, intptr_t b,
-                                      int64_t offsetB, int64_t ldb, intptr_t c,
-                                      int64_t offsetC, int64_t ldc) {
-  ga_host_gemm_f32(transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, c,
-                   offsetC, ldc);
+extern "C" void ga_host_gemm_f32_tf32(int32_t transA, int32_t transB,
+                                      int32_t accumulate, int64_t m, int64_t n,
+                                      int64_t k, intptr_t a, int64_t offsetA,
+                                      int64_t lda, intptr_t b, int64_t offsetB,
+                                      int64_t ldb, intptr_t c, int64_t offsetC,
+                                      int64_t ldc) {
+  ga_host_gemm_f32(transA, transB, accumulate, m, n, k, a, offsetA, lda, b,
+                   offsetB, ldb, c, offsetC, ldc);
 }

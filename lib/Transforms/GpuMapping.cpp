@@ -42,8 +42,10 @@
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "train/TrainRuntime.h"
 #include <algorithm>
@@ -188,6 +190,15 @@ struct GaGpuMapParallelLoopsPass
     if (std::optional<int64_t> count = counts[n - 1])
       inner = std::min<int64_t>(blockSize, ((*count + 31) / 32) * 32);
     tile[n - 1] = std::max<int64_t>(inner, 1);
+    // Short rows: the block takes as many of them as fit (a power of two,
+    // no more than there are), on threadIdx.y. Blocks of one warp would
+    // leave most of each multiprocessor's threads idle.
+    if (n >= 2 && counts[n - 2]) {
+      int64_t rows = 1;
+      while (rows * 2 * tile[n - 1] <= blockSize && rows * 2 <= *counts[n - 2])
+        rows *= 2;
+      tile[n - 2] = rows;
+    }
     auto [outer, within] = scf::tileParallelLoop(loop, tile,
                                                  /*noMinMaxBounds=*/true);
     AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
@@ -213,6 +224,8 @@ struct GaGpuMapParallelLoopsPass
     SmallVector<gpu::ParallelLoopDimMappingAttr> innerMap(
         n, dim(gpu::Processor::Sequential));
     innerMap[n - 1] = dim(gpu::Processor::ThreadX);
+    if (n >= 2 && tile[n - 2] > 1)
+      innerMap[n - 2] = dim(gpu::Processor::ThreadY);
     (void)gpu::setMappingAttr(outer, outerMap);
     (void)gpu::setMappingAttr(within, innerMap);
   }
@@ -761,6 +774,137 @@ std::optional<BlasForm> matchBlas(linalg::LinalgOp op) {
   return f;
 }
 
+/// A bias addition that only reads a product from zero (see
+/// ga-gpu-gemm-to-blas bias-epilogue): `fill` zeroes the product's C, a
+/// fresh row-major buffer, and `add` writes `D[i, j] = C[i, j] + bias[j]`
+/// into another fresh buffer.
+struct BiasEpilogue {
+  linalg::FillOp fill;
+  linalg::GenericOp add;
+  Value bias, d;
+  int64_t ldd = 0;
+};
+
+/// Whether the body of `add` is `yield x + y` of its two inputs (either
+/// order, no fast-math flags), not reading its init.
+bool isSumOfInputs(linalg::GenericOp add) {
+  Block *body = add.getBlock();
+  if (body->getNumArguments() != 3 || !body->getArgument(2).use_empty() ||
+      std::distance(body->begin(), body->end()) != 2)
+    return false;
+  auto sum =
+      body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
+  if (!sum || sum.getFastmath() != arith::FastMathFlags::none)
+    return false;
+  Value x = body->getArgument(0), y = body->getArgument(1);
+  return (sum.getLhs() == x && sum.getRhs() == y) ||
+         (sum.getLhs() == y && sum.getRhs() == x);
+}
+
+/// The bias epilogue of the product `op` (form `f`), if it has one.
+std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op,
+                                              const BlasForm &f) {
+  if (!f.batch.empty() || f.alpha)
+    return std::nullopt;
+  Value c = f.c->get();
+  auto cType = cast<MemRefType>(c.getType());
+  int64_t m = f.bounds[f.m], n = f.bounds[f.n];
+  if (!c.getDefiningOp<memref::AllocOp>() || cType.getRank() != 2 ||
+      !cType.getLayout().isIdentity() || !cType.getElementType().isF32() ||
+      cType.getShape() != ArrayRef<int64_t>{m, n} || f.strideC[f.n] != 1)
+    return std::nullopt;
+  // C's users: its zero fill, the product, the addition, deallocations.
+  BiasEpilogue e;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation() || isa<memref::DeallocOp>(user))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(user);
+    if (fill && !e.fill && fill.getOutputs()[0] == c &&
+        matchPattern(fill.getInputs()[0], m_PosZeroFloat())) {
+      e.fill = fill;
+      continue;
+    }
+    auto add = dyn_cast<linalg::GenericOp>(user);
+    if (add && !e.add) {
+      e.add = add;
+      continue;
+    }
+    return std::nullopt;
+  }
+  if (!e.fill || !e.add)
+    return std::nullopt;
+  Block *block = op->getBlock();
+  if (e.fill->getBlock() != block || e.add->getBlock() != block ||
+      !e.fill->isBeforeInBlock(op) || !op->isBeforeInBlock(e.add))
+    return std::nullopt;
+  linalg::GenericOp add = e.add;
+  if (!add.hasPureBufferSemantics() || add.getNumDpsInputs() != 2 ||
+      add.getNumDpsInits() != 1 || add.getNumLoops() != 2 ||
+      add.getNumReductionLoops() != 0 || !isSumOfInputs(add))
+    return std::nullopt;
+  unsigned ci = add.getDpsInputs()[0] == c ? 0 : 1;
+  if (add.getDpsInputs()[ci] != c || add.getDpsInputs()[1 - ci] == c)
+    return std::nullopt;
+  MLIRContext *ctx = op.getContext();
+  AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
+  AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
+  SmallVector<AffineMap> maps = add.getIndexingMapsArray();
+  if (maps[ci] != identity || maps[1 - ci] != column || maps[2] != identity)
+    return std::nullopt;
+  // The bias: n contiguous floats.
+  e.bias = add.getDpsInputs()[1 - ci];
+  auto biasType = cast<MemRefType>(e.bias.getType());
+  SmallVector<int64_t> strides;
+  int64_t offset;
+  if (biasType.getRank() != 1 || !biasType.getElementType().isF32() ||
+      biasType.getDimSize(0) != n ||
+      failed(biasType.getStridesAndOffset(strides, offset)) || strides[0] != 1)
+    return std::nullopt;
+  // D: a fresh buffer (it cannot alias A or B), row-major.
+  e.d = add.getDpsInits()[0];
+  auto dType = cast<MemRefType>(e.d.getType());
+  strides.clear();
+  if (!e.d.getDefiningOp<memref::AllocOp>() ||
+      !dType.getElementType().isF32() || dType.getShape() != cType.getShape() ||
+      failed(dType.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
+      ShapedType::isDynamic(strides[0]) || strides[0] < n ||
+      strides[0] > std::numeric_limits<int32_t>::max())
+    return std::nullopt;
+  e.ldd = strides[0];
+  // The product moves to the addition: nothing between them may write or
+  // free memory (A and B must still hold what the product read).
+  for (Operation *it = op->getNextNode(); it != add.getOperation();
+       it = it->getNextNode())
+    if (!isa<memref::AllocOp>(it) && !isMemoryEffectFree(it))
+      return std::nullopt;
+  return e;
+}
+
+/// The zero fill of the product `op`'s C if the product starts from it: C
+/// is a whole fresh buffer that nothing but that fill (of +0) touches
+/// before `op`, in `op`'s block. The product then writes C without reading
+/// it, and the fill goes.
+linalg::FillOp zeroInit(linalg::LinalgOp op, const BlasForm &f) {
+  Value c = f.c->get();
+  if (!c.getDefiningOp<memref::AllocOp>())
+    return {};
+  linalg::FillOp init;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation())
+      continue;
+    if (user->getBlock() != op->getBlock())
+      return {};
+    if (op->isBeforeInBlock(user))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(user);
+    if (init || !fill || fill.getOutputs()[0] != c ||
+        !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+      return {};
+    init = fill;
+  }
+  return init;
+}
+
 struct GaGpuGemmToBlasPass
     : ga::impl::GaGpuGemmToBlasPassBase<GaGpuGemmToBlasPass> {
   using Base::Base;
@@ -779,8 +923,62 @@ struct GaGpuGemmToBlasPass
       if (std::optional<BlasForm> form = matchBlas(op))
         contractions.push_back({op, *form});
     });
-    for (auto &[op, form] : contractions)
-      replace(op, form);
+    for (auto &[op, form] : contractions) {
+      std::optional<BiasEpilogue> epilogue;
+      if (biasEpilogue)
+        epilogue = matchBiasEpilogue(op, form);
+      if (epilogue)
+        replaceWithBias(op, form, *epilogue);
+      else
+        replace(op, form);
+    }
+  }
+
+  /// The runtime function's suffix for the pass's precision.
+  StringRef precisionSuffix() const {
+    return allowTF32 ? "_tf32" : allowBF16 ? "_bf16" : "";
+  }
+
+  /// `ga_cuda_gemm_bias_f32(transA, transB, m, n, k, A, offset, lda, B,
+  /// offset, ldb, bias, offset, D, offset, ldd)` where the addition was;
+  /// the fill, the product, the addition and C go.
+  void replaceWithBias(linalg::LinalgOp op, const BlasForm &f,
+                       const BiasEpilogue &e) {
+    OpBuilder builder(e.add);
+    Location loc = op.getLoc();
+    std::string name = ("ga_cuda_gemm_bias_f32" + precisionSuffix()).str();
+    Type i32 = builder.getI32Type(), index = builder.getIndexType();
+    SmallVector<Type> types = {i32, i32};
+    types.append(14, index);
+    func::FuncOp callee = declare(name, types, loc);
+    auto constant = [&](int64_t v) -> Value {
+      return arith::ConstantIndexOp::create(builder, loc, v);
+    };
+    SmallVector<Value> operands = {
+        arith::ConstantIntOp::create(builder, loc, f.transA, 32),
+        arith::ConstantIntOp::create(builder, loc, f.transB, 32),
+        constant(f.bounds[f.m]), constant(f.bounds[f.n]),
+        constant(f.bounds[f.k])};
+    for (auto [buffer, ld] :
+         {std::make_pair(f.a->get(), f.lda), std::make_pair(f.b->get(), f.ldb),
+          std::make_pair(e.bias, int64_t(0)), std::make_pair(e.d, e.ldd)}) {
+      auto metadata =
+          memref::ExtractStridedMetadataOp::create(builder, loc, buffer);
+      operands.push_back(
+          memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, buffer));
+      operands.push_back(metadata.getOffset());
+      if (buffer != e.bias)
+        operands.push_back(constant(ld));
+    }
+    func::CallOp::create(builder, loc, callee, operands);
+    Value c = f.c->get();
+    e.add->erase();
+    op->erase();
+    e.fill->erase();
+    Operation *alloc = c.getDefiningOp();
+    for (Operation *user : llvm::make_early_inc_range(c.getUsers()))
+      user->erase(); // its deallocations
+    alloc->erase();
   }
 
   func::FuncOp declare(StringRef name, TypeRange args, Location loc) {
@@ -795,23 +993,23 @@ struct GaGpuGemmToBlasPass
   }
 
   /// Without batch dimensions and scale, `ga_cuda_gemm_f32(transA, transB,
-  /// m, n, k, A, offset, lda, B, offset, ldb, C, offset, ldc)`; otherwise
-  /// `ga_cuda_gemm_batched_f32(transA, transB, m, n, k, count, alpha,
-  /// order, A, offset, lda, strideA, B, ..., C, ...)` over the last batch
-  /// dimension (count 1 without one), inside host loops over the others.
-  /// Aligned pointers; offsets, leading dimensions and strides in elements.
+  /// accumulate, m, n, k, A, offset, lda, B, offset, ldb, C, offset,
+  /// ldc)`; otherwise `ga_cuda_gemm_batched_f32(transA, transB,
+  /// accumulate, m, n, k, count, alpha, order, A, offset, lda, strideA, B,
+  /// ..., C, ...)` over the last batch dimension (count 1 without one),
+  /// inside host loops over the others. Aligned pointers; offsets, leading
+  /// dimensions and strides in elements; `accumulate` 0 for a product from
+  /// zero (its fill goes), else 1.
   void replace(linalg::LinalgOp op, const BlasForm &f) {
     OpBuilder builder(op);
     Location loc = op.getLoc();
     bool batched = !f.batch.empty() || f.alpha;
     std::string name =
-        batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32";
-    if (allowTF32)
-      name += "_tf32";
-    else if (allowBF16)
-      name += "_bf16";
+        (Twine(batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32") +
+         precisionSuffix())
+            .str();
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
-    SmallVector<Type> types = {i32, i32};
+    SmallVector<Type> types = {i32, i32, i32};
     if (batched) {
       types.append(4, index);
       types.append({builder.getF32Type(), i32});
@@ -823,11 +1021,16 @@ struct GaGpuGemmToBlasPass
     auto constant = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(builder, loc, v);
     };
+    linalg::FillOp init = zeroInit(op, f);
     SmallVector<Value> operands = {
         arith::ConstantIntOp::create(builder, loc, f.transA, 32),
         arith::ConstantIntOp::create(builder, loc, f.transB, 32),
-        constant(f.bounds[f.m]), constant(f.bounds[f.n]),
+        arith::ConstantIntOp::create(builder, loc, init ? 0 : 1, 32),
+        constant(f.bounds[f.m]),
+        constant(f.bounds[f.n]),
         constant(f.bounds[f.k])};
+    if (init)
+      init->erase();
     if (batched) {
       operands.push_back(
           constant(f.batch.empty() ? 1 : f.bounds[f.batch.back()]));
@@ -915,20 +1118,74 @@ struct GaGpuSplitReductionsPass
     });
     IRRewriter rewriter(&getContext());
     for (linalg::GenericOp op : candidates) {
+      // Lanes where they give at least as many threads as chunks would
+      // (their reads are coalesced, the chunks' are not); chunks where
+      // they give more (a full reduction: lanes alone would be one warp).
+      std::optional<linalg::SplitReductionOptions> split;
       int64_t chunks = chunksOf(op);
-      if (chunks < 2)
-        continue;
-      auto control = [&](linalg::LinalgOp) {
+      if (isLaneSplittable(op) && lanes >= chunks)
+        // The lane dimension innermost in the partial results and in the
+        // parallel loops (the loops are the rows, the steps along the row,
+        // then the lanes), so that it runs on threadIdx.x.
+        split = linalg::SplitReductionOptions{
+            lanes, static_cast<unsigned>(op.getNumParallelLoops()),
+            /*innerParallel=*/true};
+      else if (chunks >= 2)
         // The chunk dimension outermost in the partial results.
-        return linalg::SplitReductionOptions{chunks, 0,
-                                             /*innerParallel=*/false};
-      };
+        split = linalg::SplitReductionOptions{chunks, 0,
+                                              /*innerParallel=*/false};
+      if (!split)
+        continue;
       rewriter.setInsertionPoint(op);
       // splitReduction refuses what it cannot split (no recognized
       // combiner, a reduction dimension an operand does not index plainly);
       // such reductions stay as they are.
-      (void)linalg::splitReduction(rewriter, op, control);
+      (void)linalg::splitReduction(rewriter, op,
+                                   [&](linalg::LinalgOp) { return *split; });
     }
+  }
+
+  /// Whether `op` is a row reduction that `lanes` interleaved partial
+  /// reductions per row may share: its one reduction dimension is the last
+  /// loop, of static length at least min-length and a multiple of `lanes`,
+  /// the innermost result of every input that reads it (contiguous in a
+  /// row-major buffer) and read nowhere else; the output is indexed by the
+  /// parallel loops in order, so that the lanes' partial results are rows
+  /// of their own.
+  bool isLaneSplittable(linalg::GenericOp op) {
+    if (lanes < 2 ||
+        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+      return false;
+    unsigned numLoops = op.getNumLoops();
+    unsigned last = numLoops - 1;
+    if (op.getIteratorTypesArray()[last] != utils::IteratorType::reduction)
+      return false;
+    int64_t length = op.getStaticLoopRanges()[last];
+    if (ShapedType::isDynamic(length) || length < minLength ||
+        length % lanes != 0 || length < lanes)
+      return false;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      AffineMap map = op.getMatchingIndexingMap(input);
+      for (auto [i, expr] : llvm::enumerate(map.getResults())) {
+        auto d = dyn_cast<AffineDimExpr>(expr);
+        bool readsRow = expr.isFunctionOfDim(last);
+        if (readsRow && (!d || i + 1 != map.getNumResults()))
+          return false;
+      }
+    }
+    AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
+    return out == AffineMap::getMultiDimIdentityMap(numLoops, op.getContext())
+                      .getMajorSubMap(last);
+  }
+
+  /// The number of results of `op`, a reduction with static bounds.
+  static int64_t resultsOf(linalg::GenericOp op) {
+    int64_t results = 1;
+    for (auto [bound, type] :
+         llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
+      if (type == utils::IteratorType::parallel)
+        results *= bound;
+    return results;
   }
 
   /// The number of chunks to split `op`'s reduction in, or 1.
@@ -939,10 +1196,7 @@ struct GaGpuSplitReductionsPass
     SmallVector<unsigned> reductions;
     op.getReductionDims(reductions);
     int64_t total = bounds[reductions[0]];
-    int64_t results = 1;
-    for (auto [i, bound] : llvm::enumerate(bounds))
-      if (i != reductions[0])
-        results *= bound;
+    int64_t results = resultsOf(op);
     if (results >= minThreads || total < minLength)
       return 1;
     // Each thread of the first stage sums R / c elements, each of the

@@ -9,11 +9,13 @@ single-thread kernels, the scalars read through the runtime) but runs each
 launch as a loop nest over its blocks and threads on the CPU; ga-run runs
 it. With gpu-split-reductions=false, every result must have exactly the
 bits of the CPU pipeline with scalar code (vectorize=false: the same order
-of every sum), which checks the mapping, the memory placement and the
-host-code moves without a GPU. With the default two-stage reductions
+of every sum), which checks the mapping, the memory placement, the
+host-code moves and the GEMMs with a bias epilogue (gpu-bias-epilogue,
+on by default) without a GPU. With the default two-stage reductions
 (ga-gpu-split-reductions, another summation order; here down to reductions
-of 16 elements, so that the examples' are split), every result must
-match the CPU's within a relative norm error of 1e-5 (exact splits only).
+of 16 elements and rows in 8 lanes, so that the examples' are split), every
+result must match the CPU's within a relative norm error of 1e-5 (exact
+splits only).
 
 With gpu-bf16=true, cuBLAS reads the matrices of every product as
 bfloat16; the emulation rounds them the same way. Checked for the MLP
@@ -146,8 +148,10 @@ def main():
             split = [False] if naive or r > 1 else [False, True]
             for split_reductions in split:
                 flag = " naive=true" if naive else ""
-                # Split even the examples' short reductions (128 tokens).
+                # Split even the examples' short reductions (128 tokens,
+                # rows of 16 features in 8 lanes).
                 flag += (" gpu-split-reductions=true gpu-split-min-length=16"
+                         " gpu-reduction-lanes=8"
                          if split_reductions else
                          " gpu-split-reductions=false")
                 variant = "split" if split_reductions else "emu"

@@ -11,6 +11,23 @@
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-block-size=2048" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK
 // RUN: sed 's/batch(%%x, %%labels : tensor<8x16x32xf32>, tensor<8x16xi64>)/& attributes {data_parallel = 2 : i64}/' %ga_src/examples/mlp.mlir > %t.dp.mlir
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa" %t.dp.mlir | FileCheck %s --check-prefix=PARALLEL
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-split-min-length=16 gpu-reduction-lanes=8" %ga_src/examples/tiny_gpt.mlir --mlir-print-ir-after=ga-gpu-split-reductions 2>&1 >/dev/null | FileCheck %s --check-prefix=LANES
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-split-min-length=16 gpu-reduction-lanes=0" %ga_src/examples/tiny_gpt.mlir --mlir-print-ir-after=ga-gpu-split-reductions 2>&1 >/dev/null | FileCheck %s --check-prefix=NOLANES
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false" %ga_src/examples/tiny_gpt.mlir | FileCheck %s --check-prefix=EPILOGUE
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-bias-epilogue=false" %ga_src/examples/tiny_gpt.mlir | FileCheck %s --check-prefix=NOEPILOGUE
+
+// gpu-reduction-lanes: the tiny GPT's row reductions over its 16 features
+// (layer norms) read as [128, 2, 8] (row, step, lane) into [128, 8]
+// partial results (row, lane), 8 lanes giving more threads than the 2
+// chunks of 8 that a split in chunks would; with 0, chunks.
+// LANES: tensor.expand_shape {{.*}} output_shape [128, 2, 8] : tensor<128x16xf32> into tensor<128x2x8xf32>
+// LANES: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}} : tensor<128x2x8xf32>) outs(%{{.*}} : tensor<128x8xf32>)
+// NOLANES-NOT: tensor<128x8xf32>
+// gpu-bias-epilogue (on by default): each layer's first MLP product adds
+// its bias in a cuBLASLt epilogue.
+// EPILOGUE: llvm.func @ga_cuda_gemm_bias_f32(
+// EPILOGUE-COUNT-2: llvm.call @ga_cuda_gemm_bias_f32(
+// NOEPILOGUE-NOT: ga_cuda_gemm_bias_f32
 
 // target=cuda: the host code is in the LLVM dialect and touches no step
 // memory itself (no loads or stores: every operation is a kernel, and the

@@ -4,13 +4,13 @@
 // RUN: not ga-opt %s --ga-gpu-gemm-to-blas="allow-tf32=true allow-bf16=true" 2>&1 | FileCheck %s --check-prefix=BOTH
 
 // With allow-tf32, the TF32 entry point.
-// TF32-LABEL: func.func private @ga_cuda_gemm_f32_tf32(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// TF32-LABEL: func.func private @ga_cuda_gemm_f32_tf32(i32, i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // TF32: call @ga_cuda_gemm_f32_tf32
 // TF32-NOT: call @ga_cuda_gemm_f32(
 
 // With allow-bf16, the bf16 entry points, batched and not.
-// BF16-LABEL: func.func private @ga_cuda_gemm_batched_f32_bf16(i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
-// BF16-LABEL: func.func private @ga_cuda_gemm_f32_bf16(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// BF16-LABEL: func.func private @ga_cuda_gemm_batched_f32_bf16(i32, i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// BF16-LABEL: func.func private @ga_cuda_gemm_f32_bf16(i32, i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // BF16: call @ga_cuda_gemm_f32_bf16
 // BF16-NOT: call @ga_cuda_gemm_f32(
 // BF16-NOT: call @ga_cuda_gemm_batched_f32(
@@ -18,22 +18,23 @@
 // BOTH: error: ga-gpu-gemm-to-blas: allow-tf32 and allow-bf16 exclude each other
 
 // C += A B, C += A B^T and C += A^T B (the forms differentiation emits)
-// become cuBLAS calls with the row-major sizes, the transpositions, and
+// become cuBLAS calls with the row-major sizes, the transpositions,
+// accumulate = 1 (C is an argument: its value is read), and
 // each matrix's aligned pointer, offset and leading dimension; a slice of a
 // weight stack keeps its offset.
 // The batched entry point (declared by @scores below) comes first.
-// CHECK-LABEL: func.func private @ga_cuda_gemm_batched_f32(i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
-// CHECK-LABEL: func.func private @ga_cuda_gemm_f32(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// CHECK-LABEL: func.func private @ga_cuda_gemm_batched_f32(i32, i32, i32, index, index, index, index, f32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// CHECK-LABEL: func.func private @ga_cuda_gemm_f32(i32, i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
 // CHECK-LABEL: func.func @forms
 // CHECK-DAG: %[[F:.*]] = arith.constant 0 : i32
+// CHECK-DAG: %[[T:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
 // CHECK-DAG: %[[C64:.*]] = arith.constant 64 : index
 // CHECK-DAG: %[[C32:.*]] = arith.constant 32 : index
-// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[C128]], %[[C64]], %[[C32]],
-// CHECK: %[[T:.*]] = arith.constant 1 : i32
-// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[T]], %[[C128]], %[[C32]], %[[C64]],
+// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[T]], %[[C128]], %[[C64]], %[[C32]],
+// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[T]], %[[T]], %[[C128]], %[[C32]], %[[C64]],
 // CHECK: %{{.*}}, %[[OFF:.*]], %{{.*}}:2, %{{.*}}:2 = memref.extract_strided_metadata %{{.*}} : memref<32x64xf32, strided<[64, 1], offset: 2048>>
-// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C32]], %[[C64]], %[[C128]], {{.*}}, %[[OFF]], %[[C64]])
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[T]], %[[C32]], %[[C64]], %[[C128]], {{.*}}, %[[OFF]], %[[C64]])
 // CHECK-NOT: linalg.matmul
 func.func @forms(%a: memref<128x32xf32>, %b: memref<32x64xf32>,
                  %c: memref<128x64xf32>, %d: memref<128x32xf32>,
@@ -66,11 +67,11 @@ func.func @forms(%a: memref<128x32xf32>, %b: memref<32x64xf32>,
 // CHECK: %[[PA:.*]] = memref.extract_aligned_pointer_as_index %arg0
 // CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %arg1
 // CHECK: %[[PC:.*]] = memref.extract_aligned_pointer_as_index %arg2
-// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C8]], %[[C8]], %[[C4]], %[[PA]], %{{.*}}, %[[C8]], %[[PB]], %{{.*}}, %[[C8]], %[[PC]], %{{.*}}, %[[C8]])
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[T]], %[[C8]], %[[C8]], %[[C4]], %[[PA]], %{{.*}}, %[[C8]], %[[PB]], %{{.*}}, %[[C8]], %[[PC]], %{{.*}}, %[[C8]])
 // CHECK: %[[C6:.*]] = arith.constant 6 : index
 // CHECK: %[[PB6:.*]] = memref.extract_aligned_pointer_as_index %arg3
 // CHECK: %[[PD:.*]] = memref.extract_aligned_pointer_as_index %arg4
-// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[C6]], %[[C8]], %[[C4]], %[[PB6]], %{{.*}}, %[[C8]], %[[PA]], %{{.*}}, %[[C8]], %[[PD]], %{{.*}}, %[[C8]])
+// CHECK: call @ga_cuda_gemm_f32(%[[T]], %[[F]], %[[T]], %[[C6]], %[[C8]], %[[C4]], %[[PB6]], %{{.*}}, %[[C8]], %[[PA]], %{{.*}}, %[[C8]], %[[PD]], %{{.*}}, %[[C8]])
 func.func @columns(%a: memref<8x4xf32, strided<[1, 8]>>, %b: memref<4x8xf32>,
                    %c: memref<8x8xf32>, %b6: memref<4x6xf32, strided<[8, 1]>>,
                    %d: memref<8x6xf32, strided<[1, 8]>>) {
@@ -131,7 +132,7 @@ func.func @kept(%a: memref<8x4xf32, strided<[16, 2]>>, %b: memref<4x8xf32>,
 // CHECK:   %[[SS:.*]] = arith.muli %[[H]], %[[C256]]
 // CHECK:   %[[S:.*]] = arith.addi %[[OS]], %[[SS]]
 // CHECK-NOT: arith.constant
-// CHECK:   call @ga_cuda_gemm_batched_f32(%[[F]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[Q]], %[[C48]], %[[C768]], %[[PK]], %[[K]], %[[C48]], %[[C768]], %[[PS]], %[[S]], %[[C16]], %[[C512]])
+// CHECK:   call @ga_cuda_gemm_batched_f32(%[[F]], %[[T]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[Q]], %[[C48]], %[[C768]], %[[PK]], %[[K]], %[[C48]], %[[C768]], %[[PS]], %[[S]], %[[C16]], %[[C512]])
 // CHECK-NOT: linalg.generic
 func.func @scores(%q: memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>,
                   %k: memref<8x16x2x8xf32, strided<[768, 48, 8, 1], offset: 16>>,
@@ -159,7 +160,7 @@ func.func @scores(%q: memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>,
 // CHECK-DAG: %[[C0:.*]] = arith.constant 0 : index
 // CHECK-DAG: %[[C1:.*]] = arith.constant 1 : index
 // CHECK-DAG: %[[O2:.*]] = arith.constant 2 : i32
-// CHECK: call @ga_cuda_gemm_batched_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C1]], %[[HALF]], %[[O2]], {{.*}}, %[[C0]], {{.*}}, %[[C0]], {{.*}}, %[[C0]])
+// CHECK: call @ga_cuda_gemm_batched_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C1]], %[[HALF]], %[[O2]], {{.*}}, %[[C0]], {{.*}}, %[[C0]], {{.*}}, %[[C0]])
 // CHECK-NOT: linalg.generic
 func.func @scaled(%a: memref<4x3xf32>, %b: memref<3x5xf32>, %c: memref<4x5xf32, strided<[1, 4]>>) {
   %half = arith.constant 0.5 : f32
@@ -194,4 +195,39 @@ func.func @not_a_gemm(%a: memref<4x4xf32>, %b: memref<4x4xf32>, %c: memref<4x4xf
     linalg.yield %r : f32
   }
   return
+}
+
+// A product from zero: C a fresh buffer that only its zero fill touches
+// before the product gets accumulate = 0 (cuBLAS does not read it) and the
+// fill goes; reads of C after the product do not matter. C filled with
+// ones, or read between its fill and the product, keeps its fill and
+// accumulate = 1.
+// CHECK-LABEL: func.func @from_zero
+// CHECK-NOT: linalg.fill
+// CHECK: %[[F:.*]] = arith.constant 0 : i32
+// CHECK-NOT: linalg.fill
+// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[F]],
+// CHECK: memref.copy
+// CHECK: linalg.fill
+// CHECK: %[[T:.*]] = arith.constant 1 : i32
+// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[T]],
+// CHECK: linalg.fill
+// CHECK: memref.copy
+// CHECK: call @ga_cuda_gemm_f32(%[[F]], %[[F]], %[[T]],
+func.func @from_zero(%a: memref<16x8xf32>, %b: memref<8x4xf32>, %seen: memref<16x4xf32>)
+    -> (memref<16x4xf32>, memref<16x4xf32>, memref<16x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %one = arith.constant 1.0 : f32
+  %c0 = memref.alloc() : memref<16x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c0 : memref<16x4xf32>)
+  linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x4xf32>) outs(%c0 : memref<16x4xf32>)
+  memref.copy %c0, %seen : memref<16x4xf32> to memref<16x4xf32>
+  %c1 = memref.alloc() : memref<16x4xf32>
+  linalg.fill ins(%one : f32) outs(%c1 : memref<16x4xf32>)
+  linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x4xf32>) outs(%c1 : memref<16x4xf32>)
+  %c2 = memref.alloc() : memref<16x4xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<16x4xf32>)
+  memref.copy %c2, %seen : memref<16x4xf32> to memref<16x4xf32>
+  linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x4xf32>) outs(%c2 : memref<16x4xf32>)
+  return %c0, %c1, %c2 : memref<16x4xf32>, memref<16x4xf32>, memref<16x4xf32>
 }

@@ -1,26 +1,53 @@
 // RUN: ga-opt %s --split-input-file --ga-gpu-map-parallel-loops --verify-diagnostics | FileCheck %s
 // RUN: ga-opt %s --split-input-file --ga-gpu-map-parallel-loops --convert-parallel-loops-to-gpu --canonicalize --verify-diagnostics | FileCheck %s --check-prefix=LAUNCH
 
-// An elementwise operation: the innermost dimension (64) on threadIdx.x of
-// 64-thread blocks, the outer one (128) on blockIdx.y.
+// An elementwise operation: the innermost dimension (64) on threadIdx.x,
+// 4 of its rows to a block of 256 threads on threadIdx.y, the 32 blocks of
+// rows on blockIdx.y.
 // CHECK-LABEL: func.func @elementwise
 // CHECK: scf.parallel
 // CHECK: scf.parallel
 // CHECK: arith.addf
-// CHECK: {mapping = [#gpu.loop_dim_map<processor = sequential, {{.*}}>, #gpu.loop_dim_map<processor = thread_x, {{.*}}>]}
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_y, {{.*}}>, #gpu.loop_dim_map<processor = thread_x, {{.*}}>]}
 // CHECK: {mapping = [#gpu.loop_dim_map<processor = block_y, {{.*}}>, #gpu.loop_dim_map<processor = block_x, {{.*}}>]}
 // CHECK-NOT: linalg.generic
 // LAUNCH-LABEL: func.func @elementwise
 // LAUNCH-DAG: %[[C1:.*]] = arith.constant 1 : index
-// LAUNCH-DAG: %[[C128:.*]] = arith.constant 128 : index
+// LAUNCH-DAG: %[[C32:.*]] = arith.constant 32 : index
 // LAUNCH-DAG: %[[C64:.*]] = arith.constant 64 : index
-// LAUNCH: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}} = %[[C128]], {{.*}} = %[[C1]]) threads({{.*}}) in ({{.*}} = %[[C64]], {{.*}} = %[[C1]], {{.*}} = %[[C1]])
+// LAUNCH-DAG: %[[C4:.*]] = arith.constant 4 : index
+// LAUNCH: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}} = %[[C32]], {{.*}} = %[[C1]]) threads({{.*}}) in ({{.*}} = %[[C64]], {{.*}} = %[[C4]], {{.*}} = %[[C1]])
 #id = affine_map<(d0, d1) -> (d0, d1)>
 func.func @elementwise(%a: memref<128x64xf32>, %b: memref<128x64xf32>) {
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
       ins(%a : memref<128x64xf32>) outs(%b : memref<128x64xf32>) {
   ^bb0(%x: f32, %y: f32):
     %s = arith.addf %x, %y : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+// Rows of 16 (a warp, half idle) and 3 of them: 2 rows to a block (no more
+// than there are), the second block's second row guarded.
+// CHECK-LABEL: func.func @short_rows
+// CHECK: scf.parallel
+// CHECK: scf.parallel
+// CHECK: scf.if
+// CHECK: {mapping = [#gpu.loop_dim_map<processor = thread_y, {{.*}}>, #gpu.loop_dim_map<processor = thread_x, {{.*}}>]}
+// LAUNCH-LABEL: func.func @short_rows
+// LAUNCH-DAG: %[[C1:.*]] = arith.constant 1 : index
+// LAUNCH-DAG: %[[C2:.*]] = arith.constant 2 : index
+// LAUNCH-DAG: %[[C32:.*]] = arith.constant 32 : index
+// LAUNCH: gpu.launch blocks({{.*}}) in ({{.*}} = %[[C1]], {{.*}} = %[[C2]], {{.*}} = %[[C1]]) threads({{.*}}) in ({{.*}} = %[[C32]], {{.*}} = %[[C2]], {{.*}} = %[[C1]])
+#rows = affine_map<(d0, d1) -> (d0, d1)>
+func.func @short_rows(%a: memref<3x16xf32>, %b: memref<3x16xf32>) {
+  linalg.generic {indexing_maps = [#rows, #rows], iterator_types = ["parallel", "parallel"]}
+      ins(%a : memref<3x16xf32>) outs(%b : memref<3x16xf32>) {
+  ^bb0(%x: f32, %y: f32):
+    %s = arith.mulf %x, %y : f32
     linalg.yield %s : f32
   }
   return

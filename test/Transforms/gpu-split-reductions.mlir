@@ -1,5 +1,6 @@
 // RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions))' --verify-diagnostics | FileCheck %s
 // RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-threads=1024}))' --verify-diagnostics | FileCheck %s --check-prefix=FEW
+// RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{lanes=1}))' | FileCheck %s --check-prefix=NOLANES
 // RUN: not ga-opt %s --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-chunk=0}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: ga-gpu-split-reductions: min-threads must be at least 2 and min-chunk at least 1, got 16384 and 0
 
@@ -124,4 +125,110 @@ func.func @short(%g: tensor<128x64xf32>, %b: tensor<64xf32>) -> tensor<64xf32> {
     linalg.yield %s : f32
   } -> tensor<64xf32>
   return %r : tensor<64xf32>
+}
+
+// -----
+
+// Row reductions with many rows: 32 interleaved lanes per row. The row sum
+// of a [16384, 1024] tensor reads it as [16384, 32, 32] (row, step, lane);
+// the partial sums are [16384, 32] (row, lane) with the lane the innermost
+// parallel loop; then each row's 32 partial sums in lane order. The
+// cross-entropy's row maximum (from -inf) and its sum of exponentials,
+// which also reads the maximum by row, split the same way (4096 rows are
+// few enough for 4 chunks too, but 32 lanes give more threads, and theirs
+// read consecutive elements). With lanes=1 the row sums are left alone and
+// the row statistics split in 4 chunks of 8000 elements, as before lanes.
+// CHECK-LABEL: func.func @row_sums
+// CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [16384, 32, 32]
+// CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<16384x32xf32>)
+// CHECK: %[[PART:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[X]] : tensor<16384x32x32xf32>) outs(%[[FILL]] : tensor<16384x32xf32>)
+// CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[PART]] : tensor<16384x32xf32>) outs(%arg1 : tensor<16384xf32>)
+// CHECK: return %[[SUM]]
+// NOLANES-LABEL: func.func @row_sums
+// NOLANES-NOT: tensor.expand_shape
+func.func @row_sums(%x: tensor<16384x1024xf32>, %s: tensor<16384xf32>) -> tensor<16384xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(i, r) -> (i, r)>, affine_map<(i, r) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%x : tensor<16384x1024xf32>) outs(%s : tensor<16384xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.addf %a, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<16384xf32>
+  return %r : tensor<16384xf32>
+}
+// CHECK-LABEL: func.func @row_statistics
+// CHECK-DAG: arith.constant 0xFF800000 : f32
+// CHECK-DAG: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 1000, 32]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}} : tensor<4096x1000x32xf32>) outs(%{{.*}} : tensor<4096x32xf32>)
+// CHECK: arith.maximumf
+// CHECK: %[[MAX:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4096x32xf32>)
+// CHECK: arith.maximumf
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}}, %[[MAX]] : tensor<4096x1000x32xf32>, tensor<4096xf32>) outs(%{{.*}} : tensor<4096x32xf32>)
+// CHECK: math.exp
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4096x32xf32>)
+// NOLANES-LABEL: func.func @row_statistics
+// NOLANES: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 4, 8000]
+func.func @row_statistics(%logits: tensor<4096x32000xf32>, %minf: tensor<4096xf32>, %zero: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
+  %max = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits : tensor<4096x32000xf32>) outs(%minf : tensor<4096xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.maximumf %a, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits, %max : tensor<4096x32000xf32>, tensor<4096xf32>) outs(%zero : tensor<4096xf32>) {
+  ^bb0(%a: f32, %m: f32, %acc: f32):
+    %d = arith.subf %a, %m : f32
+    %e = math.exp %d : f32
+    %y = arith.addf %e, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  return %max, %sum : tensor<4096xf32>, tensor<4096xf32>
+}
+
+// -----
+
+// Left alone: rows of 1000 elements (not a multiple of 32 lanes); a
+// reduction over the rows' outer dimension, whose elements are not
+// contiguous (a transposed input); a row of 128 elements, under
+// min-length; a reduction whose output is indexed by the rows out of order.
+// CHECK-LABEL: func.func @rows_kept
+// CHECK-NOT: tensor.expand_shape
+// CHECK: return
+func.func @rows_kept(%a: tensor<20000x1000xf32>, %sa: tensor<20000xf32>,
+                     %t: tensor<1024x20000xf32>, %st: tensor<20000xf32>,
+                     %c: tensor<20000x128xf32>, %sc: tensor<20000xf32>,
+                     %d: tensor<128x256x512xf32>, %sd: tensor<256x128xf32>)
+    -> (tensor<20000xf32>, tensor<20000xf32>, tensor<20000xf32>, tensor<256x128xf32>) {
+  %0 = linalg.generic {indexing_maps = [affine_map<(i, r) -> (i, r)>, affine_map<(i, r) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%a : tensor<20000x1000xf32>) outs(%sa : tensor<20000xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %x, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<20000xf32>
+  %1 = linalg.generic {indexing_maps = [affine_map<(i, r) -> (r, i)>, affine_map<(i, r) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%t : tensor<1024x20000xf32>) outs(%st : tensor<20000xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %x, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<20000xf32>
+  %2 = linalg.generic {indexing_maps = [affine_map<(i, r) -> (i, r)>, affine_map<(i, r) -> (i)>],
+                       iterator_types = ["parallel", "reduction"]}
+      ins(%c : tensor<20000x128xf32>) outs(%sc : tensor<20000xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %x, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<20000xf32>
+  %3 = linalg.generic {indexing_maps = [affine_map<(i, j, r) -> (i, j, r)>, affine_map<(i, j, r) -> (j, i)>],
+                       iterator_types = ["parallel", "parallel", "reduction"]}
+      ins(%d : tensor<128x256x512xf32>) outs(%sd : tensor<256x128xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %y = arith.addf %x, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<256x128xf32>
+  return %0, %1, %2, %3 : tensor<20000xf32>, tensor<20000xf32>, tensor<20000xf32>, tensor<256x128xf32>
 }

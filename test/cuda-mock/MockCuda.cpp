@@ -52,7 +52,7 @@ struct Counts {
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
-  long bf16Gemms = 0;
+  long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0;
   // Stream capture (GA_CUDA_GRAPH=1): the work captured counts as run, as
   // the runtime launches every graph it captures once.
   bool capturing = false;
@@ -86,13 +86,15 @@ struct Counts {
                  "nccl all-reduces: %ld\nbad nccl calls: %ld\nbf16 gemms: %ld\n"
                  "captures: %ld\ngraph launches: %ld\n"
                  "graph instantiations: %ld\ngraph updates: %ld\n"
-                 "bad captures: %ld\n",
+                 "bad captures: %ld\nbias gemms: %ld\n"
+                 "gemms from zero: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
                  batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
-                 instantiations, updates, badCaptures);
+                 instantiations, updates, badCaptures, biasGemms,
+                 gemmsFromZero);
     std::fclose(f);
   }
 };
@@ -396,8 +398,11 @@ int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
   std::lock_guard<std::mutex> lock(c0.mutex);
   ++c0.gemms;
   c0.scaledGemms += *alpha != 1.0f;
-  // The step accumulates: C += alpha op(A) op(B).
-  bool ok = *beta == 1.0f && insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
+  // The step accumulates, C += alpha op(A) op(B) (beta 1), or starts from
+  // zero, C = alpha op(A) op(B) (beta 0).
+  c0.gemmsFromZero += *beta == 0.0f;
+  bool ok = (*beta == 1.0f || *beta == 0.0f) &&
+            insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
             insideDevice(b, opB ? n : k, opB ? k : n, ldb) &&
             insideDevice(c, m, n, ldc);
   c0.badGemms += !ok;
@@ -414,9 +419,10 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
   std::lock_guard<std::mutex> lock(c0.mutex);
   ++c0.batchedGemms;
   c0.scaledGemms += *alpha != 1.0f;
-  c0.badGemms += *beta != 1.0f;
+  c0.badGemms += *beta != 1.0f && *beta != 0.0f;
   for (int i = 0; i < count; ++i) {
     ++c0.gemms;
+    c0.gemmsFromZero += *beta == 0.0f;
     bool ok = insideDevice(a + i * strideA, opA ? k : m, opA ? m : k, lda) &&
               insideDevice(b + i * strideB, opB ? n : k, opB ? k : n, ldb) &&
               insideDevice(c + i * strideC, m, n, ldc);
@@ -465,6 +471,127 @@ int cublasGemmEx(void *handle, int opA, int opB, int m, int n, int k,
       handle, opA, opB, m, n, k, static_cast<const float *>(alpha),
       static_cast<const float *>(a), lda, static_cast<const float *>(b), ldb,
       static_cast<const float *>(beta), static_cast<float *>(c), ldc);
+}
+
+// cuBLASLt (cublasLt.h's ABI), as the bias epilogue calls it: descriptors
+// are records of what was set, checked by cublasLtMatmul.
+struct LtDesc {
+  int compute = -1, scale = -1, transA = 0, transB = 0;
+  unsigned epilogue = 0;
+  const float *bias = nullptr;
+};
+struct LtLayout {
+  int type;
+  unsigned long long rows, cols;
+  long long ld;
+};
+int cublasLtCreate(void **handle) {
+  static int h;
+  *handle = &h;
+  return 0;
+}
+int cublasLtMatmulDescCreate(void **desc, int compute, int scale) {
+  *desc = new LtDesc{compute, scale};
+  return 0;
+}
+int cublasLtMatmulDescSetAttribute(void *desc, int attr, const void *buf,
+                                   size_t size) {
+  auto *d = static_cast<LtDesc *>(desc);
+  // TRANSA (3), TRANSB (4): int32; EPILOGUE (7): uint32; BIAS_POINTER (8).
+  if ((attr == 3 || attr == 4) && size == sizeof(int))
+    std::memcpy(attr == 3 ? &d->transA : &d->transB, buf, size);
+  else if (attr == 7 && size == sizeof(unsigned))
+    std::memcpy(&d->epilogue, buf, size);
+  else if (attr == 8 && size == sizeof(void *))
+    std::memcpy(&d->bias, buf, size);
+  else
+    return 7; // CUBLAS_STATUS_INVALID_VALUE
+  return 0;
+}
+int cublasLtMatmulDescDestroy(void *desc) {
+  delete static_cast<LtDesc *>(desc);
+  return 0;
+}
+int cublasLtMatrixLayoutCreate(void **layout, int type, unsigned long long rows,
+                               unsigned long long cols, long long ld) {
+  *layout = new LtLayout{type, rows, cols, ld};
+  return 0;
+}
+int cublasLtMatrixLayoutDestroy(void *layout) {
+  delete static_cast<LtLayout *>(layout);
+  return 0;
+}
+int cublasLtMatmulPreferenceCreate(void **pref) {
+  *pref = new unsigned long long(0);
+  return 0;
+}
+int cublasLtMatmulPreferenceSetAttribute(void *pref, int attr, const void *buf,
+                                         size_t size) {
+  // MAX_WORKSPACE_BYTES (1): uint64.
+  if (attr != 1 || size != sizeof(unsigned long long))
+    return 7;
+  std::memcpy(pref, buf, size);
+  return 0;
+}
+int cublasLtMatmulPreferenceDestroy(void *pref) {
+  delete static_cast<unsigned long long *>(pref);
+  return 0;
+}
+struct LtHeuristic {
+  unsigned long long algo[8];
+  size_t workspaceSize;
+  int state;
+  float waves;
+  int reserved[4];
+};
+int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
+                                   void *, void *pref, int requested,
+                                   LtHeuristic *results, int *count) {
+  if (requested < 1)
+    return 7;
+  results[0] = LtHeuristic{};
+  results[0].algo[0] = 42;
+  results[0].workspaceSize = *static_cast<unsigned long long *>(pref) / 2;
+  *count = 1;
+  return 0;
+}
+/// A bias GEMM: D = op(A) op(B) + bias, float32 matrices and scales, the
+/// bias epilogue with its n-element bias, alpha 1 and beta 0, C the same
+/// as D, every matrix within one device allocation, the algorithm the
+/// heuristic found. Counted as a GEMM and a bias GEMM (bf16 GEMM too with
+/// CUBLAS_COMPUTE_32F_FAST_16BF); anything else is a bad GEMM.
+int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
+                   void *layoutA, const void *b, void *layoutB,
+                   const void *beta, const void *c, void *layoutC, void *d,
+                   void *layoutD, const LtHeuristic *algo, void *workspace,
+                   size_t workspaceSize, void *) {
+  Counts &c0 = counts();
+  std::lock_guard<std::mutex> lock(c0.mutex);
+  auto *o = static_cast<LtDesc *>(desc);
+  auto *la = static_cast<LtLayout *>(layoutA);
+  auto *lb = static_cast<LtLayout *>(layoutB);
+  auto *ld = static_cast<LtLayout *>(layoutD);
+  ++c0.gemms;
+  ++c0.biasGemms;
+  c0.bf16Gemms += o->compute == 75;
+  long m = ld->rows, n = ld->cols, k = o->transA ? la->rows : la->cols;
+  auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
+  bool ok =
+      (o->compute == 68 || o->compute == 75 || o->compute == 77) &&
+      o->scale == 0 && la->type == 0 && lb->type == 0 && ld->type == 0 &&
+      o->epilogue == 4 && *static_cast<const float *>(alpha) == 1.0f &&
+      *static_cast<const float *>(beta) == 0.0f && c == d &&
+      layoutC == layoutD && algo->algo[0] == 42 &&
+      (o->transA ? la->cols : la->rows) == static_cast<unsigned long long>(m) &&
+      (o->transB ? lb->rows : lb->cols) == static_cast<unsigned long long>(n) &&
+      (o->transB ? lb->cols : lb->rows) == static_cast<unsigned long long>(k) &&
+      insideDevice(static_cast<const float *>(a), la->rows, la->cols, la->ld) &&
+      insideDevice(static_cast<const float *>(b), lb->rows, lb->cols, lb->ld) &&
+      insideDevice(static_cast<const float *>(d), m, n, ld->ld) &&
+      insideDevice(o->bias, m, 1, m) &&
+      (workspaceSize == 0 || (block.first && block.second >= workspaceSize));
+  c0.badGemms += !ok;
+  return 0;
 }
 
 // NCCL (nccl.h's ABI). The CPU runtime's functions, found in the process.

@@ -72,10 +72,18 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "products and sums (ga-gpu-gemm-to-blas allow-bf16; "
                      "8-bit mantissas in the inputs); default float32"),
       llvm::cl::init(false)};
+  Option<bool> gpuBiasEpilogue{
+      *this, "gpu-bias-epilogue",
+      llvm::cl::desc("target=cuda: a bias added to a product from zero "
+                     "goes into the GEMM's epilogue (one cuBLASLt matmul "
+                     "instead of a fill, a GEMM and an addition kernel; "
+                     "ga-gpu-gemm-to-blas bias-epilogue)"),
+      llvm::cl::init(true)};
   Option<bool> gpuSplitReductions{
       *this, "gpu-split-reductions",
       llvm::cl::desc("target=cuda: reductions with few results over many "
-                     "elements (bias and gain gradients) in two stages "
+                     "elements (bias and gain gradients), and row "
+                     "reductions (see gpu-reduction-lanes), in two stages "
                      "(ga-gpu-split-reductions), so that enough threads "
                      "share them; changes the summation order"),
       llvm::cl::init(true)};
@@ -85,6 +93,15 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "this many elements (ga-gpu-split-reductions "
                      "min-length)"),
       llvm::cl::init(256)};
+  Option<int64_t> gpuReductionLanes{
+      *this, "gpu-reduction-lanes",
+      llvm::cl::desc("target=cuda: row reductions (softmax, layer norm, "
+                     "the loss's row statistics) over at least "
+                     "gpu-split-min-length elements as this many interleaved "
+                     "partial reductions per row, so that a warp reads "
+                     "consecutive elements (ga-gpu-split-reductions lanes); "
+                     "below 2: one thread per row"),
+      llvm::cl::init(32)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

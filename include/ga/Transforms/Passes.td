@@ -688,17 +688,21 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     layout, or a `linalg.generic` whose body is `acc + x * y`) with one m,
     one n and one k dimension, static shapes and strides, and a contiguous
     dimension in each matrix, becomes a call of the CUDA runtime's
-    `ga_cuda_gemm_f32(transA, transB, m, n, k, A, offset, lda, B, offset,
-    ldb, C, offset, ldc)`, which accumulates `C += op(A) op(B)` with cuBLAS
-    on the step's stream, in float32 arithmetic (no TF32). Transpositions
-    and leading dimensions come from the strides; a C stored column by
-    column is computed as `C^T = op(B)^T op(A)^T`.
+    `ga_cuda_gemm_f32(transA, transB, accumulate, m, n, k, A, offset, lda,
+    B, offset, ldb, C, offset, ldc)`, which accumulates `C += op(A) op(B)`
+    with cuBLAS on the step's stream, in float32 arithmetic (no TF32).
+    Transpositions and leading dimensions come from the strides; a C
+    stored column by column is computed as `C^T = op(B)^T op(A)^T`. A
+    product from zero (C a fresh buffer that only a fill of zeros touches
+    before it) gets `accumulate = 0`: cuBLAS writes C without reading it
+    (beta 0) and the fill goes, one kernel and a read of C fewer, with the
+    same results.
 
     Batch dimensions (the attention's contractions per sequence and head)
     and a scale (a body `acc + (x * y) * s`, `acc + (x * s) * y` or `acc +
     (y * s) * x` with `s` defined outside the operation) go to
-    `ga_cuda_gemm_batched_f32(transA, transB, m, n, k, count, alpha,
-    order, A, offset, lda, strideA, B, ..., C, ...)`: the widest batch
+    `ga_cuda_gemm_batched_f32(transA, transB, accumulate, m, n, k, count,
+    alpha, order, A, offset, lda, strideA, B, ..., C, ...)`: the widest batch
     dimension as cuBLAS's strided batch, host `scf.for` loops over the
     others that advance the offsets, the scale as alpha (`order` tells the
     CPU emulation in which order the step multiplied). Other forms stay
@@ -714,11 +718,28 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     (`CUBLAS_COMPUTE_32F_FAST_16BF`); the CPU emulation rounds the inputs
     the same way. The two options exclude each other.
 
+    With `bias-epilogue` (the default), a product without batch dimensions
+    or scale whose C is a fresh buffer filled with zeros and read only by
+    a bias addition (`linalg.generic` `D[i, j] = C[i, j] + bias[j]`, the
+    bias contiguous, D a fresh row-major buffer, no write to memory between
+    the two) becomes one call of `ga_cuda_gemm_bias_f32(transA, transB, m,
+    n, k, A, offset, lda, B, offset, ldb, bias, offset, D, offset, ldd)`
+    (or its `_tf32` and `_bf16` forms), a cuBLASLt matmul with the bias
+    epilogue (`CUBLASLT_EPILOGUE_BIAS`): it writes D without reading it,
+    and the zero fill, the read of C and the addition's kernel go. C
+    (then unused) is not allocated. The results keep their bits: each
+    element is the float32 sum of its products, rounded once more by the
+    addition of its bias, as before.
+
     Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
     memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
-    `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c128, %c64, %c32, ...)`.
+    `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c1_i32, %c128, %c64, %c32,
+    ...)`.
   }];
   let options = [
+    Option<"biasEpilogue", "bias-epilogue", "bool", /*default=*/"true",
+           "Add a bias that only reads a product from zero in the GEMM's "
+           "epilogue (cuBLASLt)">,
     Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
            "Let cuBLAS multiply in TF32 (tensor cores) instead of float32">,
     Option<"allowBF16", "allow-bf16", "bool", /*default=*/"false",
@@ -732,8 +753,9 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
 
 def GaGpuSplitReductionsPass
     : Pass<"ga-gpu-split-reductions", "::mlir::func::FuncOp"> {
-  let summary = "Split long reductions with few results in two stages, so "
-                "that enough GPU threads share them";
+  let summary = "Split long reductions in two stages, so that enough GPU "
+                "threads share them and neighbouring threads read "
+                "neighbouring elements";
   let description = [{
     The CUDA target, on tensors, before bufferization. Each result of a
     reduction runs sequentially on one GPU thread (no float atomics), so a
@@ -752,13 +774,31 @@ def GaGpuSplitReductionsPass
     `min-chunk` elements; reductions over fewer than `min-length` elements,
     and those where no such `c > 1` exists, are left alone.
 
+    Row reductions (the reduced dimension is the last loop and the
+    innermost, contiguous dimension of every input that reads it, as in a
+    softmax's or a layer norm's row sums, or the cross-entropy's row maximum
+    and sum of exponentials) with enough results otherwise run one row per
+    thread, and the threads of a warp read elements a whole row apart. With
+    `lanes = L` (default 32, a warp), such a reduction over `R >=
+    min-length` elements (`R` a multiple of `L`) becomes `L` interleaved
+    partial reductions per row: lane `l` sums elements `l, l + L, l + 2L,
+    ...` (the lane dimension is the innermost parallel one, so the threads
+    of a warp read `L` consecutive elements in each step), then each row's
+    `L` partial results are reduced in lane order. Where both splits apply
+    (few rows), lanes are taken unless chunks give more threads (`c > L`,
+    as for a full reduction). `lanes` below 2 turns this off.
+
     The summation order changes (results differ from the CPU pipeline's
-    in the last bits) but stays fixed: the same bits run to run.
+    in the last bits) but stays fixed: the same bits run to run. A maximum
+    keeps its bits.
 
     Example: the column sums `linalg.generic {iterator_types = ["reduction",
     "parallel"]} ins(%g : tensor<1024x128xf32>) outs(%b : tensor<128xf32>)`
     become a generic over `[32, 32, 128]` with a `tensor<32x128xf32>`
     result (`4096` threads), then a reduction over the `32` partial sums.
+    The row sums of a `tensor<16384x1024xf32>` become partial sums into a
+    `tensor<16384x32xf32>` (each of `16384 * 32` threads sums `32`
+    elements), then the `32` partial sums of each row.
   }];
   let options = [
     Option<"minThreads", "min-threads", "int64_t", /*default=*/"16384",
@@ -769,6 +809,9 @@ def GaGpuSplitReductionsPass
     Option<"minLength", "min-length", "int64_t", /*default=*/"256",
            "Split only reductions over at least this many elements (below, "
            "the two extra launches cost more than the shorter chain saves)">,
+    Option<"lanes", "lanes", "int64_t", /*default=*/"32",
+           "Interleaved partial reductions per row of a row reduction (a "
+           "warp's threads); below 2: row reductions are left alone">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
@@ -784,16 +827,19 @@ def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
     operation a parallel loop nest (its reduction dimensions as sequential
     `scf.for` inside, so that no float atomics are needed and results are
     the same run to run). Each outermost `scf.parallel` is then tiled: the
-    innermost dimension by `block-size` threads (rounded down to whole warps
-    for short dimensions), the others by one; the tile loop is mapped to the
-    grid (innermost dimension on `blockIdx.x`, the next two on `y` and `z`
-    when they fit CUDA's limits, the rest sequential), the loop inside the
-    tile to `threadIdx.x`, so that neighbouring threads touch neighbouring
-    elements. `convert-parallel-loops-to-gpu` turns the mapped loops into
-    `gpu.launch` operations.
+    innermost dimension by `block-size` threads (rounded up to whole warps
+    for short dimensions), and, when that leaves room in the block, the next
+    dimension by as many of those rows of threads as fit in `block-size`
+    (a power of two, no more than the dimension's extent), the others by
+    one; the tile loop is mapped to the grid (innermost dimension on
+    `blockIdx.x`, the next two on `y` and `z` when they fit CUDA's limits,
+    the rest sequential), the loops inside the tile to `threadIdx.x` and
+    `threadIdx.y`, so that neighbouring threads touch neighbouring elements
+    and short rows still fill blocks. `convert-parallel-loops-to-gpu` turns
+    the mapped loops into `gpu.launch` operations.
 
     Example: a `linalg.generic` over `memref<128x64xf32>` becomes a launch of
-    128 blocks of 64 threads.
+    32 blocks of 64 x 4 threads.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
