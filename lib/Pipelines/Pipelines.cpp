@@ -128,6 +128,7 @@ static void addCUDALoweringFromBuffers(OpPassManager &pm,
   }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
   mapping.blockSize = options.gpuBlockSize;
+  mapping.vectorWidth = options.gpuVectorWidth;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(ga::createGaGpuDeviceCodePass());
@@ -219,6 +220,12 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
     if (options.gpuBlockSize < 1 || options.gpuBlockSize > 1024) {
       errors << "gpu-block-size must be in [1, 1024], got "
              << options.gpuBlockSize.getValue();
+      return failure();
+    }
+    if (options.gpuVectorWidth != 1 && options.gpuVectorWidth != 2 &&
+        options.gpuVectorWidth != 4) {
+      errors << "gpu-vector-width must be 1, 2 or 4, got "
+             << options.gpuVectorWidth.getValue();
       return failure();
     }
     if (options.gpuTF32 && options.gpuBF16) {

@@ -41,11 +41,13 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/SCF/Transforms/Transforms.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/SideEffectInterfaces.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Transforms/RegionUtils.h"
 #include "train/TrainRuntime.h"
 #include <algorithm>
@@ -91,6 +93,158 @@ std::optional<int64_t> tripCount(scf::ParallelOp loop, unsigned d) {
   return (*ub - *lb + *step - 1) / *step;
 }
 
+/// Whether `buffer` is a view of a memref.alloc: a buffer of the device
+/// allocator, whose blocks are 256-byte aligned (a step's arguments, which
+/// a caller may pass at any offset, are not).
+bool viewOfAllocation(Value buffer) {
+  while (Operation *def = buffer.getDefiningOp()) {
+    if (isa<memref::AllocOp>(def))
+      return true;
+    auto view = dyn_cast<ViewLikeOpInterface>(def);
+    if (!view)
+      return false;
+    buffer = view.getViewSource();
+  }
+  return false;
+}
+
+/// `op`, an elementwise linalg.generic on buffers, as a parallel loop nest
+/// in which each iteration handles `width` consecutive elements of the
+/// innermost dimension with vector loads and stores aligned to their size
+/// (128-bit accesses for 4 floats) and the body's operations on vectors,
+/// each element computed as the scalar loop computes it. Operands that do
+/// not read the innermost dimension are loaded once and broadcast. Fails,
+/// changing nothing, unless every loop is parallel, the innermost extent is
+/// at least a warp of `width`-element groups, each operand that reads that
+/// dimension has it innermost and contiguous, 32-bit elements, and an
+/// aligned place in a buffer of the device allocator (static strides and
+/// offset, multiples of `width`), and the body holds only elementwise
+/// operations and constants.
+LogicalResult vectorizeElementwise(RewriterBase &rewriter, linalg::GenericOp op,
+                                   int64_t width) {
+  unsigned n = op.getNumLoops();
+  if (width < 2 || n == 0 || op.getNumParallelLoops() != n ||
+      op.getNumDpsInits() == 0)
+    return failure();
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
+      ranges[n - 1] % width != 0 || ranges[n - 1] / width < 32)
+    return failure();
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!type || !map.isProjectedPermutation())
+      return failure();
+    bool row =
+        map.getNumResults() > 0 &&
+        map.getResults().back() == getAffineDimExpr(n - 1, op.getContext());
+    if (!row) {
+      // Read once per group and broadcast; an init must be written whole.
+      if (op.isDpsInit(&operand) ||
+          llvm::any_of(map.getResults(),
+                       [&](AffineExpr e) { return e.isFunctionOfDim(n - 1); }))
+        return failure();
+      continue;
+    }
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getElementTypeBitWidth() != 32 ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(offset) || offset % width != 0 ||
+        strides.back() != 1 || !viewOfAllocation(operand.get()))
+      return failure();
+    for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+      if (ShapedType::isDynamic(stride) || stride % width != 0)
+        return failure();
+  }
+  Block *body = op.getBlock();
+  for (Operation &nested : body->without_terminator()) {
+    bool constant = isa<arith::ConstantOp>(nested);
+    if (nested.getNumRegions() != 0 ||
+        (!constant && !nested.hasTrait<OpTrait::Elementwise>()) ||
+        llvm::any_of(nested.getResultTypes(),
+                     [](Type t) { return !t.isIntOrFloat(); }))
+      return failure();
+  }
+
+  Location loc = op.getLoc();
+  rewriter.setInsertionPoint(op);
+  auto constant = [&](int64_t v) -> Value {
+    return arith::ConstantIndexOp::create(rewriter, loc, v);
+  };
+  SmallVector<Value> lbs(n, constant(0)), steps(n, constant(1)), ubs;
+  for (unsigned d = 0; d < n; ++d)
+    ubs.push_back(constant(d + 1 == n ? ranges[d] / width : ranges[d]));
+  unsigned bytes = 4 * static_cast<unsigned>(width);
+  scf::ParallelOp::create(
+      rewriter, loc, lbs, ubs, steps,
+      [&](OpBuilder &b, Location l, ValueRange ivs) {
+        SmallVector<Value> index(ivs.begin(), ivs.end());
+        index.back() = arith::MulIOp::create(
+            b, l, ivs.back(), arith::ConstantIndexOp::create(b, l, width));
+        auto indicesOf = [&](OpOperand &operand) {
+          SmallVector<Value> indices;
+          for (AffineExpr e : op.getMatchingIndexingMap(&operand).getResults())
+            indices.push_back(index[cast<AffineDimExpr>(e).getPosition()]);
+          return indices;
+        };
+        auto vectorOf = [&](Type t) { return VectorType::get({width}, t); };
+        IRMapping map;
+        DenseMap<Value, Value> broadcasts;
+        auto broadcast = [&](Value scalar) {
+          Value &v = broadcasts[scalar];
+          if (!v)
+            v = vector::BroadcastOp::create(b, l, vectorOf(scalar.getType()),
+                                            scalar);
+          return v;
+        };
+        for (OpOperand &operand : op->getOpOperands()) {
+          BlockArgument arg = body->getArgument(operand.getOperandNumber());
+          if (arg.use_empty())
+            continue;
+          Type element = arg.getType();
+          AffineMap m = op.getMatchingIndexingMap(&operand);
+          bool row = m.getNumResults() > 0 &&
+                     m.getResults().back() == b.getAffineDimExpr(n - 1);
+          if (row)
+            map.map(arg, vector::LoadOp::create(
+                             b, l, vectorOf(element), operand.get(),
+                             indicesOf(operand), /*nontemporal=*/false,
+                             llvm::MaybeAlign(bytes)));
+          else
+            map.map(arg, broadcast(memref::LoadOp::create(b, l, operand.get(),
+                                                          indicesOf(operand))));
+        }
+        for (Operation &nested : body->without_terminator()) {
+          if (isa<arith::ConstantOp>(nested)) {
+            map.map(nested.getResult(0),
+                    broadcast(b.clone(nested)->getResult(0)));
+            continue;
+          }
+          SmallVector<Value> operands;
+          for (Value v : nested.getOperands())
+            operands.push_back(map.contains(v) ? map.lookup(v) : broadcast(v));
+          OperationState state(l, nested.getName());
+          state.addOperands(operands);
+          state.addAttributes(nested.getAttrs());
+          for (Type t : nested.getResultTypes())
+            state.addTypes(vectorOf(t));
+          Operation *vectorized = b.create(state);
+          map.map(nested.getResults(), vectorized->getResults());
+        }
+        Operation *yield = body->getTerminator();
+        for (OpOperand &init : op.getDpsInitsMutable()) {
+          Value v =
+              yield->getOperand(init.getOperandNumber() - op.getNumDpsInputs());
+          Value stored = map.contains(v) ? map.lookup(v) : broadcast(v);
+          vector::StoreOp::create(b, l, stored, init.get(), indicesOf(init),
+                                  /*nontemporal=*/false,
+                                  llvm::MaybeAlign(bytes));
+        }
+      });
+  return success();
+}
+
 struct GaGpuMapParallelLoopsPass
     : ga::impl::GaGpuMapParallelLoopsPassBase<GaGpuMapParallelLoopsPass> {
   using Base::Base;
@@ -98,6 +252,12 @@ struct GaGpuMapParallelLoopsPass
   void runOnOperation() override {
     Operation *root = getOperation();
     MLIRContext *ctx = &getContext();
+    if (vectorWidth != 1 && vectorWidth != 2 && vectorWidth != 4) {
+      root->emitError() << "ga-gpu-map-parallel-loops: vector-width must be "
+                           "1, 2 or 4, got "
+                        << static_cast<int64_t>(vectorWidth);
+      return signalPassFailure();
+    }
     if (blockSize < 1 || blockSize > 1024) {
       root->emitError() << "ga-gpu-map-parallel-loops: block-size must be in "
                            "[1, 1024] (CUDA's threads per block), got "
@@ -130,6 +290,12 @@ struct GaGpuMapParallelLoopsPass
         op->emitError() << "ga-gpu-map-parallel-loops: expects bufferized "
                            "linalg operations (run after bufferization)";
         return signalPassFailure();
+      }
+      auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+      if (generic &&
+          succeeded(vectorizeElementwise(rewriter, generic, vectorWidth))) {
+        rewriter.eraseOp(op);
+        continue;
       }
       // Parallel dimensions first, so that a reduction over an outer
       // dimension (a bias gradient: the sum over rows) is one kernel whose
@@ -1246,6 +1412,12 @@ struct GaGpuEmulateOnHostPass
       }
       emulate(launch);
     }
+    // The vector accesses' alignments hold for the device allocator's
+    // buffers, not necessarily for the host's.
+    module.walk([](Operation *access) {
+      if (isa<vector::LoadOp, vector::StoreOp>(access))
+        access->removeAttr("alignment");
+    });
     // The runtime's reads of device memory and its GEMMs become the host
     // runtime's.
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))

@@ -10,8 +10,9 @@ launch as a loop nest over its blocks and threads on the CPU; ga-run runs
 it. With gpu-split-reductions=false, every result must have exactly the
 bits of the CPU pipeline with scalar code (vectorize=false: the same order
 of every sum), which checks the mapping, the memory placement, the
-host-code moves and the GEMMs with a bias epilogue (gpu-bias-epilogue,
-on by default) without a GPU. With the default two-stage reductions
+host-code moves, the GEMMs with a bias epilogue (gpu-bias-epilogue, on
+by default) and the elementwise kernels on vectors (gpu-vector-width=2
+here, so that the examples' rows of 64 qualify) without a GPU. With the default two-stage reductions
 (ga-gpu-split-reductions, another summation order; here down to reductions
 of 16 elements and rows in 8 lanes, so that the examples' are split), every
 result must match the CPU's within a relative norm error of 1e-5 (exact
@@ -153,7 +154,9 @@ def main():
                 flag += (" gpu-split-reductions=true gpu-split-min-length=16"
                          " gpu-reduction-lanes=8"
                          if split_reductions else
-                         " gpu-split-reductions=false")
+                         # Pairs of elements per thread: the examples' rows
+                         # of 64 are 32 groups of 2 (4 would be too few).
+                         " gpu-split-reductions=false gpu-vector-width=2")
                 variant = "split" if split_reductions else "emu"
                 got = emulate(args, path, os.path.join(work, variant), flag,
                               inputs[name], launcher)

@@ -102,6 +102,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "consecutive elements (ga-gpu-split-reductions lanes); "
                      "below 2: one thread per row"),
       llvm::cl::init(32)};
+  Option<int64_t> gpuVectorWidth{
+      *this, "gpu-vector-width",
+      llvm::cl::desc("target=cuda: elements per thread of an elementwise "
+                     "kernel, with aligned vector loads and stores "
+                     "(ga-gpu-map-parallel-loops vector-width: 1, 2 or 4; "
+                     "1: scalar code)"),
+      llvm::cl::init(4)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

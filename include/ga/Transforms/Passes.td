@@ -838,18 +838,35 @@ def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
     and short rows still fill blocks. `convert-parallel-loops-to-gpu` turns
     the mapped loops into `gpu.launch` operations.
 
+    An elementwise `linalg.generic` (every loop parallel, the body only
+    elementwise operations and constants) whose innermost extent holds at
+    least 32 groups of `vector-width` elements (4 by default) runs each
+    group in one thread: `vector.load` and `vector.store` of the group,
+    aligned to its size (`ld.global.v4` for 4 floats), and the body's
+    operations on vectors, each element computed as the scalar code does.
+    Each operand that reads the innermost dimension must have it innermost
+    and contiguous, 32-bit elements, and static strides and offset that
+    are multiples of the width in a buffer of the device allocator (a view
+    of a `memref.alloc`: 256-byte aligned), so that the alignment holds;
+    operands that do not read it (a bias read by row) are loaded once and
+    broadcast. Other operations keep one element per thread.
+
     Example: a `linalg.generic` over `memref<128x64xf32>` becomes a launch of
     32 blocks of 64 x 4 threads.
   }];
   let options = [
     Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
            "Threads per block along the innermost parallel dimension">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"4",
+           "Elements per thread of an elementwise operation, with vector "
+           "loads and stores (1, 2 or 4; 1: scalar code)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::gpu::GPUDialect",
                            "::mlir::arith::ArithDialect",
                            "::mlir::linalg::LinalgDialect",
-                           "::mlir::memref::MemRefDialect"];
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
 }
 
 def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
