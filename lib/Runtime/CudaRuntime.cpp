@@ -54,6 +54,7 @@
 #include "ga/Runtime/ga_step.h"
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -236,9 +237,18 @@ using CublasLtMatmul = int (*)(void *, void *, const void *, const void *,
                                const void *, void *, void *, void *,
                                const CublasLtAlgo *, void *, size_t, CUstream);
 
+/// The descriptors and algorithm of one shape of bias GEMM (gemmBias).
+struct BlasLtPlan {
+  void *desc = nullptr, *layoutA = nullptr, *layoutB = nullptr,
+       *layoutD = nullptr;
+  CublasLtHeuristic found{};
+};
+
 struct BlasLt {
   bool tried = false;
   void *handle = nullptr;
+  /// By precision, transA, transB, m, n, k, lda, ldb, ldd.
+  std::map<std::array<int64_t, 9>, BlasLtPlan> plans;
   CublasLtMatmulDescCreate descCreate = nullptr;
   CublasLtSetAttribute descSet = nullptr;
   CublasLtDestroy descDestroy = nullptr;
@@ -920,7 +930,6 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
-  // CUDA_R_32F matrices, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT.
   // cuBLAS's column-major sizes: the transposed product (see above).
   int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
   int rows = static_cast<int>(n), cols = static_cast<int>(m),
@@ -1029,11 +1038,91 @@ void ga_cuda_gemm_batched_f32_bf16(int32_t transA, int32_t transB,
        strideC);
 }
 
+/// A sequence of cuBLASLt calls that stops at the first failure:
+/// `step(name, status)` records it and returns whether every call so far
+/// succeeded.
+struct LtCalls {
+  std::string failed;
+  bool operator()(const char *what, int rc) {
+    if (rc != 0 && failed.empty())
+      failed = std::string(what) + " failed: status " + std::to_string(rc);
+    return failed.empty();
+  }
+};
+
+/// Makes `plan` for the bias GEMMs of one shape (see gemmBias): the
+/// descriptor with the transpositions and the bias epilogue, the three
+/// layouts, and the algorithm cuBLASLt's heuristic chooses within the
+/// shared workspace. On failure (recorded in `step`), what was made is
+/// destroyed.
+bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
+                  int32_t transB, int64_t m, int64_t n, int64_t k, int64_t lda,
+                  int64_t ldb, int64_t ldd, BlasLtPlan &plan, LtCalls &step) {
+  BlasLt &lt = s.blasLt;
+  // CUBLAS_COMPUTE_32F (68), _FAST_TF32 (77) or _FAST_16BF (75); CUDA_R_32F
+  // (0) scales and matrices.
+  int compute = precision == GemmPrecision::TF32   ? 77
+                : precision == GemmPrecision::BF16 ? 75
+                                                   : 68;
+  constexpr int r32f = 0;
+  constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7,
+                workspaceAttr = 1;
+  int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
+  uint32_t epilogue = 4; // CUBLASLT_EPILOGUE_BIAS
+  uint64_t workspaceBytes = s.blas.workspaceBytes;
+  void *preference = nullptr;
+  int count = 0;
+  // cuBLASLt's A is our B (stored n x k, or k x n when transposed, in
+  // column-major terms), its B our A, its D ours transposed.
+  bool ok =
+      step("cublasLtMatmulDescCreate",
+           lt.descCreate(&plan.desc, compute, r32f)) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(plan.desc, transAttr, &opA, sizeof(opA))) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(plan.desc, transBAttr, &opB, sizeof(opB))) &&
+      step("cublasLtMatmulDescSetAttribute",
+           lt.descSet(plan.desc, epilogueAttr, &epilogue, sizeof(epilogue))) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&plan.layoutA, r32f, transB ? k : n, transB ? n : k,
+                           ldb)) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&plan.layoutB, r32f, transA ? m : k, transA ? k : m,
+                           lda)) &&
+      step("cublasLtMatrixLayoutCreate",
+           lt.layoutCreate(&plan.layoutD, r32f, n, m, ldd)) &&
+      step("cublasLtMatmulPreferenceCreate",
+           lt.preferenceCreate(&preference)) &&
+      step("cublasLtMatmulPreferenceSetAttribute",
+           lt.preferenceSet(preference, workspaceAttr, &workspaceBytes,
+                            sizeof(workspaceBytes))) &&
+      step("cublasLtMatmulAlgoGetHeuristic",
+           lt.heuristic(lt.handle, plan.desc, plan.layoutA, plan.layoutB,
+                        plan.layoutD, plan.layoutD, preference, 1, &plan.found,
+                        &count));
+  if (preference)
+    lt.preferenceDestroy(preference);
+  if (ok && (count < 1 || plan.found.state != 0)) {
+    step.failed = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
+    ok = false;
+  }
+  if (ok)
+    return true;
+  for (void *layout : {plan.layoutA, plan.layoutB, plan.layoutD})
+    if (layout)
+      lt.layoutDestroy(layout);
+  if (plan.desc)
+    lt.descDestroy(plan.desc);
+  return false;
+}
+
 /// D = op(A) op(B) + bias for row-major f32 matrices, the bias (n elements,
 /// contiguous) added to every row of D (m x n, leading dimension ldd):
 /// one cuBLASLt matmul with the CUBLASLT_EPILOGUE_BIAS epilogue, which
 /// writes D without reading it. cuBLASLt is column-major: it computes
-/// D^T = op(B)^T op(A)^T + bias, the bias along D^T's n rows.
+/// D^T = op(B)^T op(A)^T + bias, the bias along D^T's n rows. The
+/// descriptors and the algorithm of a shape are made once (the heuristic is
+/// a host-side search); later calls only set the bias pointer.
 static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
                      int64_t m, int64_t n, int64_t k, intptr_t a,
                      int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,
@@ -1054,78 +1143,38 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
                                                (transA ? " A^T" : "") +
                                                (transB ? " B^T" : ""))
                          : -1;
-  // CUBLAS_COMPUTE_32F (68), _FAST_TF32 (77) or _FAST_16BF (75); CUDA_R_32F
-  // (0) scales and matrices.
-  int compute = precision == GemmPrecision::TF32   ? 77
-                : precision == GemmPrecision::BF16 ? 75
-                                                   : 68;
-  constexpr int r32f = 0;
-  constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7, biasAttr = 8,
-                workspaceAttr = 1;
-  int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
-  uint32_t epilogue = 4; // CUBLASLT_EPILOGUE_BIAS
-  const float *A = reinterpret_cast<const float *>(a) + offsetA;
-  const float *B = reinterpret_cast<const float *>(b) + offsetB;
-  const float *biasPointer = reinterpret_cast<const float *>(bias) + offsetBias;
-  float *D = reinterpret_cast<float *>(d) + offsetD;
-  void *desc = nullptr, *layoutA = nullptr, *layoutB = nullptr,
-       *layoutD = nullptr, *preference = nullptr;
-  uint64_t workspaceBytes = s.blas.workspaceBytes;
-  CublasLtHeuristic found{};
-  int count = 0;
-  const float one = 1.0f, zero = 0.0f;
-  std::string failed;
-  // cuBLASLt's A is our B (stored n x k, or k x n when transposed, in
-  // column-major terms), its B our A, its D ours transposed.
-  auto step = [&](const char *what, int rc) {
-    if (rc != 0 && failed.empty())
-      failed = std::string(what) + " failed: status " + std::to_string(rc);
-    return failed.empty();
-  };
-  if (step("cublasLtMatmulDescCreate", lt.descCreate(&desc, compute, r32f)) &&
-      step("cublasLtMatmulDescSetAttribute",
-           lt.descSet(desc, transAttr, &opA, sizeof(opA))) &&
-      step("cublasLtMatmulDescSetAttribute",
-           lt.descSet(desc, transBAttr, &opB, sizeof(opB))) &&
-      step("cublasLtMatmulDescSetAttribute",
-           lt.descSet(desc, epilogueAttr, &epilogue, sizeof(epilogue))) &&
-      step("cublasLtMatmulDescSetAttribute",
-           lt.descSet(desc, biasAttr, &biasPointer, sizeof(biasPointer))) &&
-      step("cublasLtMatrixLayoutCreate",
-           lt.layoutCreate(&layoutA, r32f, transB ? k : n, transB ? n : k,
-                           ldb)) &&
-      step("cublasLtMatrixLayoutCreate",
-           lt.layoutCreate(&layoutB, r32f, transA ? m : k, transA ? k : m,
-                           lda)) &&
-      step("cublasLtMatrixLayoutCreate",
-           lt.layoutCreate(&layoutD, r32f, n, m, ldd)) &&
-      step("cublasLtMatmulPreferenceCreate",
-           lt.preferenceCreate(&preference)) &&
-      step("cublasLtMatmulPreferenceSetAttribute",
-           lt.preferenceSet(preference, workspaceAttr, &workspaceBytes,
-                            sizeof(workspaceBytes))) &&
-      step("cublasLtMatmulAlgoGetHeuristic",
-           lt.heuristic(lt.handle, desc, layoutA, layoutB, layoutD, layoutD,
-                        preference, 1, &found, &count))) {
-    if (count < 1 || found.state != 0)
-      failed = "cublasLtMatmulAlgoGetHeuristic found no algorithm";
-    else
+  LtCalls step;
+  // The plan of this shape: made (and its algorithm chosen) on the first
+  // call, reused by every later step; a plan that failed is not kept.
+  std::array<int64_t, 9> key = {
+      static_cast<int64_t>(precision), transA, transB, m, n, k, lda, ldb, ldd};
+  auto [it, made] = lt.plans.try_emplace(key);
+  BlasLtPlan &plan = it->second;
+  if (made && !makeBiasPlan(s, precision, transA, transB, m, n, k, lda, ldb,
+                            ldd, plan, step))
+    lt.plans.erase(it);
+  if (step.failed.empty()) {
+    // The bias pointer is the only attribute that changes between calls.
+    const float *A = reinterpret_cast<const float *>(a) + offsetA;
+    const float *B = reinterpret_cast<const float *>(b) + offsetB;
+    const float *biasPointer =
+        reinterpret_cast<const float *>(bias) + offsetBias;
+    float *D = reinterpret_cast<float *>(d) + offsetD;
+    const float one = 1.0f, zero = 0.0f;
+    constexpr int biasAttr = 8; // CUBLASLT_MATMUL_DESC_BIAS_POINTER
+    if (step(
+            "cublasLtMatmulDescSetAttribute",
+            lt.descSet(plan.desc, biasAttr, &biasPointer, sizeof(biasPointer))))
       step("cublasLtMatmul",
-           lt.matmul(lt.handle, desc, &one, B, layoutA, A, layoutB, &zero, D,
-                     layoutD, D, layoutD, &found.algo,
+           lt.matmul(lt.handle, plan.desc, &one, B, plan.layoutA, A,
+                     plan.layoutB, &zero, D, plan.layoutD, D, plan.layoutD,
+                     &plan.found.algo,
                      reinterpret_cast<void *>(s.blas.workspace),
-                     found.workspaceSize, s.stream));
+                     plan.found.workspaceSize, s.stream));
   }
-  for (void *layout : {layoutA, layoutB, layoutD})
-    if (layout)
-      lt.layoutDestroy(layout);
-  if (preference)
-    lt.preferenceDestroy(preference);
-  if (desc)
-    lt.descDestroy(desc);
   profileEnd(s, timed);
-  if (!failed.empty())
-    recordError(s, failed + " (bias GEMM " + shape() + ")");
+  if (!step.failed.empty())
+    recordError(s, step.failed + " (bias GEMM " + shape() + ")");
   else if (s.syncEveryLaunch)
     synchronize(s);
 }

@@ -290,33 +290,21 @@ extern "C" void ga_host_gemm_batched_f32_tf32(
 }
 
 /// The device program's bias GEMM on the CPU (gpu-emulate=true): D = op(A)
-/// op(B) + bias, each element summed from zero over k in order, as the
-/// step's matmul into a zero-filled buffer does, then added to the bias of
-/// its column, as the step's addition did; with `bf16`, the products'
-/// inputs rounded to bfloat16 first.
+/// op(B) + bias, the product from zero (hostGemm without accumulate), as
+/// the step's matmul into a zero-filled buffer does, then each element
+/// added to the bias of its column, as the step's addition did.
 static void hostGemmBias(bool bf16, int32_t transA, int32_t transB, int64_t m,
                          int64_t n, int64_t k, intptr_t a, int64_t offsetA,
                          int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,
                          intptr_t bias, int64_t offsetBias, intptr_t d,
                          int64_t offsetD, int64_t ldd) {
-  const float *A = reinterpret_cast<const float *>(a) + offsetA;
-  const float *B = reinterpret_cast<const float *>(b) + offsetB;
+  hostGemm(bf16, transA, transB, /*accumulate=*/0, m, n, k, 1, 1.0f, 0, a,
+           offsetA, lda, 0, b, offsetB, ldb, 0, d, offsetD, ldd, 0);
   const float *Bias = reinterpret_cast<const float *>(bias) + offsetBias;
   float *D = reinterpret_cast<float *>(d) + offsetD;
   for (int64_t i = 0; i < m; ++i)
-    for (int64_t j = 0; j < n; ++j) {
-      float sum = 0.0f;
-      for (int64_t p = 0; p < k; ++p) {
-        float x = transA ? A[p * lda + i] : A[i * lda + p];
-        float y = transB ? B[j * ldb + p] : B[p * ldb + j];
-        if (bf16) {
-          x = roundToBf16(x);
-          y = roundToBf16(y);
-        }
-        sum += x * y;
-      }
-      D[i * ldd + j] = sum + Bias[j];
-    }
+    for (int64_t j = 0; j < n; ++j)
+      D[i * ldd + j] += Bias[j];
 }
 
 /// The emulated ga_cuda_gemm_bias_f32 (see hostGemmBias).

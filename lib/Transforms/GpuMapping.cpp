@@ -108,6 +108,13 @@ bool viewOfAllocation(Value buffer) {
   return false;
 }
 
+/// Whether `map`, over `n` loops, reads the innermost loop as its
+/// innermost result.
+bool readsInnermost(AffineMap map, unsigned n) {
+  return map.getNumResults() > 0 &&
+         map.getResults().back() == getAffineDimExpr(n - 1, map.getContext());
+}
+
 /// `op`, an elementwise linalg.generic on buffers, as a parallel loop nest
 /// in which each iteration handles `width` consecutive elements of the
 /// innermost dimension with vector loads and stores aligned to their size
@@ -135,10 +142,7 @@ LogicalResult vectorizeElementwise(RewriterBase &rewriter, linalg::GenericOp op,
     AffineMap map = op.getMatchingIndexingMap(&operand);
     if (!type || !map.isProjectedPermutation())
       return failure();
-    bool row =
-        map.getNumResults() > 0 &&
-        map.getResults().back() == getAffineDimExpr(n - 1, op.getContext());
-    if (!row) {
+    if (!readsInnermost(map, n)) {
       // Read once per group and broadcast; an init must be written whole.
       if (op.isDpsInit(&operand) ||
           llvm::any_of(map.getResults(),
@@ -203,10 +207,7 @@ LogicalResult vectorizeElementwise(RewriterBase &rewriter, linalg::GenericOp op,
           if (arg.use_empty())
             continue;
           Type element = arg.getType();
-          AffineMap m = op.getMatchingIndexingMap(&operand);
-          bool row = m.getNumResults() > 0 &&
-                     m.getResults().back() == b.getAffineDimExpr(n - 1);
-          if (row)
+          if (readsInnermost(op.getMatchingIndexingMap(&operand), n))
             map.map(arg, vector::LoadOp::create(
                              b, l, vectorOf(element), operand.get(),
                              indicesOf(operand), /*nontemporal=*/false,
@@ -940,6 +941,31 @@ std::optional<BlasForm> matchBlas(linalg::LinalgOp op) {
   return f;
 }
 
+/// The zero fill of the product `op`'s C if the product starts from it: C
+/// is a whole fresh buffer that nothing but that fill (of +0) touches
+/// before `op`, in `op`'s block. The product then writes C without reading
+/// it, and the fill goes.
+linalg::FillOp zeroInit(linalg::LinalgOp op, const BlasForm &f) {
+  Value c = f.c->get();
+  if (!c.getDefiningOp<memref::AllocOp>())
+    return {};
+  linalg::FillOp init;
+  for (Operation *user : c.getUsers()) {
+    if (user == op.getOperation())
+      continue;
+    if (user->getBlock() != op->getBlock())
+      return {};
+    if (op->isBeforeInBlock(user))
+      continue;
+    auto fill = dyn_cast<linalg::FillOp>(user);
+    if (init || !fill || fill.getOutputs()[0] != c ||
+        !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+      return {};
+    init = fill;
+  }
+  return init;
+}
+
 /// A bias addition that only reads a product from zero (see
 /// ga-gpu-gemm-to-blas bias-epilogue): `fill` zeroes the product's C, a
 /// fresh row-major buffer, and `add` writes `D[i, j] = C[i, j] + bias[j]`
@@ -979,29 +1005,22 @@ std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op,
       !cType.getLayout().isIdentity() || !cType.getElementType().isF32() ||
       cType.getShape() != ArrayRef<int64_t>{m, n} || f.strideC[f.n] != 1)
     return std::nullopt;
-  // C's users: its zero fill, the product, the addition, deallocations.
+  // A product from zero whose C is then read by the addition alone
+  // (zeroInit keeps every user in the product's block).
   BiasEpilogue e;
+  e.fill = zeroInit(op, f);
+  if (!e.fill)
+    return std::nullopt;
   for (Operation *user : c.getUsers()) {
-    if (user == op.getOperation() || isa<memref::DeallocOp>(user))
+    if (user == op.getOperation() || user == e.fill.getOperation() ||
+        isa<memref::DeallocOp>(user))
       continue;
-    auto fill = dyn_cast<linalg::FillOp>(user);
-    if (fill && !e.fill && fill.getOutputs()[0] == c &&
-        matchPattern(fill.getInputs()[0], m_PosZeroFloat())) {
-      e.fill = fill;
-      continue;
-    }
     auto add = dyn_cast<linalg::GenericOp>(user);
-    if (add && !e.add) {
-      e.add = add;
-      continue;
-    }
-    return std::nullopt;
+    if (!add || e.add)
+      return std::nullopt;
+    e.add = add;
   }
-  if (!e.fill || !e.add)
-    return std::nullopt;
-  Block *block = op->getBlock();
-  if (e.fill->getBlock() != block || e.add->getBlock() != block ||
-      !e.fill->isBeforeInBlock(op) || !op->isBeforeInBlock(e.add))
+  if (!e.add)
     return std::nullopt;
   linalg::GenericOp add = e.add;
   if (!add.hasPureBufferSemantics() || add.getNumDpsInputs() != 2 ||
@@ -1044,31 +1063,6 @@ std::optional<BiasEpilogue> matchBiasEpilogue(linalg::LinalgOp op,
     if (!isa<memref::AllocOp>(it) && !isMemoryEffectFree(it))
       return std::nullopt;
   return e;
-}
-
-/// The zero fill of the product `op`'s C if the product starts from it: C
-/// is a whole fresh buffer that nothing but that fill (of +0) touches
-/// before `op`, in `op`'s block. The product then writes C without reading
-/// it, and the fill goes.
-linalg::FillOp zeroInit(linalg::LinalgOp op, const BlasForm &f) {
-  Value c = f.c->get();
-  if (!c.getDefiningOp<memref::AllocOp>())
-    return {};
-  linalg::FillOp init;
-  for (Operation *user : c.getUsers()) {
-    if (user == op.getOperation())
-      continue;
-    if (user->getBlock() != op->getBlock())
-      return {};
-    if (op->isBeforeInBlock(user))
-      continue;
-    auto fill = dyn_cast<linalg::FillOp>(user);
-    if (init || !fill || fill.getOutputs()[0] != c ||
-        !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
-      return {};
-    init = fill;
-  }
-  return init;
 }
 
 struct GaGpuGemmToBlasPass
@@ -1319,16 +1313,15 @@ struct GaGpuSplitReductionsPass
   /// parallel loops in order, so that the lanes' partial results are rows
   /// of their own.
   bool isLaneSplittable(linalg::GenericOp op) {
-    if (lanes < 2 ||
-        llvm::any_of(op.getStaticLoopRanges(), ShapedType::isDynamic))
+    SmallVector<int64_t> bounds = op.getStaticLoopRanges();
+    if (lanes < 2 || llvm::any_of(bounds, ShapedType::isDynamic))
       return false;
     unsigned numLoops = op.getNumLoops();
     unsigned last = numLoops - 1;
     if (op.getIteratorTypesArray()[last] != utils::IteratorType::reduction)
       return false;
-    int64_t length = op.getStaticLoopRanges()[last];
-    if (ShapedType::isDynamic(length) || length < minLength ||
-        length % lanes != 0 || length < lanes)
+    int64_t length = bounds[last];
+    if (length < minLength || length < lanes || length % lanes != 0)
       return false;
     for (OpOperand *input : op.getDpsInputOperands()) {
       AffineMap map = op.getMatchingIndexingMap(input);
@@ -1344,16 +1337,6 @@ struct GaGpuSplitReductionsPass
                       .getMajorSubMap(last);
   }
 
-  /// The number of results of `op`, a reduction with static bounds.
-  static int64_t resultsOf(linalg::GenericOp op) {
-    int64_t results = 1;
-    for (auto [bound, type] :
-         llvm::zip(op.getStaticLoopRanges(), op.getIteratorTypesArray()))
-      if (type == utils::IteratorType::parallel)
-        results *= bound;
-    return results;
-  }
-
   /// The number of chunks to split `op`'s reduction in, or 1.
   int64_t chunksOf(linalg::GenericOp op) {
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();
@@ -1362,7 +1345,10 @@ struct GaGpuSplitReductionsPass
     SmallVector<unsigned> reductions;
     op.getReductionDims(reductions);
     int64_t total = bounds[reductions[0]];
-    int64_t results = resultsOf(op);
+    int64_t results = 1;
+    for (auto [i, bound] : llvm::enumerate(bounds))
+      if (i != reductions[0])
+        results *= bound;
     if (results >= minThreads || total < minLength)
       return 1;
     // Each thread of the first stage sums R / c elements, each of the

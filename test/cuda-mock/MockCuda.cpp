@@ -52,7 +52,7 @@ struct Counts {
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
-  long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0;
+  long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0, ltHeuristics = 0;
   // Stream capture (GA_CUDA_GRAPH=1): the work captured counts as run, as
   // the runtime launches every graph it captures once.
   bool capturing = false;
@@ -87,14 +87,14 @@ struct Counts {
                  "captures: %ld\ngraph launches: %ld\n"
                  "graph instantiations: %ld\ngraph updates: %ld\n"
                  "bad captures: %ld\nbias gemms: %ld\n"
-                 "gemms from zero: %ld\n",
+                 "gemms from zero: %ld\ncublasLt heuristics: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
                  batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
-                 instantiations, updates, badCaptures, biasGemms,
-                 gemmsFromZero);
+                 instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
+                 ltHeuristics);
     std::fclose(f);
   }
 };
@@ -549,6 +549,10 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
                                    LtHeuristic *results, int *count) {
   if (requested < 1)
     return 7;
+  {
+    std::lock_guard<std::mutex> lock(counts().mutex);
+    ++counts().ltHeuristics;
+  }
   results[0] = LtHeuristic{};
   results[0].algo[0] = 42;
   results[0].workspaceSize = *static_cast<unsigned long long *>(pref) / 2;
