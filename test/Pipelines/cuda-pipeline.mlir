@@ -9,6 +9,7 @@
 // RUN: not ga-opt --ga-pipeline="target=cuda chip=gfx90a" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=CHIP
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-format=elf" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=FORMAT
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-block-size=2048" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: not ga-opt --ga-pipeline="target=cuda gpu-vector-width=8" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=WIDTH
 // RUN: sed 's/batch(%%x, %%labels : tensor<8x16x32xf32>, tensor<8x16xi64>)/& attributes {data_parallel = 2 : i64}/' %ga_src/examples/mlp.mlir > %t.dp.mlir
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa" %t.dp.mlir | FileCheck %s --check-prefix=PARALLEL
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-split-min-length=16 gpu-reduction-lanes=8" %ga_src/examples/tiny_gpt.mlir --mlir-print-ir-after=ga-gpu-split-reductions 2>&1 >/dev/null | FileCheck %s --check-prefix=LANES
@@ -66,6 +67,7 @@
 // CHIP: ga-pipeline: chip must name an NVIDIA architecture such as sm_90, got 'gfx90a'
 // FORMAT: ga-pipeline: gpu-format must be bin, fatbin, isa or none, got 'elf'
 // BLOCK: ga-pipeline: gpu-block-size must be in [1, 1024], got 2048
+// WIDTH: ga-pipeline: gpu-vector-width must be 1, 2 or 4, got 8
 // A data-parallel step's collectives are the CUDA runtime's (device buffers
 // staged through host memory for MPI).
 // PARALLEL-NOT: @ga_all_reduce_
