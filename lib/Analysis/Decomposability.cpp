@@ -260,6 +260,9 @@ void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
                 ": a micro-batch would take only some of the labels' rows "
                 "but all of the logits' rows (or the reverse)");
   bool overBatch = logits.kind == BatchClass::PerExample;
+  if (ce.getInit() && overBatch)
+    return setMixed(ce, "sums the batch's tokens into an init: micro-batches "
+                        "would each add it");
   if (ce.getReduction() == Reduction::Mean && !meansAreSums && overBatch)
     return setMixed(
         ce, "is a mean over the batch's tokens (reduction = mean): the "

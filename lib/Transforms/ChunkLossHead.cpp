@@ -395,7 +395,11 @@ struct GaChunkLossHeadPass
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value count = arith::ConstantIndexOp::create(b, loc, n / r);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    Value lossInit = ga::zerosLike(b, loc, g.loss.getLoss().getType());
+    // A loss sum with an init (a micro-batch loop's running loss) starts
+    // the chunks' running sum.
+    Value lossInit = g.loss.getInit()
+                         ? g.loss.getInit()
+                         : ga::zerosLike(b, loc, g.loss.getLoss().getType());
     SmallVector<Value> inits = {lossInit};
     for (linalg::LinalgOp user : g.users)
       inits.push_back(user.getDpsInits()[0]);
@@ -461,7 +465,8 @@ struct GaChunkLossHeadPass
     IRMapping ceMapping;
     ceMapping.map(g.loss.getLogits(), logits);
     ceMapping.map(g.loss.getLabels(), labels);
-    Operation *loss = inner.clone(*g.loss, ceMapping);
+    auto loss = cast<CrossEntropyOp>(inner.clone(*g.loss, ceMapping));
+    loss.getInitMutable().clear();
     Value running = loop.getRegionIterArgs()[0];
     // running += chunk's loss, into the running value (in place).
     AffineMap scalar = AffineMap::get(0, 0, inner.getContext());

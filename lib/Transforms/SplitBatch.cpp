@@ -436,6 +436,7 @@ LogicalResult Splitter::buildAccumulate(OpBuilder &b) {
     metricTypes.push_back(m.getType());
   acc = AccumulateOp::create(b, loc, step.getLoss().getType(), gradTypes,
                              metricTypes, step.getParams(), batch, globalValues,
+                             /*accumulators=*/ValueRange{},
                              b.getI64IntegerAttr(k));
   Block *accBody = new Block();
   acc.getBody().push_back(accBody);

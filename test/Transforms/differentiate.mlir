@@ -197,12 +197,20 @@ func.func @checkpointed(%w: tensor<8x3xf32>, %y: tensor<8xi64>)
 
 // -----
 
-// train.accumulate bodies gain one gradient contribution per parameter.
+// train.accumulate gets explicit accumulators: the gradient contribution
+// (not a reduction here) is added to its accumulator, the loss sum starts
+// from its own, and the finalize region yields the results.
 
 // CHECK-LABEL: func.func @accumulate
-// CHECK: train.accumulate
+// CHECK: train.accumulate microbatches = 2 {{.*}} accumulators(%{{.+}}, %{{.+}} : tensor<f32>, tensor<4x3xf32>) -> tensor<f32> grads(tensor<4x3xf32>) {
+// CHECK-NEXT: ^bb0(%[[W:.+]]: tensor<4x3xf32>, %[[Y:.+]]: tensor<4xi64>, %[[LACC:.+]]: tensor<f32>, %[[GACC:.+]]: tensor<4x3xf32>):
+// CHECK: %[[L:.+]] = train.cross_entropy sum %[[W]], %[[Y]] init(%[[LACC]])
 // CHECK: %[[DL:.+]] = train.cross_entropy_grad sum
-// CHECK: train.yield %{{.+}}, %[[DL]] : tensor<f32>, tensor<4x3xf32>
+// CHECK: %[[G:.+]] = linalg.add ins(%[[GACC]], %[[DL]] : tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK: train.yield %[[L]], %[[G]] : tensor<f32>, tensor<4x3xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%[[FL:.+]]: tensor<f32>, %[[FG:.+]]: tensor<4x3xf32>, %{{.+}}: tensor<4x3xf32>):
+// CHECK-NEXT: train.yield %[[FL]], %[[FG]] : tensor<f32>, tensor<4x3xf32>
 func.func @accumulate(%w: tensor<4x3xf32>, %y: tensor<8xi64>)
     -> (tensor<f32>, tensor<4x3xf32>) {
   %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<4x3xf32>)
@@ -213,4 +221,62 @@ func.func @accumulate(%w: tensor<4x3xf32>, %y: tensor<8xi64>)
     train.yield %l : tensor<f32>
   }
   return %loss, %g : tensor<f32>, tensor<4x3xf32>
+}
+
+// -----
+
+// A stacked parameter in a micro-batch body: each layer's weight gradient
+// is computed into its slice of the parameter's one accumulator (no
+// per-micro-batch gradient, no addition), the loss sum starts from its
+// accumulator, and the division by the global count runs once, in the
+// finalize region.
+
+// CHECK-LABEL: func.func @accumulate_stacked
+// CHECK: ^bb0(%[[W:.+]]: tensor<2x4x4xf32>, %[[X:.+]]: tensor<4x4xf32>, %[[N:.+]]: tensor<f32>, %[[SACC:.+]]: tensor<f32>, %[[GACC:.+]]: tensor<2x4x4xf32>):
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} outs(%[[SACC]] : tensor<f32>)
+// CHECK: %[[P1:.+]] = tensor.extract_slice %[[GACC]][1, 0, 0] [1, 4, 4] [1, 1, 1]
+// CHECK-NEXT: %[[G1:.+]] = linalg.matmul {{.*}} outs(%[[P1]] : tensor<4x4xf32>)
+// CHECK-NEXT: %[[A1:.+]] = tensor.insert_slice %[[G1]] into %[[GACC]][1, 0, 0] [1, 4, 4] [1, 1, 1]
+// CHECK-NEXT: %[[P0:.+]] = tensor.extract_slice %[[A1]][0, 0, 0] [1, 4, 4] [1, 1, 1]
+// CHECK-NEXT: %[[G0:.+]] = linalg.matmul {{.*}} outs(%[[P0]] : tensor<4x4xf32>)
+// CHECK-NEXT: %[[A0:.+]] = tensor.insert_slice %[[G0]] into %[[A1]][0, 0, 0] [1, 4, 4] [1, 1, 1]
+// CHECK-NEXT: train.yield %[[S]], %[[A0]] : tensor<f32>, tensor<2x4x4xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%[[FS:.+]]: tensor<f32>, %[[FG:.+]]: tensor<2x4x4xf32>, %{{.+}}: tensor<2x4x4xf32>, %[[FN:.+]]: tensor<f32>):
+// CHECK: %[[L:.+]] = linalg.generic {{.*}} ins(%[[FS]], %[[FN]] : tensor<f32>, tensor<f32>)
+// CHECK: train.yield %[[L]], %[[FG]] : tensor<f32>, tensor<2x4x4xf32>
+#id2 = affine_map<(i, j) -> (i, j)>
+#to0 = affine_map<(i, j) -> ()>
+#s = affine_map<() -> ()>
+func.func @accumulate_stacked(%w: tensor<2x4x4xf32>, %x: tensor<8x4xf32>, %n: tensor<f32>)
+    -> (tensor<f32>, tensor<2x4x4xf32>) {
+  %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<2x4x4xf32>)
+      batch(%x : tensor<8x4xf32>) globals(%n : tensor<f32>)
+      -> tensor<f32> grads(tensor<2x4x4xf32>) {
+  ^bb0(%w_: tensor<2x4x4xf32>, %x_: tensor<4x4xf32>, %n_: tensor<f32>):
+    %w0 = tensor.extract_slice %w_[0, 0, 0] [1, 4, 4] [1, 1, 1] : tensor<2x4x4xf32> to tensor<4x4xf32>
+    %w1 = tensor.extract_slice %w_[1, 0, 0] [1, 4, 4] [1, 1, 1] : tensor<2x4x4xf32> to tensor<4x4xf32>
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<4x4xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %h = linalg.matmul ins(%x_, %w0 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %o = linalg.matmul ins(%h, %w1 : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %es = tensor.empty() : tensor<f32>
+    %zs = linalg.fill ins(%zero : f32) outs(%es : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [#id2, #to0], iterator_types = ["reduction", "reduction"]}
+        ins(%o : tensor<4x4xf32>) outs(%zs : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %t = arith.addf %acc, %a : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    %el = tensor.empty() : tensor<f32>
+    %l = linalg.generic {indexing_maps = [#s, #s, #s], iterator_types = []}
+        ins(%s, %n_ : tensor<f32>, tensor<f32>) outs(%el : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %out: f32):
+      %q = arith.divf %a, %b : f32
+      linalg.yield %q : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<2x4x4xf32>
 }

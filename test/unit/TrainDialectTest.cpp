@@ -80,7 +80,8 @@ protected:
                                  ValueRange{x, w}, ValueRange{filled})
             .getResult(0);
     auto ce = CrossEntropyOp::create(builder, loc, lossType, countType, logits,
-                                     y, Reduction::Mean, /*ignore_index=*/-100);
+                                     y, /*init=*/Value(), Reduction::Mean,
+                                     /*ignore_index=*/-100);
     YieldOp::create(builder, loc, ValueRange{ce.getLoss(), ce.getCount()});
     return step;
   }

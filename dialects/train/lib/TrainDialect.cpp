@@ -90,16 +90,6 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << "'" << name << "' must be an integer >= 1, got " << value;
     return onFunction();
   }
-  if (name == AccumulatesIntoInitAttrHelper::getNameStr()) {
-    if (!isa<UnitAttr>(value))
-      return op->emitError()
-             << "'" << name << "' must be a unit attribute, got " << value;
-    // Bufferization keeps it on the loop, which then has no results.
-    if (!isa<scf::ForOp>(op))
-      return op->emitError() << "'" << name << "' belongs on an scf.for, not "
-                             << "on '" << op->getName() << "'";
-    return success();
-  }
   if (name == ParallelAttrHelper::getNameStr()) {
     if (!isa<UnitAttr>(value))
       return op->emitError()
@@ -147,7 +137,6 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << LossResultAttrHelper::getNameStr() << ", "
                          << GradientResultsAttrHelper::getNameStr() << ", "
                          << DataParallelAttrHelper::getNameStr() << ", "
-                         << AccumulatesIntoInitAttrHelper::getNameStr() << ", "
                          << KernelAttrHelper::getNameStr() << ", "
                          << ParallelAttrHelper::getNameStr() << ", "
                          << RematAttrHelper::getNameStr() << ", "

@@ -122,15 +122,16 @@ static LogicalResult verifyLossAndGrads(Operation *op, Type loss,
 /// names what each argument stands for in messages.
 static LogicalResult
 verifyBlockArgs(Operation *op, Block &block, ArrayRef<Type> expected,
-                llvm::function_ref<std::string(unsigned)> describe) {
+                llvm::function_ref<std::string(unsigned)> describe,
+                StringRef region = "body") {
   if (block.getNumArguments() != expected.size())
-    return op->emitOpError() << "body must have " << expected.size()
+    return op->emitOpError() << region << " must have " << expected.size()
                              << " argument(s), got " << block.getNumArguments();
   for (auto [i, arg] : llvm::enumerate(block.getArguments()))
     if (arg.getType() != expected[i])
       return op->emitOpError()
-             << "body argument #" << i << " (" << describe(i) << ") has type "
-             << arg.getType() << ", expected " << expected[i];
+             << region << " argument #" << i << " (" << describe(i)
+             << ") has type " << arg.getType() << ", expected " << expected[i];
   return success();
 }
 
@@ -254,6 +255,15 @@ LogicalResult CrossEntropyOp::verify() {
                          << stringifyReduction(getReduction())
                          << " the loss must be " << expectedLoss << ", got "
                          << getLoss().getType();
+  if (Value init = getInit()) {
+    if (getReduction() != Reduction::Sum)
+      return emitOpError() << "has an init, which only reduction = sum "
+                              "accepts (a mean or per-token loss does not "
+                              "continue a running sum)";
+    if (init.getType() != getLoss().getType())
+      return emitOpError() << "init must have the loss's type "
+                           << getLoss().getType() << ", got " << init.getType();
+  }
   if (Value count = getCount())
     if (!isIntOrFloatScalarTensor(count.getType()))
       return emitOpError()
@@ -328,7 +338,17 @@ Block::BlockArgListType AccumulateOp::getBatchArgs() {
 }
 
 Block::BlockArgListType AccumulateOp::getGlobalArgs() {
-  return getBody().front().getArguments().take_back(getGlobals().size());
+  return getBody().front().getArguments().slice(
+      getParams().size() + getBatch().size(), getGlobals().size());
+}
+
+Block::BlockArgListType AccumulateOp::getAccumulatorArgs() {
+  return getBody().front().getArguments().drop_front(
+      getParams().size() + getBatch().size() + getGlobals().size());
+}
+
+YieldOp AccumulateOp::getFinalizeYield() {
+  return cast<YieldOp>(getFinalize().front().getTerminator());
 }
 
 YieldOp AccumulateOp::getYield() {
@@ -353,6 +373,58 @@ LogicalResult AccumulateOp::verify() {
                            << " needs an integer or float element type (it "
                               "is accumulated by addition), got "
                            << type;
+  if (!getAccumulators().empty() && !isExplicit())
+    return emitOpError() << "has " << getAccumulators().size()
+                         << " accumulator(s) but no finalize region (the "
+                            "explicit form needs both)";
+  for (auto [i, type] : llvm::enumerate(getAccumulators().getTypes()))
+    if (!cast<RankedTensorType>(type).getElementType().isIntOrFloat())
+      return emitOpError() << "accumulator #" << i
+                           << " needs an integer or float element type (it "
+                              "is accumulated by addition), got "
+                           << type;
+  return success();
+}
+
+/// The explicit form: the body yields the next accumulators, the finalize
+/// region maps the final ones (then the parameters and the globals) to the
+/// results.
+static LogicalResult verifyExplicitAccumulate(AccumulateOp op) {
+  FailureOr<YieldOp> yield = getTerminatingYield(op, op.getBody().front());
+  if (failed(yield))
+    return failure();
+  SmallVector<Type> accumulators(op.getAccumulators().getTypes());
+  if (failed(verifyYieldTypes(op, *yield, accumulators,
+                              "the next value of each accumulator")))
+    return failure();
+  Block &finalize = op.getFinalize().front();
+  SmallVector<Type> expected(accumulators);
+  llvm::append_range(expected, op.getParams().getTypes());
+  llvm::append_range(expected, op.getGlobals().getTypes());
+  unsigned numAccumulators = accumulators.size();
+  unsigned numParams = op.getParams().size();
+  if (failed(verifyBlockArgs(
+          op, finalize, expected,
+          [&](unsigned i) {
+            if (i < numAccumulators)
+              return "accumulator #" + std::to_string(i);
+            if (i < numAccumulators + numParams)
+              return "parameter #" + std::to_string(i - numAccumulators);
+            return "global #" + std::to_string(i - numAccumulators - numParams);
+          },
+          "finalize region")))
+    return failure();
+  auto finalYield =
+      finalize.empty() ? YieldOp() : dyn_cast<YieldOp>(finalize.back());
+  if (!finalYield)
+    return op.emitOpError() << "finalize region must end with 'train.yield'";
+  TypeRange results = op->getResultTypes();
+  TypeRange finals = finalYield.getValues().getTypes();
+  if (!llvm::equal(finals, results))
+    return finalYield.emitOpError()
+           << "yields " << finals
+           << " from the finalize region, expected the op's result types "
+           << results << " (the loss, the gradients, then the metrics)";
   return success();
 }
 
@@ -367,17 +439,24 @@ LogicalResult AccumulateOp::verifyRegions() {
     expected.push_back(tensor.clone(shape));
   }
   llvm::append_range(expected, getGlobals().getTypes());
+  llvm::append_range(expected, getAccumulators().getTypes());
   unsigned numParams = getParams().size();
   unsigned numBatch = getBatch().size();
+  unsigned numGlobals = getGlobals().size();
   if (failed(verifyBlockArgs(*this, block, expected, [&](unsigned i) {
         if (i < numParams)
           return "parameter #" + std::to_string(i);
         if (i < numParams + numBatch)
           return "micro-batch slice of batch operand #" +
                  std::to_string(i - numParams);
-        return "global #" + std::to_string(i - numParams - numBatch);
+        if (i < numParams + numBatch + numGlobals)
+          return "global #" + std::to_string(i - numParams - numBatch);
+        return "accumulator #" +
+               std::to_string(i - numParams - numBatch - numGlobals);
       })))
     return failure();
+  if (isExplicit())
+    return verifyExplicitAccumulate(*this);
   FailureOr<YieldOp> yield = getTerminatingYield(*this, block);
   if (failed(yield))
     return failure();

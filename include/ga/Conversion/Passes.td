@@ -77,38 +77,32 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
 }
 
 def TrainLowerAccumulatePass : Pass<"train-lower-accumulate"> {
-  let summary = "Lower differentiated train.accumulate loops to scf.for with "
-                "in-place accumulation";
+  let summary = "Lower train.accumulate loops with explicit accumulators to "
+                "scf.for";
   let description = [{
-    Turns every `train.accumulate` whose body yields its gradient
-    contributions (after `train-differentiate`) into an `scf.for` over the
-    micro-batches that slices the batch operands and accumulates the loss
-    and the gradients *in place*: a gradient contribution computed by an
-    additive reduction whose init is zero (a matmul, a sum over tokens, an
-    embedding scatter-add, a loop whose iterations add into its carried
-    value such as `ga-chunk-loss-head`'s weight gradient, and slices of such
-    results inserted into a stacked gradient) is computed with the running
-    accumulator as its init,
-    so no per-micro-batch gradient buffer exists and every element is summed
-    in the same order as in the full-batch step. Other contributions are
-    added to the accumulator.
+    Turns every `train.accumulate` in its explicit form (after
+    `train-differentiate`: accumulators and a `finalize` region) into an
+    `scf.for` over the micro-batches whose iteration arguments are the
+    accumulators, followed by the finalize code. The body is cloned once,
+    with the micro-batch slices of the batch operands (rows
+    `[i * B/k, (i + 1) * B/k)`) for its batch arguments; nothing is matched
+    or rewritten. The accumulation in place is the body's own:
+    `train-differentiate` made each gradient contribution continue its
+    accumulator (the reductions take it as their init, a stacked gradient's
+    slices are computed into the accumulator's slices, an embedding's
+    scatter-add starts from it) and each loss sum start from its own. So no
+    per-micro-batch gradient buffer exists, and every element is summed in
+    the same order as in the full-batch step: a micro-batch split on the CPU
+    is bitwise identical to the full-batch run.
 
-    The loss is accumulated before its final scaling: the 0-d generics at
-    its end that are linear in loop-computed values, with factors computed
-    before the loop (a division by a global count; two such quotients added,
-    one per mask). Each loop-computed value they read gets its own
-    accumulator, and the scaling is applied once after the loop, again as in
-    the full-batch step. This is what makes a micro-batch split
-    on the CPU bitwise identical to the full-batch run. Metrics accumulate
-    like gradients (integer metrics with `arith.addi`).
-
-    The body must be fully lowered first: a train op left in it
-    (`train.cross_entropy` before `convert-train-to-linalg`, a
-    `train.checkpoint` before `train-inline-checkpoints`) is an error, since
-    lowering it inside the loop later would no longer accumulate in place.
+    Refused, with an error on the op: the contribution form (run
+    `train-differentiate` first), and a train op left in the body or the
+    finalize region (`train.cross_entropy` before `convert-train-to-linalg`,
+    a `train.checkpoint` before `train-inline-checkpoints`), since lowering
+    it inside the loop later would not be in the micro-batch's order.
 
     Example (one parameter, k = 2; the gradient matmul accumulates into the
-    loop's running gradient):
+    loop's running gradient, the loss is divided by the global count once):
 
     ```mlir
     %r:2 = scf.for %i = %c0 to %c2 step %c1

@@ -32,13 +32,6 @@ class StepOp;
 class AccumulateOp;
 } // namespace train
 
-/// A unit attribute on the `scf.for` nests that differentiation emits for
-/// scatter-adds (the adjoint of an embedding lookup): the loop's result is
-/// its init plus the scattered values, so a running accumulator may be its
-/// init (see train-lower-accumulate).
-inline constexpr llvm::StringLiteral kAccumulatesIntoInit =
-    train::TrainDialect::AccumulatesIntoInitAttrHelper::getNameStr();
-
 /// The forward values that the adjoint of `op` needs (see AdjointNeeds),
 /// from its DifferentiableOpInterface. For a linalg op this follows the
 /// derivative of its scalar body: a bias addition needs nothing, a product

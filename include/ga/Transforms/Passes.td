@@ -244,8 +244,18 @@ def TrainDifferentiatePass : Pass<"train-differentiate"> {
     * every `train.step` (with `microbatches = data_parallel = 1`) is replaced
       by its forward computation followed by the backward sweep; its results
       (loss, gradients, auxiliary outputs) are replaced by the computed values;
-    * every `train.accumulate` whose body yields only the loss contribution
-      gets a body that also yields each parameter's gradient contribution.
+    * every `train.accumulate` in its contribution form becomes its explicit
+      form: the body differentiated with *initial adjoints*, each
+      parameter's contribution continuing an accumulator of its own (a
+      reduction takes it as its init, a stacked parameter's slices are
+      computed into their slices of its accumulator, an embedding's
+      scatter-add starts from it, any other contribution is added to it);
+      the loss's sums and the metrics continue accumulators too (a
+      `train.cross_entropy` sum through its `init`); and a `finalize` region
+      applies the loss's final scaling (a division by a global count), adds
+      each gradient's accumulators in the order of its contributions, and
+      yields the results. This is what keeps a split bitwise equal to the
+      full batch.
 
     Named linalg ops are generalized first; the adjoint of a `linalg.generic`
     is another `linalg.generic` over the same loops, built from the

@@ -26,11 +26,12 @@ namespace {
 
 using utils::IteratorType;
 
-/// Sums a 1-D tensor into a 0-d tensor of the same element type.
-Value sumAll(OpBuilder &b, Location loc, Value input) {
+/// Sums a 1-D tensor into a 0-d tensor of the same element type, starting
+/// from `start` (0-d, that type) or from zero.
+Value sumAll(OpBuilder &b, Location loc, Value input, Value start = {}) {
   auto type = cast<RankedTensorType>(input.getType());
   Type element = type.getElementType();
-  Value init = filledTensor(b, loc, {}, b.getZeroAttr(element));
+  Value init = start ? start : filledTensor(b, loc, {}, b.getZeroAttr(element));
   MLIRContext *ctx = b.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(1, ctx);
   AffineMap scalar = AffineMap::get(1, 0, {}, ctx);
@@ -257,7 +258,14 @@ SmallVector<Value> buildCrossEntropy(OpBuilder &rewriter, CrossEntropyOp op,
 
   Value loss = tokenLoss;
   if (op.getReduction() != Reduction::None) {
-    loss = sumAll(rewriter, loc, tokenLoss);
+    // A sum with an init continues it, token by token.
+    Value start = op.getInit();
+    if (start && types.result != types.compute)
+      start = mapScalars(rewriter, loc, ValueRange{start}, types.compute,
+                         [&](OpBuilder &b, Location l, ValueRange args) {
+                           return convertScalar(b, l, args[0], types.compute);
+                         });
+    loss = sumAll(rewriter, loc, tokenLoss, start);
     if (op.getReduction() == Reduction::Mean)
       loss = divideByCount(rewriter, loc, loss, shared.count, types.compute);
   }

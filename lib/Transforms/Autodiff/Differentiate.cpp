@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ADInternal.h"
+#include "ga/Analysis/Decomposability.h"
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
 
@@ -81,12 +82,92 @@ void Sweep::propagateActivity(ArrayRef<Operation *> ops) {
 void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
   if (!isActive(v))
     return;
+  if (accumulating() && separateContributions.contains(v)) {
+    // Not a reduction this sweep could continue: added to an accumulator
+    // of its own.
+    Value acc = newAccumulator(v.getType());
+    accumulations[v].push_back(
+        {acc, addTensors(builder, loc, acc, contribution)});
+    return;
+  }
   Value &slot = adjoints[v];
   if (!slot) {
     slot = contribution;
     return;
   }
   slot = addTensors(builder, loc, slot, contribution);
+}
+
+Value Sweep::adjointToContinue(Value v) {
+  if (!separateContributions.contains(v))
+    return getAdjoint(v);
+  if (!accumulating() || !isActive(v))
+    return Value();
+  Value acc = newAccumulator(v.getType());
+  continuing[v] = acc;
+  return acc;
+}
+
+void Sweep::setAdjoint(Value v, Value adjoint) {
+  if (accumulating() && separateContributions.contains(v)) {
+    Value acc = continuing.lookup(v);
+    assert(acc && "setAdjoint of an accumulated value that no rule continued");
+    continuing.erase(v);
+    accumulations[v].push_back({acc, adjoint});
+    return;
+  }
+  adjoints[v] = adjoint;
+}
+
+void Sweep::addIntoSlice(Location loc, Value source, Value dy,
+                         tensor::ExtractSliceOp slice) {
+  if (!isActive(source))
+    return;
+  OpBuilder &b = builder;
+  auto insertInto = [&](Value part, Value dest) {
+    return tensor::InsertSliceOp::create(
+               b, loc, part, dest, slice.getMixedOffsets(),
+               slice.getMixedSizes(), slice.getMixedStrides())
+        .getResult();
+  };
+  auto extractFrom = [&](Value whole) {
+    return tensor::ExtractSliceOp::create(
+               b, loc, slice.getResultType(), whole, slice.getMixedOffsets(),
+               slice.getMixedSizes(), slice.getMixedStrides())
+        .getResult();
+  };
+  if (accumulating() && separateContributions.contains(source)) {
+    // The slices of a stacked parameter share one accumulator. A slice's
+    // adjoint that one reduction computed from zeros is computed into the
+    // accumulator's slice instead: the reduction moves here, after the
+    // slice is taken (nothing else reads its result yet).
+    auto [it, fresh] =
+        sliceAccumulation.try_emplace(source, accumulations[source].size());
+    if (fresh) {
+      Value acc = newAccumulator(source.getType());
+      accumulations[source].push_back({acc, acc});
+    }
+    Accumulation &entry = accumulations[source][it->second];
+    Value part = extractFrom(entry.next);
+    OpOperand *zeros = zeroInits.lookup(dy);
+    Operation *producer = dy.getDefiningOp();
+    if (zeros && producer && dy.use_empty() && zeros->getOwner() == producer &&
+        isZeroTensor(zeros->get()) &&
+        zeros->get().getType() == part.getType()) {
+      producer->moveAfter(part.getDefiningOp());
+      zeros->set(part);
+      entry.next = insertInto(dy, entry.next);
+      return;
+    }
+    entry.next = insertInto(addTensors(b, loc, part, dy), entry.next);
+    return;
+  }
+  Value acc = getAdjoint(source);
+  if (!acc) {
+    setAdjoint(source, insertInto(dy, zerosLike(b, loc, source.getType())));
+    return;
+  }
+  setAdjoint(source, insertInto(addTensors(b, loc, extractFrom(acc), dy), acc));
 }
 
 /// Recomputes the body of `checkpoint` at the sweep's position from its
@@ -229,9 +310,15 @@ static LogicalResult checkStatic(Operation *op, TypeRange types) {
 /// arguments of `body`); the backward code goes before the terminator.
 /// `toSpecialize` gets the contraction-shaped generics, which the caller
 /// specializes once the gradients are in place (specializing replaces ops).
-static FailureOr<SmallVector<Value>>
-differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
-                  SmallVectorImpl<linalg::GenericOp> &toSpecialize) {
+///
+/// With `newAccumulator` (a micro-batch body), the parameters' adjoints
+/// start from accumulators instead (see Sweep::newAccumulator): the result
+/// is then empty and `accumulated` gets each parameter's accumulations.
+static FailureOr<SmallVector<Value>> differentiateBody(
+    Operation *owner, Block &body, ValueRange params, Value loss,
+    SmallVectorImpl<linalg::GenericOp> &toSpecialize,
+    std::function<Value(Type)> newAccumulator = nullptr,
+    SmallVectorImpl<SmallVector<Sweep::Accumulation>> *accumulated = nullptr) {
   if (failed(checkStatic(owner, body.getArgumentTypes())))
     return failure();
   FailureOr<SmallVector<linalg::GenericOp>> contractions =
@@ -241,6 +328,7 @@ differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
 
   OpBuilder builder(body.getTerminator());
   Sweep sweep(builder);
+  sweep.newAccumulator = std::move(newAccumulator);
   for (Value param : params) {
     sweep.markActive(param);
     sweep.separateContributions.insert(param);
@@ -264,6 +352,10 @@ differentiateBody(Operation *owner, Block &body, ValueRange params, Value loss,
 
   SmallVector<Value> grads;
   for (Value param : params) {
+    if (sweep.accumulating()) {
+      accumulated->emplace_back(sweep.getAccumulations(param));
+      continue;
+    }
     Value grad = sweep.getAdjoint(param);
     grads.push_back(grad ? grad : ga::zerosLike(builder, loc, param.getType()));
   }
@@ -306,25 +398,283 @@ LogicalResult ga::differentiateStep(StepOp step) {
   return success();
 }
 
+//===----------------------------------------------------------------------===//
+// train.accumulate: explicit accumulators
+//===----------------------------------------------------------------------===//
+
+namespace {
+/// The final scaling of the loss, applied once to the accumulated values in
+/// the finalize region: a tree of 0-d generics, linear in the values at its
+/// leaves that the body computes, with factors that are the same in every
+/// micro-batch (parameters and globals).
+struct LossScaling {
+  /// The generics, producers first; the last one yields the loss.
+  SmallVector<linalg::GenericOp> tree;
+  /// The values computed by the body that the tree reads: each gets its own
+  /// accumulator. Held as the tree's operands that read them, which stay
+  /// valid when differentiation replaces their producers (it generalizes
+  /// named ops).
+  SmallVector<OpOperand *> leaves;
+  Value leaf(unsigned i) const { return leaves[i]->get(); }
+};
+} // namespace
+
+/// A 0-d generic with one result, read once, whose init is a tensor.empty.
+static linalg::GenericOp scalarGeneric(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !v.hasOneUse() || generic.getNumLoops() != 0 ||
+      generic.getNumDpsInits() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return {};
+  return generic;
+}
+
+static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
+                           LossScaling &scaling) {
+  // It is cloned into the finalize region: its body may read only its own
+  // values.
+  bool captures = false;
+  generic.getBlock()->walk([&](Operation *nested) {
+    for (Value v : nested->getOperands())
+      captures |= !generic->isAncestor(v.getParentBlock()->getParentOp());
+  });
+  if (captures)
+    return false;
+  llvm::SmallDenseSet<Value> terms;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    // The body is isolated: a value is the same in every micro-batch exactly
+    // when it is a parameter or a global.
+    Value v = input->get();
+    if (isa<BlockArgument>(v) && !llvm::is_contained(acc.getBatchArgs(), v))
+      continue;
+    terms.insert(generic.getBlock()->getArgument(input->getOperandNumber()));
+    if (linalg::GenericOp producer = scalarGeneric(v)) {
+      if (!collectScaling(producer, acc, scaling))
+        return false;
+      continue;
+    }
+    // One accumulator per leaf: a value read twice is not peeled.
+    if (llvm::any_of(scaling.leaves,
+                     [&](OpOperand *leaf) { return leaf->get() == v; }))
+      return false;
+    scaling.leaves.push_back(input);
+  }
+  // Linear in the terms computed by the body, by the analysis's own rule:
+  // summed over the micro-batches, it gives its value on the summed terms.
+  std::string why;
+  if (terms.empty() ||
+      ga::bodyLinearity(generic, terms, {}, why) != ga::Linearity::Proportional)
+    return false;
+  scaling.tree.push_back(generic);
+  return true;
+}
+
+/// If `loss` is computed by 0-d generics that are linear in the values the
+/// body computes that they read, with factors that are the same in every
+/// micro-batch (a sum divided by a global count; two such quotients added,
+/// one per mask), returns them: their inputs are accumulated over the
+/// micro-batches and the generics run once, on the accumulated values, as
+/// in the full-batch step.
+static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
+  linalg::GenericOp root = scalarGeneric(loss);
+  LossScaling scaling;
+  if (!root || !collectScaling(root, acc, scaling))
+    return std::nullopt;
+  return scaling;
+}
+
+/// `acc + v` elementwise (integer or float), reading the accumulator
+/// through the init: a tiled update then reads and writes the same slice of
+/// one buffer, which bufferizes in place.
+static Value addInto(OpBuilder &b, Location loc, Value acc, Value v) {
+  auto type = cast<RankedTensorType>(acc.getType());
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  bool isFloat = isa<FloatType>(type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{v}, acc, maps, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               // args: v, then the accumulator; the sum is acc + v.
+               Value sum =
+                   isFloat ? arith::AddFOp::create(nb, nloc, args[1], args[0])
+                                 .getResult()
+                           : arith::AddIOp::create(nb, nloc, args[1], args[0])
+                                 .getResult();
+               linalg::YieldOp::create(nb, nloc, sum);
+             })
+      .getResult(0);
+}
+
+/// The next value of `acc` when the body computes the sum `v` (a loss term
+/// or a metric) that nothing else reads: the sum itself, started from the
+/// accumulator, where it is a cross-entropy sum (its init) or an additive
+/// reduction from zeros (the analysis's rule); `acc + v` otherwise.
+static Value continueSum(OpBuilder &b, Location loc, Value v, Value acc,
+                         bool alone) {
+  if (alone && v.getType() == acc.getType()) {
+    if (auto ce = v.getDefiningOp<CrossEntropyOp>();
+        ce && v == ce.getLoss() && ce.getReduction() == Reduction::Sum &&
+        !ce.getInit()) {
+      ce.getInitMutable().assign(acc);
+      return v;
+    }
+    if (auto linalgOp = v.getDefiningOp<linalg::LinalgOp>()) {
+      unsigned j = cast<OpResult>(v).getResultNumber();
+      OpOperand &init = linalgOp.getDpsInitsMutable()[j];
+      if (ga::isZeroTensor(init.get()) &&
+          ga::isAdditiveReduction(linalgOp, j)) {
+        init.set(acc);
+        return v;
+      }
+    }
+  }
+  return addInto(b, loc, acc, v);
+}
+
+/// Erases the operations of `block` that nothing reads and that have no
+/// effects (what the accumulators superseded).
+static void eraseDeadOps(Block &block) {
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (&op != block.getTerminator() && isOpTriviallyDead(&op)) {
+        op.erase();
+        erased = true;
+      }
+  }
+}
+
 LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
-  YieldOp yield = op.getYield();
-  // Already differentiated: the body yields the gradients too.
-  if (yield.getValues().size() != 1 + op.getMetrics().size())
+  if (op.isExplicit())
     return success();
   Block &body = op.getBody().front();
-  Value loss = yield.getValues().front();
+  YieldOp yield = op.getYield();
+  unsigned numParams = op.getParams().size();
+  unsigned numMetrics = op.getMetrics().size();
+  bool lossOnly = yield.getValues().size() == 1 + numMetrics;
+  Location loc = op.getLoc();
+  // The loss's final scaling, found before the sweep adds readers.
+  std::optional<LossScaling> peel =
+      peelableScale(yield.getValues().front(), op);
+
+  // Each accumulator: a zero operand, a body argument, a next value.
+  OpBuilder outside(op);
+  SmallVector<Value> accArgs;
+  DenseMap<Value, Value> nextOf;
+  auto newAccumulator = [&](Type type) -> Value {
+    op.getAccumulatorsMutable().append(ga::zerosLike(outside, loc, type));
+    Value arg = body.addArgument(type, loc);
+    accArgs.push_back(arg);
+    return arg;
+  };
+
+  // The loss terms' accumulators first (the loss comes first everywhere).
+  SmallVector<Value> termAccs;
+  if (peel)
+    for (unsigned i = 0; i < peel->leaves.size(); ++i)
+      termAccs.push_back(newAccumulator(peel->leaf(i).getType()));
+  else
+    termAccs.push_back(newAccumulator(yield.getValues().front().getType()));
+
+  // The gradients: each contribution continues an accumulator.
+  SmallVector<Value> params(op.getParamArgs());
+  SmallVector<SmallVector<Sweep::Accumulation>> gradAccs;
   SmallVector<linalg::GenericOp> toSpecialize;
-  FailureOr<SmallVector<Value>> grads =
-      differentiateBody(op, body, op.getParamArgs(), loss, toSpecialize);
-  if (failed(grads))
-    return failure();
-  SmallVector<Value> values{loss};
-  llvm::append_range(values, *grads);
-  llvm::append_range(values, yield.getValues().drop_front());
-  OpBuilder builder(yield);
-  YieldOp::create(builder, yield.getLoc(), values);
-  yield.erase();
+  if (lossOnly) {
+    if (failed(differentiateBody(op, body, params, yield.getValues().front(),
+                                 toSpecialize, newAccumulator, &gradAccs)))
+      return failure();
+  } else {
+    OpBuilder b(yield);
+    for (Value g : yield.getValues().slice(1, numParams)) {
+      Value acc = newAccumulator(g.getType());
+      SmallVector<Sweep::Accumulation> one;
+      one.push_back(Sweep::Accumulation{acc, addInto(b, loc, acc, g)});
+      gradAccs.push_back(std::move(one));
+    }
+  }
+  for (ArrayRef<Sweep::Accumulation> accs : gradAccs)
+    for (const Sweep::Accumulation &a : accs)
+      nextOf[a.accumulator] = a.next;
+  // Read after the sweep, which may have replaced their producers.
+  SmallVector<Value> lossTerms,
+      metrics(yield.getValues().take_back(numMetrics));
+  if (peel)
+    for (unsigned i = 0; i < peel->leaves.size(); ++i)
+      lossTerms.push_back(peel->leaf(i));
+  else
+    lossTerms.push_back(yield.getValues().front());
+  SmallVector<Value> metricAccs;
+  for (Value m : metrics)
+    metricAccs.push_back(newAccumulator(m.getType()));
+
+  // The finalize region: the loss, the gradients and the metrics from the
+  // final accumulators.
+  Block *finalize = new Block();
+  op.getFinalize().push_back(finalize);
+  IRMapping toFinal;
+  for (Value acc : accArgs)
+    toFinal.map(acc, finalize->addArgument(acc.getType(), loc));
+  for (Value arg : op.getParamArgs())
+    toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+  for (Value arg : op.getGlobalArgs())
+    toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+  OpBuilder fb = OpBuilder::atBlockEnd(finalize);
+  SmallVector<Value> results;
+  if (peel) {
+    for (auto [leaf, acc] : llvm::zip(lossTerms, termAccs))
+      toFinal.map(leaf, toFinal.lookup(acc));
+    Value scaled;
+    for (linalg::GenericOp generic : peel->tree) {
+      auto type = cast<RankedTensorType>(generic.getResult(0).getType());
+      toFinal.map(generic.getDpsInits()[0],
+                  tensor::EmptyOp::create(fb, loc, type.getShape(),
+                                          type.getElementType())
+                      .getResult());
+      scaled = fb.clone(*generic, toFinal)->getResult(0);
+    }
+    results.push_back(scaled);
+  } else {
+    results.push_back(toFinal.lookup(termAccs.front()));
+  }
+  for (auto [param, accs] : llvm::zip(params, gradAccs)) {
+    // Added in the order of the contributions, as the full batch adds them.
+    Value grad;
+    for (const Sweep::Accumulation &a : accs)
+      grad = grad ? addTensors(fb, loc, grad, toFinal.lookup(a.accumulator))
+                  : toFinal.lookup(a.accumulator);
+    results.push_back(grad ? grad : ga::zerosLike(fb, loc, param.getType()));
+  }
+  for (Value acc : metricAccs)
+    results.push_back(toFinal.lookup(acc));
+  YieldOp::create(fb, loc, results);
+
+  // The body: the loss terms and metrics continue their accumulators, once
+  // the old yield and the scaling (now in finalize) no longer read them.
+  yield->setOperands(ValueRange{});
+  // (An adjoint that still reads a generic of the scaling keeps it.)
+  if (peel)
+    for (linalg::GenericOp generic : llvm::reverse(peel->tree))
+      if (generic->use_empty())
+        generic.erase();
+  SmallVector<Value> sums(lossTerms);
+  llvm::append_range(sums, metrics);
+  SmallVector<Value> sumAccs(termAccs);
+  llvm::append_range(sumAccs, metricAccs);
+  OpBuilder b(yield);
+  for (auto [v, acc] : llvm::zip(sums, sumAccs)) {
+    bool alone =
+        v.use_empty() && llvm::count(sums, v) == 1 && !isa<BlockArgument>(v);
+    nextOf[acc] = continueSum(b, loc, v, acc, alone);
+  }
+  SmallVector<Value> next;
+  for (Value acc : accArgs)
+    next.push_back(nextOf.lookup(acc) ? nextOf.lookup(acc) : acc);
+  yield->setOperands(next);
   specializeContractions(op.getContext(), toSpecialize);
+  eraseDeadOps(body);
   return success();
 }
 

@@ -380,6 +380,8 @@ LogicalResult GenericAdjoint::adjointOfOperand(OpOperand *operand) {
   }
   adjoint = pruneUnusedInputs(b, adjoint);
   sweep.created.push_back(adjoint);
+  if (!existing && reduces)
+    sweep.recordZeroInit(adjoint.getResult(0), adjoint.getDpsInitsMutable()[0]);
   if (existing)
     sweep.setAdjoint(value, adjoint.getResult(0));
   else
@@ -470,9 +472,9 @@ LogicalResult GenericAdjoint::scatterInto(Value source, ValueRange lbs,
       });
   if (failed(status))
     return failure();
-  // The nest only adds to its init: train-lower-accumulate may pass a
-  // running accumulator as the init instead of zeros.
-  nest.loops.front()->setAttr(kAccumulatesIntoInit, b.getUnitAttr());
+  if (!existing)
+    sweep.recordZeroInit(nest.results.front(),
+                         nest.loops.front().getInitArgsMutable()[0]);
   if (existing)
     sweep.setAdjoint(source, nest.results.front());
   else

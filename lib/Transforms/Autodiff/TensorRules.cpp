@@ -27,31 +27,6 @@ bool hasTensorRule(Operation *op) {
              train::CrossEntropyOp>(op);
 }
 
-/// adjoint(source)[slice] += dy, without materializing a full-size
-/// contribution when `source` already has an adjoint.
-static void addIntoSlice(Sweep &sweep, Location loc, Value source, Value dy,
-                         tensor::ExtractSliceOp slice) {
-  if (!sweep.isActive(source))
-    return;
-  OpBuilder &b = sweep.builder;
-  Value acc = sweep.getAdjoint(source);
-  if (!acc) {
-    Value zeros = zerosLike(b, loc, source.getType());
-    sweep.setAdjoint(source,
-                     tensor::InsertSliceOp::create(
-                         b, loc, dy, zeros, slice.getMixedOffsets(),
-                         slice.getMixedSizes(), slice.getMixedStrides()));
-    return;
-  }
-  Value part = tensor::ExtractSliceOp::create(
-      b, loc, slice.getResultType(), acc, slice.getMixedOffsets(),
-      slice.getMixedSizes(), slice.getMixedStrides());
-  Value sum = addTensors(b, loc, part, dy);
-  sweep.setAdjoint(source, tensor::InsertSliceOp::create(
-                               b, loc, sum, acc, slice.getMixedOffsets(),
-                               slice.getMixedSizes(), slice.getMixedStrides()));
-}
-
 LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
   OpBuilder &b = sweep.builder;
   Location loc = op->getLoc();
@@ -60,7 +35,7 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
     return success();
 
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
-    addIntoSlice(sweep, loc, slice.getSource(), dy, slice);
+    sweep.addIntoSlice(loc, slice.getSource(), dy, slice);
     return success();
   }
   if (auto insert = dyn_cast<tensor::InsertSliceOp>(op)) {
@@ -98,6 +73,9 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
                          b, loc, ce.getLogits().getType(), ce.getLogits(),
                          ce.getLabels(), dy, ce.getReductionAttr(),
                          ce.getIgnoreIndexAttr()));
+    // The sum continues its init: d loss / d init = 1.
+    if (Value init = ce.getInit())
+      sweep.addAdjoint(loc, init, dy);
     return success();
   }
   return op->emitOpError() << "has no adjoint rule";

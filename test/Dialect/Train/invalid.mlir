@@ -551,6 +551,107 @@ func.func @acc_no_yield(%x: tensor<8x3xf32>) {
   return
 }
 
+// -----
+
+func.func @acc_accumulators_without_finalize(%x: tensor<8x3xf32>, %z: tensor<f32>) {
+  // expected-error @below {{has 1 accumulator(s) but no finalize region (the explicit form needs both)}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_explicit_yield(%x: tensor<8x3xf32>, %z: tensor<f32>) {
+  // expected-error @below {{body yields 2 value(s), expected 1 (the next value of each accumulator)}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %s: tensor<f32>):
+    train.yield %s, %s : tensor<f32>, tensor<f32>
+  } finalize {
+  ^bb0(%s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_finalize_args(%x: tensor<8x3xf32>, %n: tensor<f32>, %z: tensor<f32>) {
+  // expected-error @below {{finalize region must have 2 argument(s), got 1}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) globals(%n : tensor<f32>) accumulators(%z : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %n_: tensor<f32>, %s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  } finalize {
+  ^bb0(%s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_finalize_arg_type(%x: tensor<8x3xf32>, %z: tensor<f32>) {
+  // expected-error @below {{finalize region argument #0 (accumulator #0) has type 'tensor<f64>', expected 'tensor<f32>'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  } finalize {
+  ^bb0(%s: tensor<f64>):
+    %c = arith.constant dense<1.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_finalize_results(%w: tensor<3xf32>, %x: tensor<8x3xf32>, %z: tensor<f32>) {
+  %l, %g = train.accumulate microbatches = 2 params(%w : tensor<3xf32>) batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<f32>) -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%w_: tensor<3xf32>, %a: tensor<4x3xf32>, %s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  } finalize {
+  ^bb0(%s: tensor<f32>, %w_: tensor<3xf32>):
+    // expected-error @below {{yields 'tensor<f32>' from the finalize region, expected the op's result types 'tensor<f32>', 'tensor<3xf32>' (the loss, the gradients, then the metrics)}}
+    train.yield %s : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @acc_accumulator_type(%x: tensor<8x3xf32>, %z: tensor<complex<f32>>) {
+  // expected-error @below {{accumulator #0 needs an integer or float element type (it is accumulated by addition), got 'tensor<complex<f32>>'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<complex<f32>>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %s: tensor<complex<f32>>):
+    train.yield %s : tensor<complex<f32>>
+  } finalize {
+  ^bb0(%s: tensor<complex<f32>>):
+    %c = arith.constant dense<1.0> : tensor<f32>
+    train.yield %c : tensor<f32>
+  }
+  return
+}
+
+// -----
+
+func.func @cross_entropy_init_mean(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %running: tensor<f32>) {
+  // expected-error @below {{has an init, which only reduction = sum accepts}}
+  %l = train.cross_entropy mean %logits, %labels init(%running) ignore_index = -100
+      : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<f32>
+  return
+}
+
+// -----
+
+func.func @cross_entropy_init_type(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %running: tensor<f64>) {
+  // expected-error @below {{init must have the loss's type 'tensor<f32>', got 'tensor<f64>'}}
+  %l = train.cross_entropy sum %logits, %labels init(%running) ignore_index = -100
+      : (tensor<4x3xf32>, tensor<4xi64>, tensor<f64>) -> tensor<f32>
+  return
+}
+
 //===----------------------------------------------------------------------===//
 // train.all_reduce
 //===----------------------------------------------------------------------===//
@@ -877,14 +978,7 @@ func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf3
 
 // -----
 
-// expected-error @below {{'train.accumulates_into_init' belongs on an scf.for, not on 'func.func'}}
-func.func @accumulates_on_func() attributes {train.accumulates_into_init} {
-  return
-}
-
-// -----
-
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.accumulates_into_init, train.kernel, train.parallel, train.remat, train.memory_plan, train.init)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }

@@ -130,6 +130,41 @@ func.func @accumulate_metrics(%w: tensor<3xf32>, %x: tensor<8x3xf32>)
   return %loss, %gw, %sum, %n : tensor<f32>, tensor<3xf32>, tensor<f32>, tensor<i64>
 }
 
+// The explicit form: accumulators carried like iteration arguments, and a
+// finalize region that maps the final ones to the results.
+// CHECK-LABEL: func.func @accumulate_explicit
+// CHECK: train.accumulate microbatches = 2 params(%{{.+}} : tensor<3xf32>) batch(%{{.+}} : tensor<8x3xf32>) globals(%{{.+}} : tensor<f32>) accumulators(%{{.+}}, %{{.+}} : tensor<f32>, tensor<3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+// CHECK-NEXT: ^bb0(%{{.+}}: tensor<3xf32>, %{{.+}}: tensor<4x3xf32>, %{{.+}}: tensor<f32>, %[[S:.+]]: tensor<f32>, %[[G:.+]]: tensor<3xf32>):
+// CHECK: train.yield %{{.+}}, %{{.+}} : tensor<f32>, tensor<3xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%[[FS:.+]]: tensor<f32>, %[[FG:.+]]: tensor<3xf32>, %{{.+}}: tensor<3xf32>, %[[FN:.+]]: tensor<f32>):
+// CHECK: train.yield %{{.+}}, %[[FG]] : tensor<f32>, tensor<3xf32>
+func.func @accumulate_explicit(%w: tensor<3xf32>, %x: tensor<8x3xf32>, %n: tensor<f32>,
+                               %z: tensor<f32>, %zw: tensor<3xf32>)
+    -> (tensor<f32>, tensor<3xf32>) {
+  %loss, %gw = train.accumulate microbatches = 2 params(%w : tensor<3xf32>)
+      batch(%x : tensor<8x3xf32>) globals(%n : tensor<f32>)
+      accumulators(%z, %zw : tensor<f32>, tensor<3xf32>)
+      -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<4x3xf32>, %n_: tensor<f32>,
+       %s: tensor<f32>, %g: tensor<3xf32>):
+    train.yield %n_, %w_ : tensor<f32>, tensor<3xf32>
+  } finalize {
+  ^bb0(%s: tensor<f32>, %g: tensor<3xf32>, %w_: tensor<3xf32>, %n_: tensor<f32>):
+    train.yield %n_, %g : tensor<f32>, tensor<3xf32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<3xf32>
+}
+
+// A cross-entropy sum that continues a running sum.
+// CHECK-LABEL: func.func @cross_entropy_init
+// CHECK: train.cross_entropy sum %{{.+}}, %{{.+}} init(%{{.+}}) ignore_index = -100 : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<f32>
+func.func @cross_entropy_init(%logits: tensor<4x3xf32>, %labels: tensor<4xi64>, %running: tensor<f32>) -> tensor<f32> {
+  %l = train.cross_entropy sum %logits, %labels init(%running) ignore_index = -100
+      : (tensor<4x3xf32>, tensor<4xi64>, tensor<f32>) -> tensor<f32>
+  return %l : tensor<f32>
+}
+
 // CHECK-LABEL: func.func @all_reduce
 // CHECK: train.all_reduce sum %{{.+}} : tensor<4x5xf32>
 // CHECK: train.all_reduce avg %{{.+}} : tensor<4x5xf32>

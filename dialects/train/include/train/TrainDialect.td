@@ -42,9 +42,6 @@ def Train_Dialect : Dialect {
       are gradients;
     * `train.data_parallel` (i64, at least 1), on a function: the number of
       data-parallel ranks it runs on (`train-split-batch`);
-    * `train.accumulates_into_init` (unit), on an `scf.for`:
-      the loop nest adds into its init (an embedding's scatter-add), so that
-      `train-lower-accumulate` may pass it the running accumulator;
     * `train.parallel` (unit), on an `scf.for`: a tile loop of
       `ga-tile-and-vectorize` whose iterations write disjoint parts of the
       results, which `ga-parallelize-loops` may run on threads;
@@ -69,7 +66,6 @@ def Train_Dialect : Dialect {
     "::mlir::IntegerAttr":$loss_result,
     "::mlir::DenseI64ArrayAttr":$gradient_results,
     "::mlir::IntegerAttr":$data_parallel,
-    "::mlir::UnitAttr":$accumulates_into_init,
     "::mlir::UnitAttr":$kernel,
     "::mlir::UnitAttr":$parallel,
     "::mlir::StringAttr":$remat,

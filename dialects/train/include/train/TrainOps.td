@@ -178,6 +178,12 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
     The optional second result is `n`, the number of valid tokens, as a 0-d
     integer or float tensor.
 
+    With `reduction = sum`, an optional `init` (0-d, the loss's type) is the
+    value the sum starts from: the result is `init + l_0 + l_1 + ...`, added
+    in token order. `train-differentiate` uses it to continue a micro-batch
+    loop's running loss in place (see `train.accumulate`), so that the
+    micro-batches' sum is the full batch's, bit for bit.
+
     A label that is neither `ignore_index` nor in `[0, V)` is invalid. The
     lowering never reads out of bounds for it (the index it reads with is
     clamped to `[0, V)`), and `train-check-labels` (in `--ga-pipeline`
@@ -195,6 +201,7 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
   let arguments = (ins
     AnyRankedTensor:$logits,
     AnyRankedTensor:$labels,
+    Optional<AnyRankedTensor>:$init,
     Train_ReductionAttr:$reduction,
     DefaultValuedAttr<I64Attr, "-100">:$ignore_index);
   let results = (outs
@@ -202,8 +209,8 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
     Optional<AnyRankedTensor>:$count);
 
   let assemblyFormat = [{
-    $reduction $logits `,` $labels `ignore_index` `=` $ignore_index attr-dict
-    `:` functional-type(operands, results)
+    $reduction $logits `,` $labels (`init` `(` $init^ `)`)? `ignore_index` `=`
+    $ignore_index attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -309,37 +316,53 @@ def Train_CheckpointOp : Train_Op<"checkpoint", [
 //===----------------------------------------------------------------------===//
 
 def Train_AccumulateOp : Train_Op<"accumulate", [
-    IsolatedFromAbove, SingleBlock, RecursiveMemoryEffects,
+    IsolatedFromAbove, RecursiveMemoryEffects,
     AttrSizedOperandSegments, AttrSizedResultSegments]> {
   let summary = "The explicit micro-batch loop of gradient accumulation";
   let description = [{
     What `train-split-batch` makes of a `train.step` with `microbatches = k`:
     the body runs k times, once per micro-batch, and the results are the
-    *sums* over the micro-batches of what the body yields.
+    *sums* over the micro-batches of what the body contributes.
 
-    Operands: the parameters, the (full) batch operands, and the *globals*:
-    values computed once for the whole global batch before any micro-batch
-    runs, such as the global valid-token count that makes a split exact.
-    The entry block's arguments are the parameters (same types), the
-    micro-batch slices of the batch operands (dimension 0 is `B / k`, the
-    other dimensions unchanged; slice `i` holds rows `[i*B/k, (i+1)*B/k)`),
-    and the globals (same types).
+    Operands: the parameters, the (full) batch operands, the *globals*
+    (values computed once for the whole global batch before any micro-batch
+    runs, such as the global valid-token count that makes a split exact) and,
+    in the explicit form, the *accumulators*' initial values. The entry
+    block's arguments are the parameters (same types), the micro-batch slices
+    of the batch operands (dimension 0 is `B / k`, the other dimensions
+    unchanged; slice `i` holds rows `[i*B/k, (i+1)*B/k)`), the globals (same
+    types) and, in the explicit form, the running accumulators.
 
-    The body yields either the micro-batch's loss contribution alone (a 0-d
-    float tensor; the gradients are then those of the accumulated loss, to be
-    made explicit by `train-differentiate`), or the loss contribution followed
-    by one gradient contribution per parameter (with the parameter's type);
-    then, in both forms, one contribution per *metric*. Metrics are sums over
-    the batch that the step returns beside its loss (the summed loss, a count
-    of correct predictions): they are accumulated like the loss, by addition
-    (integer or float), and never differentiated.
-    Results: the accumulated loss, then the accumulated gradients, then the
-    accumulated metrics.
+    The op has two forms.
 
-    Micro-batches are accumulated in order 0, 1, ..., k-1 into the running
-    accumulators.
+    **Contributions** (no accumulators, no `finalize` region; what
+    `train-split-batch` builds). The body yields either the micro-batch's
+    loss contribution alone (a 0-d float tensor; the gradients are then
+    those of the accumulated loss, made explicit by `train-differentiate`),
+    or the loss contribution followed by one gradient contribution per
+    parameter (with the parameter's type); then, in both forms, one
+    contribution per *metric*. Metrics are sums over the batch that the step
+    returns beside its loss (the summed loss, a count of correct
+    predictions): they are accumulated like the loss, by addition (integer
+    or float), and never differentiated. Results: the accumulated loss, then
+    the accumulated gradients, then the accumulated metrics.
 
-    Example:
+    **Explicit accumulators** (what `train-differentiate` makes of it). The
+    op carries its accumulators as `scf.for` carries its iteration
+    arguments: each starts from its operand, the body receives the running
+    values after the globals and yields the next ones, computed in place
+    (a gradient's reduction takes its accumulator as its init, a sum of
+    losses starts from it), in micro-batch order 0, 1, ..., k-1. After the
+    last micro-batch the `finalize` region runs once on the final
+    accumulators (then the parameters and the globals) and yields the
+    results: the loss (a sum divided by a global count, for instance, or two
+    such quotients added), one gradient per parameter (a gradient with
+    several contributions adds its accumulators, as the full batch adds its
+    reductions), then the metrics. `train-lower-accumulate` turns this form
+    into an `scf.for` followed by the `finalize` code; nothing in it is
+    rediscovered.
+
+    Example (contributions):
 
     ```mlir
     %loss, %gw = train.accumulate microbatches = 2
@@ -353,29 +376,53 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
       train.yield %l : tensor<f32>
     }
     ```
+
+    Example (explicit accumulators):
+
+    ```mlir
+    %loss, %gw = train.accumulate microbatches = 2
+        params(%w : tensor<4x3xf32>)
+        batch(%x, %y : tensor<8x4xf32>, tensor<8xi64>)
+        globals(%n : tensor<f32>)
+        accumulators(%z, %zw : tensor<f32>, tensor<4x3xf32>)
+        -> tensor<f32> grads(tensor<4x3xf32>) {
+    ^bb0(%w_: tensor<4x3xf32>, %x_: tensor<4x4xf32>, %y_: tensor<4xi64>,
+         %n_: tensor<f32>, %sum: tensor<f32>, %gsum: tensor<4x3xf32>):
+      ...
+      train.yield %sum_next, %gsum_next : tensor<f32>, tensor<4x3xf32>
+    } finalize {
+    ^bb0(%sum: tensor<f32>, %gsum: tensor<4x3xf32>, %w_: tensor<4x3xf32>,
+         %n_: tensor<f32>):
+      %l = ... %sum / %n_ ...
+      train.yield %l, %gsum : tensor<f32>, tensor<4x3xf32>
+    }
+    ```
   }];
 
   let arguments = (ins
     Variadic<AnyRankedTensor>:$params,
     Variadic<AnyRankedTensor>:$batch,
     Variadic<AnyRankedTensor>:$globals,
+    Variadic<AnyRankedTensor>:$accumulators,
     I64Attr:$microbatches);
   let results = (outs
     AnyRankedTensor:$loss,
     Variadic<AnyRankedTensor>:$grads,
     Variadic<AnyRankedTensor>:$metrics);
-  let regions = (region SizedRegion<1>:$body);
+  let regions = (region SizedRegion<1>:$body, MaxSizedRegion<1>:$finalize);
 
   let assemblyFormat = [{
     `microbatches` `=` $microbatches
     (`params` `(` $params^ `:` type($params) `)`)?
     (`batch` `(` $batch^ `:` type($batch) `)`)?
     (`globals` `(` $globals^ `:` type($globals) `)`)?
+    (`accumulators` `(` $accumulators^ `:` type($accumulators) `)`)?
     attr-dict-with-keyword
     `->` type($loss)
     (`grads` `(` type($grads)^ `)`)?
     (`metrics` `(` type($metrics)^ `)`)?
     $body
+    (`finalize` $finalize^)?
   }];
 
   let hasVerifier = 1;
@@ -388,8 +435,15 @@ def Train_AccumulateOp : Train_Op<"accumulate", [
     ::mlir::Block::BlockArgListType getBatchArgs();
     /// The entry block's arguments that stand for the globals.
     ::mlir::Block::BlockArgListType getGlobalArgs();
+    /// The entry block's arguments that stand for the running accumulators
+    /// (explicit form; empty otherwise).
+    ::mlir::Block::BlockArgListType getAccumulatorArgs();
     /// The terminator of the body.
     YieldOp getYield();
+    /// Whether the op carries explicit accumulators and a finalize region.
+    bool isExplicit() { return !getFinalize().empty(); }
+    /// The terminator of the finalize region (explicit form).
+    YieldOp getFinalizeYield();
   }];
 }
 
