@@ -546,136 +546,168 @@ static void eraseDeadOps(Block &block) {
   }
 }
 
-LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
-  if (op.isExplicit())
-    return success();
-  Block &body = op.getBody().front();
-  YieldOp yield = op.getYield();
-  unsigned numParams = op.getParams().size();
-  unsigned numMetrics = op.getMetrics().size();
-  bool lossOnly = yield.getValues().size() == 1 + numMetrics;
-  Location loc = op.getLoc();
-  // The loss's final scaling, found before the sweep adds readers.
-  std::optional<LossScaling> peel =
-      peelableScale(yield.getValues().front(), op);
+namespace {
+/// Makes a train.accumulate in its contribution form explicit, in phases:
+/// the accumulators of the loss terms, the sweep with initial adjoints
+/// (the gradients' accumulators), the metrics' accumulators, the finalize
+/// region, and the body's next values.
+class ExplicitAccumulation {
+public:
+  explicit ExplicitAccumulation(AccumulateOp op)
+      : op(op), body(op.getBody().front()), yield(op.getYield()), outside(op),
+        loc(op.getLoc()), numMetrics(op.getMetrics().size()) {}
 
-  // Each accumulator: a zero operand, a body argument, a next value.
-  OpBuilder outside(op);
-  SmallVector<Value> accArgs;
-  DenseMap<Value, Value> nextOf;
-  auto newAccumulator = [&](Type type) -> Value {
+  LogicalResult run() {
+    // The loss's final scaling, found before the sweep adds readers.
+    peel = peelableScale(yield.getValues().front(), op);
+    // The loss terms' accumulators first (the loss comes first everywhere).
+    if (peel)
+      for (unsigned i = 0; i < peel->leaves.size(); ++i)
+        termAccs.push_back(newAccumulator(peel->leaf(i).getType()));
+    else
+      termAccs.push_back(newAccumulator(yield.getValues().front().getType()));
+    if (failed(accumulateGradients()))
+      return failure();
+    // Read after the sweep, which may have replaced their producers.
+    if (peel)
+      for (unsigned i = 0; i < peel->leaves.size(); ++i)
+        lossTerms.push_back(peel->leaf(i));
+    else
+      lossTerms.push_back(yield.getValues().front());
+    llvm::append_range(metrics, yield.getValues().take_back(numMetrics));
+    for (Value m : metrics)
+      metricAccs.push_back(newAccumulator(m.getType()));
+    buildFinalize();
+    continueSums();
+    specializeContractions(op.getContext(), toSpecialize);
+    eraseDeadOps(body);
+    return success();
+  }
+
+private:
+  /// A new accumulator: a zero operand, a body argument.
+  Value newAccumulator(Type type) {
     op.getAccumulatorsMutable().append(ga::zerosLike(outside, loc, type));
     Value arg = body.addArgument(type, loc);
     accArgs.push_back(arg);
     return arg;
-  };
+  }
 
-  // The loss terms' accumulators first (the loss comes first everywhere).
-  SmallVector<Value> termAccs;
-  if (peel)
-    for (unsigned i = 0; i < peel->leaves.size(); ++i)
-      termAccs.push_back(newAccumulator(peel->leaf(i).getType()));
-  else
-    termAccs.push_back(newAccumulator(yield.getValues().front().getType()));
+  /// The gradients: the sweep gives each contribution its own accumulator
+  /// to continue. A body that already yields its gradients adds each to an
+  /// accumulator.
+  LogicalResult accumulateGradients() {
+    SmallVector<Value> paramArgs(op.getParamArgs());
+    if (yield.getValues().size() == 1 + numMetrics) {
+      if (failed(differentiateBody(
+              op, body, paramArgs, yield.getValues().front(), toSpecialize,
+              [this](Type type) { return newAccumulator(type); }, &gradAccs)))
+        return failure();
+    } else {
+      OpBuilder b(yield);
+      for (Value g : yield.getValues().slice(1, paramArgs.size())) {
+        Value acc = newAccumulator(g.getType());
+        SmallVector<Sweep::Accumulation> one;
+        one.push_back(Sweep::Accumulation{acc, addInto(b, loc, acc, g)});
+        gradAccs.push_back(std::move(one));
+      }
+    }
+    for (ArrayRef<Sweep::Accumulation> accs : gradAccs)
+      for (const Sweep::Accumulation &a : accs)
+        nextOf[a.accumulator] = a.next;
+    return success();
+  }
 
-  // The gradients: each contribution continues an accumulator.
-  SmallVector<Value> params(op.getParamArgs());
+  /// The finalize region: the loss (the scaling on the accumulated terms),
+  /// each gradient (its accumulators added in the order of its
+  /// contributions, as the full batch adds them), the metrics.
+  void buildFinalize() {
+    Block *finalize = new Block();
+    op.getFinalize().push_back(finalize);
+    IRMapping toFinal;
+    for (Value acc : accArgs)
+      toFinal.map(acc, finalize->addArgument(acc.getType(), loc));
+    for (Value arg : op.getParamArgs())
+      toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+    for (Value arg : op.getGlobalArgs())
+      toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+    OpBuilder fb = OpBuilder::atBlockEnd(finalize);
+    SmallVector<Value> results;
+    if (peel) {
+      for (auto [leaf, acc] : llvm::zip(lossTerms, termAccs))
+        toFinal.map(leaf, toFinal.lookup(acc));
+      Value scaled;
+      for (linalg::GenericOp generic : peel->tree) {
+        auto type = cast<RankedTensorType>(generic.getResult(0).getType());
+        toFinal.map(generic.getDpsInits()[0],
+                    tensor::EmptyOp::create(fb, loc, type.getShape(),
+                                            type.getElementType())
+                        .getResult());
+        scaled = fb.clone(*generic, toFinal)->getResult(0);
+      }
+      results.push_back(scaled);
+    } else {
+      results.push_back(toFinal.lookup(termAccs.front()));
+    }
+    for (auto [param, accs] : llvm::zip(op.getParamArgs(), gradAccs)) {
+      Value grad;
+      for (const Sweep::Accumulation &a : accs)
+        grad = grad ? addTensors(fb, loc, grad, toFinal.lookup(a.accumulator))
+                    : toFinal.lookup(a.accumulator);
+      results.push_back(grad ? grad : ga::zerosLike(fb, loc, param.getType()));
+    }
+    for (Value acc : metricAccs)
+      results.push_back(toFinal.lookup(acc));
+    YieldOp::create(fb, loc, results);
+  }
+
+  /// The body's next values: the loss terms and the metrics continue their
+  /// accumulators, once the old yield and the scaling (now in finalize) no
+  /// longer read them.
+  void continueSums() {
+    yield->setOperands(ValueRange{});
+    // (An adjoint that still reads a generic of the scaling keeps it.)
+    if (peel)
+      for (linalg::GenericOp generic : llvm::reverse(peel->tree))
+        if (generic->use_empty())
+          generic.erase();
+    SmallVector<Value> sums(lossTerms);
+    llvm::append_range(sums, metrics);
+    SmallVector<Value> sumAccs(termAccs);
+    llvm::append_range(sumAccs, metricAccs);
+    OpBuilder b(yield);
+    for (auto [v, acc] : llvm::zip(sums, sumAccs)) {
+      bool alone =
+          v.use_empty() && llvm::count(sums, v) == 1 && !isa<BlockArgument>(v);
+      nextOf[acc] = continueSum(b, loc, v, acc, alone);
+    }
+    // An accumulator that a rule took but did not continue stays as it is.
+    SmallVector<Value> next;
+    for (Value acc : accArgs)
+      next.push_back(nextOf.lookup(acc) ? nextOf.lookup(acc) : acc);
+    yield->setOperands(next);
+  }
+
+  AccumulateOp op;
+  Block &body;
+  YieldOp yield;
+  OpBuilder outside;
+  Location loc;
+  unsigned numMetrics;
+  std::optional<LossScaling> peel;
+  /// Every accumulator's body argument, in the order of the operands.
+  SmallVector<Value> accArgs;
+  DenseMap<Value, Value> nextOf;
+  SmallVector<Value> termAccs, metricAccs, lossTerms, metrics;
   SmallVector<SmallVector<Sweep::Accumulation>> gradAccs;
   SmallVector<linalg::GenericOp> toSpecialize;
-  if (lossOnly) {
-    if (failed(differentiateBody(op, body, params, yield.getValues().front(),
-                                 toSpecialize, newAccumulator, &gradAccs)))
-      return failure();
-  } else {
-    OpBuilder b(yield);
-    for (Value g : yield.getValues().slice(1, numParams)) {
-      Value acc = newAccumulator(g.getType());
-      SmallVector<Sweep::Accumulation> one;
-      one.push_back(Sweep::Accumulation{acc, addInto(b, loc, acc, g)});
-      gradAccs.push_back(std::move(one));
-    }
-  }
-  for (ArrayRef<Sweep::Accumulation> accs : gradAccs)
-    for (const Sweep::Accumulation &a : accs)
-      nextOf[a.accumulator] = a.next;
-  // Read after the sweep, which may have replaced their producers.
-  SmallVector<Value> lossTerms,
-      metrics(yield.getValues().take_back(numMetrics));
-  if (peel)
-    for (unsigned i = 0; i < peel->leaves.size(); ++i)
-      lossTerms.push_back(peel->leaf(i));
-  else
-    lossTerms.push_back(yield.getValues().front());
-  SmallVector<Value> metricAccs;
-  for (Value m : metrics)
-    metricAccs.push_back(newAccumulator(m.getType()));
+};
+} // namespace
 
-  // The finalize region: the loss, the gradients and the metrics from the
-  // final accumulators.
-  Block *finalize = new Block();
-  op.getFinalize().push_back(finalize);
-  IRMapping toFinal;
-  for (Value acc : accArgs)
-    toFinal.map(acc, finalize->addArgument(acc.getType(), loc));
-  for (Value arg : op.getParamArgs())
-    toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
-  for (Value arg : op.getGlobalArgs())
-    toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
-  OpBuilder fb = OpBuilder::atBlockEnd(finalize);
-  SmallVector<Value> results;
-  if (peel) {
-    for (auto [leaf, acc] : llvm::zip(lossTerms, termAccs))
-      toFinal.map(leaf, toFinal.lookup(acc));
-    Value scaled;
-    for (linalg::GenericOp generic : peel->tree) {
-      auto type = cast<RankedTensorType>(generic.getResult(0).getType());
-      toFinal.map(generic.getDpsInits()[0],
-                  tensor::EmptyOp::create(fb, loc, type.getShape(),
-                                          type.getElementType())
-                      .getResult());
-      scaled = fb.clone(*generic, toFinal)->getResult(0);
-    }
-    results.push_back(scaled);
-  } else {
-    results.push_back(toFinal.lookup(termAccs.front()));
-  }
-  for (auto [param, accs] : llvm::zip(params, gradAccs)) {
-    // Added in the order of the contributions, as the full batch adds them.
-    Value grad;
-    for (const Sweep::Accumulation &a : accs)
-      grad = grad ? addTensors(fb, loc, grad, toFinal.lookup(a.accumulator))
-                  : toFinal.lookup(a.accumulator);
-    results.push_back(grad ? grad : ga::zerosLike(fb, loc, param.getType()));
-  }
-  for (Value acc : metricAccs)
-    results.push_back(toFinal.lookup(acc));
-  YieldOp::create(fb, loc, results);
-
-  // The body: the loss terms and metrics continue their accumulators, once
-  // the old yield and the scaling (now in finalize) no longer read them.
-  yield->setOperands(ValueRange{});
-  // (An adjoint that still reads a generic of the scaling keeps it.)
-  if (peel)
-    for (linalg::GenericOp generic : llvm::reverse(peel->tree))
-      if (generic->use_empty())
-        generic.erase();
-  SmallVector<Value> sums(lossTerms);
-  llvm::append_range(sums, metrics);
-  SmallVector<Value> sumAccs(termAccs);
-  llvm::append_range(sumAccs, metricAccs);
-  OpBuilder b(yield);
-  for (auto [v, acc] : llvm::zip(sums, sumAccs)) {
-    bool alone =
-        v.use_empty() && llvm::count(sums, v) == 1 && !isa<BlockArgument>(v);
-    nextOf[acc] = continueSum(b, loc, v, acc, alone);
-  }
-  SmallVector<Value> next;
-  for (Value acc : accArgs)
-    next.push_back(nextOf.lookup(acc) ? nextOf.lookup(acc) : acc);
-  yield->setOperands(next);
-  specializeContractions(op.getContext(), toSpecialize);
-  eraseDeadOps(body);
-  return success();
+LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
+  if (op.isExplicit())
+    return success();
+  return ExplicitAccumulation(op).run();
 }
 
 //===----------------------------------------------------------------------===//
