@@ -74,6 +74,37 @@ func.func @sum(%l: tensor<3x2xf64>, %y: tensor<3xi64>) -> tensor<f64> {
 
 // -----
 
+// A sum with an init continues it: the init is the reduction's init, so
+// the tokens are added to it one by one (a micro-batch loop's running loss).
+// CHECK-LABEL: func.func @sum_init
+// CHECK-SAME: %[[R:[^:]+]]: tensor<f64>)
+// CHECK: %[[TOK:.+]]:2 = linalg.generic
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} ins(%[[TOK]]#0 : tensor<3xf64>) outs(%[[R]] : tensor<f64>)
+// CHECK: return %[[SUM]]
+func.func @sum_init(%l: tensor<3x2xf64>, %y: tensor<3xi64>, %running: tensor<f64>) -> tensor<f64> {
+  %r = train.cross_entropy sum %l, %y init(%running) ignore_index = -100
+      : (tensor<3x2xf64>, tensor<3xi64>, tensor<f64>) -> tensor<f64>
+  return %r : tensor<f64>
+}
+
+// -----
+
+// In bfloat16 the init is widened to the float32 the sum runs in, and the
+// result rounded back.
+// CHECK-LABEL: func.func @sum_init_bf16
+// CHECK-SAME: %[[R:[^:]+]]: tensor<bf16>)
+// CHECK: %[[WIDE:.+]] = linalg.generic {{.*}} ins(%[[R]] : tensor<bf16>)
+// CHECK: arith.extf
+// CHECK: %[[SUM:.+]] = linalg.generic {{.*}} outs(%[[WIDE]] : tensor<f32>)
+// CHECK: arith.truncf
+func.func @sum_init_bf16(%l: tensor<3x2xbf16>, %y: tensor<3xi64>, %running: tensor<bf16>) -> tensor<bf16> {
+  %r = train.cross_entropy sum %l, %y init(%running) ignore_index = -100
+      : (tensor<3x2xbf16>, tensor<3xi64>, tensor<bf16>) -> tensor<bf16>
+  return %r : tensor<bf16>
+}
+
+// -----
+
 func.func @dynamic(%l: tensor<?x5xf32>, %y: tensor<?xi64>) -> tensor<f32> {
   // expected-error @below {{'train.cross_entropy' op could not be lowered to linalg (only static shapes are supported)}}
   %r = train.cross_entropy mean %l, %y ignore_index = -100
