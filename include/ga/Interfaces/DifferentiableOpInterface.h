@@ -54,7 +54,9 @@ public:
   /// counting tensors that generic bodies read from above).
   void propagateActivity(llvm::ArrayRef<mlir::Operation *> ops);
 
-  /// The adjoint accumulated for `v`, or null if it has none (yet).
+  /// The adjoint accumulated for `v`, or null if it has none (yet). When
+  /// accumulating, a value of separateContributions has none here: its
+  /// contributions are its accumulations (getAccumulations).
   mlir::Value getAdjoint(mlir::Value v) const { return adjoints.lookup(v); }
   /// Replaces the adjoint of `v` (a rule that folded the old one in).
   void setAdjoint(mlir::Value v, mlir::Value adjoint);

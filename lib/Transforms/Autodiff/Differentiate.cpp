@@ -111,7 +111,12 @@ Value Sweep::adjointToContinue(Value v) {
 void Sweep::setAdjoint(Value v, Value adjoint) {
   if (accumulating() && separateContributions.contains(v)) {
     Value acc = continuing.lookup(v);
-    assert(acc && "setAdjoint of an accumulated value that no rule continued");
+    if (!acc) {
+      // A rule that set it without continuing it: getAdjoint(v) is null
+      // here, so `adjoint` is this contribution alone.
+      addAdjoint(adjoint.getLoc(), v, adjoint);
+      return;
+    }
     continuing.erase(v);
     accumulations[v].push_back({acc, adjoint});
     return;
