@@ -18,6 +18,7 @@
 #include "ga/Transforms/Passes.h"
 #include "train/TrainOps.h"
 
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Diagnostics.h"
@@ -64,6 +65,39 @@ struct ConcatModel
   }
 };
 
+/// The same adjoint, written by a rule that folds the inputs' adjoints so
+/// far itself and sets them (setAdjoint) instead of adding to them.
+struct SettingConcatModel
+    : ga::DifferentiableOpInterface::ExternalModel<SettingConcatModel,
+                                                   tensor::ConcatOp> {
+  LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
+    auto concat = cast<tensor::ConcatOp>(op);
+    Value dy = sweep.getAdjoint(concat.getResult());
+    int64_t offset = 0;
+    for (Value input : concat.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      SmallVector<int64_t> offsets{offset}, strides{1};
+      Value slice = tensor::ExtractSliceOp::create(
+          sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
+          ValueRange{}, offsets, type.getShape(), strides);
+      offset += type.getDimSize(0);
+      if (Value old = sweep.getAdjoint(input)) {
+        Value empty =
+            tensor::EmptyOp::create(sweep.builder, op->getLoc(),
+                                    type.getShape(), type.getElementType());
+        slice = linalg::AddOp::create(sweep.builder, op->getLoc(),
+                                      ValueRange{old, slice}, ValueRange{empty})
+                    .getResult(0);
+      }
+      sweep.setAdjoint(input, slice);
+    }
+    return success();
+  }
+  ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
+    return ConcatModel().getAdjointNeeds(op);
+  }
+};
+
 /// loss = sum(concat(w, w)): its gradient is 2 everywhere.
 constexpr const char *kStep = R"mlir(
 func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
@@ -87,11 +121,34 @@ func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<
 }
 )mlir";
 
-/// Parses kStep in `context` and runs train-differentiate; returns whether
-/// it succeeded and the text of the first error in `error`.
+/// The same loss in a micro-batch body (two micro-batches of one row).
+constexpr const char *kAccumulate = R"mlir(
+func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %loss, %gw = train.accumulate microbatches = 2 params(%w : tensor<4xf32>)
+      batch(%x : tensor<2x4xf32>) -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<1x4xf32>):
+    %c = tensor.concat dim(0) %pw, %pw : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
+                         iterator_types = ["reduction"]}
+        ins(%c : tensor<8xf32>) outs(%z : tensor<f32>) {
+    ^bb0(%a: f32, %o: f32):
+      %r = arith.addf %o, %a : f32
+      linalg.yield %r : f32
+    } -> tensor<f32>
+    train.yield %s : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<4xf32>
+}
+)mlir";
+
+/// Parses `source` in `context` and runs train-differentiate; returns
+/// whether it succeeded and the text of the first error in `error`.
 bool differentiate(MLIRContext &context, OwningOpRef<ModuleOp> &module,
-                   std::string &error) {
-  module = parseSourceString<ModuleOp>(kStep, &context);
+                   std::string &error, const char *source = kStep) {
+  module = parseSourceString<ModuleOp>(source, &context);
   if (!module)
     return false;
   ScopedDiagnosticHandler handler(&context, [&](Diagnostic &diag) {
@@ -138,6 +195,29 @@ TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
   int steps = 0;
   module->walk([&](ga::train::StepOp) { ++steps; });
   EXPECT_EQ(steps, 0);
+}
+
+// In a micro-batch body, each contribution to a parameter gets an
+// accumulator, also from a rule that sets the adjoint without asking for
+// one: two accumulators for w, added in the finalize region.
+TEST(DifferentiableOp, SetAdjointInAMicroBatchBodyAccumulates) {
+  DialectRegistry registry = gaRegistry();
+  registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
+    tensor::ConcatOp::attachInterface<SettingConcatModel>(*ctx);
+  });
+  MLIRContext context(registry);
+  OwningOpRef<ModuleOp> module;
+  std::string error;
+  ASSERT_TRUE(differentiate(context, module, error, kAccumulate)) << error;
+  ASSERT_TRUE(succeeded(verify(*module)));
+  ga::train::AccumulateOp acc;
+  module->walk([&](ga::train::AccumulateOp op) { acc = op; });
+  ASSERT_TRUE(acc && acc.isExplicit());
+  // The loss's sum, then one accumulator per contribution to w.
+  EXPECT_EQ(acc.getAccumulators().size(), 3u);
+  int adds = 0;
+  acc.getFinalize().walk([&](linalg::AddOp) { ++adds; });
+  EXPECT_EQ(adds, 1);
 }
 
 TEST(DifferentiableOp, NeedsComeFromTheModel) {
