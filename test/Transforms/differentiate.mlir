@@ -198,7 +198,8 @@ func.func @checkpointed(%w: tensor<8x3xf32>, %y: tensor<8xi64>)
 // -----
 
 // train.accumulate gets explicit accumulators: the gradient contribution
-// (not a reduction here) is added to its accumulator, the loss sum starts
+// (not a reduction here) is added into its accumulator (in place, the
+// accumulator as the init), the loss sum starts
 // from its own, and the finalize region yields the results.
 
 // CHECK-LABEL: func.func @accumulate
@@ -206,7 +207,8 @@ func.func @checkpointed(%w: tensor<8x3xf32>, %y: tensor<8xi64>)
 // CHECK-NEXT: ^bb0(%[[W:.+]]: tensor<4x3xf32>, %[[Y:.+]]: tensor<4xi64>, %[[LACC:.+]]: tensor<f32>, %[[GACC:.+]]: tensor<4x3xf32>):
 // CHECK: %[[L:.+]] = train.cross_entropy sum %[[W]], %[[Y]] init(%[[LACC]])
 // CHECK: %[[DL:.+]] = train.cross_entropy_grad sum
-// CHECK: %[[G:.+]] = linalg.add ins(%[[GACC]], %[[DL]] : tensor<4x3xf32>, tensor<4x3xf32>)
+// CHECK: %[[G:.+]] = linalg.generic {{.*}} ins(%[[DL]] : tensor<4x3xf32>) outs(%[[GACC]] : tensor<4x3xf32>)
+// CHECK: arith.addf
 // CHECK: train.yield %[[L]], %[[G]] : tensor<f32>, tensor<4x3xf32>
 // CHECK-NEXT: } finalize {
 // CHECK-NEXT: ^bb0(%[[FL:.+]]: tensor<f32>, %[[FG:.+]]: tensor<4x3xf32>, %{{.+}}: tensor<4x3xf32>):

@@ -98,12 +98,9 @@ struct SettingConcatModel
   }
 };
 
-/// loss = sum(concat(w, w)): its gradient is 2 everywhere.
-constexpr const char *kStep = R"mlir(
-func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
-  %loss, %gw = train.step params(%w : tensor<4xf32>) batch(%x : tensor<2x4xf32>)
-      -> tensor<f32> grads(tensor<4xf32>) {
-  ^bb0(%pw: tensor<4xf32>, %bx: tensor<2x4xf32>):
+/// The body of both inputs below: loss = sum(concat(w, w)), whose gradient
+/// is 2 everywhere.
+constexpr const char *kLossBody = R"mlir(
     %c = tensor.concat dim(0) %pw, %pw : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
     %zero = arith.constant 0.0 : f32
     %e = tensor.empty() : tensor<f32>
@@ -121,33 +118,26 @@ func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<
 }
 )mlir";
 
+/// A full-batch step.
+const std::string kStep = std::string(R"mlir(
+func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
+  %loss, %gw = train.step params(%w : tensor<4xf32>) batch(%x : tensor<2x4xf32>)
+      -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<2x4xf32>):)mlir") +
+                          kLossBody;
+
 /// The same loss in a micro-batch body (two micro-batches of one row).
-constexpr const char *kAccumulate = R"mlir(
+const std::string kAccumulate = std::string(R"mlir(
 func.func @step(%w: tensor<4xf32>, %x: tensor<2x4xf32>) -> (tensor<f32>, tensor<4xf32>) {
   %loss, %gw = train.accumulate microbatches = 2 params(%w : tensor<4xf32>)
       batch(%x : tensor<2x4xf32>) -> tensor<f32> grads(tensor<4xf32>) {
-  ^bb0(%pw: tensor<4xf32>, %bx: tensor<1x4xf32>):
-    %c = tensor.concat dim(0) %pw, %pw : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
-    %zero = arith.constant 0.0 : f32
-    %e = tensor.empty() : tensor<f32>
-    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
-    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
-                         iterator_types = ["reduction"]}
-        ins(%c : tensor<8xf32>) outs(%z : tensor<f32>) {
-    ^bb0(%a: f32, %o: f32):
-      %r = arith.addf %o, %a : f32
-      linalg.yield %r : f32
-    } -> tensor<f32>
-    train.yield %s : tensor<f32>
-  }
-  return %loss, %gw : tensor<f32>, tensor<4xf32>
-}
-)mlir";
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<1x4xf32>):)mlir") +
+                                kLossBody;
 
 /// Parses `source` in `context` and runs train-differentiate; returns
 /// whether it succeeded and the text of the first error in `error`.
 bool differentiate(MLIRContext &context, OwningOpRef<ModuleOp> &module,
-                   std::string &error, const char *source = kStep) {
+                   std::string &error, const std::string &source = kStep) {
   module = parseSourceString<ModuleOp>(source, &context);
   if (!module)
     return false;

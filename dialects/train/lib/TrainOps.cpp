@@ -136,10 +136,11 @@ verifyBlockArgs(Operation *op, Block &block, ArrayRef<Type> expected,
 }
 
 /// Returns the `train.yield` that ends `block`, or emits an error.
-static FailureOr<YieldOp> getTerminatingYield(Operation *op, Block &block) {
+static FailureOr<YieldOp> getTerminatingYield(Operation *op, Block &block,
+                                              StringRef region = "body") {
   auto yield = block.empty() ? YieldOp() : dyn_cast<YieldOp>(block.back());
   if (!yield)
-    return op->emitOpError() << "body must end with 'train.yield'";
+    return op->emitOpError() << region << " must end with 'train.yield'";
   return yield;
 }
 
@@ -414,14 +415,14 @@ static LogicalResult verifyExplicitAccumulate(AccumulateOp op) {
           },
           "finalize region")))
     return failure();
-  auto finalYield =
-      finalize.empty() ? YieldOp() : dyn_cast<YieldOp>(finalize.back());
-  if (!finalYield)
-    return op.emitOpError() << "finalize region must end with 'train.yield'";
+  FailureOr<YieldOp> finalYield =
+      getTerminatingYield(op, finalize, "finalize region");
+  if (failed(finalYield))
+    return failure();
   TypeRange results = op->getResultTypes();
-  TypeRange finals = finalYield.getValues().getTypes();
+  TypeRange finals = finalYield->getValues().getTypes();
   if (!llvm::equal(finals, results))
-    return finalYield.emitOpError()
+    return finalYield->emitOpError()
            << "yields " << finals
            << " from the finalize region, expected the op's result types "
            << results << " (the loss, the gradients, then the metrics)";

@@ -26,6 +26,10 @@ namespace ga::ad {
 /// The elementwise sum of two tensors of the same type (linalg.add).
 mlir::Value addTensors(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
                        mlir::Value rhs);
+/// `acc + v` elementwise (integer or float), computed into `acc` (its
+/// init): what an accumulator's update must be to bufferize in place.
+mlir::Value addInto(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc,
+                    mlir::Value v);
 
 /// Adjoint rule of a linalg.generic whose results have adjoints in `sweep`.
 mlir::LogicalResult adjointGeneric(mlir::linalg::GenericOp op, Sweep &sweep);

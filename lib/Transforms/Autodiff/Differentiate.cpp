@@ -42,6 +42,29 @@ Value addTensors(OpBuilder &b, Location loc, Value lhs, Value rhs) {
       .getResult(0);
 }
 
+/// `acc + v` elementwise (integer or float), reading the accumulator
+/// through the init: a tiled update then reads and writes the same slice of
+/// one buffer, which bufferizes in place.
+Value addInto(OpBuilder &b, Location loc, Value acc, Value v) {
+  auto type = cast<RankedTensorType>(acc.getType());
+  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
+  SmallVector<utils::IteratorType> iterators(type.getRank(),
+                                             utils::IteratorType::parallel);
+  bool isFloat = isa<FloatType>(type.getElementType());
+  return linalg::GenericOp::create(
+             b, loc, type, ValueRange{v}, acc, maps, iterators,
+             [&](OpBuilder &nb, Location nloc, ValueRange args) {
+               // args: v, then the accumulator; the sum is acc + v.
+               Value sum =
+                   isFloat ? arith::AddFOp::create(nb, nloc, args[1], args[0])
+                                 .getResult()
+                           : arith::AddIOp::create(nb, nloc, args[1], args[0])
+                                 .getResult();
+               linalg::YieldOp::create(nb, nloc, sum);
+             })
+      .getResult(0);
+}
+
 static bool isFloatTensor(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   return tensor && isa<FloatType>(tensor.getElementType());
@@ -86,8 +109,7 @@ void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
     // Not a reduction this sweep could continue: added to an accumulator
     // of its own.
     Value acc = newAccumulator(v.getType());
-    accumulations[v].push_back(
-        {acc, addTensors(builder, loc, acc, contribution)});
+    accumulations[v].push_back({acc, addInto(builder, loc, acc, contribution)});
     return;
   }
   Value &slot = adjoints[v];
@@ -164,7 +186,7 @@ void Sweep::addIntoSlice(Location loc, Value source, Value dy,
       entry.next = insertInto(dy, entry.next);
       return;
     }
-    entry.next = insertInto(addTensors(b, loc, part, dy), entry.next);
+    entry.next = insertInto(addInto(b, loc, part, dy), entry.next);
     return;
   }
   Value acc = getAdjoint(source);
@@ -486,29 +508,6 @@ static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
   if (!root || !collectScaling(root, acc, scaling))
     return std::nullopt;
   return scaling;
-}
-
-/// `acc + v` elementwise (integer or float), reading the accumulator
-/// through the init: a tiled update then reads and writes the same slice of
-/// one buffer, which bufferizes in place.
-static Value addInto(OpBuilder &b, Location loc, Value acc, Value v) {
-  auto type = cast<RankedTensorType>(acc.getType());
-  SmallVector<AffineMap> maps(2, b.getMultiDimIdentityMap(type.getRank()));
-  SmallVector<utils::IteratorType> iterators(type.getRank(),
-                                             utils::IteratorType::parallel);
-  bool isFloat = isa<FloatType>(type.getElementType());
-  return linalg::GenericOp::create(
-             b, loc, type, ValueRange{v}, acc, maps, iterators,
-             [&](OpBuilder &nb, Location nloc, ValueRange args) {
-               // args: v, then the accumulator; the sum is acc + v.
-               Value sum =
-                   isFloat ? arith::AddFOp::create(nb, nloc, args[1], args[0])
-                                 .getResult()
-                           : arith::AddIOp::create(nb, nloc, args[1], args[0])
-                                 .getResult();
-               linalg::YieldOp::create(nb, nloc, sum);
-             })
-      .getResult(0);
 }
 
 /// The next value of `acc` when the body computes the sum `v` (a loss term

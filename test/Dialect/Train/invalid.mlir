@@ -578,6 +578,20 @@ func.func @acc_explicit_yield(%x: tensor<8x3xf32>, %z: tensor<f32>) {
 
 // -----
 
+func.func @acc_finalize_no_yield(%x: tensor<8x3xf32>, %z: tensor<f32>) {
+  // expected-error @below {{finalize region must end with 'train.yield'}}
+  %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) accumulators(%z : tensor<f32>) -> tensor<f32> {
+  ^bb0(%a: tensor<4x3xf32>, %s: tensor<f32>):
+    train.yield %s : tensor<f32>
+  } finalize {
+  ^bb0(%s: tensor<f32>):
+    "llvm.unreachable"() : () -> ()
+  }
+  return
+}
+
+// -----
+
 func.func @acc_finalize_args(%x: tensor<8x3xf32>, %n: tensor<f32>, %z: tensor<f32>) {
   // expected-error @below {{finalize region must have 2 argument(s), got 1}}
   %l = train.accumulate microbatches = 2 batch(%x : tensor<8x3xf32>) globals(%n : tensor<f32>) accumulators(%z : tensor<f32>) -> tensor<f32> {

@@ -195,6 +195,10 @@ def Train_CrossEntropyOp : Train_Op<"cross_entropy", [Pure]> {
     ```mlir
     %loss, %n = train.cross_entropy mean %logits, %labels ignore_index = -100
         : (tensor<128x64xf32>, tensor<128xi64>) -> (tensor<f32>, tensor<i64>)
+    // The running sum %acc plus this batch's token losses.
+    %sum = train.cross_entropy sum %logits, %labels init(%acc)
+        ignore_index = -100
+        : (tensor<128x64xf32>, tensor<128xi64>, tensor<f32>) -> tensor<f32>
     ```
   }];
 
