@@ -6,7 +6,12 @@
 # as a nested suite, every GoogleTest unit test. The last line gives the
 # counts: `tests: N passed, N failed, N skipped`. A test that reports itself
 # unsupported (for example one that needs a GPU) counts as skipped, never as
-# passed. Exits non-zero when any test fails.
+# passed. Before it, the suite's time and its ten slowest tests. Exits
+# non-zero when any test fails.
+#
+# --no-build: run the suite on the build as it is (.ci/run builds first, to
+# time the build and the suite apart). Arguments after the options go to
+# lit (for example a test's path, or --filter REGEX).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -20,25 +25,45 @@ else
   BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
 fi
 
-"$ROOT/scripts/build.sh"
+build=1
+if [[ "${1:-}" == "--no-build" ]]; then
+  build=0
+  shift
+fi
+if ((build)); then
+  "$ROOT/scripts/build.sh"
+elif [[ ! -f "$BUILD_DIR/test/lit.site.cfg.py" ]]; then
+  echo "test: error: --no-build, but $BUILD_DIR is not built" \
+       "(run scripts/build.sh first)" >&2
+  exit 1
+fi
 
 results="$BUILD_DIR/test-results.xml"
 rm -f "$results"
 status=0
-/usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results" \
-  "$BUILD_DIR/test" || status=$?
+start=$(date +%s)
+targets=("$@")
+((${#targets[@]})) || targets=("$BUILD_DIR/test")
+/usr/lib/llvm-22/bin/lit -sv --xunit-xml-output "$results" "${targets[@]}" \
+  || status=$?
+elapsed=$(( $(date +%s) - start ))
 
-python3 - "$results" "$status" <<'PY'
+python3 - "$results" "$status" "$elapsed" <<'PY'
 import sys
 import xml.etree.ElementTree as ET
 
-path, status = sys.argv[1], int(sys.argv[2])
+path, status, elapsed = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
 try:
-    cases = ET.parse(path).getroot().iter("testcase")
+    cases = list(ET.parse(path).getroot().iter("testcase"))
 except (OSError, ET.ParseError) as err:
     print(f"test: error: no lit results in {path}: {err}")
     print("tests: 0 passed, 1 failed")
     sys.exit(1)
+timed = sorted(((float(c.get("time") or 0), c.get("classname", "") + "/" +
+                 c.get("name", "")) for c in cases), reverse=True)
+print(f"test: suite done in {elapsed} s; the ten slowest tests:")
+for seconds, name in timed[:10]:
+    print(f"test: {seconds:8.1f} s  {name}")
 passed = failed = skipped = 0
 for case in cases:
     if case.find("failure") is not None or case.find("error") is not None:

@@ -23,12 +23,24 @@ const char *npyDTypeName(NpyDType dtype) {
     return "int32";
   case NpyDType::I64:
     return "int64";
+  case NpyDType::Bool:
+    return "bool";
   }
   return "unknown";
 }
 
 size_t npyDTypeSize(NpyDType dtype) {
-  return dtype == NpyDType::F32 || dtype == NpyDType::I32 ? 4 : 8;
+  switch (dtype) {
+  case NpyDType::F32:
+  case NpyDType::I32:
+    return 4;
+  case NpyDType::F64:
+  case NpyDType::I64:
+    return 8;
+  case NpyDType::Bool:
+    return 1;
+  }
+  return 8;
 }
 
 static const char *descrOf(NpyDType dtype) {
@@ -41,6 +53,8 @@ static const char *descrOf(NpyDType dtype) {
     return "<i4";
   case NpyDType::I64:
     return "<i8";
+  case NpyDType::Bool:
+    return "|b1";
   }
   return "";
 }
@@ -63,6 +77,8 @@ double NpyArray::at(int64_t i) const {
   case NpyDType::I64:
     return static_cast<double>(
         reinterpret_cast<const int64_t *>(data.data())[i]);
+  case NpyDType::Bool:
+    return data[i] != 0;
   }
   return 0;
 }
@@ -171,9 +187,12 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
     array.dtype = NpyDType::I32;
   else if (code == "<i8")
     array.dtype = NpyDType::I64;
+  else if (code == "|b1")
+    array.dtype = NpyDType::Bool;
   else {
     error = "'" + name + "' has dtype '" + std::string(code) +
-            "'; steps take little-endian float32, float64, int32 and int64";
+            "'; steps take little-endian float32, float64, int32 and int64, "
+            "and bool";
     return false;
   }
 
@@ -234,6 +253,17 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
                          array.shapeString() + "), the file has " +
                          std::to_string(payload.size()),
                      error);
+  // A bool is one byte, 0 or 1 (a step reads it as an i1; any other byte
+  // would be read as whatever its lowest bit says, or worse).
+  if (array.dtype == NpyDType::Bool)
+    for (size_t i = 0; i < payload.size(); ++i)
+      if (payload[i] != 0 && payload[i] != 1)
+        return malformed(
+            name,
+            "bool element " + std::to_string(i) + " is the byte " +
+                std::to_string(static_cast<unsigned char>(payload[i])) +
+                ", expected 0 or 1",
+            error);
   array.data.assign(payload.begin(), payload.end());
   out = std::move(array);
   return true;

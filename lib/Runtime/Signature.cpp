@@ -34,6 +34,8 @@ const char *dtypeToken(NpyDType dtype) {
     return "i32";
   case NpyDType::I64:
     return "i64";
+  case NpyDType::Bool:
+    return "i1";
   }
   return "?";
 }
@@ -113,8 +115,8 @@ bool parseCount(const std::string &text, int64_t &value) {
 }
 
 bool parseDType(const std::string &text, NpyDType &dtype) {
-  for (NpyDType d :
-       {NpyDType::F32, NpyDType::F64, NpyDType::I32, NpyDType::I64})
+  for (NpyDType d : {NpyDType::F32, NpyDType::F64, NpyDType::I32, NpyDType::I64,
+                     NpyDType::Bool})
     if (text == dtypeToken(d)) {
       dtype = d;
       return true;

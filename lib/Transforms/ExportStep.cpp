@@ -36,6 +36,8 @@ static std::optional<ga::NpyDType> dtypeOf(Type element) {
     return ga::NpyDType::I32;
   if (element.isInteger(64))
     return ga::NpyDType::I64;
+  if (element.isInteger(1))
+    return ga::NpyDType::Bool;
   return std::nullopt;
 }
 

@@ -6,9 +6,18 @@
 //
 // Upstream's elementwise fusion, restricted to what keeps results bitwise
 // and costs nothing: a single-use elementwise producer into an elementwise
-// consumer. A consumer with a reduction would recompute the producer at every
-// step of the reduction, and a producer with several users would be computed
-// several times.
+// consumer, which reads it through a permutation of its loops. Fusion never
+// makes a producer run more than once per element it writes:
+//   - a consumer with a reduction would recompute the producer at every step
+//     of the reduction;
+//   - a producer with several users would be computed several times;
+//   - a consumer that reads the producer through a broadcast (a map that
+//     drops or repeats loops) would compute each producer element once per
+//     broadcast element. For a producer whose body reads its init (an
+//     accumulation `acc + g`), upstream's fusion keeps that init as an output
+//     of the fused op, indexed by the producer's map: under a broadcast the
+//     accumulation then runs once per broadcast element, a wrong value, not
+//     just a slower one.
 //
 //===----------------------------------------------------------------------===//
 
@@ -37,6 +46,9 @@ static bool shouldFuse(OpOperand *operand) {
   if (!producer || !consumer || !operand->get().hasOneUse() ||
       producer->getNumResults() != 1 || !allParallel(producer) ||
       !allParallel(consumer))
+    return false;
+  // One consumer iteration per producer element, and the other way round.
+  if (!consumer.getMatchingIndexingMap(operand).isPermutation())
     return false;
   for (Value init : consumer.getDpsInits())
     if (llvm::is_contained(consumer.getDpsInputs(), init))

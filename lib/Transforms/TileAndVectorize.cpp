@@ -64,6 +64,15 @@ chooseTileSizes(linalg::LinalgOp op, int64_t width, int64_t rows) {
     Type element = shaped ? shaped.getElementType() : operand.getType();
     if (!element.isIntOrIndexOrFloat())
       return std::nullopt;
+    // A tensor of sub-byte elements (an i1 mask) is one byte per element
+    // in memory (memref's layout), while a vector of them is stored packed
+    // (LLVM's `<8 x i1>` is one byte): a vector transfer and a scalar access
+    // of the same buffer would disagree. Ops that read or write such a
+    // tensor keep their scalar loops; masks computed and consumed inside one
+    // body (a compare feeding a select) stay vectors in registers.
+    if (shaped && element.isIntOrFloat() &&
+        element.getIntOrFloatBitWidth() % 8 != 0)
+      return std::nullopt;
   }
 
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();

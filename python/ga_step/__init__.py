@@ -25,9 +25,9 @@ __all__ = ["load", "Step", "StepError", "Signature", "Tensor"]
 ABI_VERSION = 1
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
-           "i64": np.int64}
+           "i64": np.int64, "i1": np.bool_}
 _NUMPY_NAMES = {"f32": "float32", "f64": "float64", "i32": "int32",
-                "i64": "int64"}
+                "i64": "int64", "i1": "bool"}
 
 
 class StepError(RuntimeError):

@@ -64,3 +64,78 @@ func.func @not_fused(%x: tensor<8x4xf32>, %acc: tensor<8xf32>) -> (tensor<8xf32>
   } -> tensor<8x4xf32>
   return %sum, %neg, %twice : tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }
+
+// A producer that adds into its init (`acc + g`, an adjoint's second
+// contribution) under a consumer that broadcasts it over j: not fused.
+// Fused, the accumulation into %acc would run once per j (upstream keeps
+// the init as an output of the fused op, indexed by i only).
+// CHECK-LABEL: func.func @accumulate_under_broadcast(
+// CHECK: %[[P:.*]] = linalg.generic
+// CHECK-SAME: ins(%{{.*}} : tensor<8xf32>) outs(%{{.*}} : tensor<8xf32>)
+// CHECK: %[[B:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[P]], %{{.*}} : tensor<8xf32>, tensor<8x4xf32>)
+// CHECK: return %[[B]]
+func.func @accumulate_under_broadcast(%acc: tensor<8xf32>, %g: tensor<8xf32>, %x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %p = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%g : tensor<8xf32>) outs(%acc : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<8x4xf32>
+  %b = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %x : tensor<8xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.mulf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %b : tensor<8x4xf32>
+}
+
+// A pure producer under a broadcast is not fused either: it would be
+// computed once per j instead of once per element.
+// CHECK-LABEL: func.func @pure_under_broadcast(
+// CHECK-COUNT-2: linalg.generic
+func.func @pure_under_broadcast(%v: tensor<8xf32>, %x: tensor<8x4xf32>) -> tensor<8x4xf32> {
+  %e8 = tensor.empty() : tensor<8xf32>
+  %p = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%v : tensor<8xf32>) outs(%e8 : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8xf32>
+  %e = tensor.empty() : tensor<8x4xf32>
+  %b = linalg.generic {indexing_maps = [#row, #id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p, %x : tensor<8xf32>, tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %c: f32, %o: f32):
+    %s = arith.mulf %a, %c : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %b : tensor<8x4xf32>
+}
+
+// Under a transpose (a permutation: each producer element read once), an
+// accumulating producer is fused, its init kept as an output of the fused
+// op.
+// CHECK-LABEL: func.func @accumulate_under_transpose(
+// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK: arith.addf
+// CHECK-NEXT: arith.mulf
+// CHECK: return %[[F]]#1
+// CHECK-NOT: linalg.generic
+func.func @accumulate_under_transpose(%acc: tensor<8x4xf32>, %g: tensor<8x4xf32>) -> tensor<4x8xf32> {
+  %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<8x4xf32>) outs(%acc : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %o, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %e = tensor.empty() : tensor<4x8xf32>
+  %t = linalg.generic {indexing_maps = [affine_map<(i, j) -> (j, i)>, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%p : tensor<8x4xf32>) outs(%e : tensor<4x8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<4x8xf32>
+  return %t : tensor<4x8xf32>
+}

@@ -129,3 +129,47 @@ func.func @fills(%a: tensor<256xf32>, %b: tensor<1024xf32>, %c: tensor<4x64xf32>
   %2 = linalg.fill ins(%zero : f32) outs(%c : tensor<4x64xf32>) -> tensor<4x64xf32>
   return %0, %1, %2 : tensor<256xf32>, tensor<1024xf32>, tensor<4x64xf32>
 }
+
+// A tensor of i1 is one byte per element in memory, a vector of i1 packed
+// bits: ops that write or read an i1 tensor keep their scalar loops (no
+// vector<8xi1> transfer), while the compare inside a body that reads and
+// writes only f32 and i64 tensors still vectorizes.
+// CHECK-LABEL: func.func @masks
+// CHECK-NOT: vector<8xi1>
+// CHECK: return
+func.func @masks(%l: tensor<128xi64>, %v: tensor<128xf32>) -> (tensor<128xi1>, tensor<128xf32>) {
+  %ign = arith.constant -100 : i64
+  %zero = arith.constant 0.0 : f32
+  %eb = tensor.empty() : tensor<128xi1>
+  %m = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%l : tensor<128xi64>) outs(%eb : tensor<128xi1>) {
+  ^bb0(%a: i64, %o: i1):
+    %c = arith.cmpi ne, %a, %ign : i64
+    linalg.yield %c : i1
+  } -> tensor<128xi1>
+  %e = tensor.empty() : tensor<128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%m, %v : tensor<128xi1>, tensor<128xf32>) outs(%e : tensor<128xf32>) {
+  ^bb0(%a: i1, %b: f32, %o: f32):
+    %s = arith.select %a, %b, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<128xf32>
+  return %m, %r : tensor<128xi1>, tensor<128xf32>
+}
+
+// CHECK-LABEL: func.func @mask_in_registers
+// CHECK: arith.cmpi ne, %{{.*}}, %{{.*}} : vector<8xi64>
+// CHECK: arith.select %{{.*}} : vector<8xi1>, vector<8xf32>
+func.func @mask_in_registers(%l: tensor<128xi64>, %v: tensor<128xf32>) -> tensor<128xf32> {
+  %ign = arith.constant -100 : i64
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<128xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> (i)>, affine_map<(i) -> (i)>], iterator_types = ["parallel"]}
+      ins(%l, %v : tensor<128xi64>, tensor<128xf32>) outs(%e : tensor<128xf32>) {
+  ^bb0(%a: i64, %b: f32, %o: f32):
+    %c = arith.cmpi ne, %a, %ign : i64
+    %s = arith.select %c, %b, %zero : f32
+    linalg.yield %s : f32
+  } -> tensor<128xf32>
+  return %r : tensor<128xf32>
+}

@@ -50,7 +50,8 @@ TEST(Npy, ParsesEveryDType) {
   for (auto [descr, size] : {std::pair<const char *, size_t>{"<f4", 4},
                              {"<f8", 8},
                              {"<i4", 4},
-                             {"<i8", 8}}) {
+                             {"<i8", 8},
+                             {"|b1", 1}}) {
     NpyArray array;
     std::string error;
     ASSERT_TRUE(
@@ -163,6 +164,20 @@ std::string read(const std::string &path) {
   NpyArray array;
   std::string error;
   return readNpy(path, array, error) ? "ok" : error;
+}
+
+TEST(Npy, BoolBytesAreZeroOrOne) {
+  NpyArray array;
+  std::string error;
+  ASSERT_TRUE(parseNpy(npy(dict("|b1", "(3,)"), std::string("\x01\x00\x01", 3)),
+                       "a.npy", array, error))
+      << error;
+  EXPECT_EQ(array.dtype, NpyDType::Bool);
+  EXPECT_EQ(array.at(0), 1.0);
+  EXPECT_EQ(array.at(1), 0.0);
+  EXPECT_EQ(parse(npy(dict("|b1", "(3,)"), std::string("\x01\x02\x00", 3))),
+            "'a.npy' is not a valid .npy file: bool element 1 is the byte 2, "
+            "expected 0 or 1");
 }
 
 TEST(Npy, OnlyRegularFiles) {

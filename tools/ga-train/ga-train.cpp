@@ -250,6 +250,9 @@ void store(ga::NpyArray &array, int64_t i, double value) {
     reinterpret_cast<int64_t *>(array.data.data())[i] =
         static_cast<int64_t>(value);
     return;
+  case ga::NpyDType::Bool:
+    array.data[i] = value != 0;
+    return;
   }
 }
 

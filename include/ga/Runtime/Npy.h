@@ -3,7 +3,7 @@
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 // Reading and writing the NumPy `.npy` format (versions 1.0 to 3.0,
-// C order, little-endian float32/float64/int32/int64), which ga-run,
+// C order, little-endian float32/float64/int32/int64 and bool), which ga-run,
 // ga-exec and the tests use for tensors in and out. Part of the runtime:
 // standard C++ only, no MLIR or LLVM.
 //
@@ -20,8 +20,9 @@
 
 namespace ga {
 
-/// The element types steps exchange.
-enum class NpyDType { F32, F64, I32, I64 };
+/// The element types steps exchange. Bool is NumPy's `bool` (`|b1`): one
+/// byte per element, 0 or 1, as a tensor of `i1` is in memory.
+enum class NpyDType { F32, F64, I32, I64, Bool };
 
 /// NumPy's name of `dtype` ("float32", ...).
 const char *npyDTypeName(NpyDType dtype);
