@@ -119,6 +119,11 @@ static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 static void addCUDALoweringFromBuffers(OpPassManager &pm,
                                        const ga::GaPipelineOptions &options) {
+  // A clone that deallocation left (a result that aliases an argument,
+  // which the CPU's outlined kernels never return) becomes an allocation
+  // and a copy, which the mapping below turns into device memory and a
+  // kernel.
+  pm.addPass(createConvertBufferizationToMemRefPass());
   if (options.gpuBlas) {
     ga::GaGpuGemmToBlasPassOptions blas;
     blas.allowTF32 = options.gpuTF32;

@@ -19,7 +19,9 @@ Two defects, each with variants (inputs in Inputs/miscompiles/):
   gradient is 2 x, it was (2 + s) x), sum-over-max-step.mlir (a loss divided
   by its batch maximum), accumulate-consumers.mlir (accumulating producers
   under a broadcast, a reduction and a transpose, and two accumulations into
-  the same function argument).
+  the same function argument), accumulate-returned.mlir (a result computed
+  into its argument and returned, which the CUDA target once failed to
+  compile).
 
 Configurations, each compiled with ga-opt --ga-pipeline and run by ga-run:
 the default CPU pipeline; vectorize=false (scalar loops); fuse=false; the
@@ -103,6 +105,13 @@ def accumulate_consumers(rng):
                                2.0 * (a2d + xd).T]
 
 
+def accumulate_returned(rng):
+    acc, g = (rng.standard_normal((5, 3)).astype(np.float32)
+              for _ in range(2))
+    s = acc.astype(np.float64) + g.astype(np.float64)
+    return [acc, g], [s, s * s]
+
+
 PROGRAMS = {
     "mask-two-consumers": mask_two_consumers,
     "mask-argument": mask_argument,
@@ -110,6 +119,7 @@ PROGRAMS = {
     "accumulate-broadcast-step": accumulate_broadcast_step,
     "sum-over-max-step": sum_over_max_step,
     "accumulate-consumers": accumulate_consumers,
+    "accumulate-returned": accumulate_returned,
 }
 
 

@@ -33,7 +33,8 @@ const char *kUsage =
 
 Inputs: one .npy file per argument of the step, in order, each of exactly
 the shape and element type of the library's signature (--signature prints
-it): float32, float64, int32 or int64, little-endian, C order.
+it): float32, float64, int32 or int64 (little-endian), or bool (an i1
+tensor, one byte of 0 or 1 per element); C order.
 
 Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
 
