@@ -58,6 +58,11 @@ static void addCPUBufferization(OpPassManager &pm,
     pm.addNestedPass<func::FuncOp>(ga::createGaReleaseBuffersPass());
     pm.addPass(createCanonicalizerPass());
   }
+  // A clone that deallocation keeps (a returned view of an argument, a
+  // result computed into its argument) becomes an allocation and a copy:
+  // the memory model counts it, the CPU copies with the runtime's
+  // memrefCopy, the CUDA target's mapping turns the copy into a kernel.
+  pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
 void ga::addCPULoweringFromBuffers(OpPassManager &pm,
@@ -119,11 +124,6 @@ static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 static void addCUDALoweringFromBuffers(OpPassManager &pm,
                                        const ga::GaPipelineOptions &options) {
-  // A clone that deallocation left (a result that aliases an argument,
-  // which the CPU's outlined kernels never return) becomes an allocation
-  // and a copy, which the mapping below turns into device memory and a
-  // kernel.
-  pm.addPass(createConvertBufferizationToMemRefPass());
   if (options.gpuBlas) {
     ga::GaGpuGemmToBlasPassOptions blas;
     blas.allowTF32 = options.gpuTF32;

@@ -21,7 +21,8 @@ Two defects, each with variants (inputs in Inputs/miscompiles/):
   under a broadcast, a reduction and a transpose, and two accumulations into
   the same function argument), accumulate-returned.mlir (a result computed
   into its argument and returned, which the CUDA target once failed to
-  compile).
+  compile), view-returned.mlir (reshaped arguments returned, which both
+  targets once failed to compile).
 
 Configurations, each compiled with ga-opt --ga-pipeline and run by ga-run:
 the default CPU pipeline; vectorize=false (scalar loops); fuse=false; the
@@ -112,6 +113,14 @@ def accumulate_returned(rng):
     return [acc, g], [s, s * s]
 
 
+def view_returned(rng):
+    a = rng.standard_normal((3, 4)).astype(np.float32)
+    b = rng.standard_normal(12).astype(np.float32)
+    return [a, b], [a.reshape(12).astype(np.float64),
+                    b.reshape(2, 6).astype(np.float64),
+                    a.reshape(4, 3).astype(np.float64)]
+
+
 PROGRAMS = {
     "mask-two-consumers": mask_two_consumers,
     "mask-argument": mask_argument,
@@ -120,6 +129,7 @@ PROGRAMS = {
     "sum-over-max-step": sum_over_max_step,
     "accumulate-consumers": accumulate_consumers,
     "accumulate-returned": accumulate_returned,
+    "view-returned": view_returned,
 }
 
 
