@@ -11,9 +11,12 @@ generics that add into their init, as differentiation writes), operands
 read through broadcasts (maps that drop dimensions) and transposes, gathers
 (tensor.extract at a clamped index read from an integer tensor, beside
 linalg.index), i1 masks (compares, and/or/xor, select), integer and float
-element types (i1, i32, i64, f32, f64, and bf16 as a rounding step), element
-type conversions, tensor.collapse_shape / expand_shape, extract_slice,
-linalg.transpose and linalg.matmul. Arguments and results include i1
+element types (i1, i32, i64, f32, f64; i8, f16 and bf16 as tensors of
+their own between a narrowing and a widening, combined in that type, and
+bf16 as a rounding step), element type conversions, tensor.collapse_shape /
+expand_shape, extract_slice, linalg.transpose, linalg.matmul,
+linalg.batch_matmul and train.cross_entropy (sum and mean over labels with
+-100 padding). Arguments and results include i1
 tensors (NumPy bool). B programs (default 8) share one function, so that one
 compilation covers them; each result belongs to one program.
 
@@ -50,11 +53,35 @@ multiply-adds, the scalar loops a multiply and an add.
 Training steps (--steps N). Random train.steps: tokens [B, S, D] through
 one or two layers (a matmul, an optional bias, tanh, identity or a scale)
 to logits and a mean cross-entropy whose labels are -100 at random and
-for one whole example. Run with microbatches = 1, 2 and 4 (the default
-CPU pipeline): at k = 1 the loss within 1e-5 of a float64 forward, the
-valid count exact, each gradient within a relative norm error of 1e-5 of
-central finite differences of that forward (measured: at most 1.4e-7);
-k = 2 and 4 bitwise k = 1, as the split promises.
+for one whole example. The oracle: the loss within 1e-5 of a float64
+forward, the valid count exact, each gradient within a relative norm error
+of 1e-5 of central finite differences of that forward (measured: at most
+1.4e-7). Configurations:
+  k=1            the CPU pipeline, one micro-batch: against the oracle
+  k=2, k=4       micro-batches: bitwise k=1, as the split promises
+  aot, python    ga-compile, then ga-exec or the Python binding: bitwise
+  remat          memory-budget = 70% of the measured peak (or the smallest
+                 peak the planner reaches, where it refuses 70%): bitwise
+                 k=1 (recomputation repeats the same operations), and the
+                 measured peak within the budget
+  chunked        loss-chunk-rows = a third of the rows: gradients and
+                 count bitwise, the loss within 1e-6 relative (the chunks'
+                 sums group the same float32 terms otherwise)
+  ranks2         data_parallel = 2 under mpirun (--mpirun): against the
+                 oracle (the ranks' sums are added in another order)
+  cuda-emulated  the CUDA device program on the CPU: against the oracle
+
+The corpus (--corpus [PATH...]; default: examples/ and test/). Every
+public function with static tensor arguments of every .mlir file (each
+`// -----` chunk apart) that the default CPU pipeline compiles and runs, on
+random inputs (floats in [0.05, 1], which are valid optimizer states too,
+integers 0 and 1, which are valid labels and indices for every model), in every configuration: the bitwise pairs
+above bit for bit, and every configuration within a relative 1e-4 of the
+largest magnitude of `cpu`'s result (hand-written programs have no oracle
+here; the same float32 terms summed in another order or contracted into
+fused multiply-adds differ by far less). Chunks that do not run on the CPU
+pipeline (inputs meant to be refused, steps for several ranks) are counted
+apart.
 
 Mismatches. Each mismatch is minimized (delta debugging on the program:
 other programs and results dropped, then operations replaced by arguments
@@ -68,6 +95,7 @@ import itertools
 import math
 import os
 import re
+import shlex
 import shutil
 import subprocess
 import sys
@@ -365,12 +393,103 @@ def eval_accumulate(op, ins):
                  acc.err + g.err + eps_of(acc.dtype) * (ma + mg))
 
 
+NARROW_EPS = {"f16": 2.0 ** -11, "bf16": 2.0 ** -8}
+# The spacing of float16's subnormals: a rounding to float16 near zero errs
+# by up to half of it whatever the magnitude.
+F16_TINY = 2.0 ** -25
+NARROW_FNS = {"add": "arith.addf", "mul": "arith.mulf",
+              "max": "arith.maximumf"}
+
+
+def eval_narrow(op, ins):
+    """f32 operands rounded to f16 or bf16 tensors, combined in that type
+    (one rounding), widened back to f32 (exact)."""
+    a, b = ins
+    to, fn = op.params["to"], op.params["fn"]
+    u = NARROW_EPS[to]
+    tiny = F16_TINY if to == "f16" else 0.0
+    ma, mb = magnitude(a), magnitude(b)
+    ea = a.err + u * (ma + a.err) + tiny
+    eb = b.err + u * (mb + b.err) + tiny
+    ra, rb = np.asarray(a.ref, np.float64), np.asarray(b.ref, np.float64)
+    if fn == "add":
+        ref = ra + rb
+        err = ea + eb + u * (ma + mb + ea + eb) + tiny
+    elif fn == "mul":
+        ref = ra * rb
+        err = ea * mb + eb * ma + ea * eb + u * (ma + ea) * (mb + eb) + tiny
+    else:
+        ref = np.maximum(ra, rb)
+        err = np.maximum(ea, eb)
+    return Value(op.result, a.shape, a.dtype, ref, err)
+
+
+def wrap_i8(x):
+    return ((np.asarray(x, np.int64) + 128) % 256) - 128
+
+
+NARROW_INT_FNS = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y,
+                  "mul": lambda x, y: x * y, "max": np.maximum}
+
+
+def eval_narrow_int(op, ins):
+    """Integers truncated to i8 tensors (wrapping), combined in i8
+    (wrapping), sign-extended back: exact."""
+    a, b = ins
+    x, y = wrap_i8(a.ref), wrap_i8(b.ref)
+    out = wrap_i8(NARROW_INT_FNS[op.params["fn"]](x, y))
+    return Value(op.result, a.shape, a.dtype,
+                 out.astype(NP_TYPES[a.dtype]), exact=True)
+
+
+def eval_batch_matmul(op, ins):
+    a, b = ins
+    A, B = np.asarray(a.ref, np.float64), np.asarray(b.ref, np.float64)
+    K = a.shape[2]
+    ma, mb = magnitude(a), magnitude(b)
+    err = (a.err @ mb + ma @ b.err + a.err @ b.err
+           + K * eps_of(a.dtype) * (ma @ mb))
+    return Value(op.result, (a.shape[0], a.shape[1], b.shape[2]), a.dtype,
+                 A @ B, err)
+
+
+def eval_cross_entropy(op, ins):
+    """train.cross_entropy (sum or mean over the labels that are not -100)
+    of logits [N, V]. Bound per row: the logits' own errors (twice: the
+    log-sum-exp and the picked logit) and (V + 64) units of rounding of the
+    row's magnitudes (V terms summed, exp and log possibly approximated to
+    16 units each)."""
+    logits, labels = ins
+    N, V = logits.shape
+    L = np.asarray(logits.ref, np.float64)
+    y = np.asarray(labels.ref, np.int64)
+    valid = y != -100
+    m = L.max(axis=1)
+    lse = np.log(np.exp(L - m[:, None]).sum(axis=1)) + m
+    picked = L[np.arange(N), np.where(valid, y, 0)]
+    row = (lse - picked) * valid
+    u = eps_of(logits.dtype)
+    row_err = (2 * np.asarray(logits.err).max(axis=1)
+               + (V + 64) * u * (1 + np.abs(lse) + np.abs(picked)
+                                 + np.abs(L).max(axis=1))) * valid
+    total = row.sum()
+    err = row_err.sum() + N * u * np.abs(row).sum()
+    if op.params["reduction"] == "mean":
+        n = max(int(valid.sum()), 1)
+        total, err = total / n, err / n + u * abs(total / n)
+    return Value(op.result, (), logits.dtype, np.asarray(total),
+                 np.asarray(err))
+
+
 EVAL = {"accumulate": eval_accumulate, "unary": eval_unary, "binary": eval_binary, "reduce": eval_reduce,
         "compare": eval_compare, "logic": eval_logic, "select": eval_select,
         "int_binary": eval_int_binary, "int_to_float": eval_int_to_float,
         "float_cast": eval_float_cast, "gather": eval_gather,
         "matmul": eval_matmul, "transpose": eval_transpose,
-        "reshape": eval_reshape, "slice": eval_slice}
+        "reshape": eval_reshape, "slice": eval_slice,
+        "narrow": eval_narrow, "narrow_int": eval_narrow_int,
+        "batch_matmul": eval_batch_matmul,
+        "cross_entropy": eval_cross_entropy}
 
 
 def emit_op(op, vals, p):
@@ -530,6 +649,62 @@ def emit_op(op, vals, p):
         a, b = ins
         lines.append(f"{r} = linalg.matmul ins({n(a.name)}, {n(b.name)} : "
                      f"{a.type()}, {b.type()}) outs({r}_f : {T}) -> {T}")
+    elif k in ("narrow", "narrow_int"):
+        # Two operands narrowed into tensors of their own, combined there,
+        # widened back: the narrow tensors live in memory unless fused.
+        a, b = ins
+        narrow = op.params["to"] if k == "narrow" else "i8"
+        NT = T.replace(f"x{out.dtype}>", f"x{narrow}>")
+        ident2 = ", ".join([ident] * 2)
+        ident3 = ", ".join([ident] * 3)
+        its = ", ".join(['"parallel"'] * rank)
+        if k == "narrow":
+            down, up = "arith.truncf", "arith.extf"
+            comb = NARROW_FNS[op.params["fn"]]
+        else:
+            down, up = "arith.trunci", "arith.extsi"
+            comb = {"add": "arith.addi", "sub": "arith.subi",
+                    "mul": "arith.muli", "max": "arith.maxsi"}[
+                        op.params["fn"]]
+        for tag, x in (("na", a), ("nb", b)):
+            lines += [f"{r}_{tag}e = tensor.empty() : {NT}",
+                      f"{r}_{tag} = linalg.generic {{indexing_maps = "
+                      f"[{ident2}], iterator_types = [{its}]}} ins("
+                      f"{n(x.name)} : {x.type()}) outs({r}_{tag}e : {NT}) {{",
+                      f"^bb0(%in0: {x.dtype}, %out: {narrow}):",
+                      f"  %r = {down} %in0 : {x.dtype} to {narrow}",
+                      f"  linalg.yield %r : {narrow}",
+                      f"}} -> {NT}"]
+        lines += [f"{r}_nce = tensor.empty() : {NT}",
+                  f"{r}_nc = linalg.generic {{indexing_maps = [{ident3}], "
+                  f"iterator_types = [{its}]}} ins({r}_na, {r}_nb : {NT}, "
+                  f"{NT}) outs({r}_nce : {NT}) {{",
+                  f"^bb0(%in0: {narrow}, %in1: {narrow}, %out: {narrow}):",
+                  f"  %r = {comb} %in0, %in1 : {narrow}",
+                  f"  linalg.yield %r : {narrow}",
+                  f"}} -> {NT}"]
+        lines += [f"{r}_e = tensor.empty() : {T}",
+                  f"{r} = linalg.generic {{indexing_maps = [{ident2}], "
+                  f"iterator_types = [{its}]}} ins({r}_nc : {NT}) "
+                  f"outs({r}_e : {T}) {{",
+                  f"^bb0(%in0: {narrow}, %out: {out.dtype}):",
+                  f"  %r = {up} %in0 : {narrow} to {out.dtype}",
+                  f"  linalg.yield %r : {out.dtype}",
+                  f"}} -> {T}"]
+    elif k == "batch_matmul":
+        lines.append(f"{r}_c = arith.constant 0.0 : {out.dtype}")
+        lines.append(f"{r}_e = tensor.empty() : {T}")
+        lines.append(f"{r}_f = linalg.fill ins({r}_c : {out.dtype}) "
+                     f"outs({r}_e : {T}) -> {T}")
+        a, b = ins
+        lines.append(f"{r} = linalg.batch_matmul ins({n(a.name)}, "
+                     f"{n(b.name)} : {a.type()}, {b.type()}) outs({r}_f : "
+                     f"{T}) -> {T}")
+    elif k == "cross_entropy":
+        logits, labels = ins
+        lines.append(f"{r} = train.cross_entropy {op.params['reduction']} "
+                     f"{n(logits.name)}, {n(labels.name)} ignore_index = -100"
+                     f" : ({logits.type()}, {labels.type()}) -> {T}")
     elif k == "transpose":
         lines.append(f"{r}_e = tensor.empty() : {T}")
         perm = ", ".join(str(x) for x in op.params["perm"])
@@ -637,7 +812,8 @@ class Generator:
                           "reduce", "compare",
                           "logic", "select", "select", "int_binary",
                           "int_to_float", "float_cast", "gather", "matmul",
-                          "transpose", "reshape", "slice"])
+                          "transpose", "reshape", "slice", "narrow",
+                          "narrow_int", "batch_matmul", "cross_entropy"])
         fl = lambda v: v.is_float
         mk_float = lambda: (self.shape(), self.pick(FLOATS))
         if kind == "accumulate":
@@ -736,6 +912,48 @@ class Generator:
                              len(v.shape) == 2 and v.shape[0] == K,
                              lambda: ((K, self.pick(DIMS)), "f32"))
             return Op(kind, [a.name, b.name], res)
+        if kind == "narrow":
+            # Bounded operands: float16 overflows at 65504.
+            small = lambda v: v.dtype == "f32" and \
+                np.max(magnitude(v) + v.err, initial=0) < 100
+            a = self.operand(prog, vals, small, lambda: (self.shape(), "f32"))
+            b = self.operand(prog, vals, lambda v: small(v) and
+                             v.shape == a.shape, lambda: (a.shape, "f32"))
+            return Op(kind, [a.name, b.name], res,
+                      to=self.pick(["f16", "bf16"]),
+                      fn=self.pick(list(NARROW_FNS)))
+        if kind == "narrow_int":
+            a = self.operand(prog, vals, lambda v: v.dtype in INTS and
+                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
+                             lambda: (self.shape(), self.pick(INTS)))
+            b = self.operand(prog, vals, lambda v: v.dtype == a.dtype and
+                             v.shape == a.shape and
+                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
+                             lambda: (a.shape, a.dtype))
+            return Op(kind, [a.name, b.name], res,
+                      fn=self.pick(list(NARROW_INT_FNS)))
+        if kind == "batch_matmul":
+            a = self.operand(prog, vals, lambda v: v.dtype == "f32" and
+                             len(v.shape) == 3,
+                             lambda: (self.shape(3), "f32"))
+            Bt, _, K = a.shape
+            b = self.operand(prog, vals, lambda v: v.dtype == "f32" and
+                             len(v.shape) == 3 and v.shape[:2] == (Bt, K),
+                             lambda: ((Bt, K, self.pick(DIMS)), "f32"))
+            return Op(kind, [a.name, b.name], res)
+        if kind == "cross_entropy":
+            logits = self.operand(prog, vals, lambda v: v.dtype == "f32" and
+                                  len(v.shape) == 2 and
+                                  np.max(magnitude(v), initial=0) < 30,
+                                  lambda: (self.shape(2), "f32"))
+            N, V = logits.shape
+            y = rng.integers(0, V, (N,)).astype(np.int64)
+            y[rng.random(N) < 0.3] = -100
+            labels = Value(f"a{len(prog.args)}", (N,), "i64", y, exact=True)
+            prog.args.append(labels)
+            vals[labels.name] = labels
+            return Op(kind, [logits.name, labels.name], res,
+                      reduction=self.pick(["mean", "sum"]))
         if kind == "transpose":
             a = self.operand(prog, vals, lambda v: len(v.shape) >= 2 and
                              v.dtype != "i1",
@@ -820,10 +1038,93 @@ def bundle_expected(progs):
 # --------------------------------------------------------------------------
 # Running.
 
+PYTHON_CALL = """
+import sys
+import numpy as np
+sys.path.insert(0, sys.argv[1])
+import ga_step
+step = ga_step.load(sys.argv[2])
+out = sys.argv[3]
+args = [np.load(p) for p in sys.argv[4:]]
+results = step(*args)
+results = results if isinstance(results, (list, tuple)) else [results]
+import os
+os.makedirs(out)
+for i, r in enumerate(results):
+    np.save(os.path.join(out, f"result{i}.npy"), np.asarray(r))
+print(f"wrote {len(results)} result(s)")
+"""
+
+
 class Runner:
-    def __init__(self, build, workdir):
+    def __init__(self, build, workdir, mpirun=None):
         self.bin = os.path.join(build, "bin")
         self.workdir = workdir
+        self.root = os.path.dirname(os.path.dirname(os.path.abspath(
+            __file__)))
+        self.mpirun = mpirun
+        self.last_error = ""
+
+    def run_custom(self, source, inputs, work, options="target=cpu",
+                   memory=False, aot=None, ranks=1, refusal=None):
+        """Results of `source` compiled with `options`: by ga-opt and ga-run
+        (under `mpirun -np ranks` when ranks > 1), or, with aot="aot" or
+        "python", by ga-compile and ga-exec or the Python binding. With
+        `memory`, (results, measured peak bytes). "refused" when the
+        compiler's error contains `refusal`; an error string otherwise."""
+        os.makedirs(work, exist_ok=True)
+        src = os.path.join(work, "input.mlir")
+        with open(src, "w") as f:
+            f.write(source)
+        paths = []
+        for i, a in enumerate(inputs):
+            paths.append(os.path.join(work, f"arg{i}.npy"))
+            np.save(paths[-1], a)
+        out = os.path.join(work, "out")
+        shutil.rmtree(out, ignore_errors=True)
+        if aot:
+            lib = os.path.join(work, "libstep.so")
+            rest = options.replace("target=cpu", "").strip()
+            done = subprocess.run(
+                [self.tool("ga-compile"), src, "-o", lib, "--jobs=1"]
+                + ([f"--pipeline-options={rest}"] if rest else []),
+                capture_output=True, text=True)
+            if done.returncode:
+                return f"ga-compile failed:\n{done.stderr[-3000:]}"
+            if aot == "python":
+                cmd = [sys.executable, "-c", PYTHON_CALL,
+                       os.path.join(self.root, "python"), lib, out, *paths]
+            else:
+                cmd = [self.tool("ga-exec"), lib, *paths, "--out-dir", out,
+                       "--num-threads=1"]
+        else:
+            lowered = os.path.join(work, "lowered.mlir")
+            done = subprocess.run(
+                [self.tool("ga-opt"), src, f"--ga-pipeline={options}", "-o",
+                 lowered], capture_output=True, text=True)
+            if done.returncode:
+                if refusal and refusal in done.stderr:
+                    self.last_error = done.stderr
+                    return "refused"
+                return f"ga-opt failed:\n{done.stderr[-3000:]}"
+            launcher = (shlex.split(self.mpirun) + ["-np", str(ranks)]
+                        if ranks > 1 else [])
+            cmd = [*launcher, self.tool("ga-run"), lowered, *paths,
+                   "--out-dir", out] + (["--report-memory"] if memory else [])
+        done = subprocess.run(cmd, capture_output=True, text=True,
+                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+        if done.returncode:
+            return f"{os.path.basename(cmd[0])} exited with " \
+                   f"{done.returncode}:\n{done.stdout[-1500:]}" \
+                   f"{done.stderr[-3000:]}"
+        m = re.search(r"wrote (\d+) result", done.stdout)
+        count = int(m.group(1)) if m else 0
+        results = [np.load(os.path.join(out, f"result{i}.npy"))
+                   for i in range(count)]
+        if memory:
+            peak = re.search(r"^peak_bytes: (\d+)", done.stdout, re.M)
+            return results, int(peak.group(1)) if peak else 0
+        return results
 
     def tool(self, name):
         return os.path.join(self.bin, name)
@@ -1131,7 +1432,7 @@ class StepProgram:
             grads.append(g)
         return grads
 
-    def emit(self, microbatches):
+    def emit(self, microbatches, data_parallel=1):
         N = self.B * self.S
         ptypes = []
         for din, dout, bias, _ in self.layers:
@@ -1148,7 +1449,9 @@ class StepProgram:
                  f"  %loss, {', '.join(f'%g{i}' for i in range(len(ptypes)))},"
                  f" %count = train.step params({', '.join(pn)} : "
                  f"{', '.join(ptypes)}) batch(%x, %y : {xt}, {lt})",
-                 f"      attributes {{microbatches = {microbatches} : i64}}",
+                 f"      attributes {{microbatches = {microbatches} : i64"
+                 + (f", data_parallel = {data_parallel} : i64"
+                    if data_parallel > 1 else "") + "}",
                  f"      -> tensor<f32> grads({', '.join(ptypes)}) "
                  f"aux(tensor<i64>) {{",
                  f"  ^bb0({', '.join(f'{n}: {t}' for n, t in zip(bn, ptypes))},"
@@ -1207,44 +1510,299 @@ class StepProgram:
         return "\n".join(lines) + "\n"
 
 
+def find_mpirun(choice):
+    """The mpirun command line for 2-rank runs, or None."""
+    if choice == "none":
+        return None
+    if choice != "auto":
+        return choice
+    mpirun = shutil.which("mpirun")
+    if not mpirun:
+        return None
+    version = subprocess.run([mpirun, "--version"], capture_output=True,
+                             text=True)
+    if re.search(r"Open ?MPI|OpenRTE", version.stdout + version.stderr):
+        return mpirun + " --oversubscribe --allow-run-as-root"
+    return mpirun
+
+
+def step_configs(runner):
+    """The configurations a generated step runs in besides the CPU
+    pipeline at k = 1, 2 and 4: (name, what it is compared with)."""
+    configs = ["cuda-emulated", "aot", "python", "remat", "chunked"]
+    if runner.mpirun:
+        configs.append("ranks2")
+    return configs
+
+
 def check_step(runner, step, work):
-    """Findings of one generated step: k = 1 against the float64 loss and
-    the finite-difference gradients, k = 2 and 4 against k = 1 bitwise."""
+    """Findings of one generated step.
+
+    - cpu k = 1 (the reference run): the loss within 1e-5 of a float64
+      forward, the count exact, each gradient within a relative 1e-5 of
+      central finite differences of that forward;
+    - k = 2 and 4 (micro-batches), aot (ga-compile + ga-exec), python (the
+      binding on that library), remat (a memory budget of 70% of the
+      measured peak, 90% if the planner refuses that; peak measured within
+      it): bitwise k = 1;
+    - chunked (loss-chunk-rows): gradients and count bitwise, the loss
+      within a relative 1e-6 (its chunks' sums are another grouping of the
+      same float32 terms);
+    - ranks2 (data_parallel = 2 under mpirun): the same tolerances against
+      the float64 references as k = 1 (the ranks' sums are added in another
+      order), the count exact;
+    - cuda-emulated (the CUDA device program on the CPU): against the
+      float64 references, as k = 1.
+    """
     findings = []
     inputs = step.params + [step.x, step.labels]
-    base = None
-    for k in [1, 2, 4]:
-        if step.B % k:
-            continue
-        got = runner.run("cpu", step.emit(k), inputs,
-                         os.path.join(work, f"k{k}"))
+    loss64 = step.forward([p.astype(np.float64) for p in step.params])
+    grads64 = step.gradients()
+    count = int((step.labels != -100).sum())
+
+    def against_references(tag, got):
+        if abs(float(got[0]) - loss64) > 1e-5 * max(1.0, abs(loss64)):
+            findings.append(f"{tag}: loss {float(got[0])!r}, float64 "
+                            f"{loss64!r}")
+        for i, g in enumerate(grads64):
+            err = np.linalg.norm(got[1 + i] - g) / max(np.linalg.norm(g),
+                                                       1e-12)
+            # float32 sums of at most 64 terms (relative error about 1e-7,
+            # measured up to 1.4e-7) against float64 central differences
+            # (truncation and rounding below 1e-8).
+            if not err <= 1e-5:
+                findings.append(f"{tag}: gradient {i}: relative error "
+                                f"{err:.3g} against finite differences")
+        if int(got[-1]) != count:
+            findings.append(f"{tag}: count {int(got[-1])}, expected {count}")
+
+    def bitwise(tag, got, base, skip=()):
+        for i, (a, b) in enumerate(zip(got, base)):
+            if i in skip:
+                continue
+            why = bitwise_mismatch(a, b)
+            if why:
+                findings.append(f"{tag}: result {i} against k=1: {why}")
+
+    def run(tag, source, **how):
+        got = runner.run_custom(source, inputs, os.path.join(work, tag),
+                                **how)
         if isinstance(got, str):
-            findings.append(f"k={k}: {got.splitlines()[0]}\n{got}")
-            continue
-        if base is None:
-            base = got
-            loss = step.forward([p.astype(np.float64) for p in step.params])
-            if abs(float(got[0]) - loss) > 1e-5 * max(1.0, abs(loss)):
-                findings.append(f"k=1: loss {float(got[0])!r}, float64 "
-                                f"{loss!r}")
-            for i, g in enumerate(step.gradients()):
-                err = np.linalg.norm(got[1 + i] - g) / max(
-                    np.linalg.norm(g), 1e-12)
-                # float32 sums of at most 64 terms (relative error about
-                # 1e-7, measured up to 1.4e-7) against float64 central
-                # differences (truncation and rounding below 1e-8).
-                if not err <= 1e-5:
-                    findings.append(f"k=1: gradient {i}: relative error "
-                                    f"{err:.3g} against finite differences")
-            count = int((step.labels != -100).sum())
-            if int(got[-1]) != count:
-                findings.append(f"k=1: count {int(got[-1])}, expected {count}")
-        else:
-            for i, (a, b) in enumerate(zip(got, base)):
-                why = bitwise_mismatch(a, b)
-                if why:
-                    findings.append(f"k={k}: result {i} against k=1: {why}")
+            findings.append(f"{tag}: {got.splitlines()[0]}\n{got}")
+            return None
+        return got
+
+    base = run("k1", step.emit(1), memory=True)
+    if base is None:
+        return findings
+    base, peak = base
+    against_references("k=1", base)
+    for k in [2, 4]:
+        if step.B % k == 0:
+            got = run(f"k{k}", step.emit(k))
+            if got is not None:
+                bitwise(f"k={k}", got, base)
+    for config in step_configs(runner):
+        if config == "cuda-emulated":
+            got = run(config, step.emit(1), options=CONFIGS[config][0])
+            if got is not None:
+                against_references(config, got)
+        elif config in ("aot", "python"):
+            got = run(config, step.emit(1), aot=config)
+            if got is not None:
+                bitwise(config, got, base)
+        elif config == "remat":
+            # 70% of the measured peak, or, where the planner refuses it,
+            # the smallest peak it says it reaches.
+            budget = int(peak * 0.7)
+            got = runner.run_custom(
+                step.emit(1), inputs, os.path.join(work, "remat"),
+                options=f"target=cpu memory-budget={budget}", memory=True,
+                refusal="is infeasible")
+            if got == "refused":
+                smallest = re.search(r"the smallest peak the planner reaches"
+                                     r" is (\d+) bytes", runner.last_error)
+                budget = int(smallest.group(1)) if smallest else peak
+                got = run("remat-smallest", step.emit(1),
+                          options=f"target=cpu memory-budget={budget}",
+                          memory=True)
+            elif isinstance(got, str):
+                findings.append(f"remat: {got.splitlines()[0]}\n{got}")
+                got = None
+            if got is not None:
+                got, measured = got
+                bitwise(f"remat budget {budget}", got, base)
+                if measured > budget:
+                    findings.append(f"remat: measured peak {measured} B "
+                                    f"over the budget {budget} B")
+        elif config == "chunked":
+            rows = max(1, step.B * step.S // 3)
+            got = run(config, step.emit(1),
+                      options=f"target=cpu loss-chunk-rows={rows}")
+            if got is not None:
+                bitwise(f"chunked ({rows} rows)", got, base, skip=(0,))
+                if abs(float(got[0]) - float(base[0])) > 1e-6 * max(
+                        1.0, abs(float(base[0]))):
+                    findings.append(f"chunked: loss {float(got[0])!r}, "
+                                    f"unchunked {float(base[0])!r}")
+        elif config == "ranks2" and step.B % 2 == 0:
+            got = run(config, step.emit(1, data_parallel=2), ranks=2)
+            if got is not None:
+                against_references(config, got)
     return findings
+
+
+# --------------------------------------------------------------------------
+# The corpus: every example and lit input that runs.
+
+CORPUS_DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
+                 "i64": np.int64, "i1": np.bool_}
+# Configurations compared with `cpu` beyond the bitwise pairs: the same
+# float32 terms summed in another order or contracted into fused
+# multiply-adds, relative to the largest magnitude of the result.
+CORPUS_RTOL = 1e-4
+
+
+def corpus_chunks(paths):
+    """(name, text) of every chunk (split at `// -----`) of every .mlir
+    file under `paths`."""
+    files = []
+    for path in paths:
+        if os.path.isdir(path):
+            for d, _, names in sorted(os.walk(path)):
+                files += [os.path.join(d, n) for n in sorted(names)
+                          if n.endswith(".mlir")]
+        else:
+            files.append(path)
+    for f in files:
+        with open(f) as h:
+            text = h.read()
+        for i, chunk in enumerate(re.split(r"^// -----\s*$", text,
+                                           flags=re.M)):
+            yield f"{f}#{i}", chunk
+
+
+def corpus_entries(runner, text, work):
+    """[(entry, [(shape, dtype)])] of the public functions of `text` with
+    static tensor arguments of a type the runners take."""
+    os.makedirs(work, exist_ok=True)
+    src = os.path.join(work, "chunk.mlir")
+    with open(src, "w") as f:
+        f.write(text)
+    done = subprocess.run([runner.tool("ga-opt"), src,
+                           "--mlir-print-op-generic"], capture_output=True,
+                          text=True)
+    if done.returncode:
+        return []
+    entries = []
+    for m in re.finditer(r'"func\.func"\(\) <\{(.*?)\}> \(\{', done.stdout):
+        attrs = m.group(1)
+        name = re.search(r'sym_name = "([^"]+)"', attrs)
+        ftype = re.search(r"function_type = \((.*?)\) ->", attrs)
+        if not name or not ftype or "sym_visibility" in attrs:
+            continue
+        args = []
+        for t in re.split(r",\s*(?=tensor<)", ftype.group(1).strip()):
+            tm = re.fullmatch(r"tensor<((?:\d+x)*)(f32|f64|i32|i64|i1)>",
+                              t.strip())
+            if not tm:
+                args = None
+                break
+            dims = tuple(int(d) for d in tm.group(1).split("x") if d)
+            args.append((dims, tm.group(2)))
+        if args is not None:
+            entries.append((name.group(1), args))
+    return entries
+
+
+def corpus_inputs(rng, args):
+    arrays = []
+    for shape, dtype in args:
+        if dtype == "i1":
+            arrays.append(rng.random(shape) < 0.5)
+        elif dtype in ("i32", "i64"):
+            # 0 and 1: valid labels, indices and counts for every model.
+            arrays.append(rng.integers(0, 2, shape).astype(
+                CORPUS_DTYPES[dtype]))
+        else:
+            # Positive: an optimizer's second moments, a step count and a
+            # learning rate are valid too.
+            arrays.append(rng.uniform(0.05, 1, shape).astype(
+                CORPUS_DTYPES[dtype]))
+    return arrays
+
+
+def check_corpus(runner, paths, configs, workdir, seed):
+    """Runs every function of the corpus in `configs`. A chunk that `cpu`
+    does not compile or run (an input meant to be refused, a step for
+    several ranks) does not run and is counted apart; otherwise every other
+    configuration must run it, the bitwise pairs must agree bit for bit and
+    every configuration must be within CORPUS_RTOL of `cpu`. Returns
+    (findings, ran, skipped)."""
+    rng = np.random.default_rng(seed)
+    findings, ran, skipped = [], 0, 0
+    for i, (name, text) in enumerate(corpus_chunks(paths)):
+        work = os.path.join(workdir, f"corpus{i}")
+        entries = corpus_entries(runner, text, work)
+        if not entries:
+            skipped += 1
+            shutil.rmtree(work, ignore_errors=True)
+            continue
+        for entry, args in entries:
+            inputs = corpus_inputs(rng, args)
+            source = text
+            if len(entries) > 1:
+                # One public function per run: the others made private.
+                source = re.sub(r"func\.func @(?!" + re.escape(entry) +
+                                r"\()", "func.func private @", text)
+            results = {}
+            for config in ["cpu"] + [c for c in configs if c != "cpu"]:
+                got = runner.run(config, source, inputs,
+                                 os.path.join(work, entry, config))
+                if isinstance(got, str):
+                    if config == "cpu":
+                        break
+                    findings.append(f"{name} @{entry}: {config}: "
+                                    f"{got.splitlines()[0]}\n{got}")
+                    continue
+                results[config] = got
+            if "cpu" not in results:
+                skipped += 1
+                continue
+            ran += 1
+            base = results["cpu"]
+            for config, got in results.items():
+                if len(got) != len(base):
+                    findings.append(f"{name} @{entry}: {config}: "
+                                    f"{len(got)} results, cpu {len(base)}")
+                    continue
+                for k, (a, b) in enumerate(zip(got, base)):
+                    if a.dtype != b.dtype or a.shape != b.shape:
+                        why = bitwise_mismatch(a, b)
+                    elif a.dtype.kind == "f":
+                        scale = float(np.nanmax(np.abs(b), initial=0.0))
+                        diff = np.abs(a.astype(np.float64) - b)
+                        bad = ~(diff <= CORPUS_RTOL * max(scale, 1e-30))
+                        # NaN where cpu has NaN agrees.
+                        bad &= ~(np.isnan(a) & np.isnan(b))
+                        why = (f"{int(bad.sum())} element(s) off by up to "
+                               f"{float(np.max(diff)):.3g} (|cpu| <= "
+                               f"{scale:.3g})" if bad.any() else None)
+                    else:
+                        why = bitwise_mismatch(a, b)
+                    if why:
+                        findings.append(f"{name} @{entry}: {config} against"
+                                        f" cpu: result {k}: {why}")
+            for a, b in BITWISE_PAIRS:
+                if a in results and b in results:
+                    for k, (x, y) in enumerate(zip(results[a], results[b])):
+                        why = bitwise_mismatch(x, y)
+                        if why:
+                            findings.append(f"{name} @{entry}: {a} against "
+                                            f"{b}: result {k}: {why}")
+        if not findings:
+            shutil.rmtree(work, ignore_errors=True)
+    return findings, ran, skipped
 
 
 def main():
@@ -1267,17 +1825,29 @@ def main():
                         help="also this many generated train.steps "
                         "(k = 1, 2, 4; gradients against finite "
                         "differences)")
+    parser.add_argument("--mpirun", default="auto",
+                        help="the launcher of the steps' 2-rank runs "
+                        "(default: mpirun from PATH, with Open MPI's "
+                        "--oversubscribe --allow-run-as-root; 'none': no "
+                        "rank runs)")
+    parser.add_argument("--corpus", nargs="*", default=None,
+                        metavar="PATH",
+                        help="also run every function of these .mlir files "
+                        "or folders (each `// -----` chunk apart) in every "
+                        "configuration; no paths: examples/ and the test "
+                        "tree")
     args = parser.parse_args()
     configs = args.configs.split(",")
     for c in configs:
         if c not in CONFIGS:
             sys.exit(f"difftest: error: --configs: unknown configuration "
                      f"'{c}' (expected one of {', '.join(CONFIGS)})")
-    if args.count < 1 or args.bundle < 1 or args.ops < 1:
-        sys.exit("difftest: error: --count, --bundle and --ops must be >= 1")
+    if args.count < 0 or args.bundle < 1 or args.ops < 1:
+        sys.exit("difftest: error: --count must be >= 0, --bundle and --ops "
+                 ">= 1")
     workdir = args.workdir or tempfile.mkdtemp(prefix="difftest-")
     os.makedirs(workdir, exist_ok=True)
-    runner = Runner(args.build, workdir)
+    runner = Runner(args.build, workdir, mpirun=find_mpirun(args.mpirun))
     gen = Generator(np.random.default_rng(args.seed))
     start = time.time()
     done = mismatches = 0
@@ -1322,6 +1892,17 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
         print(f"difftest: {done}/{args.count} programs, {mismatches} "
               f"mismatch(es), {time.time() - start:.0f} s", flush=True)
+    if args.corpus is not None:
+        paths = args.corpus or [os.path.join(root, "examples"),
+                                os.path.join(root, "test")]
+        found, ran, skipped = check_corpus(runner, paths, configs, workdir,
+                                           args.seed)
+        for why in found:
+            mismatches += 1
+            print(f"FAIL difftest: corpus: {why}")
+        print(f"difftest: corpus: {ran} function(s) ran in "
+              f"{len(configs)} configurations, {skipped} chunk(s) or "
+              f"function(s) do not run on the CPU pipeline", flush=True)
     step_rng = np.random.default_rng(args.seed + 1_000_003)
     for i in range(args.steps):
         step = StepProgram(step_rng)
@@ -1338,7 +1919,8 @@ def main():
             shutil.rmtree(work, ignore_errors=True)
     if args.steps:
         print(f"difftest: {args.steps} generated train.step(s) at k = 1, "
-              "2, 4 micro-batches", flush=True)
+              f"2, 4 micro-batches and {', '.join(step_configs(runner))}",
+              flush=True)
     print("difftest: operations generated: " + ", ".join(
         f"{k} {n}" for k, n in sorted(kinds.items())))
     print(f"difftest: seed {args.seed}: {done} programs in {bundle_id} "

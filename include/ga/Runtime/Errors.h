@@ -18,6 +18,14 @@
 //   void ga_report_error(int32_t code, int64_t argument, int64_t position,
 //                        int64_t value, int64_t bound, int64_t ignore);
 //
+//   void ga_report_assertion(const char *message, int64_t position);
+//
+// GA_ERROR_ASSERTION (reported by ga_report_assertion, which
+// train-check-asserts calls for a failed `cf.assert`): `message` is a
+// constant string of the compiled module (the assert's text, location and
+// iteration space), `position` the first failing iteration in row-major
+// order, -1 for an assert outside loops.
+//
 // For GA_ERROR_LABEL_OUT_OF_RANGE: `argument` is the index of the function
 // argument that holds the labels (-1 when they are computed inside the step),
 // `position` the row-major index of the element in that argument, `value`
@@ -44,11 +52,17 @@ struct ga_error {
   int64_t bound;
   int64_t ignore;
   int64_t count;
+  /// GA_ERROR_ASSERTION: the check's message (static storage of the
+  /// compiled module); null otherwise.
+  const char *message;
 };
 
 /// Called by compiled code (see the file comment).
 void ga_report_error(int32_t code, int64_t argument, int64_t position,
                      int64_t value, int64_t bound, int64_t ignore);
+
+/// Called by compiled code for a failed assert (see the file comment).
+void ga_report_assertion(const char *message, int64_t position);
 
 /// Moves the pending error, if any, into `*out` and clears it. Returns the
 /// error code (GA_OK when none was reported; `*out` is then zeroed).

@@ -73,7 +73,12 @@ enum {
   GA_ERROR_SIGNATURE = 4,
   /* A step compiled for CUDA: no CUDA driver or device, or a CUDA call
    * failed (the message names the call and CUDA's error). */
-  GA_ERROR_DEVICE = 5
+  GA_ERROR_DEVICE = 5,
+  /* A check that the model's front end put into the step (`cf.assert`,
+   * such as torch-mlir's index checks around gathers) failed; the message
+   * gives the check's text, its source location and the first failing
+   * position. */
+  GA_ERROR_ASSERTION = 6
 };
 
 /* The outcome of a step: a code and, unless GA_OK, a message. */

@@ -118,6 +118,66 @@ def TrainCheckLabelsPass : Pass<"train-check-labels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def TrainCheckAssertsPass : Pass<"train-check-asserts", "::mlir::ModuleOp"> {
+  let summary = "Turn cf.assert into checks on the runtime's error path, "
+                "before the step";
+  let description = [{
+    Front ends put `cf.assert` into the functions they emit: torch-mlir
+    checks the indices of its gathers inside `linalg.generic` bodies and
+    the shapes of its operands at the function level. A compiled step must
+    never abort the process, so every assert becomes a check whose failure
+    goes to the runtime's error path (`ga_report_assertion`, see
+    `ga/Runtime/Errors.h`): the caller gets a status and a message naming
+    the assert's text and location (`ga-run` and `ga-exec` exit with status
+    1, a step library returns `GA_ERROR_ASSERTION`), the same for the CPU
+    and CUDA targets.
+
+    - An assert inside a `linalg.generic` body becomes a reduction that
+      finds the first iteration (row-major) where the condition is false;
+      only the body's operations that the condition depends on are copied
+      into it, and it loops over the dimensions they depend on (the ids of
+      an embedding's gather, not its features). The message gives that
+      position and the iteration space.
+    - Any other assert is its condition, computed at the function level.
+
+    The check is computed before the `train.step` that holds the assert,
+    from the values the step reads (block arguments of `train.step` and
+    `train.checkpoint` stand for their operands; operations without memory
+    effects are copied). The step then carries no side effect: it is
+    differentiated, split and planned as if the assert were not there. A
+    condition that depends on something else (a loop's induction variable,
+    an operation with memory effects) is refused at the assert. Asserts
+    whose condition is the constant `true` are dropped. The step runs on
+    after a failed check (its results are discarded, as after an invalid
+    label), so the indices of the gathers (`tensor.extract`) in a body whose
+    assert was removed are clamped into bounds: an invalid index never
+    reads out of bounds. `--ga-pipeline` runs this pass first.
+
+    Example: the gather of an embedding
+
+    ```mlir
+    %e = linalg.generic {...} ins(%ids : tensor<4x8xi64>) outs(%init : ...) {
+    ^bb0(%id: i64, %out: f32):
+      %ok = arith.cmpi ult, %id, %c256 : i64
+      cf.assert %ok, "index out of range"
+      ...
+    }
+    ```
+
+    inside a `train.step` becomes, before the step, a `linalg.generic`
+    reduction of `%ids` to the first position where `%ok` is false and an
+    `scf.if` that calls `ga_report_assertion` with the message
+    `'index out of range' at loc(...) over the iterations [4, 8]
+    (dimensions 0, 1 of a linalg.generic over [4, 8, 64])` and that
+    position; the step's generic no longer holds the assert, and its
+    gather's index is clamped.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::func::FuncDialect", "::mlir::LLVM::LLVMDialect"];
+}
+
 def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
   let summary = "Rewrite mean-reduced losses into a sum divided by a count "
                 "computed from the labels";

@@ -42,6 +42,13 @@ inline constexpr llvm::StringLiteral kRankFunction = "ga_rank";
 /// ga/Runtime/Errors.h).
 inline constexpr llvm::StringLiteral kReportErrorFunction = "ga_report_error";
 
+/// `void ga_report_assertion(ptr message, i64 position)`: a failed
+/// `cf.assert` of a step, with its message and the first failing position
+/// of its iteration space (-1 for an assert outside loops); see
+/// ga/Runtime/Errors.h.
+inline constexpr llvm::StringLiteral kReportAssertionFunction =
+    "ga_report_assertion";
+
 /// The runtime function that all-reduces a buffer of `elementType`
 /// (`ga_all_reduce_f32`, ...), or an empty string for an element type that
 /// the runtime does not reduce.
