@@ -654,7 +654,7 @@ def emit_op(op, vals, p):
         # widened back: the narrow tensors live in memory unless fused.
         a, b = ins
         narrow = op.params["to"] if k == "narrow" else "i8"
-        NT = T.replace(f"x{out.dtype}>", f"x{narrow}>")
+        NT = Value("", out.shape, narrow, None).type()
         ident2 = ", ".join([ident] * 2)
         ident3 = ", ".join([ident] * 3)
         its = ", ".join(['"parallel"'] * rank)

@@ -256,7 +256,11 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   }
   // Front ends' asserts first: they become checks before the step, so that
   // every later pass sees a step without side effects.
-  pm.addPass(createTrainCheckAssertsPass());
+  {
+    TrainCheckAssertsPassOptions asserts;
+    asserts.report = options.checkAsserts;
+    pm.addPass(createTrainCheckAssertsPass(asserts));
+  }
   // The step's own form first, so that the remat planner sees the matmuls
   // it will compile: the rows no slice reads are not computed, and the LM
   // head's logits become a whole tensor that the loss's gradient overwrites

@@ -178,8 +178,8 @@ struct TrainCheckAssertsPass
   }
 
   /// `if (position != none) ga_report_assertion(message, position)`.
-  LogicalResult report(OpBuilder &b, Operation *at, Value violated,
-                       Value position, StringRef message) {
+  LogicalResult reportIf(OpBuilder &b, Operation *at, Value violated,
+                         Value position, StringRef message) {
     Location loc = at->getLoc();
     MLIRContext *ctx = b.getContext();
     func::FuncOp callee = getOrInsertRuntimeFunction(
@@ -205,8 +205,11 @@ struct TrainCheckAssertsPass
 
   LogicalResult lower(cf::AssertOp op, func::FuncOp func) {
     // A condition that always holds needs no check.
-    if (matchPattern(op.getArg(), m_One())) {
+    if (matchPattern(op.getArg(), m_One()) || !report) {
+      auto generic = dyn_cast<linalg::GenericOp>(op->getParentOp());
       op.erase();
+      if (generic)
+        clampGathers(generic);
       return success();
     }
     Hoister hoister(func, topLevelAncestor(op, func));
@@ -223,7 +226,7 @@ struct TrainCheckAssertsPass
         b, loc, condition,
         arith::ConstantOp::create(b, loc, b.getBoolAttr(true)));
     Value position = arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(-1));
-    if (failed(report(b, op, violated, position, describe(op))))
+    if (failed(reportIf(b, op, violated, position, describe(op))))
       return failure();
     op.erase();
     return success();
@@ -385,7 +388,7 @@ struct TrainCheckAssertsPass
     std::string message = describe(op) + " over the iterations " +
                           extents(checkRanges) + " (dimensions " + dims +
                           " of a linalg.generic over " + extents(ranges) + ")";
-    if (failed(report(b, op, violated, position, message)))
+    if (failed(reportIf(b, op, violated, position, message)))
       return failure();
     op.erase();
     clampGathers(generic);

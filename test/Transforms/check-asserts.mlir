@@ -1,4 +1,19 @@
 // RUN: ga-opt %s --train-check-asserts -split-input-file -verify-diagnostics | FileCheck %s
+// report=false drops the asserts: no check, no message, the gather clamped.
+// RUN: ga-opt %s --train-check-asserts=report=false -split-input-file | FileCheck %s --check-prefix=DROP
+// DROP-NOT: ga_report_assertion
+// DROP-NOT: __ga_assert_message
+// DROP-LABEL: func.func @gather_in_step
+// DROP-NOT: linalg.generic
+// DROP: train.step
+// DROP: arith.maxsi
+// DROP: arith.minsi
+// DROP: tensor.extract
+// DROP-NOT: cf.assert
+// DROP-LABEL: func.func @scalar
+// DROP-NOT: cf.assert
+// DROP-NOT: scf.if
+// DROP: return
 
 // A gather guarded inside the body of a step's generic: the check is a
 // reduction of the step's operand before the step; the body keeps no

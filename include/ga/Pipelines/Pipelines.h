@@ -140,6 +140,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "false skips the check: invalid labels are then "
                      "clamped, not reported"),
       llvm::cl::init(true)};
+  Option<bool> checkAsserts{
+      *this, "check-asserts",
+      llvm::cl::desc("Check the asserts a front end put into the step "
+                     "(cf.assert) when it runs, on the runtime's error path "
+                     "(train-check-asserts); false drops them: the gathers "
+                     "they guard are clamped, failures not reported"),
+      llvm::cl::init(true)};
   Option<bool> sliceMatmulRows{
       *this, "slice-matmul-rows",
       llvm::cl::desc("Compute only the rows of a matmul that a slice reads, "
