@@ -31,7 +31,7 @@ if getattr(config, "ga_sanitize", ""):
     config.available_features.add("sanitized")
     # The sanitized suite's budget: the tests that compare compiled numbers
     # across configurations (`UNSUPPORTED: sanitize-budget`) are left to the
-    # plain suite unless GA_SANITIZE_ALL=1 (README, "Sanitizers").
+    # plain suite unless GA_SANITIZE_ALL=1 (docs/testing.md, "Sanitizers").
     if os.environ.get("GA_SANITIZE_ALL", "") in ("", "0"):
         config.available_features.add("sanitize-budget")
     supp = os.path.join(config.ga_src_root, "test", "sanitizers", "lsan.supp")
