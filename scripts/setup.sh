@@ -24,7 +24,7 @@ PACKAGES=(
   llvm-22-dev libmlir-22-dev mlir-22-tools llvm-22-tools
   libgtest-dev ninja-build ccache cmake g++ python3 python3-numpy
   libopenmpi-dev openmpi-bin valgrind clang-format-22 libomp-22-dev
-  coinor-libcbc-dev
+  coinor-libcbc-dev python3-venv
   fortunes
 )
 # GA_BENCH=1: also PyTorch on OpenBLAS, the baseline of
@@ -57,6 +57,10 @@ if ((${#missing[@]})); then
 else
   echo "setup: all Debian packages present"
 fi
+
+# The PyTorch front end (ga-import): a virtual environment outside the
+# checkout, made once per machine (GA_NO_FRONTEND=1 skips it).
+"$ROOT/scripts/setup_frontend.sh" >/dev/null
 
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   echo "setup: configuring $BUILD_DIR"

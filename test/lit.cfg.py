@@ -171,6 +171,17 @@ if python_with_numpy() and not getattr(config, "ga_sanitize", "") and \
 else:
     config.substitutions.append(("%torch_flag", ""))
 
+# The PyTorch front end (ga-import): the virtual environment that
+# scripts/setup_frontend.sh made (torch, torch-mlir, transformers, pinned).
+# Not under the sanitizers, as above. Without it (no PyPI, GA_NO_FRONTEND)
+# the importer's tests report themselves unsupported.
+frontend = subprocess.run(
+    [os.path.join(config.ga_src_root, "scripts", "setup_frontend.sh"),
+     "--locate"], capture_output=True, text=True).stdout.strip()
+if frontend and not getattr(config, "ga_sanitize", ""):
+    config.available_features.add("torch-mlir")
+    config.substitutions.append(("%frontend_python", frontend))
+
 # memcheck sees the JIT-compiled step's memory accesses (the sanitizers do
 # not instrument JIT code); a sanitized ga-run does not run under it.
 if shutil.which("valgrind") and not getattr(config, "ga_sanitize", ""):

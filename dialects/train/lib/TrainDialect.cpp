@@ -9,17 +9,42 @@
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "mlir/Transforms/InliningUtils.h"
 
 using namespace mlir;
 using namespace ga::train;
 
 #include "train/TrainDialect.cpp.inc"
 
+namespace {
+/// Calls inside the regions of train ops (a front end's forward function
+/// called from a train.step body, as ga-import writes it) may be inlined,
+/// and train ops may be inlined with the function that holds them: their
+/// regions only read the values they are given.
+struct TrainInlinerInterface : public DialectInlinerInterface {
+  using DialectInlinerInterface::DialectInlinerInterface;
+
+  bool isLegalToInline(Operation *call, Operation *callable,
+                       bool wouldBeCloned) const final {
+    return true;
+  }
+  bool isLegalToInline(Region *dest, Region *src, bool wouldBeCloned,
+                       IRMapping &valueMapping) const final {
+    return true;
+  }
+  bool isLegalToInline(Operation *op, Region *dest, bool wouldBeCloned,
+                       IRMapping &valueMapping) const final {
+    return true;
+  }
+};
+} // namespace
+
 void TrainDialect::initialize() {
   addOperations<
 #define GET_OP_LIST
 #include "train/TrainOps.cpp.inc"
       >();
+  addInterfaces<TrainInlinerInterface>();
 }
 
 /// The number of results of the function signature recorded on `op`, if

@@ -1,0 +1,229 @@
+"""ga-import: PyTorch models into ga-opt training steps, through torch-mlir.
+
+    import ga_import
+    text = ga_import.import_step(model, batch, ga_opt="build/bin/ga-opt")
+
+`model` is a torch.nn.Module whose forward takes the batch's inputs (the
+entries of `batch` other than the labels, by keyword) and returns logits
+[..., V]; `batch` is a dict of tensors with the labels under `labels_key`
+(-100 where ignored). The loss is `F.cross_entropy(logits.view(-1, V),
+labels.view(-1), ignore_index=...)` with `reduction` mean or sum: it becomes
+`train.cross_entropy`, which ga-opt's split rewrites exactly.
+
+The result is a module with one public function, `@step` by default:
+
+    func.func @step(<parameters>, <inputs>, %labels) -> (loss, <gradients>)
+
+whose body is one `train.step` (`microbatches` and `data_parallel` as
+given). The parameters are the model's `named_parameters()` (tied weights
+once), in that order; `ImportedStep.param_names` gives their state_dict
+keys. The forward pass is exported by torch-mlir's FX
+importer to linalg on tensors with the parameters as arguments, printed in
+generic form (torch-mlir follows LLVM's development head; ga-opt is on
+MLIR 22), wrapped, inlined into the step and verified by `ga-opt`; an
+export that MLIR 22 cannot read is a clear error naming the operation.
+
+Also a command: `python -m ga_import FILE.py:FUNCTION -o step.mlir`, where
+FUNCTION() returns (model, batch).
+"""
+
+import os
+import re
+import subprocess
+import tempfile
+
+__all__ = ["ImportError_", "ImportedStep", "import_step", "export_forward"]
+
+
+class ImportError_(RuntimeError):
+    """A model or batch that ga-import cannot turn into a step; the message
+    says what and why."""
+
+
+def _torch():
+    try:
+        import torch
+        import torch_mlir.fx  # noqa: F401
+    except ModuleNotFoundError as e:
+        raise ImportError_(
+            f"ga-import needs torch and torch-mlir ({e.name} is missing): "
+            "run scripts/setup_frontend.sh and use the python it prints")
+    return torch
+
+
+_DTYPES = {"torch.float32": "f32", "torch.float64": "f64",
+           "torch.int64": "i64", "torch.int32": "i32", "torch.bool": "i1"}
+
+
+def _tensor_type(t):
+    dtype = _DTYPES.get(str(t.dtype))
+    if dtype is None:
+        raise ImportError_(f"a tensor of {t.dtype}: ga-import takes "
+                           f"{', '.join(_DTYPES)}")
+    dims = "x".join(str(d) for d in t.shape)
+    return f"tensor<{dims}x{dtype}>" if dims else f"tensor<{dtype}>"
+
+
+def export_forward(model, inputs, func_name="ga_forward"):
+    """(generic MLIR text of the forward function, parameter names,
+    parameter tensors, logits shape): torch-mlir's export of
+    `model(**inputs)` with the parameters as leading arguments."""
+    torch = _torch()
+    from torch_mlir import fx
+
+    named = list(model.named_parameters())
+    if not named:
+        raise ImportError_("the model has no parameters: nothing to train")
+    names = [n for n, _ in named]
+    params = [p.detach() for _, p in named]
+    keys = list(inputs)
+
+    class Forward(torch.nn.Module):
+        def forward(self, *args):
+            ps = dict(zip(names, args[:len(names)]))
+            kw = dict(zip(keys, args[len(names):]))
+            out = torch.func.functional_call(model, ps, (), kw)
+            if hasattr(out, "logits"):
+                out = out.logits
+            if isinstance(out, (tuple, list)):
+                out = out[0]
+            return out.reshape(-1, out.shape[-1])
+
+    args = [*params, *(inputs[k] for k in keys)]
+    with torch.no_grad():
+        logits = Forward()(*args)
+    try:
+        module = fx.export_and_import(Forward(), *args,
+                                      output_type="linalg-on-tensors",
+                                      func_name=func_name)
+    except Exception as e:  # torch's and torch-mlir's errors, as they are
+        raise ImportError_(f"torch-mlir could not export the model: "
+                           f"{type(e).__name__}: {e}") from e
+    text = module.operation.get_asm(print_generic_op_form=True,
+                                    assume_verified=True)
+    if "tm_tensor." in text:
+        op = re.search(r'"(tm_tensor\.\w+)"', text).group(1)
+        raise ImportError_(
+            f"the export contains {op}, which MLIR 22 does not have "
+            "(transformers emits tm_tensor.scan, a cumsum, when no "
+            "attention_mask is given: pass one)")
+    return text, names, params, tuple(logits.shape)
+
+
+def _inner_func(module_text):
+    """(attribute and type aliases, the func.func op) of a generic-form
+    module, as text."""
+    start = module_text.index('"func.func"()')
+    end = module_text.rindex("}) : () -> ()")
+    head = module_text[:module_text.index('"builtin.module"')]
+    aliases = "\n".join(l for l in head.splitlines() if l.startswith(("#", "!")))
+    return aliases, module_text[start:end].rstrip()
+
+
+def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
+                ignore_index=-100, reduction="mean", microbatches=1,
+                data_parallel=1, name="step"):
+    """The training step of `model` on `batch` as ga-opt MLIR text (see the
+    module's docstring)."""
+    torch = _torch()
+    if labels_key not in batch:
+        raise ImportError_(f"the batch has no '{labels_key}' entry (the "
+                           f"labels); it has {', '.join(batch) or 'none'}")
+    if reduction not in ("mean", "sum"):
+        raise ImportError_(f"reduction must be mean or sum, got "
+                           f"'{reduction}'")
+    labels = batch[labels_key]
+    if labels.dtype != torch.int64:
+        raise ImportError_(f"the labels must be int64, got {labels.dtype}")
+    inputs = {k: v for k, v in batch.items() if k != labels_key}
+    for k, v in batch.items():
+        if not isinstance(v, torch.Tensor):
+            raise ImportError_(f"batch['{k}'] is a {type(v).__name__}, not "
+                               "a tensor")
+        if v.dim() == 0 or v.shape[0] != labels.shape[0]:
+            raise ImportError_(
+                f"batch['{k}'] has shape {tuple(v.shape)}: every batch "
+                f"entry's dimension 0 is the batch ({labels.shape[0]}, "
+                "the labels')")
+    forward, names, params, logits_shape = export_forward(model, inputs)
+    n = labels.numel()
+    if logits_shape[0] != n:
+        raise ImportError_(f"the model returns {logits_shape[0]} rows of "
+                           f"logits for {n} labels")
+    V = logits_shape[1]
+    ptypes = [_tensor_type(p) for p in params]
+    itypes = [_tensor_type(inputs[k]) for k in inputs]
+    ltype = _tensor_type(labels)
+    aliases, forward = _inner_func(forward)
+    forward = forward.replace(
+        'sym_name = "ga_forward"',
+        'sym_name = "ga_forward", sym_visibility = "private"', 1)
+    pn = [f"%p{i}" for i in range(len(params))]
+    inn = [f"%x{i}" for i in range(len(inputs))]
+    bp = [f"%bp{i}" for i in range(len(params))]
+    bi = [f"%bx{i}" for i in range(len(inputs))]
+    sched = f"microbatches = {microbatches} : i64" + (
+        f", data_parallel = {data_parallel} : i64" if data_parallel > 1
+        else "")
+    flat = f"tensor<{n}xi64>"
+    collapse = ("" if labels.dim() == 1 else
+                f"    %flat = tensor.collapse_shape %blabels "
+                f"[[{', '.join(str(d) for d in range(labels.dim()))}]] : "
+                f"{ltype} into {flat}\n")
+    flat_name = "%blabels" if labels.dim() == 1 else "%flat"
+    lines = [
+        aliases,
+        "module {",
+        forward,
+        f"func.func @{name}("
+        + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
+                    + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+                    + [f"%labels: {ltype}"])
+        + f") -> (tensor<f32>, {', '.join(ptypes)}) {{",
+        f"  %loss, {', '.join(f'%g{i}' for i in range(len(params)))} = "
+        f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
+        f"batch({', '.join(inn + ['%labels'])} : "
+        f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
+        f"-> tensor<f32> grads({', '.join(ptypes)}) {{",
+        f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):",
+        f"    %logits = func.call @ga_forward({', '.join(bp + bi)}) : "
+        f"({', '.join(ptypes + itypes)}) -> tensor<{n}x{V}xf32>",
+        collapse.rstrip("\n"),
+        f"    %l = train.cross_entropy {reduction} %logits, {flat_name} "
+        f"ignore_index = {ignore_index} : (tensor<{n}x{V}xf32>, {flat}) "
+        "-> tensor<f32>",
+        "    train.yield %l : tensor<f32>",
+        "  }",
+        f"  return %loss, {', '.join(f'%g{i}' for i in range(len(params)))}"
+        f" : tensor<f32>, {', '.join(ptypes)}",
+        "}",
+        "}",
+    ]
+    wrapped = "\n".join(l for l in lines if l) + "\n"
+    with tempfile.TemporaryDirectory() as tmp:
+        src = os.path.join(tmp, "wrapped.mlir")
+        with open(src, "w") as f:
+            f.write(wrapped)
+        done = subprocess.run(
+            [ga_opt, src, "--inline", "--symbol-dce", "--canonicalize"],
+            capture_output=True, text=True)
+    if done.returncode:
+        first = done.stderr.strip().splitlines()[0] if done.stderr else ""
+        raise ImportError_(f"ga-opt cannot read torch-mlir's export: {first}"
+                           f"\n{done.stderr[-4000:]}")
+    return ImportedStep(done.stdout, names, params,
+                        [inputs[k] for k in inputs], labels)
+
+
+class ImportedStep:
+    """What import_step made: `mlir` (the module's text), `param_names`
+    (the model's state_dict keys, in the order of the step's parameter
+    arguments), `params`, `inputs` and `labels` (the tensors of the
+    example, in argument order: `arguments()` gives all of them)."""
+
+    def __init__(self, mlir, param_names, params, inputs, labels):
+        self.mlir, self.param_names = mlir, param_names
+        self.params, self.inputs, self.labels = params, inputs, labels
+
+    def arguments(self):
+        return [*self.params, *self.inputs, self.labels]

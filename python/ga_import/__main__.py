@@ -1,0 +1,74 @@
+"""ga-import's command: python -m ga_import FILE.py:FUNCTION [-o OUT.mlir]
+
+FUNCTION() (no arguments) returns (model, batch): a torch.nn.Module and a
+dict of example tensors with the labels under 'labels' (--labels-key). The
+step is written to OUT.mlir (stdout without -o), the example's arguments as
+OUT.argN.npy beside it with --save-arguments, and the parameter names, in
+argument order, to stderr.
+"""
+
+import argparse
+import importlib.util
+import os
+import shutil
+import sys
+
+import ga_import
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(
+        prog="ga-import", description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("model", metavar="FILE.py:FUNCTION")
+    parser.add_argument("-o", "--output", default="-")
+    parser.add_argument("--ga-opt", default=shutil.which("ga-opt") or
+                        "ga-opt")
+    parser.add_argument("--labels-key", default="labels")
+    parser.add_argument("--ignore-index", type=int, default=-100)
+    parser.add_argument("--reduction", default="mean",
+                        choices=["mean", "sum"])
+    parser.add_argument("--microbatches", type=int, default=1)
+    parser.add_argument("--data-parallel", type=int, default=1)
+    parser.add_argument("--save-arguments", action="store_true")
+    args = parser.parse_args(argv)
+
+    path, sep, func = args.model.rpartition(":")
+    if not sep or not path.endswith(".py"):
+        parser.error(f"model: expected FILE.py:FUNCTION, got '{args.model}'")
+    if not os.path.isfile(path):
+        parser.error(f"model: '{path}' does not exist")
+    spec = importlib.util.spec_from_file_location("ga_import_model", path)
+    source = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(source)
+    if not hasattr(source, func):
+        parser.error(f"model: '{path}' has no function '{func}'")
+    made = getattr(source, func)()
+    if not (isinstance(made, tuple) and len(made) == 2):
+        parser.error(f"model: {func}() must return (model, batch), got "
+                     f"{type(made).__name__}")
+    model, batch = made
+    try:
+        step = ga_import.import_step(
+            model, batch, ga_opt=args.ga_opt, labels_key=args.labels_key,
+            ignore_index=args.ignore_index, reduction=args.reduction,
+            microbatches=args.microbatches,
+            data_parallel=args.data_parallel)
+    except ga_import.ImportError_ as e:
+        sys.exit(f"ga-import: error: {e}")
+    if args.output == "-":
+        sys.stdout.write(step.mlir)
+    else:
+        with open(args.output, "w") as f:
+            f.write(step.mlir)
+        if args.save_arguments:
+            import numpy as np
+            stem = os.path.splitext(args.output)[0]
+            for i, t in enumerate(step.arguments()):
+                np.save(f"{stem}.arg{i}.npy", t.detach().numpy())
+    for i, name in enumerate(step.param_names):
+        print(f"ga-import: parameter #{i}: {name}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
