@@ -1056,6 +1056,15 @@ print(f"wrote {len(results)} result(s)")
 """
 
 
+def run_process(cmd, **kwargs):
+    """subprocess.run, with a program that cannot be started (missing,
+    being rebuilt) as a failed run instead of an exception."""
+    try:
+        return subprocess.run(cmd, **kwargs)
+    except OSError as e:
+        return subprocess.CompletedProcess(cmd, 127, "", f"{cmd[0]}: {e}")
+
+
 class Runner:
     def __init__(self, build, workdir, mpirun=None):
         self.bin = os.path.join(build, "bin")
@@ -1085,7 +1094,7 @@ class Runner:
         if aot:
             lib = os.path.join(work, "libstep.so")
             rest = options.replace("target=cpu", "").strip()
-            done = subprocess.run(
+            done = run_process(
                 [self.tool("ga-compile"), src, "-o", lib, "--jobs=1"]
                 + ([f"--pipeline-options={rest}"] if rest else []),
                 capture_output=True, text=True)
@@ -1099,7 +1108,7 @@ class Runner:
                        "--num-threads=1"]
         else:
             lowered = os.path.join(work, "lowered.mlir")
-            done = subprocess.run(
+            done = run_process(
                 [self.tool("ga-opt"), src, f"--ga-pipeline={options}", "-o",
                  lowered], capture_output=True, text=True)
             if done.returncode:
@@ -1111,7 +1120,7 @@ class Runner:
                         if ranks > 1 else [])
             cmd = [*launcher, self.tool("ga-run"), lowered, *paths,
                    "--out-dir", out] + (["--report-memory"] if memory else [])
-        done = subprocess.run(cmd, capture_output=True, text=True,
+        done = run_process(cmd, capture_output=True, text=True,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         if done.returncode:
             return f"{os.path.basename(cmd[0])} exited with " \
@@ -1146,7 +1155,7 @@ class Runner:
         if extra is None:  # ahead of time
             lib = os.path.join(work, "libstep.so")
             rest = options.replace("target=cpu", "").strip()
-            done = subprocess.run(
+            done = run_process(
                 [self.tool("ga-compile"), src, "-o", lib, "--jobs=1"]
                 + ([f"--pipeline-options={rest}"] if rest else []),
                 capture_output=True, text=True)
@@ -1156,14 +1165,14 @@ class Runner:
                    "--num-threads=1"]
         else:
             lowered = os.path.join(work, "lowered.mlir")
-            done = subprocess.run(
+            done = run_process(
                 [self.tool("ga-opt"), src, f"--ga-pipeline={options}", "-o",
                  lowered], capture_output=True, text=True)
             if done.returncode:
                 return f"ga-opt failed:\n{done.stderr[-3000:]}"
             cmd = [self.tool("ga-run"), lowered, *paths, "--out-dir", out,
                    *extra]
-        done = subprocess.run(cmd, capture_output=True, text=True,
+        done = run_process(cmd, capture_output=True, text=True,
                               env=dict(os.environ, OMP_NUM_THREADS="1"))
         if done.returncode:
             return f"{os.path.basename(cmd[0])} exited with " \

@@ -7,8 +7,8 @@
 // Adding a differentiable op is writing one external model of
 // DifferentiableOpInterface: tensor.concat has no adjoint in ga-opt, so
 // train-differentiate refuses a step that concatenates parameters; with the
-// model below (the example of docs/autodiff.md) attached, it differentiates it, and the
-// adjoint needs come from the same model.
+// model below (the example of docs/autodiff.md) attached, it differentiates it,
+// and the adjoint needs come from the same model.
 //
 //===----------------------------------------------------------------------===//
 
