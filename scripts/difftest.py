@@ -309,8 +309,7 @@ def eval_select(op, ins):
 def eval_int_binary(op, ins):
     a, b = ins
     x, y = np.asarray(a.ref, np.int64), np.asarray(b.ref, np.int64)
-    out = {"add": x + y, "sub": x - y, "mul": x * y,
-           "max": np.maximum(x, y)}[op.params["fn"]]
+    out = NARROW_INT_FNS[op.params["fn"]](x, y)
     return Value(op.result, a.shape, a.dtype, out, exact=True)
 
 
@@ -351,13 +350,14 @@ def eval_gather(op, ins):
 
 
 def eval_matmul(op, ins):
+    """matmul [M, K] x [K, N], or batch_matmul [Bt, M, K] x [Bt, K, N]."""
     a, b = ins
     A, B = np.asarray(a.ref, np.float64), np.asarray(b.ref, np.float64)
-    K = a.shape[1]
+    K = a.shape[-1]
     ma, mb = magnitude(a), magnitude(b)
     err = (a.err @ mb + ma @ b.err + a.err @ b.err
            + K * eps_of(a.dtype) * (ma @ mb))
-    return Value(op.result, (a.shape[0], b.shape[1]), a.dtype, A @ B, err)
+    return Value(op.result, a.shape[:-1] + b.shape[-1:], a.dtype, A @ B, err)
 
 
 def eval_transpose(op, ins):
@@ -442,17 +442,6 @@ def eval_narrow_int(op, ins):
                  out.astype(NP_TYPES[a.dtype]), exact=True)
 
 
-def eval_batch_matmul(op, ins):
-    a, b = ins
-    A, B = np.asarray(a.ref, np.float64), np.asarray(b.ref, np.float64)
-    K = a.shape[2]
-    ma, mb = magnitude(a), magnitude(b)
-    err = (a.err @ mb + ma @ b.err + a.err @ b.err
-           + K * eps_of(a.dtype) * (ma @ mb))
-    return Value(op.result, (a.shape[0], a.shape[1], b.shape[2]), a.dtype,
-                 A @ B, err)
-
-
 def eval_cross_entropy(op, ins):
     """train.cross_entropy (sum or mean over the labels that are not -100)
     of logits [N, V]. Bound per row: the logits' own errors (twice: the
@@ -488,7 +477,7 @@ EVAL = {"accumulate": eval_accumulate, "unary": eval_unary, "binary": eval_binar
         "matmul": eval_matmul, "transpose": eval_transpose,
         "reshape": eval_reshape, "slice": eval_slice,
         "narrow": eval_narrow, "narrow_int": eval_narrow_int,
-        "batch_matmul": eval_batch_matmul,
+        "batch_matmul": eval_matmul,
         "cross_entropy": eval_cross_entropy}
 
 
@@ -870,16 +859,10 @@ class Generator:
                              v.shape == bshape, lambda: (bshape, dtype))
             return Op(kind, [m.name, a.name, b.name], res, bmap=mapping,
                       extract=bool(rng.random() < 0.3))
-        if kind == "int_binary":
-            a = self.operand(prog, vals, lambda v: v.dtype in INTS and
-                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
-                             lambda: (self.shape(), self.pick(INTS)))
-            b = self.operand(prog, vals, lambda v: v.dtype == a.dtype and
-                             v.shape == a.shape and
-                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
-                             lambda: (a.shape, a.dtype))
+        if kind in ("int_binary", "narrow_int"):
+            a, b = self.small_int_pair(prog, vals)
             return Op(kind, [a.name, b.name], res,
-                      fn=self.pick(["add", "sub", "mul", "max"]))
+                      fn=self.pick(list(NARROW_INT_FNS)))
         if kind == "int_to_float":
             a = self.operand(prog, vals, lambda v: v.dtype in INTS and
                              np.max(np.abs(v.ref), initial=0) < 2 ** 24,
@@ -922,16 +905,6 @@ class Generator:
             return Op(kind, [a.name, b.name], res,
                       to=self.pick(["f16", "bf16"]),
                       fn=self.pick(list(NARROW_FNS)))
-        if kind == "narrow_int":
-            a = self.operand(prog, vals, lambda v: v.dtype in INTS and
-                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
-                             lambda: (self.shape(), self.pick(INTS)))
-            b = self.operand(prog, vals, lambda v: v.dtype == a.dtype and
-                             v.shape == a.shape and
-                             np.max(np.abs(v.ref), initial=0) < 2 ** 12,
-                             lambda: (a.shape, a.dtype))
-            return Op(kind, [a.name, b.name], res,
-                      fn=self.pick(list(NARROW_INT_FNS)))
         if kind == "batch_matmul":
             a = self.operand(prog, vals, lambda v: v.dtype == "f32" and
                              len(v.shape) == 3,
@@ -986,6 +959,18 @@ class Generator:
             return Op(kind, [a.name], res, sizes=tuple(sizes),
                       offsets=tuple(offsets))
         return None
+
+    def small_int_pair(self, prog, vals):
+        """Two integer operands of one type and shape, below 2^12 in
+        magnitude (their sums and products stay exact)."""
+        small = lambda v: v.dtype in INTS and \
+            np.max(np.abs(v.ref), initial=0) < 2 ** 12
+        a = self.operand(prog, vals, small,
+                         lambda: (self.shape(), self.pick(INTS)))
+        b = self.operand(prog, vals, lambda v: small(v) and
+                         v.dtype == a.dtype and v.shape == a.shape,
+                         lambda: (a.shape, a.dtype))
+        return a, b
 
     def read_map(self, shape):
         """How a second operand is read in a loop space of `shape`: the
@@ -1075,12 +1060,13 @@ class Runner:
         self.last_error = ""
 
     def run_custom(self, source, inputs, work, options="target=cpu",
-                   memory=False, aot=None, ranks=1, refusal=None):
+                   memory=False, aot=None, ranks=1, refusal=None, extra=()):
         """Results of `source` compiled with `options`: by ga-opt and ga-run
         (under `mpirun -np ranks` when ranks > 1), or, with aot="aot" or
         "python", by ga-compile and ga-exec or the Python binding. With
         `memory`, (results, measured peak bytes). "refused" when the
-        compiler's error contains `refusal`; an error string otherwise."""
+        compiler's error contains `refusal`; an error string otherwise.
+        `extra`: more flags of ga-run."""
         os.makedirs(work, exist_ok=True)
         src = os.path.join(work, "input.mlir")
         with open(src, "w") as f:
@@ -1119,9 +1105,10 @@ class Runner:
             launcher = (shlex.split(self.mpirun) + ["-np", str(ranks)]
                         if ranks > 1 else [])
             cmd = [*launcher, self.tool("ga-run"), lowered, *paths,
-                   "--out-dir", out] + (["--report-memory"] if memory else [])
+                   "--out-dir", out, *extra] + (["--report-memory"] if memory
+                                                else [])
         done = run_process(cmd, capture_output=True, text=True,
-                              env=dict(os.environ, OMP_NUM_THREADS="1"))
+                           env=dict(os.environ, OMP_NUM_THREADS="1"))
         if done.returncode:
             return f"{os.path.basename(cmd[0])} exited with " \
                    f"{done.returncode}:\n{done.stdout[-1500:]}" \
@@ -1141,47 +1128,10 @@ class Runner:
     def run(self, config, source, inputs, work):
         """Results of `source` under `config` (list of arrays), or an error
         string."""
-        os.makedirs(work, exist_ok=True)
         options, extra = CONFIGS[config]
-        src = os.path.join(work, "input.mlir")
-        with open(src, "w") as f:
-            f.write(source)
-        paths = []
-        for i, a in enumerate(inputs):
-            paths.append(os.path.join(work, f"arg{i}.npy"))
-            np.save(paths[-1], a)
-        out = os.path.join(work, "out")
-        shutil.rmtree(out, ignore_errors=True)
         if extra is None:  # ahead of time
-            lib = os.path.join(work, "libstep.so")
-            rest = options.replace("target=cpu", "").strip()
-            done = run_process(
-                [self.tool("ga-compile"), src, "-o", lib, "--jobs=1"]
-                + ([f"--pipeline-options={rest}"] if rest else []),
-                capture_output=True, text=True)
-            if done.returncode:
-                return f"ga-compile failed:\n{done.stderr[-3000:]}"
-            cmd = [self.tool("ga-exec"), lib, *paths, "--out-dir", out,
-                   "--num-threads=1"]
-        else:
-            lowered = os.path.join(work, "lowered.mlir")
-            done = run_process(
-                [self.tool("ga-opt"), src, f"--ga-pipeline={options}", "-o",
-                 lowered], capture_output=True, text=True)
-            if done.returncode:
-                return f"ga-opt failed:\n{done.stderr[-3000:]}"
-            cmd = [self.tool("ga-run"), lowered, *paths, "--out-dir", out,
-                   *extra]
-        done = run_process(cmd, capture_output=True, text=True,
-                              env=dict(os.environ, OMP_NUM_THREADS="1"))
-        if done.returncode:
-            return f"{os.path.basename(cmd[0])} exited with " \
-                   f"{done.returncode}:\n{done.stdout[-1500:]}" \
-                   f"{done.stderr[-3000:]}"
-        m = re.search(r"wrote (\d+) result", done.stdout)
-        count = int(m.group(1)) if m else 0
-        return [np.load(os.path.join(out, f"result{i}.npy"))
-                for i in range(count)]
+            return self.run_custom(source, inputs, work, options, aot="aot")
+        return self.run_custom(source, inputs, work, options, extra=extra)
 
 
 def oracle_mismatch(got, value):
