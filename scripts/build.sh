@@ -6,11 +6,11 @@
 # the compiler cache's hit rate of this build.
 #
 # The compiler cache (ccache) is keyed independently of where the checkout
-# lies: its base directory is the checkout's root, so that paths inside it
-# enter the cache's hashes relative to the build directory, and the working
-# directory is not hashed. A fresh clone of a commit that any checkout on
-# this machine has built compiles from the cache
-# (scripts/check_build_cache.sh measures it with two clones).
+# lies: the build's compiler launcher (CMakeLists.txt) sets its base
+# directory to the checkout's root and leaves the working directory out of
+# the hashes. A fresh clone of a commit that any checkout on this machine
+# has built compiles from the cache (scripts/check_build_cache.sh measures
+# it with two clones).
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -26,8 +26,6 @@ fi
 
 "$ROOT/scripts/setup.sh"
 
-export CCACHE_BASEDIR="$ROOT"
-export CCACHE_NOHASHDIR=1
 # This build's own counters (ccache's global ones mix every build).
 export CCACHE_STATSLOG="$BUILD_DIR/ccache-stats.log"
 rm -f "$CCACHE_STATSLOG"
