@@ -289,15 +289,15 @@ struct TrainCheckAssertsPass
       maps.push_back(generic.getMatchingIndexingMap(&operand));
       read.push_back(arg);
     }
-    // Values the slice reads from above the generic.
-    llvm::SetVector<Value> above;
-    for (Operation *def : slice)
-      for (Value v : def->getOperands())
-        if (!isa<BlockArgument>(v) || cast<BlockArgument>(v).getOwner() != body)
-          if (!v.getDefiningOp() || v.getDefiningOp()->getBlock() != body)
-            above.insert(v);
-    for (Value v : above)
-      if (!hoister.hoist(v))
+    // Values the slice reads from above the generic (as operands or inside
+    // its operations' regions).
+    llvm::SetVector<Value> used;
+    for (Operation *def : slice) {
+      used.insert(def->operand_begin(), def->operand_end());
+      getUsedValuesDefinedAbove(def->getRegions(), used);
+    }
+    for (Value v : used)
+      if (v.getParentBlock() != body && !hoister.hoist(v))
         return op.emitOpError()
                << "cannot be checked before the step: its condition depends on "
                << hoister.blocker;
