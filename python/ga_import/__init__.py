@@ -66,7 +66,7 @@ def _tensor_type(t):
 
 def export_forward(model, inputs, func_name="ga_forward"):
     """(generic MLIR text of the forward function, parameter names,
-    parameter tensors, logits shape): torch-mlir's export of
+    parameter tensors, the logits' tensor type): torch-mlir's export of
     `model(**inputs)` with the parameters as leading arguments."""
     torch = _torch()
     from torch_mlir import fx
@@ -90,8 +90,6 @@ def export_forward(model, inputs, func_name="ga_forward"):
             return out.reshape(-1, out.shape[-1])
 
     args = [*params, *(inputs[k] for k in keys)]
-    with torch.no_grad():
-        logits = Forward()(*args)
     try:
         module = fx.export_and_import(Forward(), *args,
                                       output_type="linalg-on-tensors",
@@ -107,7 +105,13 @@ def export_forward(model, inputs, func_name="ga_forward"):
             f"the export contains {op}, which MLIR 22 does not have "
             "(transformers emits tm_tensor.scan, a cumsum, when no "
             "attention_mask is given: pass one)")
-    return text, names, params, tuple(logits.shape)
+    # The logits' type, as the export's signature gives it.
+    result = re.search(r"function_type = \(.*?\) -> (tensor<\d+x\d+x\w+>)",
+                       text)
+    if not result:
+        raise ImportError_("the model's exported forward does not return "
+                           "one tensor of logits [N, V]")
+    return text, names, params, result.group(1)
 
 
 def _inner_func(module_text):
@@ -132,25 +136,28 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     if reduction not in ("mean", "sum"):
         raise ImportError_(f"reduction must be mean or sum, got "
                            f"'{reduction}'")
+    for k, v in batch.items():
+        if not isinstance(v, torch.Tensor):
+            raise ImportError_(f"batch['{k}'] is a {type(v).__name__}, not "
+                               "a tensor")
     labels = batch[labels_key]
     if labels.dtype != torch.int64:
         raise ImportError_(f"the labels must be int64, got {labels.dtype}")
     inputs = {k: v for k, v in batch.items() if k != labels_key}
     for k, v in batch.items():
-        if not isinstance(v, torch.Tensor):
-            raise ImportError_(f"batch['{k}'] is a {type(v).__name__}, not "
-                               "a tensor")
         if v.dim() == 0 or v.shape[0] != labels.shape[0]:
             raise ImportError_(
                 f"batch['{k}'] has shape {tuple(v.shape)}: every batch "
                 f"entry's dimension 0 is the batch ({labels.shape[0]}, "
                 "the labels')")
-    forward, names, params, logits_shape = export_forward(model, inputs)
+    forward, names, params, logits = export_forward(model, inputs)
     n = labels.numel()
-    if logits_shape[0] != n:
-        raise ImportError_(f"the model returns {logits_shape[0]} rows of "
-                           f"logits for {n} labels")
-    V = logits_shape[1]
+    rows, _, element = re.fullmatch(r"tensor<(\d+)x(\d+)x(\w+)>",
+                                    logits).groups()
+    if int(rows) != n:
+        raise ImportError_(f"the model returns {rows} rows of logits for {n} "
+                           "labels")
+    loss = f"tensor<{element}>"
     ptypes = [_tensor_type(p) for p in params]
     itypes = [_tensor_type(inputs[k]) for k in inputs]
     ltype = _tensor_type(labels)
@@ -179,23 +186,22 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
         + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
                     + [f"{x}: {t}" for x, t in zip(inn, itypes)]
                     + [f"%labels: {ltype}"])
-        + f") -> (tensor<f32>, {', '.join(ptypes)}) {{",
+        + f") -> ({loss}, {', '.join(ptypes)}) {{",
         f"  %loss, {', '.join(f'%g{i}' for i in range(len(params)))} = "
         f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
         f"batch({', '.join(inn + ['%labels'])} : "
         f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
-        f"-> tensor<f32> grads({', '.join(ptypes)}) {{",
+        f"-> {loss} grads({', '.join(ptypes)}) {{",
         f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):",
         f"    %logits = func.call @ga_forward({', '.join(bp + bi)}) : "
-        f"({', '.join(ptypes + itypes)}) -> tensor<{n}x{V}xf32>",
+        f"({', '.join(ptypes + itypes)}) -> {logits}",
         collapse.rstrip("\n"),
         f"    %l = train.cross_entropy {reduction} %logits, {flat_name} "
-        f"ignore_index = {ignore_index} : (tensor<{n}x{V}xf32>, {flat}) "
-        "-> tensor<f32>",
-        "    train.yield %l : tensor<f32>",
+        f"ignore_index = {ignore_index} : ({logits}, {flat}) -> {loss}",
+        f"    train.yield %l : {loss}",
         "  }",
         f"  return %loss, {', '.join(f'%g{i}' for i in range(len(params)))}"
-        f" : tensor<f32>, {', '.join(ptypes)}",
+        f" : {loss}, {', '.join(ptypes)}",
         "}",
         "}",
     ]

@@ -24,3 +24,9 @@ def float_labels():
 
 def not_a_pair():
     return mlp()[0]
+
+
+def list_labels():
+    model, batch = mlp()
+    batch["labels"] = batch["labels"].tolist()
+    return model, batch
