@@ -428,6 +428,8 @@ def wrap_i8(x):
     return ((np.asarray(x, np.int64) + 128) % 256) - 128
 
 
+INT_ARITH = {"add": "arith.addi", "sub": "arith.subi", "mul": "arith.muli",
+             "max": "arith.maxsi"}
 NARROW_INT_FNS = {"add": lambda x, y: x + y, "sub": lambda x, y: x - y,
                   "mul": lambda x, y: x * y, "max": np.maximum}
 
@@ -490,25 +492,28 @@ def emit_op(op, vals, p):
     k = op.kind
     lines = []
 
-    def generic(inputs, maps, iterators, body, init=None, elem=None):
-        rank = len(iterators)
-        init_name = init or f"{r}_e"
+    def generic(inputs, maps, iterators, body, init=None, result=None):
+        """A linalg.generic into `result` (a Value; default: the op's
+        result), from `init` or an empty tensor of its own."""
+        res = result or out
+        name, rtype = n(res.name), res.type()
+        init_name = init or f"{name}_e"
         if not init:
-            lines.append(f"{init_name} = tensor.empty() : {T}")
+            lines.append(f"{init_name} = tensor.empty() : {rtype}")
         names = [n(x.name) for x in inputs]
         types = [x.type() for x in inputs]
         all_maps = ", ".join(maps)
         its = ", ".join(f'"{i}"' for i in iterators)
         args = ", ".join(f"%in{i}: {x.dtype}" for i, x in enumerate(inputs))
-        args = (args + ", " if args else "") + f"%out: {out.dtype}"
+        args = (args + ", " if args else "") + f"%out: {res.dtype}"
         ins_txt = (f" ins({', '.join(names)} : {', '.join(types)})"
                    if inputs else "")
-        lines.append(f"{r} = linalg.generic {{indexing_maps = [{all_maps}],"
-                     f" iterator_types = [{its}]}}{ins_txt}"
-                     f" outs({init_name} : {T}) {{")
+        lines.append(f"{name} = linalg.generic {{indexing_maps = "
+                     f"[{all_maps}], iterator_types = [{its}]}}{ins_txt}"
+                     f" outs({init_name} : {rtype}) {{")
         lines.append(f"^bb0({args}):")
         lines.extend("  " + b for b in body)
-        lines.append(f"}} -> {T}")
+        lines.append(f"}} -> {rtype}")
 
     rank = len(out.shape)
     ident = affine(rank, [f"d{i}" for i in range(rank)])
@@ -593,10 +598,9 @@ def emit_op(op, vals, p):
                     [f"%r = arith.select %in0, %in1, %in2 : {out.dtype}",
                      f"linalg.yield %r : {out.dtype}"])
     elif k == "int_binary":
-        fn = {"add": "addi", "sub": "subi", "mul": "muli",
-              "max": "maxsi"}[op.params["fn"]]
         generic(ins, [ident] * 3, ["parallel"] * rank,
-                [f"%r = arith.{fn} %in0, %in1 : {out.dtype}",
+                [f"%r = {INT_ARITH[op.params['fn']]} %in0, %in1 : "
+                 f"{out.dtype}",
                  f"linalg.yield %r : {out.dtype}"])
     elif k == "int_to_float":
         generic(ins, [ident] * 2, ["parallel"] * rank,
@@ -630,65 +634,38 @@ def emit_op(op, vals, p):
                  f"linalg.yield %r : {out.dtype}"]
         generic([idx], [affine(rank, ["d0"]), ident], ["parallel"] * rank,
                 body)
-    elif k == "matmul":
+    elif k in ("matmul", "batch_matmul"):
         lines.append(f"{r}_c = arith.constant 0.0 : {out.dtype}")
         lines.append(f"{r}_e = tensor.empty() : {T}")
         lines.append(f"{r}_f = linalg.fill ins({r}_c : {out.dtype}) "
                      f"outs({r}_e : {T}) -> {T}")
         a, b = ins
-        lines.append(f"{r} = linalg.matmul ins({n(a.name)}, {n(b.name)} : "
+        lines.append(f"{r} = linalg.{k} ins({n(a.name)}, {n(b.name)} : "
                      f"{a.type()}, {b.type()}) outs({r}_f : {T}) -> {T}")
     elif k in ("narrow", "narrow_int"):
         # Two operands narrowed into tensors of their own, combined there,
         # widened back: the narrow tensors live in memory unless fused.
         a, b = ins
         narrow = op.params["to"] if k == "narrow" else "i8"
-        NT = Value("", out.shape, narrow, None).type()
-        ident2 = ", ".join([ident] * 2)
-        ident3 = ", ".join([ident] * 3)
-        its = ", ".join(['"parallel"'] * rank)
         if k == "narrow":
             down, up = "arith.truncf", "arith.extf"
             comb = NARROW_FNS[op.params["fn"]]
         else:
             down, up = "arith.trunci", "arith.extsi"
-            comb = {"add": "arith.addi", "sub": "arith.subi",
-                    "mul": "arith.muli", "max": "arith.maxsi"}[
-                        op.params["fn"]]
+            comb = INT_ARITH[op.params["fn"]]
+        parallel = ["parallel"] * rank
+        tmp = {tag: Value(f"{op.result}_{tag}", out.shape, narrow, None)
+               for tag in ("na", "nb", "nc")}
         for tag, x in (("na", a), ("nb", b)):
-            lines += [f"{r}_{tag}e = tensor.empty() : {NT}",
-                      f"{r}_{tag} = linalg.generic {{indexing_maps = "
-                      f"[{ident2}], iterator_types = [{its}]}} ins("
-                      f"{n(x.name)} : {x.type()}) outs({r}_{tag}e : {NT}) {{",
-                      f"^bb0(%in0: {x.dtype}, %out: {narrow}):",
-                      f"  %r = {down} %in0 : {x.dtype} to {narrow}",
-                      f"  linalg.yield %r : {narrow}",
-                      f"}} -> {NT}"]
-        lines += [f"{r}_nce = tensor.empty() : {NT}",
-                  f"{r}_nc = linalg.generic {{indexing_maps = [{ident3}], "
-                  f"iterator_types = [{its}]}} ins({r}_na, {r}_nb : {NT}, "
-                  f"{NT}) outs({r}_nce : {NT}) {{",
-                  f"^bb0(%in0: {narrow}, %in1: {narrow}, %out: {narrow}):",
-                  f"  %r = {comb} %in0, %in1 : {narrow}",
-                  f"  linalg.yield %r : {narrow}",
-                  f"}} -> {NT}"]
-        lines += [f"{r}_e = tensor.empty() : {T}",
-                  f"{r} = linalg.generic {{indexing_maps = [{ident2}], "
-                  f"iterator_types = [{its}]}} ins({r}_nc : {NT}) "
-                  f"outs({r}_e : {T}) {{",
-                  f"^bb0(%in0: {narrow}, %out: {out.dtype}):",
-                  f"  %r = {up} %in0 : {narrow} to {out.dtype}",
-                  f"  linalg.yield %r : {out.dtype}",
-                  f"}} -> {T}"]
-    elif k == "batch_matmul":
-        lines.append(f"{r}_c = arith.constant 0.0 : {out.dtype}")
-        lines.append(f"{r}_e = tensor.empty() : {T}")
-        lines.append(f"{r}_f = linalg.fill ins({r}_c : {out.dtype}) "
-                     f"outs({r}_e : {T}) -> {T}")
-        a, b = ins
-        lines.append(f"{r} = linalg.batch_matmul ins({n(a.name)}, "
-                     f"{n(b.name)} : {a.type()}, {b.type()}) outs({r}_f : "
-                     f"{T}) -> {T}")
+            generic([x], [ident] * 2, parallel,
+                    [f"%r = {down} %in0 : {x.dtype} to {narrow}",
+                     f"linalg.yield %r : {narrow}"], result=tmp[tag])
+        generic([tmp["na"], tmp["nb"]], [ident] * 3, parallel,
+                [f"%r = {comb} %in0, %in1 : {narrow}",
+                 f"linalg.yield %r : {narrow}"], result=tmp["nc"])
+        generic([tmp["nc"]], [ident] * 2, parallel,
+                [f"%r = {up} %in0 : {narrow} to {out.dtype}",
+                 f"linalg.yield %r : {out.dtype}"])
     elif k == "cross_entropy":
         logits, labels = ins
         lines.append(f"{r} = train.cross_entropy {op.params['reduction']} "

@@ -114,6 +114,23 @@ def main():
         check.true(f"{what}: no result written", not os.path.exists(out),
                    "the output directory exists")
 
+    def check_runs(tag, runner, work):
+        """`runner` (a command that takes the arguments' .npy files) on
+        valid ids against the reference, then on each invalid case."""
+        out = os.path.join(work, "out")
+        proc = run([*runner, *save(work, [wte, ids, x]), "--out-dir", out])
+        check.true(f"{tag}: valid ids run", proc.returncode == 0, proc.stderr)
+        if proc.returncode == 0:
+            for i, (g, e) in enumerate(zip(results_of(out), expected)):
+                check.close(f"{tag}: valid ids: result {i}", g, e, rtol=1e-6,
+                            atol=1e-6 * float(np.max(np.abs(e))))
+        for what, bad, fragments in invalid:
+            bad_work = os.path.join(work, what.replace(" ", "_"))
+            bad_out = os.path.join(bad_work, "out")
+            proc = run([*runner, *save(bad_work, [wte, bad, x]),
+                        "--out-dir", bad_out])
+            check_failure(f"{tag}: {what}", proc, bad_out, fragments)
+
     for config, (options, k) in CONFIGS.items():
         work = os.path.join(args.workdir, config)
         os.makedirs(work, exist_ok=True)
@@ -130,21 +147,7 @@ def main():
             text = f.read()
         check.true(f"{config}: no assert or abort left",
                    "cf.assert" not in text and "abort" not in text)
-        out = os.path.join(work, "out")
-        proc = run([args.ga_run, lowered, *save(work, [wte, ids, x]),
-                    "--out-dir", out])
-        if proc.returncode != 0:
-            check.true(f"{config}: valid ids run", False, proc.stderr)
-            continue
-        for i, (g, e) in enumerate(zip(results_of(out), expected)):
-            check.close(f"{config}: valid ids: result {i}", g, e, rtol=1e-6,
-                        atol=1e-6 * float(np.max(np.abs(e))))
-        for what, bad, fragments in invalid:
-            bad_work = os.path.join(work, what.replace(" ", "_"))
-            bad_out = os.path.join(bad_work, "out")
-            proc = run([args.ga_run, lowered, *save(bad_work, [wte, bad, x]),
-                        "--out-dir", bad_out])
-            check_failure(f"{config}: {what}", proc, bad_out, fragments)
+        check_runs(config, [args.ga_run, lowered], work)
 
     # Ahead of time: the step library, through ga-exec and Python.
     work = os.path.join(args.workdir, "aot")
@@ -153,21 +156,7 @@ def main():
     done = run([args.ga_compile, source_path, "-o", library])
     check.true("aot: compiles", done.returncode == 0, done.stderr)
     if done.returncode == 0:
-        out = os.path.join(work, "out")
-        proc = run([args.ga_exec, library, *save(work, [wte, ids, x]),
-                    "--out-dir", out])
-        check.true("aot: valid ids run", proc.returncode == 0, proc.stderr)
-        if proc.returncode == 0:
-            for i, (g, e) in enumerate(zip(results_of(out), expected)):
-                check.close(f"aot: valid ids: result {i}", g, e, rtol=1e-6,
-                            atol=1e-6 * float(np.max(np.abs(e))))
-        for what, bad, fragments in invalid:
-            bad_work = os.path.join(work, what.replace(" ", "_"))
-            bad_out = os.path.join(bad_work, "out")
-            proc = run([args.ga_exec, library,
-                        *save(bad_work, [wte, bad, x]), "--out-dir", bad_out])
-            check_failure(f"aot: {what}", proc, bad_out, fragments)
-
+        check_runs("aot", [args.ga_exec, library], work)
         sys.path.insert(0, args.python)
         import ga_step
         step = ga_step.load(library)
