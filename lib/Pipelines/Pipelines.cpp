@@ -254,7 +254,10 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
            << "the count that fits it)";
     return failure();
   }
-  // Front ends' asserts first: they become checks before the step, so that
+  // A front end's linalg in the forms the passes below take (values
+  // unchanged; a no-op on ga-opt's own forms).
+  pm.addPass(createGaLegalizeImportPass());
+  // Front ends' asserts next: they become checks before the step, so that
   // every later pass sees a step without side effects.
   {
     TrainCheckAssertsPassOptions asserts;

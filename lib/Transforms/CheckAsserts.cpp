@@ -338,6 +338,19 @@ struct TrainCheckAssertsPass
                                       b, loc, b.getI64IntegerAttr(kNone))},
                                   ValueRange{init})
                .getResult(0);
+    // A dimension that only linalg.index names (a condition on the loop
+    // indices alone) takes its extent from an operand of the iteration
+    // space's shape, which the check does not read.
+    llvm::SmallBitVector covered(rank);
+    for (AffineMap map : maps)
+      for (AffineExpr expr : map.getResults())
+        if (auto dim = dyn_cast<AffineDimExpr>(expr))
+          covered.set(dim.getPosition());
+    if (!covered.all()) {
+      inputs.push_back(
+          tensor::EmptyOp::create(b, loc, checkRanges, b.getI8Type()));
+      maps.push_back(AffineMap::getMultiDimIdentityMap(rank, ctx));
+    }
     maps.push_back(AffineMap::get(rank, 0, {}, ctx));
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::reduction);

@@ -157,14 +157,27 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     if int(rows) != n:
         raise ImportError_(f"the model returns {rows} rows of logits for {n} "
                            "labels")
-    loss = f"tensor<{element}>"
-    ptypes = [_tensor_type(p) for p in params]
-    itypes = [_tensor_type(inputs[k]) for k in inputs]
-    ltype = _tensor_type(labels)
     aliases, forward = _inner_func(forward)
     forward = forward.replace(
         'sym_name = "ga_forward"',
         'sym_name = "ga_forward", sym_visibility = "private"', 1)
+    step = ImportedStep(None, names, params, [inputs[k] for k in inputs],
+                        labels)
+    step._wrap = dict(ga_opt=ga_opt, aliases=aliases, forward=forward,
+                      logits=logits, element=element, ignore_index=ignore_index,
+                      reduction=reduction, name=name)
+    return step.reschedule(microbatches, data_parallel)
+
+
+def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
+          name, params, inputs, labels, microbatches, data_parallel):
+    """The step module around the exported forward function, inlined,
+    legalized (ga-legalize-import) and verified by ga-opt."""
+    n = labels.numel()
+    loss = f"tensor<{element}>"
+    ptypes = [_tensor_type(p) for p in params]
+    itypes = [_tensor_type(x) for x in inputs]
+    ltype = _tensor_type(labels)
     pn = [f"%p{i}" for i in range(len(params))]
     inn = [f"%x{i}" for i in range(len(inputs))]
     bp = [f"%bp{i}" for i in range(len(params))]
@@ -178,6 +191,7 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 f"[[{', '.join(str(d) for d in range(labels.dim()))}]] : "
                 f"{ltype} into {flat}\n")
     flat_name = "%blabels" if labels.dim() == 1 else "%flat"
+    grads = ", ".join(f"%g{i}" for i in range(len(params)))
     lines = [
         aliases,
         "module {",
@@ -187,7 +201,7 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                     + [f"{x}: {t}" for x, t in zip(inn, itypes)]
                     + [f"%labels: {ltype}"])
         + f") -> ({loss}, {', '.join(ptypes)}) {{",
-        f"  %loss, {', '.join(f'%g{i}' for i in range(len(params)))} = "
+        f"  %loss, {grads} = "
         f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
         f"batch({', '.join(inn + ['%labels'])} : "
         f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
@@ -200,8 +214,7 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
         f"ignore_index = {ignore_index} : ({logits}, {flat}) -> {loss}",
         f"    train.yield %l : {loss}",
         "  }",
-        f"  return %loss, {', '.join(f'%g{i}' for i in range(len(params)))}"
-        f" : {loss}, {', '.join(ptypes)}",
+        f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
         "}",
         "}",
     ]
@@ -211,14 +224,13 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
         with open(src, "w") as f:
             f.write(wrapped)
         done = subprocess.run(
-            [ga_opt, src, "--inline", "--symbol-dce", "--canonicalize"],
-            capture_output=True, text=True)
+            [ga_opt, src, "--inline", "--symbol-dce", "--ga-legalize-import",
+             "--canonicalize"], capture_output=True, text=True)
     if done.returncode:
         first = done.stderr.strip().splitlines()[0] if done.stderr else ""
         raise ImportError_(f"ga-opt cannot read torch-mlir's export: {first}"
                            f"\n{done.stderr[-4000:]}")
-    return ImportedStep(done.stdout, names, params,
-                        [inputs[k] for k in inputs], labels)
+    return done.stdout
 
 
 class ImportedStep:
@@ -230,6 +242,24 @@ class ImportedStep:
     def __init__(self, mlir, param_names, params, inputs, labels):
         self.mlir, self.param_names = mlir, param_names
         self.params, self.inputs, self.labels = params, inputs, labels
+        self._wrap = None
+
+    def reschedule(self, microbatches=1, data_parallel=1):
+        """The same step with another schedule (`microbatches` per rank,
+        `data_parallel` ranks), without exporting the model again."""
+        for what, v in (("microbatches", microbatches),
+                        ("data_parallel", data_parallel)):
+            if not isinstance(v, int) or v < 1:
+                raise ImportError_(f"{what} must be a positive integer, "
+                                   f"got {v!r}")
+        step = ImportedStep(None, self.param_names, self.params, self.inputs,
+                            self.labels)
+        step._wrap = self._wrap
+        step.mlir = _wrap(**self._wrap, params=self.params,
+                          inputs=self.inputs, labels=self.labels,
+                          microbatches=microbatches,
+                          data_parallel=data_parallel)
+        return step
 
     def arguments(self):
         return [*self.params, *self.inputs, self.labels]

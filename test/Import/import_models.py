@@ -9,13 +9,20 @@ model's float64 loss and autograd gradients on the same weights and batch
 (float32 sums of at most 2,048 terms: relative errors near 1e-7, measured
 below 1e-6). The batch has padding (-100 labels, one example all padding).
 
+With --splits: the same step split into k = 2 and 4 micro-batches gives
+the full batch's loss and gradients bit for bit; the naive split (means of
+micro-batch means) is off by more than 1e-6 relative; with --mpirun, r = 2
+ranks agree with the full batch within 1e-6.
+
   import_models.py --ga-opt BIN --ga-run BIN --python DIR --workdir DIR
-                   [--models mlp,...]
+                   [--models mlp,...] [--splits] [--mpirun LAUNCHER]
 """
 
 import argparse
+import math
 import os
 import re
+import shlex
 import subprocess
 import sys
 
@@ -46,7 +53,84 @@ def mlp_batch(gen):
     return {"x": x, "labels": labels}
 
 
-MODELS = {"mlp": (MLP, mlp_batch)}
+class Block(torch.nn.Module):
+    """nanoGPT's block: pre-norm causal attention (written out, or
+    scaled_dot_product_attention) and a GELU MLP."""
+
+    def __init__(self, dim, heads, sdpa):
+        super().__init__()
+        self.ln1 = torch.nn.LayerNorm(dim)
+        self.ln2 = torch.nn.LayerNorm(dim)
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+        self.fc = torch.nn.Linear(dim, 4 * dim)
+        self.out = torch.nn.Linear(4 * dim, dim)
+        self.heads, self.sdpa = heads, sdpa
+
+    def forward(self, x):
+        b, s, d = x.shape
+        h = self.heads
+        q, k, v = self.qkv(self.ln1(x)).split(d, dim=2)
+        q, k, v = (t.view(b, s, h, d // h).transpose(1, 2) for t in (q, k, v))
+        if self.sdpa:
+            y = F.scaled_dot_product_attention(q, k, v, is_causal=True)
+        else:
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // h))
+            mask = torch.tril(torch.ones(s, s, dtype=torch.bool))
+            att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            y = att @ v
+        x = x + self.proj(y.transpose(1, 2).contiguous().view(b, s, d))
+        return x + self.out(F.gelu(self.fc(self.ln2(x))))
+
+
+class NanoGPT(torch.nn.Module):
+    """B 4, S 32, V 256, D 64, 4 heads, 2 layers; the LM head tied to the
+    token embedding."""
+
+    def __init__(self, sdpa=False):
+        super().__init__()
+        self.wte = torch.nn.Embedding(256, 64)
+        self.wpe = torch.nn.Embedding(32, 64)
+        self.blocks = torch.nn.ModuleList([Block(64, 4, sdpa)
+                                           for _ in range(2)])
+        self.lnf = torch.nn.LayerNorm(64)
+        self.head = torch.nn.Linear(64, 256, bias=False)
+        self.head.weight = self.wte.weight
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        for block in self.blocks:
+            x = block(x)
+        return self.head(self.lnf(x))
+
+
+def gpt_batch(gen, key="idx"):
+    idx = torch.randint(0, 256, (4, 32), generator=gen)
+    labels = torch.randint(0, 256, (4, 32), generator=gen)
+    labels[torch.rand(4, 32, generator=gen) < 0.25] = -100
+    labels[1] = -100
+    return {key: idx, "labels": labels}
+
+
+def gpt2():
+    """transformers' GPT2LMHeadModel at nanoGPT's sizes (eager attention)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import GPT2Config, GPT2LMHeadModel
+    config = GPT2Config(vocab_size=256, n_positions=32, n_embd=64, n_layer=2,
+                        n_head=4, attn_implementation="eager")
+    return GPT2LMHeadModel(config).eval()
+
+
+def gpt2_batch(gen):
+    batch = gpt_batch(gen, "input_ids")
+    batch["attention_mask"] = torch.ones(4, 32, dtype=torch.int64)
+    return batch
+
+
+MODELS = {"mlp": (MLP, mlp_batch),
+          "nanogpt": (NanoGPT, gpt_batch),
+          "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch),
+          "gpt2": (gpt2, gpt2_batch)}
 
 
 def reference(model, batch, names):
@@ -56,6 +140,7 @@ def reference(model, batch, names):
     inputs = {k: (v.double() if v.is_floating_point() else v)
               for k, v in batch.items() if k != "labels"}
     logits = torch.func.functional_call(model.double(), m64, (), inputs)
+    logits = getattr(logits, "logits", logits)
     model.float()
     loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                            batch["labels"].reshape(-1), ignore_index=-100)
@@ -68,6 +153,8 @@ def main():
     for flag in ("--ga-opt", "--ga-run", "--python", "--workdir"):
         parser.add_argument(flag, required=True)
     parser.add_argument("--models", default=",".join(MODELS))
+    parser.add_argument("--splits", action="store_true")
+    parser.add_argument("--mpirun", default="")
     args = parser.parse_args()
     sys.path.insert(0, args.python)
     import ga_import
@@ -90,31 +177,44 @@ def main():
         work = os.path.join(args.workdir, name)
         os.makedirs(work, exist_ok=True)
         step = ga_import.import_step(model, batch, ga_opt=args.ga_opt)
-        src = os.path.join(work, "step.mlir")
-        with open(src, "w") as f:
-            f.write(step.mlir)
         check(f"{name}: imported as one train.step",
               step.mlir.count("train.step") == 1, step.mlir[:2000])
-        lowered = os.path.join(work, "lowered.mlir")
-        done = subprocess.run([args.ga_opt, src, "--ga-pipeline=target=cpu",
-                               "-o", lowered], capture_output=True,
-                              text=True)
-        check(f"{name}: compiles", done.returncode == 0, done.stderr[-3000:])
-        if done.returncode:
-            continue
         paths = []
         for i, t in enumerate(step.arguments()):
             paths.append(os.path.join(work, f"arg{i}.npy"))
             np.save(paths[-1], t.numpy())
-        out = os.path.join(work, "out")
-        done = subprocess.run([args.ga_run, lowered, *paths, "--out-dir",
-                               out], capture_output=True, text=True)
-        check(f"{name}: runs", done.returncode == 0, done.stderr[-3000:])
-        if done.returncode:
+
+        def run(tag, text, flags=(), launcher=""):
+            """Compiles `text` and runs it on the example: the results, or
+            None (a failed check) when either fails."""
+            src = os.path.join(work, f"{tag}.mlir")
+            with open(src, "w") as f:
+                f.write(text)
+            lowered = os.path.join(work, f"{tag}.lowered.mlir")
+            pipeline = "--ga-pipeline=target=cpu" + (
+                " naive=true" if "--naive" in flags else "")
+            done = subprocess.run([args.ga_opt, src, pipeline, "-o", lowered],
+                                  capture_output=True, text=True)
+            check(f"{name}: {tag} compiles", done.returncode == 0,
+                  done.stderr[-3000:])
+            if done.returncode:
+                return None
+            out = os.path.join(work, f"{tag}.out")
+            done = subprocess.run(shlex.split(launcher) + [
+                args.ga_run, lowered, *paths, "--out-dir", out],
+                capture_output=True, text=True)
+            check(f"{name}: {tag} runs", done.returncode == 0,
+                  done.stderr[-3000:])
+            if done.returncode:
+                return None
+            count = int(re.search(r"wrote (\d+) result", done.stdout)
+                        .group(1))
+            return [np.load(os.path.join(out, f"result{i}.npy"))
+                    for i in range(count)]
+
+        got = run("k1", step.mlir)
+        if got is None:
             continue
-        count = int(re.search(r"wrote (\d+) result", done.stdout).group(1))
-        got = [np.load(os.path.join(out, f"result{i}.npy"))
-               for i in range(count)]
         loss64, grads64 = reference(model, batch, step.param_names)
         err = abs(float(got[0]) - loss64) / abs(loss64)
         check(f"{name}: loss {float(got[0]):.7f} against float64 "
@@ -125,6 +225,31 @@ def main():
             check(f"{name}: gradient of {pname}: relative error {err:.2e} "
                   "(tolerance 1e-5)", err <= 1e-5 and g.shape == g64.shape,
                   f"shape {g.shape}, expected {g64.shape}")
+        if not args.splits:
+            continue
+
+        def worst(results):
+            return max(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+                       for a, b in zip(results, got))
+
+        for k in (2, 4):
+            split = run(f"k{k}", step.reschedule(k).mlir)
+            if split is not None:
+                same = all(np.array_equal(a, b) for a, b in zip(split, got))
+                check(f"{name}: k = {k} micro-batches bitwise the full batch",
+                      same, f"worst relative difference {worst(split):.2e}")
+        naive = run("naive-k4", step.reschedule(4).mlir, ("--naive",))
+        if naive is not None:
+            off = worst(naive)
+            check(f"{name}: the naive k = 4 split is off by {off:.2e} "
+                  "(more than 1e-6)", off > 1e-6)
+        if args.mpirun:
+            ranks = run("r2", step.reschedule(1, 2).mlir,
+                        launcher=args.mpirun + " -np 2")
+            if ranks is not None:
+                off = worst(ranks)
+                check(f"{name}: r = 2 ranks within {off:.2e} of the full "
+                      "batch (tolerance 1e-6)", off <= 1e-6)
     print(f"import: {checks - failures} of {checks} checks passed")
     sys.exit(1 if failures else 0)
 

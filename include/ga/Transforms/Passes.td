@@ -118,6 +118,75 @@ def TrainCheckLabelsPass : Pass<"train-check-labels", "::mlir::func::FuncOp"> {
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
 
+def GaLegalizeImportPass : Pass<"ga-legalize-import"> {
+  let summary = "Bring a front end's linalg into the forms ga-opt's passes "
+                "take, values unchanged";
+  let description = [{
+    Linalg on tensors from a front end (torch-mlir's FX importer, through
+    `ga-import`) says the computations of ga-opt's own inputs in forms that
+    its analyses and autodiff do not take. This pass rewrites them, keeping
+    every value bit for bit:
+
+    - *Unit maps.* An operand of extent 1 read through the constant 0
+      (`(d0, d1, d2) -> (d0, d1, 0)`, the keepdim statistics of a softmax or
+      a layer norm) is collapsed with `tensor.collapse_shape` and read
+      without that dimension; an output written so is collapsed, and its
+      result expanded back.
+    - *Dead results.* A result of a multi-result `linalg.generic` that
+      nothing reads (the argmax that torch-mlir computes beside every max)
+      is dropped, with the body's operations that only it needed, when the
+      other results do not read its elements.
+    - *Splats.* An input that is a splat constant becomes a scalar constant
+      of the body.
+    - *Broadcasts.* The `linalg.generic` consumers of a linalg operation
+      that only copies an input into a `tensor.empty` (a generic that yields
+      an input, `linalg.broadcast`, `linalg.transpose`: a bias or a weight
+      repeated over
+      the batch's rows) read the source through the composed map, so that a
+      value with the batch's shape that does not depend on the batch is
+      never materialized (a batch split cannot slice it).
+    - *Transposed operands.* A `linalg.matmul` or `linalg.batch_matmul` of
+      a `linalg.transpose` (the weight of `nn.Linear`) reads the transpose's
+      input through a transposed indexing map: the weight's gradient is then
+      a product computed in the weight's own layout, which a micro-batch
+      split accumulates in place (bit for bit the full batch).
+    - *Batch matmuls of a broadcast.* `linalg.batch_matmul(A, W broadcast
+      over the batch)` becomes a `linalg.matmul` of `A`'s rows with `W`.
+    - *Iotas.* An input that holds each element's index along a loop
+      (`torch.arange`) becomes that loop's `linalg.index` in the body.
+    - *Gathers at loop indices.* A `tensor.extract` whose indices are loop
+      indices (through integer casts and the wrap of negative indices) is a
+      read of the tensor through a map, sliced to the loops' extents: a
+      position embedding at `arange` positions, the rows of an attention
+      mask at `arange(B)`. Comparisons of a loop index with a constant that
+      its extent decides (the gathers' bounds checks) fold, and so do the
+      `cf.assert`s on them.
+    - *Powers.* `math.fpowi` with a constant exponent becomes the
+      multiplications by squaring that its lowering computes (the same
+      bits); the vectorizer has no lowering for a vector of exponents.
+
+    `--ga-pipeline` runs it first; `ga-import` runs it on every import.
+
+    Example (torch-mlir's `nn.Linear` on `[B*S, D]` rows):
+
+    ```mlir
+    %b = linalg.generic {indexing_maps = [(d0, d1) -> (d1), (d0, d1) -> (d0, d1)], ...}
+        ins(%bias : tensor<64xf32>) outs(%empty : tensor<128x64xf32>) {
+      ^bb0(%in: f32, %out: f32):
+        linalg.yield %in : f32
+    } -> tensor<128x64xf32>
+    %y = linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1), ...]}
+        ins(%mm, %b : ...) ...
+    ```
+
+    becomes a `%y` that reads `%bias` through `(d0, d1) -> (d1)`.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::tensor::TensorDialect"
+  ];
+}
+
 def TrainCheckAssertsPass : Pass<"train-check-asserts", "::mlir::ModuleOp"> {
   let summary = "Turn cf.assert into checks on the runtime's error path, "
                 "before the step";

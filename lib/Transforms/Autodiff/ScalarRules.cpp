@@ -210,6 +210,24 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
             k.seed(1, k.e.mul(k.c, k.e.mul(k.r(), math::LogOp::create(
                                                       k.e.b, k.e.loc, x))));
         }};
+    // d/dx x^n = n x^(n-1) for an integer n (0 when n = 0, also at x = 0).
+    t[TypeID::get<math::FPowIOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0), n = k.x(1);
+          OpBuilder &b = k.e.b;
+          Location loc = k.e.loc;
+          Value one = arith::ConstantOp::create(
+              b, loc, b.getIntegerAttr(n.getType(), 1));
+          Value zero = arith::ConstantOp::create(
+              b, loc, b.getIntegerAttr(n.getType(), 0));
+          Value pm1 = math::FPowIOp::create(
+              b, loc, x, arith::SubIOp::create(b, loc, n, one));
+          Value nf = arith::SIToFPOp::create(b, loc, x.getType(), n);
+          Value d = k.e.mul(k.c, k.e.mul(nf, pm1));
+          Value isZero =
+              arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, zero);
+          k.seed(0, k.e.select(isZero, k.e.cst(0.0), d));
+        }};
     t[TypeID::get<math::AbsFOp>()] = {
         ReadsOperands, [](RuleContext &k) {
           Value pos = k.e.cmp(arith::CmpFPredicate::OGE, k.x(0), k.e.cst(0.0));
