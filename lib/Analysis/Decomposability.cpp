@@ -435,6 +435,33 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
       setAll(op, perExample(d), dep);
     return true;
   }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    // Per-example inputs with one batch dimension, joined along another.
+    std::optional<int64_t> d;
+    for (Value input : concat.getInputs()) {
+      BatchClass c = get(input);
+      if (c.kind == BatchClass::PerExample && (!d || *d == c.batchDim)) {
+        d = c.batchDim;
+        continue;
+      }
+      if (c.kind == BatchClass::Invariant && !anyPerExample)
+        continue;
+      setMixed(op, c.kind == BatchClass::PerExample
+                       ? "joins per-example values whose batch dimensions "
+                         "differ"
+                       : "joins per-example values with values that are "
+                         "not per-example");
+      return true;
+    }
+    if (!d)
+      setAll(op, BatchClass(), dep);
+    else if (*d == static_cast<int64_t>(concat.getDim()))
+      setMixed(op, "joins values along the batch dimension: a micro-batch "
+                   "would hold rows of several inputs");
+    else
+      setAll(op, perExample(*d), dep);
+    return true;
+  }
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
     BatchClass src = get(collapse.getSrc());
     if (src.kind != BatchClass::PerExample) {

@@ -64,8 +64,8 @@ using namespace mlir;
 /// A linalg.generic with the same body as `op` (moved out of it), and the
 /// given operands and maps.
 static linalg::GenericOp rebuildGeneric(PatternRewriter &rewriter,
-                                        linalg::GenericOp op,
-                                        ValueRange inputs, ValueRange outputs,
+                                        linalg::GenericOp op, ValueRange inputs,
+                                        ValueRange outputs,
                                         ArrayRef<AffineMap> maps) {
   SmallVector<Type> resultTypes;
   for (Value out : outputs)
@@ -151,12 +151,12 @@ struct FoldUnitExtentMaps : OpRewritePattern<linalg::GenericOp> {
     SmallVector<Value> results;
     for (auto [i, result] : llvm::enumerate(generic.getResults())) {
       Type want = op.getResult(i).getType();
-      results.push_back(result.getType() == want
-                            ? Value(result)
-                            : tensor::ExpandShapeOp::create(
-                                  rewriter, loc, want, result,
-                                  groups[numInputs + i])
-                                  .getResult());
+      results.push_back(
+          result.getType() == want
+              ? Value(result)
+              : tensor::ExpandShapeOp::create(rewriter, loc, want, result,
+                                              groups[numInputs + i])
+                    .getResult());
     }
     rewriter.replaceOp(op, results);
     return success();
@@ -298,7 +298,9 @@ struct InlineSplatInputs : OpRewritePattern<linalg::GenericOp> {
 /// when `value` is no such reshape.
 static AffineMap peelUnitReshapes(Value &value) {
   MLIRContext *ctx = value.getContext();
-  auto rank = [](Value v) { return cast<RankedTensorType>(v.getType()).getRank(); };
+  auto rank = [](Value v) {
+    return cast<RankedTensorType>(v.getType()).getRank();
+  };
   AffineMap total = AffineMap::getMultiDimIdentityMap(rank(value), ctx);
   while (true) {
     SmallVector<AffineExpr> exprs;
@@ -312,9 +314,8 @@ static AffineMap peelUnitReshapes(Value &value) {
       exprs.assign(shape.size(), getAffineConstantExpr(0, ctx));
       for (auto [j, group] :
            llvm::enumerate(collapse.getReassociationIndices())) {
-        int64_t wide = llvm::count_if(group, [&](int64_t d) {
-          return shape[d] != 1;
-        });
+        int64_t wide =
+            llvm::count_if(group, [&](int64_t d) { return shape[d] != 1; });
         ok &= wide <= 1;
         for (int64_t d : group)
           if (shape[d] != 1 || wide == 0)
@@ -436,17 +437,18 @@ struct BatchMatmulOfBroadcast : OpRewritePattern<linalg::BatchMatmulOp> {
     SmallVector<ReassociationIndices> rows = {{0, 1}, {2}};
     Location loc = op.getLoc();
     auto flat = [&](RankedTensorType t) {
-      return RankedTensorType::get({t.getDimSize(0) * t.getDimSize(1),
-                                    t.getDimSize(2)},
-                                   t.getElementType());
+      return RankedTensorType::get(
+          {t.getDimSize(0) * t.getDimSize(1), t.getDimSize(2)},
+          t.getElementType());
     };
-    Value a = tensor::CollapseShapeOp::create(rewriter, loc, flat(lhsType),
-                                              lhs, rows);
+    Value a = tensor::CollapseShapeOp::create(rewriter, loc, flat(lhsType), lhs,
+                                              rows);
     Value c = tensor::CollapseShapeOp::create(rewriter, loc, flat(initType),
                                               init, rows);
-    Value product = linalg::MatmulOp::create(rewriter, loc, TypeRange{c.getType()},
-                                             ValueRange{a, source}, ValueRange{c})
-                        .getResult(0);
+    Value product =
+        linalg::MatmulOp::create(rewriter, loc, TypeRange{c.getType()},
+                                 ValueRange{a, source}, ValueRange{c})
+            .getResult(0);
     rewriter.replaceOpWithNewOp<tensor::ExpandShapeOp>(op, initType, product,
                                                        rows);
     return success();
@@ -507,16 +509,15 @@ struct IotaInputsAsIndices : OpRewritePattern<linalg::GenericOp> {
       }
       erased.push_back(i);
       rewriter.setInsertionPointToStart(&body);
-      Value index =
-          isa<AffineDimExpr>(atLoops)
-              ? linalg::IndexOp::create(
-                    rewriter, arg.getLoc(),
-                    cast<AffineDimExpr>(atLoops).getPosition())
-                    .getResult()
-              : arith::ConstantIndexOp::create(
-                    rewriter, arg.getLoc(),
-                    cast<AffineConstantExpr>(atLoops).getValue())
-                    .getResult();
+      Value index = isa<AffineDimExpr>(atLoops)
+                        ? linalg::IndexOp::create(
+                              rewriter, arg.getLoc(),
+                              cast<AffineDimExpr>(atLoops).getPosition())
+                              .getResult()
+                        : arith::ConstantIndexOp::create(
+                              rewriter, arg.getLoc(),
+                              cast<AffineConstantExpr>(atLoops).getValue())
+                              .getResult();
       if (!arg.getType().isIndex())
         index = arith::IndexCastOp::create(rewriter, arg.getLoc(),
                                            arg.getType(), index);
@@ -575,8 +576,7 @@ struct GatherAtLoopIndices : OpRewritePattern<linalg::GenericOp> {
     SmallVector<int64_t> extents = op.getStaticLoopRanges();
     for (Operation &o : body.without_terminator()) {
       auto extract = dyn_cast<tensor::ExtractOp>(&o);
-      if (!extract || extract.getTensor().getParentRegion() ==
-                          &op.getRegion())
+      if (!extract || extract.getTensor().getParentRegion() == &op.getRegion())
         continue;
       auto type = extract.getTensor().getType();
       if (!type.hasStaticShape())
@@ -608,8 +608,8 @@ struct GatherAtLoopIndices : OpRewritePattern<linalg::GenericOp> {
         SmallVector<OpFoldResult> sliceSizes;
         for (int64_t size : sizes)
           sliceSizes.push_back(rewriter.getIndexAttr(size));
-        source = tensor::ExtractSliceOp::create(rewriter, loc, source,
-                                                offsets, sliceSizes, strides);
+        source = tensor::ExtractSliceOp::create(rewriter, loc, source, offsets,
+                                                sliceSizes, strides);
       }
       unsigned numInputs = op.getNumDpsInputs();
       BlockArgument arg =
@@ -650,13 +650,20 @@ struct FoldLoopIndexBounds : OpRewritePattern<linalg::GenericOp> {
       std::optional<bool> value;
       switch (cmp.getPredicate()) {
       case arith::CmpIPredicate::slt:
-        if (high < c) value = true; else if (c <= 0) value = false;
+        if (high < c)
+          value = true;
+        else if (c <= 0)
+          value = false;
         break;
       case arith::CmpIPredicate::sge:
-        if (c <= 0) value = true; else if (high < c) value = false;
+        if (c <= 0)
+          value = true;
+        else if (high < c)
+          value = false;
         break;
       case arith::CmpIPredicate::ult:
-        if (c > 0 && high < c) value = true;
+        if (c > 0 && high < c)
+          value = true;
         break;
       default:
         break;
@@ -757,12 +764,12 @@ struct GaLegalizeImportPass
   void runOnOperation() override {
     RewritePatternSet patterns(&getContext());
     MLIRContext *ctx = &getContext();
-    patterns.add<FoldUnitExtentMaps, DropDeadResults, InlineSplatInputs,
-                 ReadBroadcastSources, BatchMatmulOfBroadcast,
-                 IotaInputsAsIndices, GatherAtLoopIndices,
-                 FoldLoopIndexBounds, ExpandConstantFPowI,
-                 ContractTransposedOperands<linalg::MatmulOp>,
-                 ContractTransposedOperands<linalg::BatchMatmulOp>>(ctx);
+    patterns
+        .add<FoldUnitExtentMaps, DropDeadResults, InlineSplatInputs,
+             ReadBroadcastSources, BatchMatmulOfBroadcast, IotaInputsAsIndices,
+             GatherAtLoopIndices, FoldLoopIndexBounds, ExpandConstantFPowI,
+             ContractTransposedOperands<linalg::MatmulOp>,
+             ContractTransposedOperands<linalg::BatchMatmulOp>>(ctx);
     cf::AssertOp::getCanonicalizationPatterns(patterns, ctx);
     // The reshapes that the unit maps leave meet the front end's own.
     tensor::CollapseShapeOp::getCanonicalizationPatterns(patterns, ctx);

@@ -117,7 +117,8 @@ def gpt2():
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import GPT2Config, GPT2LMHeadModel
     config = GPT2Config(vocab_size=256, n_positions=32, n_embd=64, n_layer=2,
-                        n_head=4, attn_implementation="eager")
+                        n_head=4, attn_implementation="eager",
+                        bos_token_id=0, eos_token_id=0)
     return GPT2LMHeadModel(config).eval()
 
 
@@ -127,10 +128,49 @@ def gpt2_batch(gen):
     return batch
 
 
+def llama():
+    """transformers' LlamaForCausalLM: RMSNorm, SwiGLU, rotary embeddings,
+    grouped-query attention (4 heads, 2 key-value heads)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import LlamaConfig, LlamaForCausalLM
+    config = LlamaConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
+                         num_hidden_layers=2, num_attention_heads=4,
+                         num_key_value_heads=2, max_position_embeddings=32,
+                         attn_implementation="eager", bos_token_id=0,
+                         eos_token_id=1)
+    return LlamaForCausalLM(config).eval()
+
+
+def bert():
+    """transformers' BertForMaskedLM: bidirectional attention, learned
+    positions and token types, GELU (erf)."""
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import BertConfig, BertForMaskedLM
+    config = BertConfig(vocab_size=256, hidden_size=64, intermediate_size=128,
+                        num_hidden_layers=2, num_attention_heads=4,
+                        max_position_embeddings=32, attn_implementation="eager",
+                        pad_token_id=0)
+    return BertForMaskedLM(config).eval()
+
+
+def bert_batch(gen):
+    """Masked language modelling: the labels are the inputs at 15% of the
+    positions, -100 elsewhere (one example has none)."""
+    batch = gpt2_batch(gen)
+    labels = batch["input_ids"].clone()
+    labels[torch.rand(4, 32, generator=gen) >= 0.15] = -100
+    labels[1] = -100
+    batch["labels"] = labels
+    batch["token_type_ids"] = torch.zeros(4, 32, dtype=torch.int64)
+    return batch
+
+
 MODELS = {"mlp": (MLP, mlp_batch),
           "nanogpt": (NanoGPT, gpt_batch),
           "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch),
-          "gpt2": (gpt2, gpt2_batch)}
+          "gpt2": (gpt2, gpt2_batch),
+          "llama": (llama, gpt2_batch),
+          "bert": (bert, bert_batch)}
 
 
 def reference(model, batch, names):

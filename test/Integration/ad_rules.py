@@ -63,9 +63,12 @@ def away_from_zero(shape, rng):
 CASES = []
 
 
-def case(name, params, body, y_shape, batch=(), tol=(1e-7, 1e-8), eps=1e-6):
+def case(name, params, body, y_shape, batch=(), tol=(1e-7, 1e-8), eps=1e-6,
+         flags=()):
+    """`flags`: ga-run's, for the cases that the default pipeline cannot
+    compile."""
     CASES.append(dict(name=name, params=params, body=body, y_shape=y_shape,
-                      batch=list(batch), tol=tol, eps=eps))
+                      batch=list(batch), tol=tol, eps=eps, flags=tuple(flags)))
 
 
 # Scalar rules, elementwise.
@@ -95,6 +98,23 @@ case("rsqrt-erf-powf-neg-abs", [("x", [5], away_from_zero)], ew("y", [("%x", "f6
       %b = arith.addf %a, %n : f64
       %c = arith.mulf %b, %ab : f64
       linalg.yield %c : f64"""), [5])
+# math.fpowi: a constant exponent becomes multiplications (ga-legalize-
+# import); a variable one (here -2..2 along a row, 0 included) keeps
+# fpowi and its rule, in scalar code (a vector of exponents has no lowering).
+case("fpowi-constant", [("x", [2, 3], away_from_zero)], ew("y", [("%x", "f64")], [2, 3], """
+      %three = arith.constant 3 : i64
+      %mtwo = arith.constant -2 : i32
+      %c = math.fpowi %in0, %three : f64, i64
+      %r = math.fpowi %in0, %mtwo : f64, i32
+      %s = arith.addf %c, %r : f64
+      linalg.yield %s : f64"""), [2, 3])
+case("fpowi-variable", [("x", [2, 5], away_from_zero)], ew("y", [("%x", "f64")], [2, 5], """
+      %j = linalg.index 1 : index
+      %ji = arith.index_cast %j : index to i64
+      %two = arith.constant 2 : i64
+      %n = arith.subi %ji, %two : i64
+      %p = math.fpowi %in0, %n : f64, i64
+      linalg.yield %p : f64"""), [2, 5], flags=("--vectorize=false",))
 case("add-sub-mul-div-same-operand-twice",
      [("x", [2, 3], away_from_zero), ("w", [2, 3], positive)],
      ew("y", [("%x", "f64"), ("%w", "f64"), ("%x", "f64")], [2, 3], """
@@ -209,6 +229,13 @@ case("slices-and-reshapes", [("x", [4, 6], None), ("w", [2, 3], None)], """
       %n = arith.addf %m, %r : f64
       linalg.yield %n : f64
     } -> tensor<2x3x4xf64>""", [2, 3, 4])
+case("concat", [("a", [2, 3], None), ("b", [2, 2], None)], """
+    %neg = arith.constant dense<-1.0> : tensor<2x3xf64>
+    %e0 = tensor.empty() : tensor<2x3xf64>
+    %na = linalg.mul ins(%a, %neg : tensor<2x3xf64>, tensor<2x3xf64>) outs(%e0 : tensor<2x3xf64>) -> tensor<2x3xf64>
+    %ab = tensor.concat dim(1) %na, %b, %a : (tensor<2x3xf64>, tensor<2x2xf64>, tensor<2x3xf64>) -> tensor<2x8xf64>
+    %e = tensor.empty() : tensor<2x8xf64>
+    %y = linalg.mul ins(%ab, %ab : tensor<2x8xf64>, tensor<2x8xf64>) outs(%e : tensor<2x8xf64>) -> tensor<2x8xf64>""", [2, 8])
 case("embedding-gather-repeated-ids", [("table", [5, 3], None), ("pos", [4, 3], None)], """
     %e = tensor.empty() : tensor<2x4x3xf64>
     %y = linalg.generic {indexing_maps = [affine_map<(b, s, d) -> (b, s)>, affine_map<(b, s, d) -> (s, d)>, affine_map<(b, s, d) -> (b, s, d)>],
@@ -316,19 +343,22 @@ def main():
                  rng.standard_normal(shape) for _, shape, _, gen in c["batch"]]
         batch.append(rng.standard_normal(
             c["y_shape"] or [c["batch"][0][1][0] if c["batch"] else 1]))
+        flags = c["flags"]
         res, _ = run_ga_run(args.ga_run, path, params + batch,
-                            os.path.join(workdir, "grad"))
+                            os.path.join(workdir, "grad"), extra=flags)
         eps = c["eps"]
         for i, (name, shape, _) in enumerate(c["params"]):
             v = rng.standard_normal(shape)
             lp = run_ga_run(args.ga_run, path,
                             params[:i] + [params[i] + eps * v] +
                             params[i + 1:] + batch,
-                            os.path.join(workdir, f"plus{i}"))[0][0]
+                            os.path.join(workdir, f"plus{i}"),
+                            extra=flags)[0][0]
             lm = run_ga_run(args.ga_run, path,
                             params[:i] + [params[i] - eps * v] +
                             params[i + 1:] + batch,
-                            os.path.join(workdir, f"minus{i}"))[0][0]
+                            os.path.join(workdir, f"minus{i}"),
+                            extra=flags)[0][0]
             fd = (float(lp) - float(lm)) / (2 * eps)
             ad = float(np.sum(res[1 + i] * v))
             rtol, atol = c["tol"]

@@ -121,3 +121,30 @@ func.func @memory(%m: memref<4xi1>) {
   }
   return
 }
+
+// -----
+
+// A condition on the loop indices alone: the check's reduction takes the
+// extents of its loops from an operand of their shape, which it does not
+// read.
+// CHECK-LABEL: func.func @loop_indices_only
+// CHECK: %[[SHAPE:.*]] = tensor.empty() : tensor<6xi8>
+// CHECK: linalg.generic
+// CHECK-SAME: iterator_types = ["reduction"]
+// CHECK-SAME: ins(%[[SHAPE]] : tensor<6xi8>)
+// CHECK: linalg.index 0
+// CHECK: arith.cmpi slt
+func.func @loop_indices_only(%w: tensor<5x4xf32>) -> tensor<6x4xf32> {
+  %c5 = arith.constant 5 : index
+  %e = tensor.empty() : tensor<6x4xf32>
+  %y = linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d0, d1)>], iterator_types = ["parallel", "parallel"]} outs(%e : tensor<6x4xf32>) {
+  ^bb0(%o: f32):
+    %i = linalg.index 0 : index
+    %j = linalg.index 1 : index
+    %ok = arith.cmpi slt, %i, %c5 : index
+    cf.assert %ok, "row in range"
+    %v = tensor.extract %w[%i, %j] : tensor<5x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}

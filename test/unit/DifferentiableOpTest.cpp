@@ -5,9 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // Adding a differentiable op is writing one external model of
-// DifferentiableOpInterface: tensor.concat has no adjoint in ga-opt, so
-// train-differentiate refuses a step that concatenates parameters; with the
-// model below (the example of docs/autodiff.md) attached, it differentiates it,
+// DifferentiableOpInterface: tensor.pad has no adjoint in ga-opt, so
+// train-differentiate refuses a step that pads parameters; with the model
+// below (the example of docs/autodiff.md) attached, it differentiates it,
 // and the adjoint needs come from the same model.
 //
 //===----------------------------------------------------------------------===//
@@ -33,27 +33,19 @@ using namespace mlir;
 
 namespace {
 
-/// The adjoint of tensor.concat: each input gets the slice of the result's
-/// adjoint at its offset along the concatenated dimension.
-struct ConcatModel
-    : ga::DifferentiableOpInterface::ExternalModel<ConcatModel,
-                                                   tensor::ConcatOp> {
+/// The adjoint of tensor.pad (static widths): the source gets the slice of
+/// the result's adjoint that it was copied to, at the low padding.
+struct PadModel
+    : ga::DifferentiableOpInterface::ExternalModel<PadModel, tensor::PadOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
-    auto concat = cast<tensor::ConcatOp>(op);
-    Value dy = sweep.getAdjoint(concat.getResult());
-    int64_t dim = concat.getDim();
-    int64_t offset = 0;
-    for (Value input : concat.getInputs()) {
-      auto type = cast<RankedTensorType>(input.getType());
-      SmallVector<int64_t> offsets(type.getRank(), 0),
-          strides(type.getRank(), 1);
-      offsets[dim] = offset;
-      offset += type.getDimSize(dim);
-      Value slice = tensor::ExtractSliceOp::create(
-          sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
-          ValueRange{}, offsets, type.getShape(), strides);
-      sweep.addAdjoint(op->getLoc(), input, slice);
-    }
+    auto pad = cast<tensor::PadOp>(op);
+    Value dy = sweep.getAdjoint(pad.getResult());
+    auto type = pad.getSourceType();
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    Value slice = tensor::ExtractSliceOp::create(
+        sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
+        ValueRange{}, pad.getStaticLow(), type.getShape(), strides);
+    sweep.addAdjoint(op->getLoc(), pad.getSource(), slice);
     return success();
   }
   ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
@@ -65,44 +57,48 @@ struct ConcatModel
   }
 };
 
-/// The same adjoint, written by a rule that folds the inputs' adjoints so
-/// far itself and sets them (setAdjoint) instead of adding to them.
-struct SettingConcatModel
-    : ga::DifferentiableOpInterface::ExternalModel<SettingConcatModel,
-                                                   tensor::ConcatOp> {
+/// The same adjoint, written by a rule that folds the source's adjoint so
+/// far itself and sets it (setAdjoint) instead of adding to it.
+struct SettingPadModel
+    : ga::DifferentiableOpInterface::ExternalModel<SettingPadModel,
+                                                   tensor::PadOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
-    auto concat = cast<tensor::ConcatOp>(op);
-    Value dy = sweep.getAdjoint(concat.getResult());
-    int64_t offset = 0;
-    for (Value input : concat.getInputs()) {
-      auto type = cast<RankedTensorType>(input.getType());
-      SmallVector<int64_t> offsets{offset}, strides{1};
-      Value slice = tensor::ExtractSliceOp::create(
-          sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
-          ValueRange{}, offsets, type.getShape(), strides);
-      offset += type.getDimSize(0);
-      if (Value old = sweep.getAdjoint(input)) {
-        Value empty =
-            tensor::EmptyOp::create(sweep.builder, op->getLoc(),
-                                    type.getShape(), type.getElementType());
-        slice = linalg::AddOp::create(sweep.builder, op->getLoc(),
-                                      ValueRange{old, slice}, ValueRange{empty})
-                    .getResult(0);
-      }
-      sweep.setAdjoint(input, slice);
+    auto pad = cast<tensor::PadOp>(op);
+    Value dy = sweep.getAdjoint(pad.getResult());
+    auto type = pad.getSourceType();
+    SmallVector<int64_t> strides(type.getRank(), 1);
+    Value slice = tensor::ExtractSliceOp::create(
+        sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
+        ValueRange{}, pad.getStaticLow(), type.getShape(), strides);
+    if (Value old = sweep.getAdjoint(pad.getSource())) {
+      Value empty = tensor::EmptyOp::create(
+          sweep.builder, op->getLoc(), type.getShape(), type.getElementType());
+      slice = linalg::AddOp::create(sweep.builder, op->getLoc(),
+                                    ValueRange{old, slice}, ValueRange{empty})
+                  .getResult(0);
     }
+    sweep.setAdjoint(pad.getSource(), slice);
     return success();
   }
   ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
-    return ConcatModel().getAdjointNeeds(op);
+    return PadModel().getAdjointNeeds(op);
   }
 };
 
-/// The body of both inputs below: loss = sum(concat(w, w)), whose gradient
-/// is 2 everywhere.
+/// The body of both inputs below: loss = sum(pad(w) + pad(w)) with two
+/// paddings, two contributions to w's gradient, which is 2 everywhere.
 constexpr const char *kLossBody = R"mlir(
-    %c = tensor.concat dim(0) %pw, %pw : (tensor<4xf32>, tensor<4xf32>) -> tensor<8xf32>
     %zero = arith.constant 0.0 : f32
+    %p1 = tensor.pad %pw low[1] high[3] {
+    ^bb0(%i: index):
+      tensor.yield %zero : f32
+    } : tensor<4xf32> to tensor<8xf32>
+    %p2 = tensor.pad %pw low[4] high[0] {
+    ^bb0(%i: index):
+      tensor.yield %zero : f32
+    } : tensor<4xf32> to tensor<8xf32>
+    %ec = tensor.empty() : tensor<8xf32>
+    %c = linalg.add ins(%p1, %p2 : tensor<8xf32>, tensor<8xf32>) outs(%ec : tensor<8xf32>) -> tensor<8xf32>
     %e = tensor.empty() : tensor<f32>
     %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
     %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
@@ -163,7 +159,7 @@ TEST(DifferentiableOp, WithoutAModelTheOpIsRefused) {
   OwningOpRef<ModuleOp> module;
   std::string error;
   EXPECT_FALSE(differentiate(context, module, error));
-  EXPECT_NE(error.find("'tensor.concat' op cannot be differentiated"),
+  EXPECT_NE(error.find("'tensor.pad' op cannot be differentiated"),
             std::string::npos)
       << error;
 }
@@ -171,14 +167,14 @@ TEST(DifferentiableOp, WithoutAModelTheOpIsRefused) {
 TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ConcatOp::attachInterface<ConcatModel>(*ctx);
+    tensor::PadOp::attachInterface<PadModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module;
   std::string error;
   ASSERT_TRUE(differentiate(context, module, error)) << error;
   ASSERT_TRUE(succeeded(verify(*module)));
-  // The model's adjoint: one slice of the result's adjoint per input.
+  // The model's adjoint: one slice of the result's adjoint per pad.
   int slices = 0;
   module->walk([&](tensor::ExtractSliceOp) { ++slices; });
   EXPECT_EQ(slices, 2);
@@ -193,7 +189,7 @@ TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
 TEST(DifferentiableOp, SetAdjointInAMicroBatchBodyAccumulates) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ConcatOp::attachInterface<SettingConcatModel>(*ctx);
+    tensor::PadOp::attachInterface<SettingPadModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module;
@@ -213,17 +209,17 @@ TEST(DifferentiableOp, SetAdjointInAMicroBatchBodyAccumulates) {
 TEST(DifferentiableOp, NeedsComeFromTheModel) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::ConcatOp::attachInterface<ConcatModel>(*ctx);
+    tensor::PadOp::attachInterface<PadModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kStep, &context);
   ASSERT_TRUE(module);
-  tensor::ConcatOp concat;
-  module->walk([&](tensor::ConcatOp op) { concat = op; });
-  ASSERT_TRUE(concat);
-  ga::AdjointNeeds needs = ga::getAdjointNeeds(concat);
+  tensor::PadOp pad;
+  module->walk([&](tensor::PadOp op) { pad = op; });
+  ASSERT_TRUE(pad);
+  ga::AdjointNeeds needs = ga::getAdjointNeeds(pad);
   EXPECT_TRUE(needs.differentiable);
-  EXPECT_EQ(needs.operands, SmallVector<bool>({false, false}));
+  EXPECT_EQ(needs.operands, SmallVector<bool>({false}));
   // The generic's model: a sum's adjoint reads neither operand.
   linalg::GenericOp sum;
   module->walk([&](linalg::GenericOp op) { sum = op; });

@@ -127,6 +127,7 @@ void ga::registerDifferentiableOpInterfaceExternalModels(
         *ctx);
     tensor::ExpandShapeOp::attachInterface<TensorModel<tensor::ExpandShapeOp>>(
         *ctx);
+    tensor::ConcatOp::attachInterface<TensorModel<tensor::ConcatOp>>(*ctx);
     tensor::CollapseShapeOp::attachInterface<
         TensorModel<tensor::CollapseShapeOp>>(*ctx);
   });

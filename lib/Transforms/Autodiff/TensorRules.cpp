@@ -6,8 +6,9 @@
 //
 // Shape operations move cotangents without arithmetic: the adjoint of a
 // slice is an insertion into zeros (or an in-place addition into the
-// adjoint accumulated so far), that of an insertion is a slice, and
-// expand/collapse invert each other. train.cross_entropy gets
+// adjoint accumulated so far), that of an insertion is a slice, that of a
+// concatenation is a slice per input, and expand/collapse invert each
+// other. train.cross_entropy gets
 // train.cross_entropy_grad.
 //
 //===----------------------------------------------------------------------===//
@@ -22,7 +23,7 @@ using namespace mlir;
 namespace ga::ad {
 
 bool hasTensorRule(Operation *op) {
-  return isa<tensor::ExtractSliceOp, tensor::InsertSliceOp,
+  return isa<tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
              tensor::ExpandShapeOp, tensor::CollapseShapeOp,
              train::CrossEntropyOp>(op);
 }
@@ -51,6 +52,27 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
                            b, loc, zerosLike(b, loc, sourceType), dy,
                            insert.getMixedOffsets(), insert.getMixedSizes(),
                            insert.getMixedStrides()));
+    return success();
+  }
+  if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
+    // Input i is the slice of the result at the sum of the extents before
+    // it along the concatenated dimension.
+    int64_t dim = concat.getDim(), offset = 0;
+    for (Value input : concat.getInputs()) {
+      auto type = cast<RankedTensorType>(input.getType());
+      if (sweep.isActive(input)) {
+        SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+        SmallVector<OpFoldResult> sizes,
+            strides(type.getRank(), b.getIndexAttr(1));
+        offsets[dim] = b.getIndexAttr(offset);
+        for (int64_t size : type.getShape())
+          sizes.push_back(b.getIndexAttr(size));
+        sweep.addAdjoint(loc, input,
+                         tensor::ExtractSliceOp::create(
+                             b, loc, type, dy, offsets, sizes, strides));
+      }
+      offset += type.getDimSize(dim);
+    }
     return success();
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
