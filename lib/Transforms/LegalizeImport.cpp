@@ -456,10 +456,36 @@ struct BatchMatmulOfBroadcast : OpRewritePattern<linalg::BatchMatmulOp> {
 };
 
 /// Whether `value` is an iota: a generic that writes each element's own
-/// index along one loop (`arange`), possibly reshaped by unit dimensions;
+/// index along one loop (`arange`) or a constant that holds them, possibly
+/// reshaped by unit dimensions;
 /// sets `element` to an element's value as a function of its indices.
 static bool isIota(Value value, AffineExpr &element) {
   AffineMap reshape = peelUnitReshapes(value);
+  // A constant that holds its indices along one dimension (a buffer of
+  // position ids).
+  DenseIntElementsAttr constant;
+  if (matchPattern(value, m_Constant(&constant))) {
+    auto type = cast<RankedTensorType>(constant.getType());
+    if (!type.hasStaticShape() || type.getNumElements() > (1 << 20))
+      return false;
+    ArrayRef<int64_t> shape = type.getShape();
+    SmallVector<APInt> values(constant.getValues<APInt>());
+    for (int64_t dim = 0; dim < type.getRank(); ++dim) {
+      // The stride of `dim` in the row-major order of the elements.
+      int64_t stride = 1;
+      for (int64_t d = dim + 1; d < type.getRank(); ++d)
+        stride *= shape[d];
+      bool holds = llvm::all_of(llvm::enumerate(values), [&](auto e) {
+        return e.value().getSExtValue() ==
+               static_cast<int64_t>(e.index()) / stride % shape[dim];
+      });
+      if (holds) {
+        element = reshape.getResult(dim);
+        return true;
+      }
+    }
+    return false;
+  }
   auto producer = value.getDefiningOp<linalg::GenericOp>();
   if (!producer || producer->getNumResults() != 1 ||
       producer.getNumDpsInputs() != 0 || !producer.hasPureTensorSemantics())

@@ -97,8 +97,8 @@ def export_forward(model, inputs, func_name="ga_forward"):
     except Exception as e:  # torch's and torch-mlir's errors, as they are
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
-    text = module.operation.get_asm(print_generic_op_form=True,
-                                    assume_verified=True)
+    text = _inline_resources(module.operation.get_asm(
+        print_generic_op_form=True, assume_verified=True))
     if "tm_tensor." in text:
         op = re.search(r'"(tm_tensor\.\w+)"', text).group(1)
         raise ImportError_(
@@ -112,6 +112,27 @@ def export_forward(model, inputs, func_name="ga_forward"):
         raise ImportError_("the model's exported forward does not return "
                            "one tensor of logits [N, V]")
     return text, names, params, result.group(1)
+
+
+def _inline_resources(text):
+    """The export with its `dense_resource` constants (buffers such as
+    position ids and rotary frequencies, kept in the module's resource
+    section) written as `dense` hex literals in place: the step module
+    holds no resource section."""
+    blobs = dict(re.findall(r'^\s*([\w.]+): "0x([0-9A-Fa-f]*)"', text,
+                            re.MULTILINE))
+
+    def literal(match):
+        name = match.group(1)
+        if name not in blobs:
+            raise ImportError_(f"the export refers to the resource '{name}', "
+                               "which it does not hold")
+        # A blob starts with its alignment (4 bytes), then the raw data.
+        return f'dense<"0x{blobs[name][8:]}">'
+
+    text = re.sub(r"dense_resource<([\w.]+)>", literal, text)
+    start = text.find("{-#")
+    return text[:start] if start >= 0 else text
 
 
 def _inner_func(module_text):

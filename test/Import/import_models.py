@@ -7,7 +7,8 @@ default CPU pipeline and run by ga-run on the example batch. The loss and
 every gradient must be within a relative 1e-5 (tensor norm) of the same
 model's float64 loss and autograd gradients on the same weights and batch
 (float32 sums of at most 2,048 terms: relative errors near 1e-7, measured
-below 1e-6). The batch has padding (-100 labels, one example all padding).
+below 1e-6); a gradient that is zero in exact arithmetic is compared
+relative to 1e-4 of the norm of all gradients instead. The batch has padding (-100 labels, one example all padding).
 
 With --splits: the same step split into k = 2 and 4 micro-batches gives
 the full batch's loss and gradients bit for bit; the naive split (means of
@@ -260,8 +261,13 @@ def main():
         check(f"{name}: loss {float(got[0]):.7f} against float64 "
               f"{loss64:.7f}: relative error {err:.2e} (tolerance 1e-5)",
               err <= 1e-5)
+        # A gradient that is zero in exact arithmetic (BERT's key biases:
+        # softmax ignores a shift common to all keys) is float32 rounding
+        # noise against float64 noise: errors are relative to the larger of
+        # its norm and 1e-4 of the norm of all gradients.
+        floor = 1e-4 * np.sqrt(sum(np.sum(g ** 2) for g in grads64))
         for pname, g, g64 in zip(step.param_names, got[1:], grads64):
-            err = np.linalg.norm(g - g64) / max(np.linalg.norm(g64), 1e-30)
+            err = np.linalg.norm(g - g64) / max(np.linalg.norm(g64), floor)
             check(f"{name}: gradient of {pname}: relative error {err:.2e} "
                   "(tolerance 1e-5)", err <= 1e-5 and g.shape == g64.shape,
                   f"shape {g.shape}, expected {g64.shape}")
@@ -269,7 +275,9 @@ def main():
             continue
 
         def worst(results):
-            return max(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+            """The largest difference to the full batch, each relative to
+            the larger of its norm and the floor above."""
+            return max(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor)
                        for a, b in zip(results, got))
 
         for k in (2, 4):

@@ -327,3 +327,42 @@ func.func @linear(%x: tensor<8x4xf32>, %w: tensor<5x4xf32>) -> tensor<8x5xf32> {
   %y = linalg.matmul ins(%x, %wt : tensor<8x4xf32>, tensor<4x5xf32>) outs(%init : tensor<8x5xf32>) -> tensor<8x5xf32>
   return %y : tensor<8x5xf32>
 }
+
+// -----
+
+// A constant that holds its indices along a dimension (BERT's position_ids
+// buffer) is an iota too; one that does not stays a gather.
+// CHECK-LABEL: func.func @position_buffer
+// CHECK-SAME: (%[[WPE:.*]]: tensor<8x4xf32>)
+// CHECK: linalg.generic {{.*}} ins(%[[WPE]] : tensor<8x4xf32>)
+// CHECK-NOT: tensor.extract
+// CHECK-LABEL: func.func @shuffled_buffer
+// CHECK: tensor.extract
+#pos = affine_map<(d0, d1, d2) -> (0, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+func.func @position_buffer(%wpe: tensor<8x4xf32>) -> tensor<2x8x4xf32> {
+  %ids = arith.constant dense<[[0, 1, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>
+  %e = tensor.empty() : tensor<2x8x4xf32>
+  %y = linalg.generic {indexing_maps = [#pos, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ids : tensor<1x8xi64>) outs(%e : tensor<2x8x4xf32>) {
+  ^bb0(%in: i64, %o: f32):
+    %r = arith.index_cast %in : i64 to index
+    %d = linalg.index 2 : index
+    %v = tensor.extract %wpe[%r, %d] : tensor<8x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
+func.func @shuffled_buffer(%wpe: tensor<8x4xf32>) -> tensor<2x8x4xf32> {
+  %ids = arith.constant dense<[[1, 0, 2, 3, 4, 5, 6, 7]]> : tensor<1x8xi64>
+  %e = tensor.empty() : tensor<2x8x4xf32>
+  %y = linalg.generic {indexing_maps = [#pos, #id3], iterator_types = ["parallel", "parallel", "parallel"]}
+      ins(%ids : tensor<1x8xi64>) outs(%e : tensor<2x8x4xf32>) {
+  ^bb0(%in: i64, %o: f32):
+    %r = arith.index_cast %in : i64 to index
+    %d = linalg.index 2 : index
+    %v = tensor.extract %wpe[%r, %d] : tensor<8x4xf32>
+    linalg.yield %v : f32
+  } -> tensor<2x8x4xf32>
+  return %y : tensor<2x8x4xf32>
+}
