@@ -13,6 +13,9 @@ padded to --seq-len S: real, ragged padding. Written to --out DIR:
                               padding
   labels.npy    int64 [N, S]  the bytes, -100 at padding (the loss ignores
                               them)
+  attention_mask.npy
+                int64 [N, S]  with --attention-mask: 1 at the bytes, 0 at
+                              padding (the inputs of transformers' models)
   dataset.json  {"arrays": ["tokens.npy", "labels.npy"], ...}: what ga-train
                 reads, with the vocabulary, S, the row count and the share
                 of padding
@@ -73,6 +76,11 @@ def main():
                              "all)")
     parser.add_argument("--seed", type=int, default=0,
                         help="seed of the shuffle (default 0)")
+    parser.add_argument("--attention-mask", action="store_true",
+                        help="also write attention_mask.npy, listed between "
+                             "the tokens and the labels (the batch operands "
+                             "of a model that ga-import made from "
+                             "input_ids, attention_mask and labels)")
     args = parser.parse_args()
     if args.seq_len < 2:
         parser.error(f"--seq-len must be at least 2, got {args.seq_len}")
@@ -94,9 +102,14 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     np.save(os.path.join(args.out, "tokens.npy"), tokens)
     np.save(os.path.join(args.out, "labels.npy"), labels)
+    arrays = ["tokens.npy", "labels.npy"]
+    if args.attention_mask:
+        np.save(os.path.join(args.out, "attention_mask.npy"),
+                (labels != IGNORE_INDEX).astype(np.int64))
+        arrays.insert(1, "attention_mask.npy")
     padding = float((labels == IGNORE_INDEX).mean())
     meta = {
-        "arrays": ["tokens.npy", "labels.npy"],
+        "arrays": arrays,
         "vocab": 256,
         "seq_len": s,
         "rows": int(len(order)),

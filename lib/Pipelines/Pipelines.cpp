@@ -45,7 +45,7 @@ static void addCPUBufferization(OpPassManager &pm,
   pm.addPass(createCanonicalizerPass());
   pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
   pm.addPass(createCanonicalizerPass());
-  pm.addNestedPass<func::FuncOp>(ga::createGaSplitDeallocationsPass());
+  pm.addPass(ga::createGaSplitDeallocationsPass());
   pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
   pm.addPass(bufferization::createLowerDeallocationsPass());
   pm.addPass(createCSEPass());

@@ -10,7 +10,9 @@
 // queries: quadratic in the number of buffers, and so in the model's depth.
 // Most of those buffers are fresh allocations that nothing returned can
 // alias; this pass frees each of them by its own dealloc, in time linear in
-// the operation's operands, and leaves the rest to the simplification.
+// the operation's operands, and leaves the rest to the simplification. The
+// buffers that outlined kernels allocate and return count as fresh
+// allocations too (the pass reads the callees: it runs on the module).
 //
 //===----------------------------------------------------------------------===//
 
@@ -28,41 +30,69 @@ namespace ga {
 
 using namespace mlir;
 
-/// The memref.alloc whose buffer `value` views (through view-like
-/// operations and the base buffer of a strided-metadata extraction), or
-/// null when `value` may come from anywhere else.
-static memref::AllocOp allocationOf(Value value) {
-  while (Operation *definer = value.getDefiningOp()) {
-    if (auto alloc = dyn_cast<memref::AllocOp>(definer))
-      return alloc;
-    if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(definer)) {
-      value = metadata.getSource();
-      continue;
+namespace {
+/// The operation that allocates the buffer a value views (through
+/// view-like operations and the base buffer of a strided-metadata
+/// extraction): a memref.alloc, or a call whose callee returns a buffer that
+/// it allocates itself (an outlined kernel that computes into a fresh
+/// buffer). Null when the value may come from anywhere else.
+class Allocations {
+public:
+  Operation *of(Value value) {
+    while (Operation *definer = value.getDefiningOp()) {
+      if (isa<memref::AllocOp>(definer))
+        return definer;
+      if (auto call = dyn_cast<func::CallOp>(definer))
+        return returnsFresh(call, cast<OpResult>(value).getResultNumber())
+                   ? definer
+                   : nullptr;
+      if (auto metadata = dyn_cast<memref::ExtractStridedMetadataOp>(definer))
+        value = metadata.getSource();
+      else if (auto view = dyn_cast<ViewLikeOpInterface>(definer))
+        value = view.getViewSource();
+      else if (auto cast = dyn_cast<memref::CastOp>(definer))
+        value = cast.getSource();
+      else
+        return nullptr;
     }
-    if (auto view = dyn_cast<ViewLikeOpInterface>(definer)) {
-      value = view.getViewSource();
-      continue;
-    }
-    if (auto cast = dyn_cast<memref::CastOp>(definer)) {
-      value = cast.getSource();
-      continue;
-    }
-    return {};
+    return nullptr;
   }
-  return {};
-}
+
+private:
+  /// Whether every return of `call`'s callee returns, as result `index`, a
+  /// memref.alloc of the callee (asked once per callee and result).
+  bool returnsFresh(func::CallOp call, unsigned index) {
+    auto callee = SymbolTable::lookupNearestSymbolFrom<func::FuncOp>(
+        call, call.getCalleeAttr());
+    if (!callee || callee.isExternal())
+      return false;
+    auto key = std::make_pair(callee.getOperation(), index);
+    if (auto it = fresh.find(key); it != fresh.end())
+      return it->second;
+    fresh[key] = false; // a recursive call asks again: not known fresh
+    bool all = true;
+    callee.walk([&](func::ReturnOp ret) {
+      all &= isa_and_nonnull<memref::AllocOp>(of(ret.getOperand(index)));
+    });
+    return fresh[key] = all;
+  }
+
+  llvm::DenseMap<std::pair<Operation *, unsigned>, bool> fresh;
+};
+} // namespace
 
 /// Splits out of `dealloc` every memref that it frees unconditionally, that
 /// is a memref.alloc of its block aliasing no other of its memrefs, and that
 /// no retained value can alias. Returns how many it split out.
 static unsigned splitDealloc(bufferization::DeallocOp dealloc,
-                             BufferOriginAnalysis &origins) {
+                             BufferOriginAnalysis &origins,
+                             Allocations &allocations) {
   // How many memrefs of the operation each allocation is reached by; a
   // memref whose allocation is unknown might be any of them.
   llvm::DenseMap<Operation *, unsigned> readers;
   bool unknownMemref = false;
   for (Value memref : dealloc.getMemrefs()) {
-    if (memref::AllocOp alloc = allocationOf(memref))
+    if (Operation *alloc = allocations.of(memref))
       ++readers[alloc];
     else
       unknownMemref = true;
@@ -74,7 +104,7 @@ static unsigned splitDealloc(bufferization::DeallocOp dealloc,
   llvm::DenseSet<Operation *> retainedAllocs;
   SmallVector<Value> unknownRetained;
   for (Value retained : dealloc.getRetained()) {
-    if (memref::AllocOp alloc = allocationOf(retained))
+    if (Operation *alloc = allocations.of(retained))
       retainedAllocs.insert(alloc);
     else
       unknownRetained.push_back(retained);
@@ -128,8 +158,9 @@ struct GaSplitDeallocationsPass
       return markAllAnalysesPreserved();
     // Built once: splitting adds no views and frees nothing earlier.
     BufferOriginAnalysis origins(getOperation());
+    Allocations allocations;
     for (bufferization::DeallocOp dealloc : deallocs)
-      splitDealloc(dealloc, origins);
+      splitDealloc(dealloc, origins, allocations);
   }
 };
 } // namespace

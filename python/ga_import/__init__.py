@@ -8,7 +8,12 @@ entries of `batch` other than the labels, by keyword) and returns logits
 [..., V]; `batch` is a dict of tensors with the labels under `labels_key`
 (-100 where ignored). The loss is `F.cross_entropy(logits.view(-1, V),
 labels.view(-1), ignore_index=...)` with `reduction` mean or sum: it becomes
-`train.cross_entropy`, which ga-opt's split rewrites exactly.
+`train.cross_entropy`, which ga-opt's split rewrites exactly. With
+`shift_labels` (causal language models, as transformers' own loss) the
+logits of positions 0..S-2 are scored against the labels of 1..S-1.
+
+The model is exported in eval mode (dropout off: a step that ga-opt splits
+bit for bit draws no random numbers); its training flag is restored.
 
 The result is a module with one public function, `@step` by default:
 
@@ -22,6 +27,16 @@ importer to linalg on tensors with the parameters as arguments, printed in
 generic form (torch-mlir follows LLVM's development head; ga-opt is on
 MLIR 22), wrapped, inlined into the step and verified by `ga-opt`; an
 export that MLIR 22 cannot read is a clear error naming the operation.
+
+With `train=True` the function is instead a whole training step for
+ga-train (examples/mlp_train.mlir's form): the train.step also returns the
+count of valid labels, its gradients are clipped to a global norm of
+`clip` (train.clip_by_global_norm) and every parameter takes one AdamW step
+(train.adamw), with the first and second moments of every parameter, the
+learning rate and the step number as further arguments:
+
+    func.func @step(<parameters>, <inputs>, %labels, <m>, <v>, %lr, %t)
+        -> (<new parameters>, <new m>, <new v>, loss, norm, count)
 
 Also a command: `python -m ga_import FILE.py:FUNCTION -o step.mlir`, where
 FUNCTION() returns (model, batch).
@@ -64,7 +79,7 @@ def _tensor_type(t):
     return f"tensor<{dims}x{dtype}>" if dims else f"tensor<{dtype}>"
 
 
-def export_forward(model, inputs, func_name="ga_forward"):
+def export_forward(model, inputs, func_name="ga_forward", shift=False):
     """(generic MLIR text of the forward function, parameter names,
     parameter tensors, the logits' tensor type): torch-mlir's export of
     `model(**inputs)` with the parameters as leading arguments."""
@@ -87,9 +102,15 @@ def export_forward(model, inputs, func_name="ga_forward"):
                 out = out.logits
             if isinstance(out, (tuple, list)):
                 out = out[0]
+            if shift:  # positions 0..S-2 predict labels 1..S-1
+                out = out[:, :-1]
             return out.reshape(-1, out.shape[-1])
 
     args = [*params, *(inputs[k] for k in keys)]
+    # Exported in eval mode: dropout would draw random numbers, which a
+    # step that ga-opt splits and checks bit for bit does not take.
+    training = model.training
+    model.eval()
     try:
         module = fx.export_and_import(Forward(), *args,
                                       output_type="linalg-on-tensors",
@@ -97,8 +118,15 @@ def export_forward(model, inputs, func_name="ga_forward"):
     except Exception as e:  # torch's and torch-mlir's errors, as they are
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
+    finally:
+        model.train(training)
     text = _inline_resources(module.operation.get_asm(
         print_generic_op_form=True, assume_verified=True))
+    if "ml_program." in text:
+        raise ImportError_(
+            "the export keeps state between calls (ml_program globals, such "
+            "as the seed of a random draw even in eval mode), which a "
+            "training step of ga-opt cannot hold")
     if "tm_tensor." in text:
         op = re.search(r'"(tm_tensor\.\w+)"', text).group(1)
         raise ImportError_(
@@ -147,7 +175,8 @@ def _inner_func(module_text):
 
 def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 ignore_index=-100, reduction="mean", microbatches=1,
-                data_parallel=1, name="step"):
+                data_parallel=1, name="step", train=False, clip=1.0,
+                shift_labels=False):
     """The training step of `model` on `batch` as ga-opt MLIR text (see the
     module's docstring)."""
     torch = _torch()
@@ -171,8 +200,12 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 f"batch['{k}'] has shape {tuple(v.shape)}: every batch "
                 f"entry's dimension 0 is the batch ({labels.shape[0]}, "
                 "the labels')")
-    forward, names, params, logits = export_forward(model, inputs)
-    n = labels.numel()
+    if shift_labels and labels.dim() != 2:
+        raise ImportError_(f"shift_labels needs labels [B, S], got shape "
+                           f"{tuple(labels.shape)}")
+    forward, names, params, logits = export_forward(model, inputs,
+                                                    shift=shift_labels)
+    n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     rows, _, element = re.fullmatch(r"tensor<(\d+)x(\d+)x(\w+)>",
                                     logits).groups()
     if int(rows) != n:
@@ -184,17 +217,21 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
         'sym_name = "ga_forward", sym_visibility = "private"', 1)
     step = ImportedStep(None, names, params, [inputs[k] for k in inputs],
                         labels)
+    if not clip > 0:
+        raise ImportError_(f"clip must be positive, got {clip!r}")
     step._wrap = dict(ga_opt=ga_opt, aliases=aliases, forward=forward,
                       logits=logits, element=element, ignore_index=ignore_index,
-                      reduction=reduction, name=name)
+                      reduction=reduction, name=name, train=train, clip=clip,
+                      shift_labels=shift_labels)
     return step.reschedule(microbatches, data_parallel)
 
 
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
-          name, params, inputs, labels, microbatches, data_parallel):
+          name, params, inputs, labels, microbatches, data_parallel,
+          train=False, clip=1.0, shift_labels=False):
     """The step module around the exported forward function, inlined,
     legalized (ga-legalize-import) and verified by ga-opt."""
-    n = labels.numel()
+    n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     loss = f"tensor<{element}>"
     ptypes = [_tensor_type(p) for p in params]
     itypes = [_tensor_type(x) for x in inputs]
@@ -212,33 +249,80 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
                 f"[[{', '.join(str(d) for d in range(labels.dim()))}]] : "
                 f"{ltype} into {flat}\n")
     flat_name = "%blabels" if labels.dim() == 1 else "%flat"
+    if shift_labels:  # labels 1..S-1 of every row
+        b, s = labels.shape
+        shifted = f"tensor<{b}x{s - 1}xi64>"
+        collapse = (f"    %shifted = tensor.extract_slice %blabels[0, 1] "
+                    f"[{b}, {s - 1}] [1, 1] : {ltype} to {shifted}\n"
+                    f"    %flat = tensor.collapse_shape %shifted [[0, 1]] : "
+                    f"{shifted} into {flat}\n")
+        flat_name = "%flat"
     grads = ", ".join(f"%g{i}" for i in range(len(params)))
-    lines = [
-        aliases,
-        "module {",
-        forward,
-        f"func.func @{name}("
-        + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
-                    + [f"{x}: {t}" for x, t in zip(inn, itypes)]
-                    + [f"%labels: {ltype}"])
-        + f") -> ({loss}, {', '.join(ptypes)}) {{",
-        f"  %loss, {grads} = "
+    head = [aliases, "module {", forward]
+    step_op = [
         f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
         f"batch({', '.join(inn + ['%labels'])} : "
         f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
-        f"-> {loss} grads({', '.join(ptypes)}) {{",
+        f"-> {loss} grads({', '.join(ptypes)})"
+        + (" aux(tensor<i64>)" if train else "") + " {",
         f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):",
         f"    %logits = func.call @ga_forward({', '.join(bp + bi)}) : "
         f"({', '.join(ptypes + itypes)}) -> {logits}",
         collapse.rstrip("\n"),
-        f"    %l = train.cross_entropy {reduction} %logits, {flat_name} "
-        f"ignore_index = {ignore_index} : ({logits}, {flat}) -> {loss}",
-        f"    train.yield %l : {loss}",
-        "  }",
-        f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
-        "}",
-        "}",
     ]
+    if not train:
+        lines = head + [
+            f"func.func @{name}("
+            + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
+                        + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+                        + [f"%labels: {ltype}"])
+            + f") -> ({loss}, {', '.join(ptypes)}) {{",
+            f"  %loss, {grads} = " + step_op[0], *step_op[1:],
+            f"    %l = train.cross_entropy {reduction} %logits, {flat_name} "
+            f"ignore_index = {ignore_index} : ({logits}, {flat}) -> {loss}",
+            f"    train.yield %l : {loss}",
+            "  }",
+            f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
+            "}",
+            "}",
+        ]
+    else:
+        # The whole training step of ga-train (examples/mlp_train.mlir):
+        # the gradients clipped to a global norm of `clip`, then AdamW
+        # (torch.optim.AdamW's defaults) on every parameter.
+        ms = [f"%m{i}" for i in range(len(params))]
+        vs = [f"%v{i}" for i in range(len(params))]
+        clipped = ", ".join(f"%c{i}" for i in range(len(params)))
+        results = ptypes * 3 + [loss, loss, "tensor<i64>"]
+        lines = head + [
+            f"func.func @{name}("
+            + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
+                        + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+                        + [f"%labels: {ltype}"]
+                        + [f"{m}: {t}" for m, t in zip(ms, ptypes)]
+                        + [f"{v}: {t}" for v, t in zip(vs, ptypes)]
+                        + ["%lr: tensor<f32>", "%t: tensor<i64>"])
+            + f") -> ({', '.join(results)}) {{",
+            f"  %loss, {grads}, %count = " + step_op[0], *step_op[1:],
+            f"    %l, %n = train.cross_entropy {reduction} %logits, "
+            f"{flat_name} ignore_index = {ignore_index} : ({logits}, {flat}) "
+            f"-> ({loss}, tensor<i64>)",
+            f"    train.yield %l, %n : {loss}, tensor<i64>",
+            "  }",
+            f"  {clipped}, %norm = train.clip_by_global_norm {grads} "
+            f"max_norm = {float(clip)!r} : {', '.join(ptypes)} -> {loss}",
+            *[f"  %np{i}, %nm{i}, %nv{i} = train.adamw {p}, %c{i}, {m}, {v}, "
+              f"%lr, %t : {t}, {t}, tensor<f32>, tensor<i64>"
+              for i, (p, m, v, t) in enumerate(zip(pn, ms, vs, ptypes))],
+            "  return "
+            + ", ".join([f"%np{i}" for i in range(len(params))]
+                        + [f"%nm{i}" for i in range(len(params))]
+                        + [f"%nv{i}" for i in range(len(params))]
+                        + ["%loss", "%norm", "%count"])
+            + f" : {', '.join(results)}",
+            "}",
+            "}",
+        ]
     wrapped = "\n".join(l for l in lines if l) + "\n"
     with tempfile.TemporaryDirectory() as tmp:
         src = os.path.join(tmp, "wrapped.mlir")

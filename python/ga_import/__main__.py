@@ -3,8 +3,10 @@
 FUNCTION() (no arguments) returns (model, batch): a torch.nn.Module and a
 dict of example tensors with the labels under 'labels' (--labels-key). The
 step is written to OUT.mlir (stdout without -o), the example's arguments as
-OUT.argN.npy beside it with --save-arguments, and the parameter names, in
-argument order, to stderr.
+OUT.argN.npy beside it with --save-arguments, the model's parameters as
+DIR/paramN.npy with --save-init DIR (for ga-train --init DIR), and the
+parameter names, in argument order, to stderr. --train writes a whole
+training step for ga-train (gradients clipped to --clip, AdamW).
 """
 
 import argparse
@@ -31,6 +33,18 @@ def main(argv=None):
     parser.add_argument("--microbatches", type=int, default=1)
     parser.add_argument("--data-parallel", type=int, default=1)
     parser.add_argument("--save-arguments", action="store_true")
+    parser.add_argument("--train", action="store_true",
+                        help="a whole training step for ga-train (clipping "
+                        "and AdamW)")
+    parser.add_argument("--clip", type=float, default=1.0,
+                        help="with --train: the global norm the gradients "
+                        "are clipped to (default 1)")
+    parser.add_argument("--shift-labels", action="store_true",
+                        help="causal LM: the logits of positions 0..S-2 "
+                        "against the labels of 1..S-1")
+    parser.add_argument("--save-init", metavar="DIR",
+                        help="the model's parameters as DIR/param<i>.npy, "
+                        "for ga-train --init DIR")
     args = parser.parse_args(argv)
 
     path, sep, func = args.model.rpartition(":")
@@ -53,7 +67,8 @@ def main(argv=None):
             model, batch, ga_opt=args.ga_opt, labels_key=args.labels_key,
             ignore_index=args.ignore_index, reduction=args.reduction,
             microbatches=args.microbatches,
-            data_parallel=args.data_parallel)
+            data_parallel=args.data_parallel, train=args.train,
+            clip=args.clip, shift_labels=args.shift_labels)
     except ga_import.ImportError_ as e:
         sys.exit(f"ga-import: error: {e}")
     if args.output == "-":
@@ -66,6 +81,12 @@ def main(argv=None):
             stem = os.path.splitext(args.output)[0]
             for i, t in enumerate(step.arguments()):
                 np.save(f"{stem}.arg{i}.npy", t.detach().numpy())
+    if args.save_init:
+        import numpy as np
+        os.makedirs(args.save_init, exist_ok=True)
+        for i, p in enumerate(step.params):
+            np.save(os.path.join(args.save_init, f"param{i}.npy"),
+                    p.detach().numpy())
     for i, name in enumerate(step.param_names):
         print(f"ga-import: parameter #{i}: {name}", file=sys.stderr)
 

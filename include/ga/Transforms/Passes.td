@@ -747,7 +747,7 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
 }
 
 def GaSplitDeallocationsPass
-    : Pass<"ga-split-deallocations", "::mlir::func::FuncOp"> {
+    : Pass<"ga-split-deallocations", "::mlir::ModuleOp"> {
   let summary = "Free each buffer that no retained value can alias on its own";
   let description = [{
     Runs between MLIR's ownership-based deallocation and
@@ -765,7 +765,9 @@ def GaSplitDeallocationsPass
     - is a `memref.alloc` of the operation's own block, freed unconditionally
       (its condition is the constant `true`);
     - shares its allocation with no other memref of the operation (each
-      other memref is, through views, a distinct `memref.alloc`);
+      other memref is, through views, a distinct `memref.alloc`, or the
+      result of a call whose callee returns a buffer it allocates itself,
+      as the outlined kernels that compute into a fresh buffer do);
     - is no retained value's allocation (by MLIR's `BufferOriginAnalysis`:
       the retained values that are not themselves views of an allocation are
       asked one by one, and a "maybe" keeps the memref);

@@ -30,3 +30,20 @@ def list_labels():
     model, batch = mlp()
     batch["labels"] = batch["labels"].tolist()
     return model, batch
+
+
+def gpt2_bytes():
+    """transformers' GPT2LMHeadModel over bytes (vocabulary 256), sequences
+    of 32: the corpus of scripts/make_corpus.py --seq-len 32
+    --attention-mask, 16 rows a step."""
+    import os
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    from transformers import GPT2Config, GPT2LMHeadModel
+    torch.manual_seed(0)
+    config = GPT2Config(vocab_size=256, n_positions=32, n_embd=64, n_layer=2,
+                        n_head=4, attn_implementation="eager",
+                        bos_token_id=0, eos_token_id=0)
+    batch = {"input_ids": torch.zeros(16, 32, dtype=torch.int64),
+             "attention_mask": torch.ones(16, 32, dtype=torch.int64),
+             "labels": torch.zeros(16, 32, dtype=torch.int64)}
+    return GPT2LMHeadModel(config), batch
