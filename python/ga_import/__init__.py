@@ -22,7 +22,8 @@ The result is a module with one public function, `@step` by default:
 whose body is one `train.step` (`microbatches` and `data_parallel` as
 given). The parameters are the model's `named_parameters()` (tied weights
 once), in that order; `ImportedStep.param_names` gives their state_dict
-keys. The forward pass is exported by torch-mlir's FX
+keys, and each parameter argument carries its key as `train.name` (which
+ga-train writes into its checkpoints' manifests). The forward pass is exported by torch-mlir's FX
 importer to linalg on tensors with the parameters as arguments, printed in
 generic form (torch-mlir follows LLVM's development head; ga-opt is on
 MLIR 22), wrapped, inlined into the step and verified by `ga-opt`; an
@@ -128,11 +129,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False):
             "as the seed of a random draw even in eval mode), which a "
             "training step of ga-opt cannot hold")
     if "tm_tensor." in text:
-        op = re.search(r'"(tm_tensor\.\w+)"', text).group(1)
-        raise ImportError_(
-            f"the export contains {op}, which MLIR 22 does not have "
-            "(transformers emits tm_tensor.scan, a cumsum, when no "
-            "attention_mask is given: pass one)")
+        raise ImportError_(_tm_tensor_error(module))
     # The logits' type, as the export's signature gives it.
     result = re.search(r"function_type = \(.*?\) -> (tensor<\d+x\d+x\w+>)",
                        text)
@@ -140,6 +137,59 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False):
         raise ImportError_("the model's exported forward does not return "
                            "one tensor of logits [N, V]")
     return text, names, params, result.group(1)
+
+
+# torch-mlir's TMTensor ops (MLIR 22 has no such dialect): the PyTorch calls
+# that make them, and what to do instead.
+_TM_TENSOR = {
+    "scan": ("torch.cumsum or cumprod; transformers' models make one when "
+             "the batch has no attention_mask", "pass an attention_mask, or "
+             "write the running sum as a product with a triangular matrix"),
+    "sort": ("torch.sort, argsort or topk", "keep sorting out of the step"),
+    "scatter": ("scatter, index_put or index_add",
+                "write it as a one-hot product or a gather"),
+    "attention": ("scaled_dot_product_attention's fused kernel",
+                  "use its math path (transformers: "
+                  "attn_implementation=\"eager\")"),
+}
+
+
+def _tm_tensor_error(module):
+    """Which tm_tensor op the export holds, the PyTorch call behind it (its
+    source line from the export's locations) and what to do."""
+    text = module.operation.get_asm(print_generic_op_form=True,
+                                    assume_verified=True,
+                                    enable_debug_info=True)
+    match = re.search(r'"tm_tensor\.(\w+)"', text)
+    name = match.group(1)
+    # The op's location: the first location reference after it, resolved
+    # through the aliases to the first file outside torch and transformers.
+    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))$", text,
+                              re.MULTILINE))
+    where = ""
+    ref = re.search(r"loc\((#loc\d*)\)", text[match.end():])
+    if ref:
+        seen, work = set(), [ref.group(1)]
+        frames = []
+        while work:
+            alias = work.pop(0)
+            if alias in seen or alias not in aliases:
+                continue
+            seen.add(alias)
+            body = aliases[alias]
+            frames += re.findall(r'"([^"]+)":(\d+)', body)
+            work += re.findall(r"#loc\d*", body)
+        user = [f for f in frames
+                if "site-packages" not in f[0] and "dist-packages" not in f[0]]
+        if user or frames:
+            file, line = (user or frames)[0]
+            where = f" at {file}:{line}"
+    call, fix = _TM_TENSOR.get(name, ("a PyTorch call that torch-mlir "
+                                      "lowers to TMTensor", "write it with "
+                                      "elementwise operations, reductions "
+                                      "and products"))
+    return (f"the export contains tm_tensor.{name} (from {call}){where}, "
+            f"which MLIR 22 does not have: {fix}")
 
 
 def _inline_resources(text):
@@ -227,7 +277,7 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
 
 
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
-          name, params, inputs, labels, microbatches, data_parallel,
+          name, names, params, inputs, labels, microbatches, data_parallel,
           train=False, clip=1.0, shift_labels=False):
     """The step module around the exported forward function, inlined,
     legalized (ga-legalize-import) and verified by ga-opt."""
@@ -259,6 +309,10 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         flat_name = "%flat"
     grads = ", ".join(f"%g{i}" for i in range(len(params)))
     head = [aliases, "module {", forward]
+    # Every parameter argument carries its state_dict key (train.name).
+    quoted = [n.replace("\\", "\\\\").replace('"', '\\"') for n in names]
+    pargs = [f'{p}: {t} {{train.name = "{n}"}}'
+             for p, t, n in zip(pn, ptypes, quoted)]
     step_op = [
         f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
         f"batch({', '.join(inn + ['%labels'])} : "
@@ -273,8 +327,7 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
     if not train:
         lines = head + [
             f"func.func @{name}("
-            + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
-                        + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
                         + [f"%labels: {ltype}"])
             + f") -> ({loss}, {', '.join(ptypes)}) {{",
             f"  %loss, {grads} = " + step_op[0], *step_op[1:],
@@ -296,8 +349,7 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         results = ptypes * 3 + [loss, loss, "tensor<i64>"]
         lines = head + [
             f"func.func @{name}("
-            + ", ".join([f"{p}: {t}" for p, t in zip(pn, ptypes)]
-                        + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
                         + [f"%labels: {ltype}"]
                         + [f"{m}: {t}" for m, t in zip(ms, ptypes)]
                         + [f"{v}: {t}" for v, t in zip(vs, ptypes)]
@@ -360,7 +412,8 @@ class ImportedStep:
         step = ImportedStep(None, self.param_names, self.params, self.inputs,
                             self.labels)
         step._wrap = self._wrap
-        step.mlir = _wrap(**self._wrap, params=self.params,
+        step.mlir = _wrap(**self._wrap, names=self.param_names,
+                          params=self.params,
                           inputs=self.inputs, labels=self.labels,
                           microbatches=microbatches,
                           data_parallel=data_parallel)

@@ -193,6 +193,9 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
     else if (auto stddev = dyn_cast_or_null<FloatAttr>(attr))
       init.stddev = stddev.getValueAsDouble();
     entry.inits.push_back(init);
+    auto name =
+        function.getArgAttrOfType<StringAttr>(entry.paramArg[i], "train.name");
+    entry.names.push_back(name ? name.str() : std::string());
   }
 
   // Results.

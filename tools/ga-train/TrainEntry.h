@@ -68,6 +68,8 @@ struct TrainEntry {
   llvm::SmallVector<TrainArg> args;
   llvm::SmallVector<TrainResult> results;
   llvm::SmallVector<ParamInit> inits; ///< One per parameter.
+  /// One per parameter: `train.name` on its argument, or empty.
+  llvm::SmallVector<std::string> names;
   unsigned numParams = 0;
   unsigned numBatch = 0;
   bool adamw = false;

@@ -192,9 +192,11 @@ run under `mpirun -np R ga-train ...`: every rank reads the dataset and
 takes its rows of each batch; rank 0 prints, logs and checkpoints.
 
 Checkpoints: --checkpoint-dir DIR writes DIR/step-NNNNNNNN/ (one .npy per
-parameter and moment, and manifest.json) into a temporary directory that
-is renamed into place, then DIR/latest is replaced atomically: a run
-stopped during a write leaves the previous checkpoint as the latest.
+parameter and moment, and manifest.json, which gives each its role and the
+parameter's `train.name` where the argument has one) into a temporary
+directory that is renamed into place, then DIR/latest is replaced
+atomically: a run stopped during a write leaves the previous checkpoint as
+the latest.
 --resume DIR continues from DIR/latest (or from DIR itself when it is a
 step directory) up to --steps, bitwise the same as an uninterrupted run.
 )";
@@ -422,12 +424,16 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
         crashInCheckpoint == step)
       ::_exit(86);
     first = false;
-    files.push_back(
-        llvm::json::Object{{"argument", k},
-                           {"role", roleToken(entry.args[k].kind)},
-                           {"param", entry.args[k].index},
-                           {"file", file},
-                           {"type", signature.inputs[k].describe()}});
+    llvm::json::Object record{{"argument", k},
+                              {"role", roleToken(entry.args[k].kind)},
+                              {"param", entry.args[k].index},
+                              {"file", file},
+                              {"type", signature.inputs[k].describe()}};
+    // The parameter's name (train.name: a state_dict key from ga-import).
+    if (const std::string &name = entry.names[entry.args[k].index];
+        !name.empty())
+      record["name"] = name;
+    files.push_back(std::move(record));
   }
   llvm::json::Object manifest{{"format", kCheckpointFormat},
                               {"entry", signature.entry},

@@ -152,7 +152,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                << "', got " << value;
     return success();
   }
-  if (name == InitAttrHelper::getNameStr())
+  if (name == InitAttrHelper::getNameStr() ||
+      name == NameAttrHelper::getNameStr())
     return op->emitError() << "'" << name
                            << "' belongs on a function argument, not on '"
                            << op->getName() << "'";
@@ -166,7 +167,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << ParallelAttrHelper::getNameStr() << ", "
                          << RematAttrHelper::getNameStr() << ", "
                          << MemoryPlanAttrHelper::getNameStr() << ", "
-                         << InitAttrHelper::getNameStr() << ")";
+                         << InitAttrHelper::getNameStr() << ", "
+                         << NameAttrHelper::getNameStr() << ")";
 }
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
@@ -174,16 +176,25 @@ LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,
                                                      unsigned argIndex,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
-  if (name != InitAttrHelper::getNameStr())
+  if (name != InitAttrHelper::getNameStr() &&
+      name != NameAttrHelper::getNameStr())
     return op->emitError() << "unknown argument attribute '" << name
                            << "' of the train dialect (known: "
-                           << InitAttrHelper::getNameStr() << ")";
+                           << InitAttrHelper::getNameStr() << ", "
+                           << NameAttrHelper::getNameStr() << ")";
   if (!isa<FunctionOpInterface>(op) || regionIndex != 0)
     return op->emitError() << "'" << name
                            << "' belongs on an argument of a function, not "
                               "on a block argument of '"
                            << op->getName() << "'";
   Attribute value = attr.getValue();
+  if (name == NameAttrHelper::getNameStr()) {
+    auto text = dyn_cast<StringAttr>(value);
+    if (text && !text.getValue().empty())
+      return success();
+    return op->emitError() << "'" << name << "' of argument #" << argIndex
+                           << " must be a non-empty string, got " << value;
+  }
   auto text = dyn_cast<StringAttr>(value);
   auto stddev = dyn_cast<FloatAttr>(value);
   if ((text && (text.getValue() == "zeros" || text.getValue() == "ones")) ||

@@ -992,7 +992,7 @@ func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf3
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }
@@ -1042,7 +1042,7 @@ func.func @init_negative(%a: tensor<4xf32> {train.init = -0.02 : f64}) {
 
 // -----
 
-// expected-error @below {{unknown argument attribute 'train.start' of the train dialect (known: train.init)}}
+// expected-error @below {{unknown argument attribute 'train.start' of the train dialect (known: train.init, train.name)}}
 func.func @unknown_argument_attribute(%a: tensor<4xf32> {train.start = 1.0 : f64}) {
   return
 }
@@ -1051,5 +1051,26 @@ func.func @unknown_argument_attribute(%a: tensor<4xf32> {train.start = 1.0 : f64
 
 // expected-error @below {{'train.init' belongs on a function argument, not on 'func.func'}}
 func.func @init_on_function() attributes {train.init = "zeros"} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.name' of argument #0 must be a non-empty string, got ""}}
+func.func @empty_name(%a: tensor<4xf32> {train.name = ""}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.name' of argument #0 must be a non-empty string, got 3 : i64}}
+func.func @name_not_string(%a: tensor<4xf32> {train.name = 3 : i64}) {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.name' belongs on a function argument, not on 'func.func'}}
+func.func @name_on_function() attributes {train.name = "w"} {
   return
 }

@@ -242,13 +242,14 @@ func.func @check_labels(%y: tensor<8x16xi64>, %z: tensor<5xi32>) {
   return
 }
 
-// The argument attribute that ga-train initializes parameters from.
+// The argument attributes that ga-train initializes and names parameters
+// from.
 // CHECK-LABEL: func.func @init
 // CHECK-SAME: {train.init = "zeros"}
 // CHECK-SAME: {train.init = "ones"}
-// CHECK-SAME: {train.init = 2.000000e-02 : f64}
+// CHECK-SAME: {train.init = 2.000000e-02 : f64, train.name = "fc.weight"}
 func.func @init(%a: tensor<4xf32> {train.init = "zeros"},
                 %b: tensor<4xf32> {train.init = "ones"},
-                %c: tensor<4x4xf32> {train.init = 0.02 : f64}) {
+                %c: tensor<4x4xf32> {train.init = 0.02 : f64, train.name = "fc.weight"}) {
   return
 }

@@ -47,3 +47,27 @@ def gpt2_bytes():
              "attention_mask": torch.ones(16, 32, dtype=torch.int64),
              "labels": torch.zeros(16, 32, dtype=torch.int64)}
     return GPT2LMHeadModel(config), batch
+
+
+class Cumsum(torch.nn.Module):
+    """torch.cumsum, which torch-mlir lowers to tm_tensor.scan."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, input):
+        return self.fc(torch.cumsum(input, dim=1))
+
+
+def cumsum():
+    model, batch = mlp()
+    return Cumsum(), batch
+
+
+def dropout():
+    """An MLP with dropout, in training mode: exported in eval mode."""
+    model, batch = mlp()
+    model = torch.nn.Sequential(model[0], torch.nn.Dropout(0.5), model[1],
+                                model[2]).train()
+    return model, batch

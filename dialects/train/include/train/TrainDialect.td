@@ -58,7 +58,11 @@ def Train_Dialect : Dialect {
       micro-batch count, else `"fixed"`); `train-print-summary` shows it;
     * `train.init` (`"zeros"`, `"ones"`, or a non-negative float: the
       standard deviation of a normal draw), on an argument of a function:
-      how `ga-train` initializes the parameter that the argument holds.
+      how `ga-train` initializes the parameter that the argument holds;
+    * `train.name` (a non-empty string), on an argument of a function: the
+      name of the parameter that the argument holds (a PyTorch module's
+      `state_dict` key, written by `ga-import`); `ga-train` writes it into
+      its checkpoints' manifests.
   }];
 
   let discardableAttrs = (ins
@@ -70,7 +74,8 @@ def Train_Dialect : Dialect {
     "::mlir::UnitAttr":$parallel,
     "::mlir::StringAttr":$remat,
     "::mlir::DictionaryAttr":$memory_plan,
-    "::mlir::Attribute":$init
+    "::mlir::Attribute":$init,
+    "::mlir::StringAttr":$name
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
