@@ -60,13 +60,15 @@ Decomposability::Decomposability(StepOp step, bool meansAreSums)
   visitBlock(body);
 }
 
+static SmallVector<Value> readValues(Operation *op);
+
 BatchClass Decomposability::get(Value value) const {
   auto it = classes.find(value);
   return it == classes.end() ? BatchClass() : it->second;
 }
 
 void Decomposability::setMixed(Operation *op, const std::string &why) {
-  bool dep = llvm::any_of(op->getOperands(),
+  bool dep = llvm::any_of(readValues(op),
                           [&](Value v) { return get(v).paramDependent; });
   for (Value r : op->getResults()) {
     BatchClass c;
@@ -75,7 +77,7 @@ void Decomposability::setMixed(Operation *op, const std::string &why) {
     classes[r] = c;
   }
   // Only the first operation on a path is the cause; later ones inherit.
-  if (llvm::none_of(op->getOperands(),
+  if (llvm::none_of(readValues(op),
                     [&](Value v) { return get(v).kind == BatchClass::Mixed; }))
     reasons.push_back({op, why});
 }
@@ -86,6 +88,25 @@ void Decomposability::visitBlock(Block &block) {
 }
 
 /// Values captured by the regions of `op` (defined outside `op`).
+/// The loop whose linalg.index every use of `value` in `op`'s body reads it
+/// at in dimension `dim`, each use a tensor.extract; none otherwise.
+static std::optional<unsigned> rowGatherLoop(Operation *op, Value value,
+                                             int64_t dim) {
+  std::optional<unsigned> loop;
+  for (Operation *user : value.getUsers()) {
+    if (!op->isProperAncestor(user))
+      continue;
+    auto extract = dyn_cast<tensor::ExtractOp>(user);
+    if (!extract || extract.getTensor() != value)
+      return std::nullopt;
+    auto index = extract.getIndices()[dim].getDefiningOp<linalg::IndexOp>();
+    if (!index || (loop && *loop != index.getDim()))
+      return std::nullopt;
+    loop = index.getDim();
+  }
+  return loop;
+}
+
 static SmallVector<Value> capturedValues(Operation *op) {
   SmallVector<Value> captured;
   op->walk([&](Operation *nested) {
@@ -97,6 +118,15 @@ static SmallVector<Value> capturedValues(Operation *op) {
         captured.push_back(v);
   });
   return captured;
+}
+
+/// The values `op` reads: its operands, and those that its regions read
+/// from above (a gather's table).
+static SmallVector<Value> readValues(Operation *op) {
+  SmallVector<Value> values(op->getOperands());
+  if (op->getNumRegions())
+    llvm::append_range(values, capturedValues(op));
+  return values;
 }
 
 Linearity ga::bodyLinearity(linalg::LinalgOp op,
@@ -204,11 +234,16 @@ void Decomposability::visit(Operation *op) {
   if (auto checkpoint = dyn_cast<CheckpointOp>(op))
     return visitCheckpoint(checkpoint);
   bool dep = false, anyPerExample = false, anySum = false;
-  for (Value v : op->getOperands()) {
+  // A value read inside a body (a parameter's table in an embedding
+  // lookup) makes the results depend on what it depends on.
+  for (Value v : readValues(op)) {
     BatchClass c = get(v);
     if (c.kind == BatchClass::Mixed)
       return setMixed(op, "");
     dep |= c.paramDependent;
+  }
+  for (Value v : op->getOperands()) {
+    BatchClass c = get(v);
     anyPerExample |= c.kind == BatchClass::PerExample;
     anySum |= c.kind == BatchClass::BatchSum;
   }
@@ -284,13 +319,30 @@ void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
 void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
                                   bool anySum) {
   Operation *op = linalgOp;
-  for (Value v : capturedValues(op))
-    if (get(v).kind == BatchClass::PerExample ||
-        get(v).kind == BatchClass::BatchSum)
-      return setMixed(op, "reads a batch value through its body (for "
-                          "example tensor.extract): the analysis cannot "
-                          "tell which examples it combines");
+  // A per-example tensor read in the body only by tensor.extract at a loop
+  // index in its batch dimension (a gather of each example's own row, as
+  // torch-mlir's NLL loss reads the log-probabilities at the labels) meets
+  // that loop like an operand does.
   std::optional<unsigned> batchLoop;
+  for (Value v : capturedValues(op)) {
+    BatchClass c = get(v);
+    if (c.kind == BatchClass::BatchSum)
+      return setMixed(op, "reads a batch-sum through its body (for example "
+                          "tensor.extract): the analysis cannot tell how it "
+                          "is combined");
+    if (c.kind != BatchClass::PerExample)
+      continue;
+    std::optional<unsigned> loop = rowGatherLoop(op, v, c.batchDim);
+    if (!loop)
+      return setMixed(op, "reads a batch value through its body other than "
+                          "by tensor.extract of each example's own row (the "
+                          "batch index a linalg.index): the analysis cannot "
+                          "tell which examples it combines");
+    if (batchLoop && *batchLoop != *loop)
+      return setMixed(op, "combines different examples: the rows it "
+                          "gathers and its operands meet different loops");
+    batchLoop = loop;
+  }
   for (OpOperand &operand : op->getOpOperands()) {
     BatchClass c = get(operand.get());
     if (c.kind != BatchClass::PerExample)
@@ -316,9 +368,18 @@ void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
 void Decomposability::visitBatchLoop(linalg::LinalgOp linalgOp,
                                      unsigned batchLoop, bool dep) {
   Operation *op = linalgOp;
+  // The batch loop's index may only pick each example's own row.
   bool readsIndex = false;
   op->walk([&](linalg::IndexOp index) {
-    readsIndex |= index.getDim() == batchLoop;
+    if (index.getDim() != batchLoop)
+      return;
+    for (OpOperand &use : index->getUses()) {
+      auto extract = dyn_cast<tensor::ExtractOp>(use.getOwner());
+      BatchClass c = extract ? get(extract.getTensor()) : BatchClass();
+      readsIndex |=
+          !extract || c.kind != BatchClass::PerExample ||
+          use.getOperandNumber() != 1 + static_cast<unsigned>(c.batchDim);
+    }
   });
   if (readsIndex)
     return setMixed(op, "reads the position within the batch "
