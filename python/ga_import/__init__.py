@@ -12,6 +12,12 @@ labels.view(-1), ignore_index=...)` with `reduction` mean or sum: it becomes
 `shift_labels` (causal language models, as transformers' own loss) the
 logits of positions 0..S-2 are scored against the labels of 1..S-1.
 
+Or the loss is written in PyTorch: `loss_fn(outputs, batch)` returns a
+scalar tensor from the model's outputs and the whole batch; it is exported
+with the model, lowered to linalg like the rest, and the decomposability
+analysis proves a split of it exact, rewrites it (a mean over the valid
+labels becomes a sum over the global count) or refuses it at the op.
+
 The model is exported in eval mode (dropout off: a step that ga-opt splits
 bit for bit draws no random numbers); its training flag is restored.
 
@@ -80,10 +86,13 @@ def _tensor_type(t):
     return f"tensor<{dims}x{dtype}>" if dims else f"tensor<{dtype}>"
 
 
-def export_forward(model, inputs, func_name="ga_forward", shift=False):
+def export_forward(model, inputs, func_name="ga_forward", shift=False,
+                   loss_fn=None, batch=None):
     """(generic MLIR text of the forward function, parameter names,
-    parameter tensors, the logits' tensor type): torch-mlir's export of
-    `model(**inputs)` with the parameters as leading arguments."""
+    parameter tensors, the result's tensor type): torch-mlir's export of
+    `model(**inputs)` with the parameters as leading arguments; with
+    `loss_fn`, of `loss_fn(model(**inputs), batch)` with the parameters and
+    then every entry of `batch` as arguments."""
     torch = _torch()
     from torch_mlir import fx
 
@@ -92,13 +101,16 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False):
         raise ImportError_("the model has no parameters: nothing to train")
     names = [n for n, _ in named]
     params = [p.detach() for _, p in named]
-    keys = list(inputs)
+    keys = list(batch if loss_fn else inputs)
 
     class Forward(torch.nn.Module):
         def forward(self, *args):
             ps = dict(zip(names, args[:len(names)]))
             kw = dict(zip(keys, args[len(names):]))
-            out = torch.func.functional_call(model, ps, (), kw)
+            out = torch.func.functional_call(
+                model, ps, (), {k: v for k, v in kw.items() if k in inputs})
+            if loss_fn:
+                return loss_fn(out, kw)
             if hasattr(out, "logits"):
                 out = out.logits
             if isinstance(out, (tuple, list)):
@@ -107,7 +119,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False):
                 out = out[:, :-1]
             return out.reshape(-1, out.shape[-1])
 
-    args = [*params, *(inputs[k] for k in keys)]
+    args = [*params, *((batch if loss_fn else inputs)[k] for k in keys)]
     # Exported in eval mode: dropout would draw random numbers, which a
     # step that ga-opt splits and checks bit for bit does not take.
     training = model.training
@@ -130,6 +142,17 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False):
             "training step of ga-opt cannot hold")
     if "tm_tensor." in text:
         raise ImportError_(_tm_tensor_error(module))
+    if loss_fn:
+        # The loss: one float, a 0-d tensor.
+        result = re.search(r"function_type = \(.*?\) -> (tensor<\w+>)[,}\s]",
+                           text)
+        if not result or result.group(1) not in ("tensor<f32>",
+                                                 "tensor<f64>"):
+            got = re.search(r"function_type = \(.*?\) -> ([^,}]*)", text)
+            raise ImportError_(
+                "loss_fn must return a scalar float tensor (the loss), got "
+                f"{got.group(1).strip() if got else 'something else'}")
+        return text, names, params, result.group(1)
     # The logits' type, as the export's signature gives it.
     result = re.search(r"function_type = \(.*?\) -> (tensor<\d+x\d+x\w+>)",
                        text)
@@ -226,7 +249,7 @@ def _inner_func(module_text):
 def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 ignore_index=-100, reduction="mean", microbatches=1,
                 data_parallel=1, name="step", train=False, clip=1.0,
-                shift_labels=False):
+                shift_labels=False, loss_fn=None):
     """The training step of `model` on `batch` as ga-opt MLIR text (see the
     module's docstring)."""
     torch = _torch()
@@ -253,14 +276,23 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     if shift_labels and labels.dim() != 2:
         raise ImportError_(f"shift_labels needs labels [B, S], got shape "
                            f"{tuple(labels.shape)}")
-    forward, names, params, logits = export_forward(model, inputs,
-                                                    shift=shift_labels)
+    if loss_fn and (train or shift_labels):
+        raise ImportError_("loss_fn takes neither train nor shift_labels: "
+                           "the loss it returns is the step's")
+    # The export takes the batch as the step does: the inputs, then the
+    # labels.
+    forward, names, params, logits = export_forward(
+        model, inputs, shift=shift_labels, loss_fn=loss_fn,
+        batch={**inputs, labels_key: labels})
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
-    rows, _, element = re.fullmatch(r"tensor<(\d+)x(\d+)x(\w+)>",
-                                    logits).groups()
-    if int(rows) != n:
-        raise ImportError_(f"the model returns {rows} rows of logits for {n} "
-                           "labels")
+    if loss_fn:
+        element = re.fullmatch(r"tensor<(\w+)>", logits).group(1)
+    else:
+        rows, _, element = re.fullmatch(r"tensor<(\d+)x(\d+)x(\w+)>",
+                                        logits).groups()
+        if int(rows) != n:
+            raise ImportError_(f"the model returns {rows} rows of logits "
+                               f"for {n} labels")
     aliases, forward = _inner_func(forward)
     forward = forward.replace(
         'sym_name = "ga_forward"',
@@ -272,13 +304,13 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     step._wrap = dict(ga_opt=ga_opt, aliases=aliases, forward=forward,
                       logits=logits, element=element, ignore_index=ignore_index,
                       reduction=reduction, name=name, train=train, clip=clip,
-                      shift_labels=shift_labels)
+                      shift_labels=shift_labels, loss_fn=loss_fn is not None)
     return step.reschedule(microbatches, data_parallel)
 
 
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
           name, names, params, inputs, labels, microbatches, data_parallel,
-          train=False, clip=1.0, shift_labels=False):
+          train=False, clip=1.0, shift_labels=False, loss_fn=False):
     """The step module around the exported forward function, inlined,
     legalized (ga-legalize-import) and verified by ga-opt."""
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
@@ -324,7 +356,24 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         f"({', '.join(ptypes + itypes)}) -> {logits}",
         collapse.rstrip("\n"),
     ]
-    if not train:
+    if loss_fn:
+        # The loss written in PyTorch: the forward function returns it, and
+        # it reads the labels as one more argument.
+        lines = head + [
+            f"func.func @{name}("
+            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+                        + [f"%labels: {ltype}"])
+            + f") -> ({loss}, {', '.join(ptypes)}) {{",
+            f"  %loss, {grads} = " + step_op[0], step_op[1],
+            f"    %l = func.call @ga_forward({', '.join(bp + bi)}, %blabels) "
+            f": ({', '.join(ptypes + itypes + [ltype])}) -> {loss}",
+            f"    train.yield %l : {loss}",
+            "  }",
+            f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
+            "}",
+            "}",
+        ]
+    elif not train:
         lines = head + [
             f"func.func @{name}("
             + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
