@@ -429,9 +429,14 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         src = os.path.join(tmp, "wrapped.mlir")
         with open(src, "w") as f:
             f.write(wrapped)
-        done = subprocess.run(
-            [ga_opt, src, "--inline", "--symbol-dce", "--ga-legalize-import",
-             "--canonicalize"], capture_output=True, text=True)
+        try:
+            done = subprocess.run(
+                [ga_opt, src, "--inline", "--symbol-dce",
+                 "--ga-legalize-import", "--canonicalize"],
+                capture_output=True, text=True)
+        except OSError as e:
+            raise ImportError_(f"cannot run ga-opt '{ga_opt}': {e.strerror} "
+                               "(pass ga_opt=PATH, or --ga-opt)") from e
     if done.returncode:
         first = done.stderr.strip().splitlines()[0] if done.stderr else ""
         raise ImportError_(f"ga-opt cannot read torch-mlir's export: {first}"

@@ -71,3 +71,17 @@ def dropout():
     model = torch.nn.Sequential(model[0], torch.nn.Dropout(0.5), model[1],
                                 model[2]).train()
     return model, batch
+
+
+def import_with_loss(loss_fn):
+    """ga_import.import_step of mlp() with `loss_fn` (ga-opt from $GA_OPT):
+    the error's text, or 'imported'."""
+    import os
+    import ga_import
+    model, batch = mlp()
+    try:
+        ga_import.import_step(model, batch, ga_opt=os.environ["GA_OPT"],
+                              loss_fn=loss_fn)
+    except ga_import.ImportError_ as e:
+        return f"ga-import: error: {e}"
+    return "imported"
