@@ -6,8 +6,8 @@
 //
 // Linalg on tensors as front ends emit it (torch-mlir's FX importer) says
 // the same computation as ga-opt's own inputs in forms that its analyses do
-// not take. Each rewrite below keeps every value, bit for bit, and removes
-// one such form:
+// not take. Each rewrite below states the same computation (the same scalar
+// operations on the same elements) and removes one such form:
 //
 //   * unit maps:      an operand of extent 1 read through the constant 0
 //                     (keepdim statistics, `(d0, d1, d2) -> (d0, d1, 0)`) is

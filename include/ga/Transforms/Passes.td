@@ -124,8 +124,8 @@ def GaLegalizeImportPass : Pass<"ga-legalize-import"> {
   let description = [{
     Linalg on tensors from a front end (torch-mlir's FX importer, through
     `ga-import`) says the computations of ga-opt's own inputs in forms that
-    its analyses and autodiff do not take. This pass rewrites them, keeping
-    every value bit for bit:
+    its analyses and autodiff do not take. This pass rewrites them into the
+    same computation (the same scalar operations on the same elements):
 
     - *Unit maps.* An operand of extent 1 read through the constant 0
       (`(d0, d1, d2) -> (d0, d1, 0)`, the keepdim statistics of a softmax or
@@ -141,10 +141,9 @@ def GaLegalizeImportPass : Pass<"ga-legalize-import"> {
     - *Broadcasts.* The `linalg.generic` consumers of a linalg operation
       that only copies an input into a `tensor.empty` (a generic that yields
       an input, `linalg.broadcast`, `linalg.transpose`: a bias or a weight
-      repeated over
-      the batch's rows) read the source through the composed map, so that a
-      value with the batch's shape that does not depend on the batch is
-      never materialized (a batch split cannot slice it).
+      repeated over the batch's rows) read the source through the composed
+      map, so that a value with the batch's shape that does not depend on
+      the batch is never materialized (a batch split cannot slice it).
     - *Transposed operands.* A `linalg.matmul` or `linalg.batch_matmul` of
       a `linalg.transpose` (the weight of `nn.Linear`) reads the transpose's
       input through a transposed indexing map: the weight's gradient is then
