@@ -74,7 +74,8 @@ of 1e-5 of central finite differences of that forward (measured: at most
 The corpus (--corpus [PATH...]; default: examples/ and test/). Every
 public function with static tensor arguments of every .mlir file (each
 `// -----` chunk apart) that the default CPU pipeline compiles and runs, on
-random inputs (floats in [0.05, 1], which are valid optimizer states too,
+random inputs (floats in [0.05, 1], which are valid optimizer states too;
+a file with `// difftest-floats: normal STDDEV` gets normal floats instead,
 integers 0 and 1, which are valid labels and indices for every model), in every configuration: the bitwise pairs
 above bit for bit, and every configuration within a relative 1e-4 of the
 largest magnitude of `cpu`'s result (hand-written programs have no oracle
@@ -1651,7 +1652,13 @@ def corpus_entries(runner, text, work):
     return entries
 
 
-def corpus_inputs(rng, args):
+def corpus_inputs(rng, args, text=""):
+    """Random arguments of a corpus function. A file that says
+    `// difftest-floats: normal STDDEV` (a model's step, which positive
+    weights in [0.05, 1] make ill-conditioned) gets its floats from a
+    normal distribution of that deviation instead."""
+    normal = re.search(r"^// difftest-floats: normal ([0-9.eE+-]+)$", text,
+                       re.MULTILINE)
     arrays = []
     for shape, dtype in args:
         if dtype == "i1":
@@ -1660,6 +1667,9 @@ def corpus_inputs(rng, args):
             # 0 and 1: valid labels, indices and counts for every model.
             arrays.append(rng.integers(0, 2, shape).astype(
                 CORPUS_DTYPES[dtype]))
+        elif normal:
+            arrays.append((float(normal.group(1)) * rng.standard_normal(
+                shape)).astype(CORPUS_DTYPES[dtype]))
         else:
             # Positive: an optimizer's second moments, a step count and a
             # learning rate are valid too.
@@ -1685,7 +1695,7 @@ def check_corpus(runner, paths, configs, workdir, seed):
             shutil.rmtree(work, ignore_errors=True)
             continue
         for entry, args in entries:
-            inputs = corpus_inputs(rng, args)
+            inputs = corpus_inputs(rng, args, text)
             source = text
             if len(entries) > 1:
                 # One public function per run: the others made private.

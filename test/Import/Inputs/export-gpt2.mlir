@@ -2,6 +2,7 @@
 // transformers' GPT2LMHeadModel (V 256, S 32, D 64, 2 layers, eager attention), B 4;
 // the raw forms of torch-mlir's linalg that ga-legalize-import takes. Read by
 // exported-steps.test.
+// difftest-floats: normal 0.05
 #map = affine_map<(d0, d1, d2) -> (d0, d1)>
 #map1 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
 #map2 = affine_map<(d0) -> (d0)>
