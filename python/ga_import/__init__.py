@@ -473,5 +473,15 @@ class ImportedStep:
                           data_parallel=data_parallel)
         return step
 
-    def arguments(self):
-        return [*self.params, *self.inputs, self.labels]
+    def arguments(self, lr=1e-3, step=1):
+        """The example's arguments of the step function, in order: for a
+        training step (train=True) also the AdamW moments (zeros), the
+        learning rate `lr` and the step number `step`."""
+        args = [*self.params, *self.inputs, self.labels]
+        if self._wrap and self._wrap.get("train"):
+            torch = _torch()
+            zeros = [torch.zeros_like(p) for p in self.params]
+            args += zeros + [z.clone() for z in zeros]
+            args += [torch.tensor(lr, dtype=torch.float32),
+                     torch.tensor(step, dtype=torch.int64)]
+        return args
