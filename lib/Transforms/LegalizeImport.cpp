@@ -98,6 +98,44 @@ collapseDropping(int64_t rank, const llvm::SmallBitVector &drop) {
   return groups;
 }
 
+/// Replaces, in `op`'s body, the block argument of every input for which
+/// `inBody` builds a value (at the body's start; null keeps the input), and
+/// drops those inputs. Fails when it replaces none.
+static LogicalResult
+replaceInputsInBody(linalg::GenericOp op, PatternRewriter &rewriter,
+                    function_ref<Value(OpOperand &, BlockArgument)> inBody) {
+  if (!op.hasPureTensorSemantics())
+    return failure();
+  Block &body = op.getRegion().front();
+  SmallVector<AffineMap> allMaps = op.getIndexingMapsArray();
+  SmallVector<Value> inputs;
+  SmallVector<AffineMap> maps;
+  SmallVector<unsigned> erased;
+  for (OpOperand *input : op.getDpsInputOperands()) {
+    unsigned i = input->getOperandNumber();
+    rewriter.setInsertionPointToStart(&body);
+    Value value = inBody(*input, body.getArgument(i));
+    if (!value) {
+      inputs.push_back(input->get());
+      maps.push_back(allMaps[i]);
+      continue;
+    }
+    erased.push_back(i);
+    rewriter.replaceAllUsesWith(body.getArgument(i), value);
+  }
+  if (erased.empty())
+    return failure();
+  maps.append(allMaps.begin() + op.getNumDpsInputs(), allMaps.end());
+  rewriter.setInsertionPoint(op);
+  linalg::GenericOp generic =
+      rebuildGeneric(rewriter, op, inputs, op.getDpsInits(), maps);
+  Block &moved = generic.getRegion().front();
+  for (unsigned i : llvm::reverse(erased))
+    moved.eraseArgument(i);
+  rewriter.replaceOp(op, generic.getResults());
+  return success();
+}
+
 namespace {
 /// Operands of extent 1 read through the constant 0: collapsed.
 struct FoldUnitExtentMaps : OpRewritePattern<linalg::GenericOp> {
@@ -255,40 +293,16 @@ struct InlineSplatInputs : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics())
-      return failure();
-    Block &body = op.getRegion().front();
-    SmallVector<Value> inputs;
-    SmallVector<AffineMap> maps;
-    SmallVector<unsigned> erased;
-    SmallVector<AffineMap> allMaps = op.getIndexingMapsArray();
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      SplatElementsAttr splat;
-      unsigned i = input->getOperandNumber();
-      if (!matchPattern(input->get(), m_Constant(&splat)) ||
-          llvm::is_contained(op.getDpsInits(), input->get())) {
-        inputs.push_back(input->get());
-        maps.push_back(allMaps[i]);
-        continue;
-      }
-      erased.push_back(i);
-      rewriter.setInsertionPointToStart(&body);
-      auto scalar = arith::ConstantOp::create(
-          rewriter, input->get().getLoc(),
-          cast<TypedAttr>(splat.getSplatValue<Attribute>()));
-      rewriter.replaceAllUsesWith(body.getArgument(i), scalar);
-    }
-    if (erased.empty())
-      return failure();
-    maps.append(allMaps.begin() + op.getNumDpsInputs(), allMaps.end());
-    rewriter.setInsertionPoint(op);
-    linalg::GenericOp generic =
-        rebuildGeneric(rewriter, op, inputs, op.getDpsInits(), maps);
-    Block &moved = generic.getRegion().front();
-    for (unsigned i : llvm::reverse(erased))
-      moved.eraseArgument(i);
-    rewriter.replaceOp(op, generic.getResults());
-    return success();
+    return replaceInputsInBody(
+        op, rewriter, [&](OpOperand &input, BlockArgument) -> Value {
+          SplatElementsAttr splat;
+          if (!matchPattern(input.get(), m_Constant(&splat)) ||
+              llvm::is_contained(op.getDpsInits(), input.get()))
+            return {};
+          return arith::ConstantOp::create(
+              rewriter, input.get().getLoc(),
+              cast<TypedAttr>(splat.getSplatValue<Attribute>()));
+        });
   }
 };
 
@@ -511,55 +525,31 @@ struct IotaInputsAsIndices : OpRewritePattern<linalg::GenericOp> {
 
   LogicalResult matchAndRewrite(linalg::GenericOp op,
                                 PatternRewriter &rewriter) const override {
-    if (!op.hasPureTensorSemantics())
-      return failure();
-    Block &body = op.getRegion().front();
-    SmallVector<AffineMap> allMaps = op.getIndexingMapsArray();
-    SmallVector<Value> inputs;
-    SmallVector<AffineMap> maps;
-    SmallVector<unsigned> erased;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      unsigned i = input->getOperandNumber();
-      AffineMap map = allMaps[i];
-      AffineExpr element, atLoops;
-      if (isIota(input->get(), element))
-        atLoops = AffineMap::get(map.getNumResults(), 0, element)
-                      .compose(map)
-                      .getResult(0);
-      BlockArgument arg = body.getArgument(i);
-      if (!atLoops || !isa<AffineDimExpr, AffineConstantExpr>(atLoops) ||
-          !isa<IntegerType, IndexType>(arg.getType())) {
-        inputs.push_back(input->get());
-        maps.push_back(map);
-        continue;
-      }
-      erased.push_back(i);
-      rewriter.setInsertionPointToStart(&body);
-      Value index = isa<AffineDimExpr>(atLoops)
-                        ? linalg::IndexOp::create(
-                              rewriter, arg.getLoc(),
-                              cast<AffineDimExpr>(atLoops).getPosition())
-                              .getResult()
-                        : arith::ConstantIndexOp::create(
-                              rewriter, arg.getLoc(),
-                              cast<AffineConstantExpr>(atLoops).getValue())
-                              .getResult();
-      if (!arg.getType().isIndex())
-        index = arith::IndexCastOp::create(rewriter, arg.getLoc(),
-                                           arg.getType(), index);
-      rewriter.replaceAllUsesWith(arg, index);
-    }
-    if (erased.empty())
-      return failure();
-    maps.append(allMaps.begin() + op.getNumDpsInputs(), allMaps.end());
-    rewriter.setInsertionPoint(op);
-    linalg::GenericOp generic =
-        rebuildGeneric(rewriter, op, inputs, op.getDpsInits(), maps);
-    Block &moved = generic.getRegion().front();
-    for (unsigned i : llvm::reverse(erased))
-      moved.eraseArgument(i);
-    rewriter.replaceOp(op, generic.getResults());
-    return success();
+    return replaceInputsInBody(
+        op, rewriter, [&](OpOperand &input, BlockArgument arg) -> Value {
+          AffineMap map = op.getMatchingIndexingMap(&input);
+          AffineExpr element;
+          if (!isIota(input.get(), element) ||
+              !isa<IntegerType, IndexType>(arg.getType()))
+            return {};
+          // The element's value at the loops' indices.
+          AffineExpr atLoops = AffineMap::get(map.getNumResults(), 0, element)
+                                   .compose(map)
+                                   .getResult(0);
+          Location loc = arg.getLoc();
+          Value index;
+          if (auto dim = dyn_cast<AffineDimExpr>(atLoops))
+            index = linalg::IndexOp::create(rewriter, loc, dim.getPosition());
+          else if (auto constant = dyn_cast<AffineConstantExpr>(atLoops))
+            index = arith::ConstantIndexOp::create(rewriter, loc,
+                                                   constant.getValue());
+          else
+            return {};
+          if (!arg.getType().isIndex())
+            index =
+                arith::IndexCastOp::create(rewriter, loc, arg.getType(), index);
+          return index;
+        });
   }
 };
 

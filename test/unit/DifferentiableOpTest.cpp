@@ -33,19 +33,23 @@ using namespace mlir;
 
 namespace {
 
-/// The adjoint of tensor.pad (static widths): the source gets the slice of
-/// the result's adjoint that it was copied to, at the low padding.
+/// The slice of a tensor.pad's (static widths) result adjoint that its
+/// source was copied to, at the low padding.
+Value sourceSlice(tensor::PadOp pad, ga::ad::Sweep &sweep) {
+  auto type = pad.getSourceType();
+  SmallVector<int64_t> strides(type.getRank(), 1);
+  return tensor::ExtractSliceOp::create(
+      sweep.builder, pad.getLoc(), type, sweep.getAdjoint(pad.getResult()),
+      ValueRange{}, ValueRange{}, ValueRange{}, pad.getStaticLow(),
+      type.getShape(), strides);
+}
+
+/// The adjoint of tensor.pad: the source gets that slice.
 struct PadModel
     : ga::DifferentiableOpInterface::ExternalModel<PadModel, tensor::PadOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
     auto pad = cast<tensor::PadOp>(op);
-    Value dy = sweep.getAdjoint(pad.getResult());
-    auto type = pad.getSourceType();
-    SmallVector<int64_t> strides(type.getRank(), 1);
-    Value slice = tensor::ExtractSliceOp::create(
-        sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
-        ValueRange{}, pad.getStaticLow(), type.getShape(), strides);
-    sweep.addAdjoint(op->getLoc(), pad.getSource(), slice);
+    sweep.addAdjoint(op->getLoc(), pad.getSource(), sourceSlice(pad, sweep));
     return success();
   }
   ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
@@ -64,12 +68,8 @@ struct SettingPadModel
                                                    tensor::PadOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
     auto pad = cast<tensor::PadOp>(op);
-    Value dy = sweep.getAdjoint(pad.getResult());
     auto type = pad.getSourceType();
-    SmallVector<int64_t> strides(type.getRank(), 1);
-    Value slice = tensor::ExtractSliceOp::create(
-        sweep.builder, op->getLoc(), type, dy, ValueRange{}, ValueRange{},
-        ValueRange{}, pad.getStaticLow(), type.getShape(), strides);
+    Value slice = sourceSlice(pad, sweep);
     if (Value old = sweep.getAdjoint(pad.getSource())) {
       Value empty = tensor::EmptyOp::create(
           sweep.builder, op->getLoc(), type.getShape(), type.getElementType());
