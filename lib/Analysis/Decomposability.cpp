@@ -68,8 +68,8 @@ BatchClass Decomposability::get(Value value) const {
 }
 
 void Decomposability::setMixed(Operation *op, const std::string &why) {
-  bool dep = llvm::any_of(readValues(op),
-                          [&](Value v) { return get(v).paramDependent; });
+  SmallVector<Value> read = readValues(op);
+  bool dep = llvm::any_of(read, [&](Value v) { return get(v).paramDependent; });
   for (Value r : op->getResults()) {
     BatchClass c;
     c.kind = BatchClass::Mixed;
@@ -77,7 +77,7 @@ void Decomposability::setMixed(Operation *op, const std::string &why) {
     classes[r] = c;
   }
   // Only the first operation on a path is the cause; later ones inherit.
-  if (llvm::none_of(readValues(op),
+  if (llvm::none_of(read,
                     [&](Value v) { return get(v).kind == BatchClass::Mixed; }))
     reasons.push_back({op, why});
 }
@@ -236,7 +236,10 @@ void Decomposability::visit(Operation *op) {
   bool dep = false, anyPerExample = false, anySum = false;
   // A value read inside a body (a parameter's table in an embedding
   // lookup) makes the results depend on what it depends on.
-  for (Value v : readValues(op)) {
+  SmallVector<Value> captured;
+  if (op->getNumRegions())
+    captured = capturedValues(op);
+  for (Value v : llvm::concat<Value>(op->getOperands(), captured)) {
     BatchClass c = get(v);
     if (c.kind == BatchClass::Mixed)
       return setMixed(op, "");
@@ -250,7 +253,7 @@ void Decomposability::visit(Operation *op) {
   if (auto ce = dyn_cast<CrossEntropyOp>(op))
     return visitCrossEntropy(ce, dep);
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
-    return visitLinalg(linalgOp, dep, anySum);
+    return visitLinalg(linalgOp, dep, anySum, captured);
   if (visitShapeOp(op, dep, anyPerExample))
     return;
   if (op->getNumOperands() == 0 || (!anyPerExample && !anySum))
@@ -317,14 +320,14 @@ void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
 /// dimensions of its operands, a batch-sum where it sums over that loop or
 /// is linear in the batch-sums it reads, batch-invariant otherwise.
 void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
-                                  bool anySum) {
+                                  bool anySum, ArrayRef<Value> captured) {
   Operation *op = linalgOp;
   // A per-example tensor read in the body only by tensor.extract at a loop
   // index in its batch dimension (a gather of each example's own row, as
   // torch-mlir's NLL loss reads the log-probabilities at the labels) meets
   // that loop like an operand does.
   std::optional<unsigned> batchLoop;
-  for (Value v : capturedValues(op)) {
+  for (Value v : captured) {
     BatchClass c = get(v);
     if (c.kind == BatchClass::BatchSum)
       return setMixed(op, "reads a batch-sum through its body (for example "

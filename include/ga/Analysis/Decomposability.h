@@ -85,7 +85,9 @@ private:
   void visit(mlir::Operation *op);
   void visitCheckpoint(train::CheckpointOp checkpoint);
   void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
-  void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum);
+  /// `captured`: the values its body reads from above.
+  void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum,
+                   llvm::ArrayRef<mlir::Value> captured);
   void visitBatchLoop(mlir::linalg::LinalgOp op, unsigned batchLoop, bool dep);
   void visitBatchSumInputs(mlir::linalg::LinalgOp op, bool dep);
   bool visitShapeOp(mlir::Operation *op, bool dep, bool anyPerExample);
