@@ -345,45 +345,39 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
     quoted = [n.replace("\\", "\\\\").replace('"', '\\"') for n in names]
     pargs = [f'{p}: {t} {{train.name = "{n}"}}'
              for p, t, n in zip(pn, ptypes, quoted)]
-    step_op = [
-        f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
-        f"batch({', '.join(inn + ['%labels'])} : "
-        f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
-        f"-> {loss} grads({', '.join(ptypes)})"
-        + (" aux(tensor<i64>)" if train else "") + " {",
-        f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):",
-        f"    %logits = func.call @ga_forward({', '.join(bp + bi)}) : "
-        f"({', '.join(ptypes + itypes)}) -> {logits}",
-        collapse.rstrip("\n"),
-    ]
+    args = (pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
+            + [f"%labels: {ltype}"])
+    step = (f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
+            f"batch({', '.join(inn + ['%labels'])} : "
+            f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
+            f"-> {loss} grads({', '.join(ptypes)})"
+            + (" aux(tensor<i64>)" if train else "") + " {")
+    block = (f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):")
     if loss_fn:
         # The loss written in PyTorch: the forward function returns it, and
         # it reads the labels as one more argument.
+        body = [f"    %l = func.call @ga_forward({', '.join(bp + bi)}, "
+                f"%blabels) : ({', '.join(ptypes + itypes + [ltype])}) -> "
+                f"{loss}",
+                f"    train.yield %l : {loss}"]
+    else:
+        # train.cross_entropy, which also counts the valid labels for
+        # ga-train.
+        counted = ", %n" if train else ""
+        body = [f"    %logits = func.call @ga_forward({', '.join(bp + bi)}) : "
+                f"({', '.join(ptypes + itypes)}) -> {logits}",
+                collapse.rstrip("\n"),
+                f"    %l{counted} = train.cross_entropy {reduction} %logits, "
+                f"{flat_name} ignore_index = {ignore_index} : ({logits}, "
+                f"{flat}) -> "
+                + (f"({loss}, tensor<i64>)" if train else loss),
+                f"    train.yield %l{counted} : {loss}"
+                + (", tensor<i64>" if train else "")]
+    if not train:
         lines = head + [
-            f"func.func @{name}("
-            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
-                        + [f"%labels: {ltype}"])
-            + f") -> ({loss}, {', '.join(ptypes)}) {{",
-            f"  %loss, {grads} = " + step_op[0], step_op[1],
-            f"    %l = func.call @ga_forward({', '.join(bp + bi)}, %blabels) "
-            f": ({', '.join(ptypes + itypes + [ltype])}) -> {loss}",
-            f"    train.yield %l : {loss}",
-            "  }",
-            f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
-            "}",
-            "}",
-        ]
-    elif not train:
-        lines = head + [
-            f"func.func @{name}("
-            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
-                        + [f"%labels: {ltype}"])
-            + f") -> ({loss}, {', '.join(ptypes)}) {{",
-            f"  %loss, {grads} = " + step_op[0], *step_op[1:],
-            f"    %l = train.cross_entropy {reduction} %logits, {flat_name} "
-            f"ignore_index = {ignore_index} : ({logits}, {flat}) -> {loss}",
-            f"    train.yield %l : {loss}",
-            "  }",
+            f"func.func @{name}({', '.join(args)}) -> "
+            f"({loss}, {', '.join(ptypes)}) {{",
+            f"  %loss, {grads} = {step}", block, *body, "  }",
             f"  return %loss, {grads} : {loss}, {', '.join(ptypes)}",
             "}",
             "}",
@@ -398,18 +392,11 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         results = ptypes * 3 + [loss, loss, "tensor<i64>"]
         lines = head + [
             f"func.func @{name}("
-            + ", ".join(pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
-                        + [f"%labels: {ltype}"]
-                        + [f"{m}: {t}" for m, t in zip(ms, ptypes)]
+            + ", ".join(args + [f"{m}: {t}" for m, t in zip(ms, ptypes)]
                         + [f"{v}: {t}" for v, t in zip(vs, ptypes)]
                         + ["%lr: tensor<f32>", "%t: tensor<i64>"])
             + f") -> ({', '.join(results)}) {{",
-            f"  %loss, {grads}, %count = " + step_op[0], *step_op[1:],
-            f"    %l, %n = train.cross_entropy {reduction} %logits, "
-            f"{flat_name} ignore_index = {ignore_index} : ({logits}, {flat}) "
-            f"-> ({loss}, tensor<i64>)",
-            f"    train.yield %l, %n : {loss}, tensor<i64>",
-            "  }",
+            f"  %loss, {grads}, %count = {step}", block, *body, "  }",
             f"  {clipped}, %norm = train.clip_by_global_norm {grads} "
             f"max_norm = {float(clip)!r} : {', '.join(ptypes)} -> {loss}",
             *[f"  %np{i}, %nm{i}, %nv{i} = train.adamw {p}, %c{i}, {m}, {v}, "
