@@ -3,28 +3,91 @@
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 //===----------------------------------------------------------------------===//
+//
+// ga-pipeline, the part both targets share: the options checked, the
+// train-level passes (import legalization, asserts, remat planning,
+// signatures, label checks, the batch split, differentiation, the lowering
+// of train ops and micro-batch loops, fusion), the target's kernels on
+// tensors, bufferization with deallocation, then the target's lowering
+// (CPUPipeline.cpp, CUDAPipeline.cpp), both ending in the host tail below.
+//
+//===----------------------------------------------------------------------===//
 
 #include "ga/Pipelines/Pipelines.h"
+#include "PipelineStages.h"
 
+#include "ga/Codegen/Common/Passes.h"
 #include "ga/Conversion/Passes.h"
 #include "ga/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
-#include "mlir/Conversion/VectorToSCF/VectorToSCF.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
-#include "mlir/Dialect/GPU/IR/GPUDialect.h"
-#include "mlir/Dialect/GPU/Transforms/Passes.h"
-#include "mlir/Dialect/Linalg/Passes.h"
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
-#include "mlir/Dialect/Vector/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
 
 using namespace mlir;
 
+LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
+  if (target != "cpu" && target != "cuda") {
+    errors << "unknown target '" << target << "' (available: cpu, cuda)";
+    return failure();
+  }
+  if (target == "cuda") {
+    if (cudaToolkitPath(*this).empty() && !gpuEmulate) {
+      errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
+                "none was found when ga-opt was configured; give "
+                "cuda-toolkit=DIR";
+      return failure();
+    }
+    if (!llvm::StringRef(chip).starts_with("sm_")) {
+      errors << "chip must name an NVIDIA architecture such as sm_90, got '"
+             << chip.getValue() << "'";
+      return failure();
+    }
+    if (gpuFormat != "bin" && gpuFormat != "fatbin" && gpuFormat != "isa" &&
+        gpuFormat != "none") {
+      errors << "gpu-format must be bin, fatbin, isa or none, got '"
+             << gpuFormat.getValue() << "'";
+      return failure();
+    }
+    if (gpuBlockSize < 1 || gpuBlockSize > 1024) {
+      errors << "gpu-block-size must be in [1, 1024], got "
+             << gpuBlockSize.getValue();
+      return failure();
+    }
+    if (gpuVectorWidth != 1 && gpuVectorWidth != 2 && gpuVectorWidth != 4) {
+      errors << "gpu-vector-width must be 1, 2 or 4, got "
+             << gpuVectorWidth.getValue();
+      return failure();
+    }
+    if (gpuTF32 && gpuBF16) {
+      errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
+                "either TF32 or bfloat16)";
+      return failure();
+    }
+  }
+  if (lossChunkRows < 0) {
+    errors << "loss-chunk-rows must be 0 (off) or positive, got "
+           << lossChunkRows.getValue();
+    return failure();
+  }
+  if (!microbatches.empty() && microbatches != "auto") {
+    errors << "microbatches must be 'auto' or empty, got '"
+           << microbatches.getValue() << "'";
+    return failure();
+  }
+  if (microbatches == "auto" && memoryBudget <= 0) {
+    errors << "microbatches=auto needs memory-budget (the planner chooses "
+           << "the count that fits it)";
+    return failure();
+  }
+  return success();
+}
+
 /// Bufferization, with deallocation after each buffer's last use.
-static void addCPUBufferization(OpPassManager &pm,
-                                const ga::GaPipelineOptions &options) {
+static void addBufferization(OpPassManager &pm,
+                             const ga::GaPipelineOptions &options) {
   // Function boundaries bufferize too: public functions to plain
   // (identity-layout) memrefs, since ga-run passes the arguments as
   // contiguous descriptors; kernels to memrefs with any offset, written in
@@ -65,42 +128,12 @@ static void addCPUBufferization(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
 }
 
-void ga::addCPULoweringFromBuffers(OpPassManager &pm,
-                                   const GaPipelineOptions &options) {
-  // On buffers, after deallocation (whose analysis does not know
-  // scf.parallel): the parallel tile loops go to OpenMP threads.
-  if (options.parallel) {
-    pm.addPass(ga::createGaParallelizeLoopsPass());
-    pm.addPass(createConvertSCFToOpenMPPass());
-    // The loop bodies' memref.alloca_scope, which no alloca needs here, is
-    // inlined: scf-to-cf would give it several blocks, which it may not have.
-    pm.addPass(createCanonicalizerPass());
-  }
-  // What ga-tile-and-vectorize left as linalg becomes scalar loops; its
-  // vector code is lowered to one-dimensional, fully unrolled transfers.
-  pm.addNestedPass<func::FuncOp>(createConvertLinalgToLoopsPass());
-  pm.addNestedPass<func::FuncOp>(vector::createLowerVectorMultiReductionPass());
-  VectorTransferToSCFOptions transfers;
-  transfers.enableFullUnroll(true).setTargetRank(1);
-  pm.addNestedPass<func::FuncOp>(createConvertVectorToSCFPass(transfers));
-  // exp and erf as vector polynomials, then math intrinsics, then libm
-  // calls for the rest.
-  if (options.approximateMath)
-    pm.addPass(ga::createGaApproximateMathPass());
-  pm.addPass(createConvertMathToLLVMPass());
-  pm.addPass(createConvertMathToLibmPass());
-  ConvertVectorToLLVMPassOptions vectors;
-  vectors.vectorContractLowering = vector::VectorContractLowering::OuterProduct;
-  vectors.vectorTransposeLowering = vector::VectorTransposeLowering::Shuffle1D;
-  pm.addPass(createConvertVectorToLLVMPass(vectors));
-  // Subviews into plain descriptors before memrefs go to LLVM.
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
+void ga::detail::addHostToLLVM(OpPassManager &pm, HostTail tail) {
   pm.addPass(createUBToLLVMConversionPass());
   // Allocations call MLIR's generic allocation functions, which
   // libga_runtime defines over malloc and counts: runs report the peak of
-  // the step's buffers (ga_memory_stats).
+  // the step's buffers (ga_memory_stats); on the CUDA target,
+  // ga-gpu-device-allocations then gives them to the CUDA runtime.
   FinalizeMemRefToLLVMConversionPassOptions memrefs;
   memrefs.useGenericFunctions = true;
   pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
@@ -108,152 +141,18 @@ void ga::addCPULoweringFromBuffers(OpPassManager &pm,
   pm.addPass(createConvertIndexToLLVMPass());
   pm.addPass(createConvertControlFlowToLLVMPass());
   pm.addPass(createConvertFuncToLLVMPass());
-  if (options.parallel)
+  if (tail == HostTail::OpenMP)
     pm.addPass(createConvertOpenMPToLLVMPass());
+  if (tail == HostTail::GPULaunches)
+    pm.addPass(createGpuToLLVMConversionPass());
   pm.addPass(createReconcileUnrealizedCastsPass());
 }
 
-/// The CUDA toolkit of `options`, or the one found at configure time.
-static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
-  return options.cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
-                                     : options.cudaToolkit.getValue();
-}
-
-/// target=cuda, from bufferized memrefs: kernels for every operation on
-/// device memory, the host code in the LLVM dialect calling the CUDA runtime
-/// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
-static void addCUDALoweringFromBuffers(OpPassManager &pm,
-                                       const ga::GaPipelineOptions &options) {
-  if (options.gpuBlas) {
-    ga::GaGpuGemmToBlasPassOptions blas;
-    blas.allowTF32 = options.gpuTF32;
-    blas.allowBF16 = options.gpuBF16;
-    blas.biasEpilogue = options.gpuBiasEpilogue;
-    pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
-  }
-  ga::GaGpuMapParallelLoopsPassOptions mapping;
-  mapping.blockSize = options.gpuBlockSize;
-  mapping.vectorWidth = options.gpuVectorWidth;
-  pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
-  pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
-  pm.addPass(ga::createGaGpuDeviceCodePass());
-  if (options.gpuEmulate) {
-    // The device program on the CPU, one launch after the other.
-    pm.addPass(ga::createGaGpuEmulateOnHostPass());
-    pm.addPass(createCanonicalizerPass());
-    ga::GaPipelineOptions host;
-    host.copyOptionValuesFrom(options);
-    host.parallel = false;
-    ga::addCPULoweringFromBuffers(pm, host);
-    return;
-  }
-  pm.addPass(createGpuKernelOutliningPass());
-  // The target, once, with libdevice for the kernels' math (without it
-  // math.exp stays a call to __nv_expf that ptxas cannot resolve).
-  std::string toolkit = cudaToolkitOf(options);
-  GpuNVVMAttachTargetOptions nvvm;
-  nvvm.chip = options.chip;
-  nvvm.features = options.ptxFeatures;
-  nvvm.optLevel = 3;
-  nvvm.linkLibs = {toolkit + "/nvvm/libdevice/libdevice.10.bc"};
-  pm.addPass(createGpuNVVMAttachTarget(nvvm));
-  pm.addPass(memref::createExpandStridedMetadataPass());
-  pm.addPass(createLowerAffinePass());
-  pm.addPass(createSCFToControlFlowPass());
-  // The kernels.
-  pm.addNestedPass<gpu::GPUModuleOp>(createConvertGpuOpsToNVVMOps());
-  pm.addNestedPass<gpu::GPUModuleOp>(createCanonicalizerPass());
-  pm.addNestedPass<gpu::GPUModuleOp>(createCSEPass());
-  pm.addNestedPass<gpu::GPUModuleOp>(createReconcileUnrealizedCastsPass());
-  // The host code: as on the CPU, then the launches and the runtime's
-  // allocation functions.
-  pm.addPass(createUBToLLVMConversionPass());
-  FinalizeMemRefToLLVMConversionPassOptions memrefs;
-  memrefs.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  pm.addPass(createGpuToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-  pm.addPass(ga::createGaGpuDeviceAllocationsPass());
-  if (options.gpuFormat != "none")
-    ga::addGpuModuleToBinary(pm, options, options.gpuFormat);
-}
-
-std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
-  return cudaToolkitOf(options);
-}
-
-void ga::addGpuModuleToBinary(OpPassManager &pm,
-                              const GaPipelineOptions &options,
-                              StringRef format) {
-  GpuModuleToBinaryPassOptions binary;
-  binary.toolkitPath = cudaToolkitOf(options);
-  binary.compilationTarget = format.str();
-  pm.addPass(createGpuModuleToBinaryPass(binary));
-}
-
-LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
-                                   const GaPipelineOptions &options) {
+LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
+                                  const GaPipelineOptions &options) {
+  if (failed(options.verify(errors)))
+    return failure();
   bool cuda = options.target == "cuda";
-  if (options.target != "cpu" && !cuda) {
-    errors << "unknown target '" << options.target
-           << "' (available: cpu, cuda)";
-    return failure();
-  }
-  if (cuda) {
-    std::string toolkit = cudaToolkitOf(options);
-    if (toolkit.empty() && !options.gpuEmulate) {
-      errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
-                "none was found when ga-opt was configured; give "
-                "cuda-toolkit=DIR";
-      return failure();
-    }
-    if (!llvm::StringRef(options.chip).starts_with("sm_")) {
-      errors << "chip must name an NVIDIA architecture such as sm_90, got '"
-             << options.chip.getValue() << "'";
-      return failure();
-    }
-    if (options.gpuFormat != "bin" && options.gpuFormat != "fatbin" &&
-        options.gpuFormat != "isa" && options.gpuFormat != "none") {
-      errors << "gpu-format must be bin, fatbin, isa or none, got '"
-             << options.gpuFormat.getValue() << "'";
-      return failure();
-    }
-    if (options.gpuBlockSize < 1 || options.gpuBlockSize > 1024) {
-      errors << "gpu-block-size must be in [1, 1024], got "
-             << options.gpuBlockSize.getValue();
-      return failure();
-    }
-    if (options.gpuVectorWidth != 1 && options.gpuVectorWidth != 2 &&
-        options.gpuVectorWidth != 4) {
-      errors << "gpu-vector-width must be 1, 2 or 4, got "
-             << options.gpuVectorWidth.getValue();
-      return failure();
-    }
-    if (options.gpuTF32 && options.gpuBF16) {
-      errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
-                "either TF32 or bfloat16)";
-      return failure();
-    }
-  }
-  if (options.lossChunkRows < 0) {
-    errors << "loss-chunk-rows must be 0 (off) or positive, got "
-           << options.lossChunkRows.getValue();
-    return failure();
-  }
-  if (!options.microbatches.empty() && options.microbatches != "auto") {
-    errors << "microbatches must be 'auto' or empty, got '"
-           << options.microbatches.getValue() << "'";
-    return failure();
-  }
-  if (options.microbatches == "auto" && options.memoryBudget <= 0) {
-    errors << "microbatches=auto needs memory-budget (the planner chooses "
-           << "the count that fits it)";
-    return failure();
-  }
   // A front end's linalg in the forms the passes below take (values
   // unchanged; a no-op on ga-opt's own forms).
   pm.addPass(createGaLegalizeImportPass());
@@ -327,25 +226,15 @@ LogicalResult ga::buildCPUPipeline(OpPassManager &pm, raw_ostream &errors,
   // code: each distinct operation is tiled, vectorized and compiled once.
   // Kernel functions and vector code are the CPU's: the CUDA target maps
   // each linalg operation of the step to a GPU kernel itself.
-  if (cuda && options.gpuSplitReductions) {
-    GaGpuSplitReductionsPassOptions splitReductions;
-    splitReductions.minLength = options.gpuSplitMinLength;
-    splitReductions.lanes = options.gpuReductionLanes;
-    pm.addNestedPass<func::FuncOp>(
-        createGaGpuSplitReductionsPass(splitReductions));
-    pm.addPass(createCanonicalizerPass());
-  }
-  if (options.outline && !cuda)
-    pm.addPass(createGaOutlineKernelsPass());
-  if (options.vectorize && !cuda) {
-    pm.addNestedPass<func::FuncOp>(createGaTileAndVectorizePass());
-    pm.addPass(createCanonicalizerPass());
-  }
-  addCPUBufferization(pm, options);
+  if (cuda)
+    detail::addCUDAKernels(pm, options);
+  else
+    detail::addCPUKernels(pm, options);
+  addBufferization(pm, options);
   if (options.buffersOnly)
     return success();
   if (cuda)
-    addCUDALoweringFromBuffers(pm, options);
+    detail::addCUDALoweringFromBuffers(pm, options);
   else
     addCPULoweringFromBuffers(pm, options);
   return success();
@@ -365,11 +254,11 @@ void ga::registerGaPipelines() {
           return failure();
         std::string errors;
         llvm::raw_string_ostream os(errors);
-        if (failed(buildCPUPipeline(pm, os, options)))
+        if (failed(buildGaPipeline(pm, os, options)))
           return errorHandler("ga-pipeline: " + errors);
         return success();
       },
-      [](function_ref<void(const detail::PassOptions &)> optHandler) {
+      [](function_ref<void(const mlir::detail::PassOptions &)> optHandler) {
         optHandler(GaPipelineOptions());
       });
 }

@@ -6,6 +6,9 @@
 
 #include "ga/InitAll.h"
 
+#include "ga/Codegen/CPU/Passes.h"
+#include "ga/Codegen/CUDA/Passes.h"
+#include "ga/Codegen/Common/Passes.h"
 #include "ga/Conversion/Passes.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Transforms/Autodiff.h"
@@ -36,5 +39,8 @@ void ga::registerGaUpstreamDialects(mlir::DialectRegistry &registry) {
 void ga::registerGaPasses() {
   ga::registerGaTransformsPasses();
   ga::registerGaConversionPasses();
+  ga::registerGaCodegenPasses();
+  ga::registerGaCPUPasses();
+  ga::registerGaCUDAPasses();
   ga::registerGaPipelines();
 }

@@ -269,7 +269,7 @@ int main(int argc, char **argv) {
     if (isa<func::FuncOp>(entry)) {
       std::string errors;
       llvm::raw_string_ostream os(errors);
-      if (failed(ga::buildCPUPipeline(pm, os, *options)))
+      if (failed(ga::buildGaPipeline(pm, os, *options)))
         return fail("cannot build the " + target + " pipeline: " + errors);
     }
     ga::GaExportStepPassOptions exportOptions;

@@ -307,7 +307,7 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
     PassManager pm(&context);
     options.target = "cuda";
     options.chip = chip;
-    if (failed(ga::buildCPUPipeline(pm, os, options)))
+    if (failed(ga::buildGaPipeline(pm, os, options)))
       return "cannot build the CUDA pipeline: " + errors;
     if (timePasses)
       pm.enableTiming();
@@ -322,7 +322,7 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
   options.outline = outline;
   options.parallel = parallel;
   options.buffersOnly = true;
-  if (failed(ga::buildCPUPipeline(buffers, os, options)))
+  if (failed(ga::buildGaPipeline(buffers, os, options)))
     return "cannot build the CPU pipeline: " + errors;
   ga::addCPULoweringFromBuffers(lowering, options);
   if (timePasses) {

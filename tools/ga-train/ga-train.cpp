@@ -616,7 +616,7 @@ int main(int argc, char **argv) {
   std::string errors;
   llvm::raw_string_ostream os(errors);
   PassManager pm(context.get());
-  if (failed(ga::buildCPUPipeline(pm, os, options)))
+  if (failed(ga::buildGaPipeline(pm, os, options)))
     return fail("cannot build the CPU pipeline: " + errors);
   if (failed(pm.run(*stepModule->module)))
     return fail("compiling '" + inputFile + "' failed (see above)");

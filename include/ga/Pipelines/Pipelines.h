@@ -12,8 +12,8 @@
 
 namespace ga {
 
-/// Options of `--ga-pipeline`, and of buildCPUPipeline for the tools that
-/// build it in C++ (ga-run).
+/// Options of `--ga-pipeline`, and of buildGaPipeline for the tools that
+/// build it in C++ (ga-run, ga-train, ga-compile).
 struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   Option<std::string> target{
       *this, "target",
@@ -206,21 +206,35 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "IR that the memory model reads "
                      "(--test-train-memory-model)"),
       llvm::cl::init(false)};
+
+  /// Checks the values that the options' types do not (the target, the
+  /// GPU format, ranges, options that exclude or need each other); on
+  /// failure writes the reason to `errors`.
+  mlir::LogicalResult verify(llvm::raw_ostream &errors) const;
 };
 
-/// The CPU pipeline: records signatures, checks and splits the batch
-/// schedule (normalizing mean losses first), differentiates, removes
-/// checkpoints, lowers train ops to linalg and micro-batch loops to scf, tiles
-/// and vectorizes the linalg operations that suit vector code (unless
-/// `vectorize` is false), bufferizes (one-shot, function boundaries included,
-/// with each buffer freed after its last use), lowers the remaining linalg to
-/// loops and everything to the LLVM dialect (unless `buffersOnly`).
-/// Every pass is created with its typed options; the ordering constraints
-/// are commented where the pipeline is built (lib/Pipelines/Pipelines.cpp).
-/// Fails, with the reason on `errors`, on a target other than cpu.
-mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
-                                     llvm::raw_ostream &errors,
-                                     const GaPipelineOptions &options);
+/// The pipeline, for either target: records signatures, checks and splits
+/// the batch schedule (normalizing mean losses first), differentiates,
+/// removes checkpoints, lowers train ops to linalg and micro-batch loops to
+/// scf, makes the target's kernels on tensors (target=cpu: outlined, tiled
+/// and vectorized; target=cuda: reductions in two stages), bufferizes
+/// (one-shot, function boundaries included, with each buffer freed after
+/// its last use), and lowers everything to the LLVM dialect (target=cuda:
+/// kernels to a gpu.binary), unless `buffersOnly`. Every pass is created
+/// with its typed options; the ordering constraints are commented where
+/// the pipeline is built (lib/Pipelines/: Pipelines.cpp, CPUPipeline.cpp,
+/// CUDAPipeline.cpp). Fails, with the reason on `errors`, when
+/// `options.verify` does.
+mlir::LogicalResult buildGaPipeline(mlir::OpPassManager &pm,
+                                    llvm::raw_ostream &errors,
+                                    const GaPipelineOptions &options);
+
+/// The former name of buildGaPipeline (it builds both targets).
+inline mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
+                                            llvm::raw_ostream &errors,
+                                            const GaPipelineOptions &options) {
+  return buildGaPipeline(pm, errors, options);
+}
 
 /// target=cuda: the CUDA toolkit the pipeline uses (cuda-toolkit, else the
 /// one found at configure time; empty if none).
@@ -238,7 +252,7 @@ void addGpuModuleToBinary(mlir::OpPassManager &pm,
 void addCPULoweringFromBuffers(mlir::OpPassManager &pm,
                                const GaPipelineOptions &options);
 
-/// Registers `--ga-pipeline="target=cpu"`.
+/// Registers `--ga-pipeline` (both targets).
 void registerGaPipelines();
 
 } // namespace ga

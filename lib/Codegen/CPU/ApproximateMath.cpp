@@ -4,14 +4,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Math/Transforms/Passes.h"
 #include "mlir/Transforms/GreedyPatternRewriteDriver.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GAAPPROXIMATEMATHPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/CPU/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

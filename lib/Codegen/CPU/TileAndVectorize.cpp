@@ -13,7 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/CPU/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/SCF/Transforms/TileUsingInterface.h"
@@ -24,7 +24,7 @@
 
 namespace ga {
 #define GEN_PASS_DEF_GATILEANDVECTORIZEPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/CPU/Passes.h.inc"
 } // namespace ga
 
 #include "llvm/ADT/SmallBitVector.h"

@@ -11,11 +11,11 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/CPU/Passes.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GAPARALLELIZELOOPSPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/CPU/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

@@ -14,7 +14,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/OneShotAnalysis.h"
@@ -31,7 +31,7 @@
 namespace ga {
 #define GEN_PASS_DEF_GAOUTLINEKERNELSPASS
 #define GEN_PASS_DEF_GABUFFERIZEPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/Common/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

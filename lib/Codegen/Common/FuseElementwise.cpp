@@ -21,13 +21,13 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GAFUSEELEMENTWISEPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/Common/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

@@ -14,14 +14,14 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GARELEASEBUFFERSPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/Common/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

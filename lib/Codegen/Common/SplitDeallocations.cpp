@@ -16,7 +16,7 @@
 //
 //===----------------------------------------------------------------------===//
 
-#include "ga/Transforms/Passes.h"
+#include "ga/Codegen/Common/Passes.h"
 
 #include "mlir/Dialect/Bufferization/IR/Bufferization.h"
 #include "mlir/Dialect/Bufferization/Transforms/BufferViewFlowAnalysis.h"
@@ -25,7 +25,7 @@
 
 namespace ga {
 #define GEN_PASS_DEF_GASPLITDEALLOCATIONSPASS
-#include "ga/Transforms/Passes.h.inc"
+#include "ga/Codegen/Common/Passes.h.inc"
 } // namespace ga
 
 using namespace mlir;

@@ -1,0 +1,298 @@
+//===- Passes.td - ga-opt CUDA code generation -------------*- tablegen -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The passes of target=cuda, in the order ga-pipeline runs them: reductions
+// in two stages (on tensors); then, on the bufferized step, matrix products
+// to cuBLAS, loops mapped to blocks and threads, the remaining host code
+// moved to the device (or, with gpu-emulate, the device program run on the
+// CPU), and, on the LLVM dialect, the step's buffers allocated by the CUDA
+// runtime. The pipeline itself: lib/Pipelines/CUDAPipeline.cpp.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_CODEGEN_CUDA_PASSES_TD
+#define GA_CODEGEN_CUDA_PASSES_TD
+
+include "mlir/Pass/PassBase.td"
+
+def GaGpuSplitReductionsPass
+    : Pass<"ga-gpu-split-reductions", "::mlir::func::FuncOp"> {
+  let summary = "Split long reductions in two stages, so that enough GPU "
+                "threads share them and neighbouring threads read "
+                "neighbouring elements";
+  let description = [{
+    The CUDA target, on tensors, before bufferization. Each result of a
+    reduction runs sequentially on one GPU thread (no float atomics), so a
+    reduction with few results over many elements, such as the gradient of
+    a bias or a layer-norm gain (one column sum per feature over every
+    token), would run on a few hundred threads. Such a `linalg.generic`
+    (one reduction dimension of static size `R`, fewer than `min-threads`
+    results `P`, a combiner that `linalg::splitReduction` recognizes, such
+    as `arith.addf`) becomes two: partial reductions over `c` chunks of `R /
+    c` consecutive elements each (`c * P` threads, the chunk dimension
+    outermost so that threads of a warp read consecutive results'
+    elements), then the reduction of the `c` partial results onto the
+    original output. `c` is the divisor of `R` that makes the longest
+    sequential chain, `R / c + c` additions, shortest (the one nearest
+    `sqrt(R)`), with `c * P <= min-threads` and chunks of at least
+    `min-chunk` elements; reductions over fewer than `min-length` elements,
+    and those where no such `c > 1` exists, are left alone.
+
+    Row reductions (the reduced dimension is the last loop and the
+    innermost, contiguous dimension of every input that reads it, as in a
+    softmax's or a layer norm's row sums, or the cross-entropy's row maximum
+    and sum of exponentials) with enough results otherwise run one row per
+    thread, and the threads of a warp read elements a whole row apart. With
+    `lanes = L` (default 32, a warp), such a reduction over `R >=
+    min-length` elements (`R` a multiple of `L`) becomes `L` interleaved
+    partial reductions per row: lane `l` sums elements `l, l + L, l + 2L,
+    ...` (the lane dimension is the innermost parallel one, so the threads
+    of a warp read `L` consecutive elements in each step), then each row's
+    `L` partial results are reduced in lane order. Where both splits apply
+    (few rows), lanes are taken unless chunks give more threads (`c > L`,
+    as for a full reduction). `lanes` below 2 turns this off.
+
+    The summation order changes (results differ from the CPU pipeline's
+    in the last bits) but stays fixed: the same bits run to run. A maximum
+    keeps its bits.
+
+    Example: the column sums `linalg.generic {iterator_types = ["reduction",
+    "parallel"]} ins(%g : tensor<1024x128xf32>) outs(%b : tensor<128xf32>)`
+    become a generic over `[32, 32, 128]` with a `tensor<32x128xf32>`
+    result (`4096` threads), then a reduction over the `32` partial sums.
+    The row sums of a `tensor<16384x1024xf32>` become partial sums into a
+    `tensor<16384x32xf32>` (each of `16384 * 32` threads sums `32`
+    elements), then the `32` partial sums of each row.
+  }];
+  let options = [
+    Option<"minThreads", "min-threads", "int64_t", /*default=*/"16384",
+           "Split reductions with fewer results than this, into at most "
+           "this many partial results">,
+    Option<"minChunk", "min-chunk", "int64_t", /*default=*/"8",
+           "The fewest elements each partial reduction sums">,
+    Option<"minLength", "min-length", "int64_t", /*default=*/"256",
+           "Split only reductions over at least this many elements (below, "
+           "the two extra launches cost more than the shorter chain saves)">,
+    Option<"lanes", "lanes", "int64_t", /*default=*/"32",
+           "Interleaved partial reductions per row of a row reduction (a "
+           "warp's threads); below 2: row reductions are left alone">,
+  ];
+  let dependentDialects = ["::mlir::linalg::LinalgDialect",
+                           "::mlir::tensor::TensorDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
+  let summary = "Run the step's matrix products with cuBLAS";
+  let description = [{
+    The CUDA target, on buffers, before `ga-gpu-map-parallel-loops`: every
+    f32 multiply-accumulate `linalg` operation (`linalg.matmul` in any
+    layout, or a `linalg.generic` whose body is `acc + x * y`) with one m,
+    one n and one k dimension, static shapes and strides, and a contiguous
+    dimension in each matrix, becomes a call of the CUDA runtime's
+    `ga_cuda_gemm_f32(transA, transB, accumulate, m, n, k, A, offset, lda,
+    B, offset, ldb, C, offset, ldc)`, which accumulates `C += op(A) op(B)`
+    with cuBLAS on the step's stream, in float32 arithmetic (no TF32).
+    Transpositions and leading dimensions come from the strides; a C
+    stored column by column is computed as `C^T = op(B)^T op(A)^T`. A
+    product from zero (C a fresh buffer that only a fill of zeros touches
+    before it) gets `accumulate = 0`: cuBLAS writes C without reading it
+    (beta 0) and the fill goes, one kernel and a read of C fewer, with the
+    same results.
+
+    Batch dimensions (the attention's contractions per sequence and head)
+    and a scale (a body `acc + (x * y) * s`, `acc + (x * s) * y` or `acc +
+    (y * s) * x` with `s` defined outside the operation) go to
+    `ga_cuda_gemm_batched_f32(transA, transB, accumulate, m, n, k, count,
+    alpha, order, A, offset, lda, strideA, B, ..., C, ...)`: the widest batch
+    dimension as cuBLAS's strided batch, host `scf.for` loops over the
+    others that advance the offsets, the scale as alpha (`order` tells the
+    CPU emulation in which order the step multiplied). Other forms stay
+    linalg operations and become kernels.
+
+    With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` and
+    `ga_cuda_gemm_batched_f32_tf32` (same arguments), which let cuBLAS use
+    TF32 tensor cores (10-bit mantissas in the products: faster, less
+    exact). With `allow-bf16`, they go to `ga_cuda_gemm_f32_bf16` and
+    `ga_cuda_gemm_batched_f32_bf16`: the float32 matrices are read as
+    bfloat16 (8-bit mantissas, rounded to nearest) and multiplied on bf16
+    tensor cores, products and sums in float32
+    (`CUBLAS_COMPUTE_32F_FAST_16BF`); the CPU emulation rounds the inputs
+    the same way. The two options exclude each other.
+
+    With `bias-epilogue` (the default), a product without batch dimensions
+    or scale whose C is a fresh buffer filled with zeros and read only by
+    a bias addition (`linalg.generic` `D[i, j] = C[i, j] + bias[j]`, the
+    bias contiguous, D a fresh row-major buffer, no write to memory between
+    the two) becomes one call of `ga_cuda_gemm_bias_f32(transA, transB, m,
+    n, k, A, offset, lda, B, offset, ldb, bias, offset, D, offset, ldd)`
+    (or its `_tf32` and `_bf16` forms), a cuBLASLt matmul with the bias
+    epilogue (`CUBLASLT_EPILOGUE_BIAS`): it writes D without reading it,
+    and the zero fill, the read of C and the addition's kernel go. C
+    (then unused) is not allocated. The results keep their bits: each
+    element is the float32 sum of its products, rounded once more by the
+    addition of its bias, as before.
+
+    Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
+    memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
+    `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c1_i32, %c128, %c64, %c32,
+    ...)`.
+  }];
+  let options = [
+    Option<"biasEpilogue", "bias-epilogue", "bool", /*default=*/"true",
+           "Add a bias that only reads a product from zero in the GEMM's "
+           "epilogue (cuBLASLt)">,
+    Option<"allowTF32", "allow-tf32", "bool", /*default=*/"false",
+           "Let cuBLAS multiply in TF32 (tensor cores) instead of float32">,
+    Option<"allowBF16", "allow-bf16", "bool", /*default=*/"false",
+           "Let cuBLAS read the matrices as bfloat16 (tensor cores), with "
+           "float32 products and sums">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
+  let summary = "Lower a bufferized step's linalg operations to parallel "
+                "loops mapped to GPU blocks and threads";
+  let description = [{
+    The first stage of the CUDA target after bufferization. Every
+    `memref.copy` of host code becomes a `linalg.copy` and every linalg
+    operation a parallel loop nest (its reduction dimensions as sequential
+    `scf.for` inside, so that no float atomics are needed and results are
+    the same run to run). Each outermost `scf.parallel` is then tiled: the
+    innermost dimension by `block-size` threads (rounded up to whole warps
+    for short dimensions), and, when that leaves room in the block, the next
+    dimension by as many of those rows of threads as fit in `block-size`
+    (a power of two, no more than the dimension's extent), the others by
+    one; the tile loop is mapped to the grid (innermost dimension on
+    `blockIdx.x`, the next two on `y` and `z` when they fit CUDA's limits,
+    the rest sequential), the loops inside the tile to `threadIdx.x` and
+    `threadIdx.y`, so that neighbouring threads touch neighbouring elements
+    and short rows still fill blocks. `convert-parallel-loops-to-gpu` turns
+    the mapped loops into `gpu.launch` operations.
+
+    An elementwise `linalg.generic` (every loop parallel, the body only
+    elementwise operations and constants) whose innermost extent holds at
+    least 32 groups of `vector-width` elements (4 by default) runs each
+    group in one thread: `vector.load` and `vector.store` of the group,
+    aligned to its size (`ld.global.v4` for 4 floats), and the body's
+    operations on vectors, each element computed as the scalar code does.
+    Each operand that reads the innermost dimension must have it innermost
+    and contiguous, 32-bit elements, and static strides and offset that
+    are multiples of the width in a buffer of the device allocator (a view
+    of a `memref.alloc`: 256-byte aligned), so that the alignment holds;
+    operands that do not read it (a bias read by row) are loaded once and
+    broadcast. Other operations keep one element per thread.
+
+    Example: a `linalg.generic` over `memref<128x64xf32>` becomes a launch of
+    32 blocks of 64 x 4 threads.
+  }];
+  let options = [
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "Threads per block along the innermost parallel dimension">,
+    Option<"vectorWidth", "vector-width", "int64_t", /*default=*/"4",
+           "Elements per thread of an elementwise operation, with vector "
+           "loads and stores (1, 2 or 4; 1: scalar code)">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::linalg::LinalgDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::vector::VectorDialect"];
+}
+
+def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
+  let summary = "Move the host code that touches step memory to the device";
+  let description = [{
+    Runs after `convert-parallel-loops-to-gpu`. On the CUDA target every
+    buffer of a step is device memory, so no host operation may read or
+    write it:
+
+    - host operations that touch memory and hold no kernel (loop nests
+      without a parallel dimension, such as full reductions to the loss sum
+      or the token count, and stores) are wrapped in single-thread
+      `gpu.launch` operations, except a perfect `scf.for` nest whose
+      innermost iterations touch disjoint elements (every store indexed by
+      the innermost variable last, loads of stored buffers at the store's
+      indices: the embedding gradient's scatter-add), which runs one thread
+      per innermost iteration, each running the outer loops in order;
+    - a scalar that host code reads (`memref.load` whose value decides a
+      branch, such as the label check's first invalid position) is read
+      through the runtime's `ga_cuda_read_{f32,f64,i32,i64}(pointer,
+      offset)`, which waits for the step's stream;
+    - `memref.get_global` values used by kernels are re-created inside them,
+      so that `gpu-kernel-outlining` copies the constants into the device
+      module.
+
+    The collectives of a data-parallel step (`ga_all_reduce_*`) become the
+    CUDA runtime's `ga_cuda_all_reduce_*`, which stage the device buffer
+    through host memory for MPI. Any other call that passes a memref to a
+    host function is refused with an error at the call.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect",
+                           "::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
+def GaGpuEmulateOnHostPass
+    : Pass<"ga-gpu-emulate-on-host", "::mlir::ModuleOp"> {
+  let summary = "Run the GPU-mapped step on the CPU, launches as loops";
+  let description = [{
+    A test of the CUDA target without a GPU: after `ga-gpu-device-code`,
+    every `gpu.launch` becomes the loop nest its grid and blocks run
+    (blocks z, y, x, then threads z, y, x, with the block and thread ids
+    the loops' induction variables), and the runtime's reads of device
+    memory (`ga_cuda_read_*`) become the host runtime's (`ga_host_read_*`).
+    The kernels of the CUDA pipeline use no shared memory and no barrier,
+    so the emulated step computes what the device computes, element by
+    element in the same order; `--ga-pipeline="target=cuda
+    gpu-emulate=true"` lowers the result for the CPU, ready for `ga-run`.
+    Launches with barriers, shared or private memory, clusters or async
+    tokens are refused.
+  }];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::arith::ArithDialect"];
+}
+
+def GaGpuDedupKernelsPass
+    : Pass<"ga-gpu-dedup-kernels", "::mlir::ModuleOp"> {
+  let summary = "Keep one device module per distinct kernel";
+  let description = [{
+    Runs after `gpu-kernel-outlining`, which makes one `gpu.module` per
+    `gpu.launch`: a model whose layers repeat the same operations then
+    compiles the same kernel once per use. Two device modules whose printed
+    form is the same once their own names are set aside (the module's
+    symbol and its kernels' symbols) hold the same code; the
+    `gpu.launch_func` operations of the second are redirected to the
+    kernels of the first, and the second is erased (unless something other
+    than a launch names it). Launch configurations and arguments stay as
+    they are, so the step computes the same values with fewer kernels to
+    compile: GPT-2 124M's step at B 1, S 128 has 1,931 launches and 163
+    distinct kernels.
+  }];
+  let dependentDialects = ["::mlir::gpu::GPUDialect"];
+}
+
+def GaGpuDeviceAllocationsPass
+    : Pass<"ga-gpu-device-allocations", "::mlir::ModuleOp"> {
+  let summary = "Allocate the step's buffers in device memory";
+  let description = [{
+    Runs on the LLVM dialect, after `finalize-memref-to-llvm` with
+    `use-generic-functions`: the declarations and calls of
+    `_mlir_memref_to_llvm_alloc`, `_mlir_memref_to_llvm_aligned_alloc` and
+    `_mlir_memref_to_llvm_free` are renamed to `ga_cuda_alloc`,
+    `ga_cuda_aligned_alloc` and `ga_cuda_free`, which `libga_cuda_runtime`
+    implements with device memory (a caching allocator on the step's
+    stream that counts the step's peak bytes).
+  }];
+  let dependentDialects = ["::mlir::LLVM::LLVMDialect"];
+}
+
+#endif // GA_CODEGEN_CUDA_PASSES_TD

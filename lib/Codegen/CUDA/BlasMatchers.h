@@ -1,0 +1,72 @@
+//===- BlasMatchers.h - Products as cuBLAS sees them ------------*- C++ -*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The contractions that ga-gpu-gemm-to-blas hands to cuBLAS, recognized on
+// bufferized linalg operations: the matrices' layouts and leading
+// dimensions, the scale of the product, a zero fill that the product
+// replaces, and a bias addition that becomes the GEMM's epilogue.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_LIB_CODEGEN_CUDA_BLASMATCHERS_H
+#define GA_LIB_CODEGEN_CUDA_BLASMATCHERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "llvm/ADT/SmallVector.h"
+#include <optional>
+
+namespace ga::cuda {
+
+/// A contraction `C[batch, m, n] += A[batch, m, k] B[batch, k, n]` (any
+/// layout, any order of the loops) as cuBLAS sees it: row-major matrices
+/// given by a leading dimension and a transposition each, one batch
+/// dimension run as a strided batch, the others as host loops.
+struct BlasForm {
+  unsigned m, n, k;           // the loop dimensions
+  mlir::OpOperand *a, *b, *c; // op(A) is m x k, op(B) is k x n, C is m x n
+  bool transA, transB;        // A stored k x m, B stored n x k
+  int64_t lda, ldb, ldc;      // leading dimensions, in elements
+  llvm::SmallVector<unsigned> batch; // batch loop dimensions, strided one last
+  // Stride of each loop dimension in each matrix (0 where it is absent).
+  llvm::SmallVector<int64_t> strideA, strideB, strideC;
+  llvm::SmallVector<int64_t> bounds; // static loop bounds
+  // The body's product of the two elements x (A's) and y (B's) and a
+  // scale `alpha` defined outside: x * y (order 0, no alpha), (x * y) *
+  // alpha (1), (x * alpha) * y (2), (y * alpha) * x (3). cuBLAS scales
+  // the sum by alpha; the CPU emulation multiplies in this order.
+  mlir::Value alpha;
+  int order = 0;
+};
+
+/// A bias addition that only reads a product from zero (see
+/// ga-gpu-gemm-to-blas bias-epilogue): `fill` zeroes the product's C, a
+/// fresh row-major buffer, and `add` writes `D[i, j] = C[i, j] + bias[j]`
+/// into another fresh buffer.
+struct BiasEpilogue {
+  mlir::linalg::FillOp fill;
+  mlir::linalg::GenericOp add;
+  mlir::Value bias, d;
+  int64_t ldd = 0;
+};
+
+/// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate
+/// contraction with one m, one n and one k dimension, static shapes and
+/// strides, each matrix with a contiguous dimension.
+std::optional<BlasForm> matchBlas(mlir::linalg::LinalgOp op);
+
+/// The zero fill of the product `op`'s C if the product starts from it: C
+/// is a whole fresh buffer that nothing but that fill (of +0) touches
+/// before `op`, in `op`'s block. The product then writes C without reading
+/// it, and the fill goes.
+mlir::linalg::FillOp zeroInit(mlir::linalg::LinalgOp op, const BlasForm &f);
+
+/// The bias epilogue of the product `op` (form `f`), if it has one.
+std::optional<BiasEpilogue> matchBiasEpilogue(mlir::linalg::LinalgOp op,
+                                              const BlasForm &f);
+
+} // namespace ga::cuda
+
+#endif // GA_LIB_CODEGEN_CUDA_BLASMATCHERS_H

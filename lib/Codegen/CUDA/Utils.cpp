@@ -1,0 +1,27 @@
+//===- Utils.cpp - Helpers of the CUDA passes -----------------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Utils.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
+
+using namespace mlir;
+
+bool ga::cuda::insideKernel(Operation *op) {
+  return op->getParentOfType<gpu::LaunchOp>() ||
+         op->getParentOfType<gpu::GPUModuleOp>();
+}
+
+Operation *ga::cuda::createSingleThreadLaunch(OpBuilder &b, Operation *op) {
+  OpBuilder::InsertionGuard guard(b);
+  b.setInsertionPoint(op);
+  Location loc = op->getLoc();
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto launch = gpu::LaunchOp::create(b, loc, one, one, one, one, one, one);
+  b.setInsertionPointToEnd(&launch.getBody().front());
+  return gpu::TerminatorOp::create(b, loc);
+}
