@@ -72,6 +72,9 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
     return;
   }
   pm.addPass(createGpuKernelOutliningPass());
+  // One device module per distinct kernel: the layers of a model launch the
+  // same kernels, which would otherwise be compiled once per launch.
+  pm.addPass(ga::createGaGpuDedupKernelsPass());
   // The target, once, with libdevice for the kernels' math (without it
   // math.exp stays a call to __nv_expf that ptxas cannot resolve).
   std::string toolkit = cudaToolkitOf(options);

@@ -11,7 +11,9 @@
 //   device buffer kills the process (the check that no host code touches
 //   step memory); copies open it for the copy only;
 // - every launch names a function of a loaded module, with a grid and a
-//   block within CUDA's limits;
+//   block within CUDA's limits; a function is looked up by a name its
+//   module's image defines (`.entry NAME` in PTX, the name in a cubin's
+//   string table), or the lookup fails as CUDA's does;
 // - module images must be cubins (ELF) or PTX text.
 //
 // It also stands in for cuBLAS (GA_CUBLAS_LIBRARY naming this library):
@@ -49,6 +51,7 @@ namespace {
 struct Counts {
   std::mutex mutex;
   long modules = 0, cubins = 0, launches = 0, badLaunches = 0;
+  long missingFunctions = 0;
   long allocations = 0, frees = 0, copiesToDevice = 0, copiesToHost = 0;
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
@@ -87,14 +90,15 @@ struct Counts {
                  "captures: %ld\ngraph launches: %ld\n"
                  "graph instantiations: %ld\ngraph updates: %ld\n"
                  "bad captures: %ld\nbias gemms: %ld\n"
-                 "gemms from zero: %ld\ncublasLt heuristics: %ld\n",
+                 "gemms from zero: %ld\ncublasLt heuristics: %ld\n"
+                 "missing functions: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
                  batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
-                 ltHeuristics);
+                 ltHeuristics, missingFunctions);
     std::fclose(f);
   }
 };
@@ -164,7 +168,26 @@ int cuGetErrorName(int, const char **s) {
 
 struct MockModule {
   std::vector<std::unique_ptr<std::string>> functions;
+  std::string image; // the module's bytes
 };
+
+/// The size of the ELF64 image at `bytes`: its section headers come last.
+size_t elfSize(const char *bytes) {
+  uint64_t shoff;
+  uint16_t shentsize, shnum;
+  std::memcpy(&shoff, bytes + 0x28, 8);
+  std::memcpy(&shentsize, bytes + 0x3a, 2);
+  std::memcpy(&shnum, bytes + 0x3c, 2);
+  return shoff + uint64_t(shentsize) * shnum;
+}
+
+/// Whether `image` defines a kernel `name`: `.entry name(` in PTX, or
+/// `name` as a whole string of a cubin's string table.
+bool defines(const std::string &image, const char *name, bool elf) {
+  std::string key = elf ? std::string(1, '\0') + name + std::string(1, '\0')
+                        : std::string(".entry ") + name + "(";
+  return image.find(key) != std::string::npos;
+}
 
 int cuModuleLoadData(void **module, const void *image) {
   Counts &c = counts();
@@ -179,7 +202,9 @@ int cuModuleLoadData(void **module, const void *image) {
     return 200; // CUDA_ERROR_INVALID_IMAGE
   ++c.modules;
   c.cubins += elf;
-  *module = new MockModule();
+  auto *m = new MockModule();
+  m->image.assign(bytes, elf ? elfSize(bytes) : std::strlen(bytes));
+  *module = m;
   return 0;
 }
 // A module owns its function handles, as in CUDA: they die with it.
@@ -195,8 +220,15 @@ int cuModuleUnload(void *module) {
 int cuModuleGetFunction(void **function, void *module, const char *name) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
-  c.functions.insert(name);
   auto *m = static_cast<MockModule *>(module);
+  if (!defines(m->image, name,
+               m->image.compare(0, 4,
+                                "\x7f"
+                                "ELF") == 0)) {
+    ++c.missingFunctions;
+    return 500; // CUDA_ERROR_NOT_FOUND
+  }
+  c.functions.insert(name);
   m->functions.push_back(std::make_unique<std::string>(name));
   c.handles.insert(m->functions.back().get());
   *function = m->functions.back().get();

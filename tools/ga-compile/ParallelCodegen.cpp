@@ -19,6 +19,7 @@
 #include "llvm/Bitcode/BitcodeWriter.h"
 #include "llvm/IR/LLVMContext.h"
 #include "llvm/IR/LegacyPassManager.h"
+#include "llvm/Passes/PassBuilder.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/raw_ostream.h"
 #include "llvm/Transforms/Utils/Cloning.h"
@@ -31,11 +32,42 @@ using namespace llvm;
 
 namespace {
 
-/// Optimizes the bitcode `bitcode` at `optLevel` and compiles it at
-/// `codegenLevel`, in a fresh context.
+/// LLVM's default pipeline at `optLevel` for the step's partition: without
+/// the vectorizers and loop unrolling. The step is a straight line of
+/// descriptor stores and calls; the SLP vectorizer's spill-cost walk is
+/// quadratic in a block that long (on GPT-2 124M's CUDA host code, 288,674
+/// lines of LLVM IR in one block, it took over 3 minutes at -O1) and finds
+/// nothing worth a vector there.
+Error optimizeStep(Module &module, unsigned optLevel, TargetMachine *machine) {
+  if (optLevel == 0)
+    return mlir::makeOptimizingTransformer(0, 0, machine)(&module);
+  PipelineTuningOptions tuning;
+  tuning.LoopUnrolling = false;
+  tuning.LoopVectorization = false;
+  tuning.SLPVectorization = false;
+  LoopAnalysisManager lam;
+  FunctionAnalysisManager fam;
+  CGSCCAnalysisManager cgam;
+  ModuleAnalysisManager mam;
+  PassBuilder builder(machine, tuning);
+  builder.registerModuleAnalyses(mam);
+  builder.registerCGSCCAnalyses(cgam);
+  builder.registerFunctionAnalyses(fam);
+  builder.registerLoopAnalyses(lam);
+  builder.crossRegisterProxies(lam, fam, cgam, mam);
+  OptimizationLevel level = optLevel == 1   ? OptimizationLevel::O1
+                            : optLevel == 2 ? OptimizationLevel::O2
+                                            : OptimizationLevel::O3;
+  builder.buildPerModuleDefaultPipeline(level).run(module, mam);
+  return Error::success();
+}
+
+/// Optimizes the bitcode `bitcode` at `optLevel` (`step`: the step's
+/// partition, see optimizeStep) and compiles it at `codegenLevel`, in a
+/// fresh context.
 Expected<std::string>
 compilePartition(StringRef bitcode, unsigned optLevel, unsigned codegenLevel,
-                 const ga::TargetMachineFactory &factory) {
+                 bool step, const ga::TargetMachineFactory &factory) {
   LLVMContext context;
   Expected<std::unique_ptr<Module>> module =
       parseBitcodeFile(MemoryBufferRef(bitcode, "partition"), context);
@@ -45,10 +77,15 @@ compilePartition(StringRef bitcode, unsigned optLevel, unsigned codegenLevel,
   if (!machine)
     return createStringError("cannot create an LLVM target machine");
   machine->setOptLevel(static_cast<CodeGenOptLevel>(codegenLevel));
-  auto transformer =
-      mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
-  if (Error err = transformer(module->get()))
-    return std::move(err);
+  if (step) {
+    if (Error err = optimizeStep(**module, optLevel, machine.get()))
+      return std::move(err);
+  } else {
+    auto transformer =
+        mlir::makeOptimizingTransformer(optLevel, 0, machine.get());
+    if (Error err = transformer(module->get()))
+      return std::move(err);
+  }
   SmallString<0> object;
   raw_svector_ostream stream(object);
   legacy::PassManager codegen;
@@ -104,7 +141,12 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
   }
   jobs = parts;
   std::vector<unsigned> levels(jobs, optLevel), codegenLevels(jobs, optLevel);
-  if (first == 1) {
+  bool stepAlone = hasSteps && (first == 1 || kernels.empty());
+  // Partition 0 holds only the step when the kernels have partitions of
+  // their own or when there are none (target=cuda: the kernels are device
+  // code, the host module is the step alone: 288,674 lines of LLVM IR for
+  // GPT-2 124M, over which the optimizer's SLP vectorizer took minutes).
+  if (stepAlone) {
     levels[0] = std::min(optLevel, 1u);
     codegenLevels[0] = 0;
   }
@@ -155,7 +197,8 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
   for (unsigned p = 0; p < jobs; ++p)
     threads.emplace_back([&, p] {
       Expected<std::string> object =
-          compilePartition(bitcodes[p], levels[p], codegenLevels[p], factory);
+          compilePartition(bitcodes[p], levels[p], codegenLevels[p],
+                           stepAlone && p == 0, factory);
       if (object)
         objects[p] = std::move(*object);
       else
