@@ -15,7 +15,8 @@ ga-compile's own stage times, the step, the reference) and the library's
 size; exits non-zero when a check fails.
 
   PY=$(scripts/setup_frontend.sh --locate)
-  $PY scripts/import_real_size.py --build build --workdir /tmp/real [--cuda]
+  $PY scripts/import_real_size.py --build build --workdir /tmp/real \
+      [--cuda [--cuda-stand-in build/test/cuda-mock]]
 """
 
 import argparse
@@ -78,6 +79,13 @@ def main():
     parser.add_argument("--seq", type=int, default=128)
     parser.add_argument("--cuda", action="store_true",
                         help="also compile for CUDA (nothing runs on a GPU)")
+    parser.add_argument("--cuda-stand-in", metavar="DIR",
+                        help="with --cuda: run the CUDA step once against "
+                        "the driver stand-in built in DIR (test/cuda-mock "
+                        "of the build: libcuda.so.1), compiled without "
+                        "the label and assert checks, which read values "
+                        "the stand-in does not compute; every launch must "
+                        "name a kernel its module defines")
     args = parser.parse_args()
     sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import numpy as np
@@ -104,29 +112,60 @@ def main():
     with open(src, "w") as f:
         f.write(step.mlir)
 
-    def compile_for(target):
+    def compile_for(target, options=""):
         lib = os.path.join(args.workdir, f"libstep-{target}.so")
         start = time.time()
         done = subprocess.run([tool("ga-compile"), src, "-o", lib,
-                               f"--target={target}"],
+                               f"--target={target}",
+                               f"--pipeline-options={options}"],
                               capture_output=True, text=True)
         seconds = time.time() - start
-        stages = re.search(r"compile_ms: .*", done.stdout + done.stderr)
+        out = done.stdout + done.stderr
+        stages = re.search(r"compile_ms: .*", out)
+        kernels = re.search(r"kernels: (\d+) GPU module", out)
         check(f"ga-compile --target={target} in {seconds:.1f} s "
-              f"({stages.group(0) if stages else done.stderr[-2000:]}), "
-              f"{os.path.getsize(lib) if done.returncode == 0 else 0} bytes",
+              f"({stages.group(0) if stages else out[-2000:]}), "
+              f"{os.path.getsize(lib) if done.returncode == 0 else 0} bytes"
+              + (f", {kernels.group(1)} GPU modules" if kernels else ""),
               done.returncode == 0)
         return lib if done.returncode == 0 else None
 
     lib = compile_for("cpu")
+    cuda_lib = None
     if args.cuda:
-        compile_for("cuda")
+        cuda_lib = compile_for(
+            "cuda", "check-labels=false check-asserts=false"
+            if args.cuda_stand_in else "")
     if lib is None:
         sys.exit(1)
     paths = []
     for i, t in enumerate(step.arguments()):
         paths.append(os.path.join(args.workdir, f"arg{i}.npy"))
         np.save(paths[-1], t.numpy())
+    if cuda_lib and args.cuda_stand_in:
+        stand_in = os.path.join(args.cuda_stand_in, "libcuda.so.1")
+        log = os.path.join(args.workdir, "stand-in.log")
+        env = dict(os.environ, GA_CUBLAS_LIBRARY=stand_in,
+                   GA_MOCK_CUDA_LOG=log,
+                   LD_LIBRARY_PATH=args.cuda_stand_in)
+        done = subprocess.run([tool("ga-exec"), cuda_lib, *paths],
+                              capture_output=True, text=True, env=env)
+        counts = {}
+        if os.path.exists(log):
+            for line in open(log):
+                key, _, value = line.partition(":")
+                counts[key.strip()] = value.strip()
+        ok = (done.returncode == 0 and counts.get("bad launches") == "0"
+              and counts.get("missing functions") == "0"
+              and counts.get("bad gemms") == "0")
+        check(f"the CUDA step against the driver stand-in: "
+              f"{counts.get('launches')} launches of kernels in "
+              f"{counts.get('modules')} modules, {counts.get('gemms')} "
+              f"GEMMs, bad launches {counts.get('bad launches')}, missing "
+              f"functions {counts.get('missing functions')}, peak device "
+              f"bytes {counts.get('peak device bytes')}", ok)
+        if not ok:
+            print((done.stdout + done.stderr)[-3000:])
     out = os.path.join(args.workdir, "out")
     start = time.time()
     done = subprocess.run([tool("ga-exec"), lib, *paths, "--out-dir", out],
