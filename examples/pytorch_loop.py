@@ -78,12 +78,18 @@ def main():
                     "-o", lib], check=True, stdout=subprocess.DEVNULL)
     step = ga_step.load(lib)
 
-    # The loop: ga-opt's step gives the loss and the gradients.
-    params = [p for _, p in model.named_parameters()]  # the step's order
-    opt = torch.optim.AdamW(params, lr=1e-3)
+    # The loop: ga-opt's step gives the loss and the gradients. The step
+    # library names its arguments (the parameters' names, the batch's
+    # keys): step.arguments orders them, and the gradients follow the
+    # parameters in that order.
+    named = dict(model.named_parameters())
+    params = [named[n] for n in step.input_names if n in named]
+    opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
     ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
     for i, (ids, mask, labels) in enumerate(batches(args.data, args.steps)):
-        loss, *grads = step(*[p.detach() for p in params], ids, mask, labels)
+        loss, *grads = step(*step.arguments(
+            {**{n: p.detach() for n, p in named.items()},
+             "input_ids": ids, "attention_mask": mask, "labels": labels}))
         for p, g in zip(params, grads):
             p.grad = torch.from_numpy(g)
         opt.step()

@@ -78,12 +78,18 @@ static std::string shapeToken(const std::vector<int64_t> &shape) {
 }
 
 std::string StepSignature::format() const {
-  std::string text = "ga-step " + std::to_string(GA_STEP_ABI_VERSION) + "\n";
+  bool named = false;
+  for (const TensorSpec &input : inputs)
+    named |= !input.name.empty();
+  std::string text = "ga-step " + std::string(named ? "2" : "1") + "\n";
   text += "entry " + entry + "\n";
   text += "ranks " + std::to_string(ranks) + "\n";
   for (size_t i = 0; i < inputs.size(); ++i)
     text += "input " + std::to_string(i) + " " + dtypeToken(inputs[i].dtype) +
             " " + shapeToken(inputs[i].shape) + "\n";
+  for (size_t i = 0; i < inputs.size(); ++i)
+    if (!inputs[i].name.empty())
+      text += "name " + std::to_string(i) + " " + inputs[i].name + "\n";
   for (size_t i = 0; i < results.size(); ++i)
     text += "result " + std::to_string(i) + " " + dtypeToken(results[i].dtype) +
             " " + shapeToken(results[i].shape) + " " +
@@ -149,7 +155,7 @@ bool parseSignature(const std::string &text, StepSignature &out,
   std::istringstream is(text);
   std::string line;
   int lineNo = 0;
-  bool sawHeader = false, sawEntry = false;
+  bool sawHeader = false, sawEntry = false, named = false;
   auto bad = [&](const std::string &why) {
     error = "malformed step signature, line " + std::to_string(lineNo) + " ('" +
             line + "'): " + why;
@@ -164,11 +170,12 @@ bool parseSignature(const std::string &text, StepSignature &out,
       int64_t version;
       if (f.size() != 2 || f[0] != "ga-step" || !parseCount(f[1], version))
         return bad("expected 'ga-step VERSION'");
-      if (version != GA_STEP_ABI_VERSION)
+      if (version < 1 || version > GA_STEP_ABI_VERSION)
         return bad("version " + std::to_string(version) +
-                   ", this runtime reads version " +
+                   ", this runtime reads versions 1 to " +
                    std::to_string(GA_STEP_ABI_VERSION) +
                    ": recompile the step with this ga-compile");
+      named = version >= 2;
       sawHeader = true;
       continue;
     }
@@ -201,6 +208,15 @@ bool parseSignature(const std::string &text, StepSignature &out,
           return bad("unknown role '" + f[4] + "'");
       }
       list.push_back(std::move(spec));
+    } else if (named && f[0] == "name" && f.size() == 3) {
+      int64_t index;
+      if (!parseCount(f[1], index) || index >= (int64_t)sig.inputs.size())
+        return bad("a name for input #" + f[1] +
+                   ", which is not listed "
+                   "before it");
+      if (!sig.inputs[index].name.empty())
+        return bad("input #" + f[1] + " is named twice");
+      sig.inputs[index].name = f[2];
     } else {
       return bad("unknown record");
     }
@@ -222,7 +238,10 @@ std::string checkArgument(const StepSignature &signature, size_t index,
   const TensorSpec &want = signature.inputs[index];
   if (array.dtype == want.dtype && array.shape == want.shape)
     return "";
-  return "argument #" + std::to_string(index) + " ('" + path + "'): expected " +
+  // "(NAME, 'PATH')" for a named argument, else "('PATH')".
+  std::string what =
+      (want.name.empty() ? "" : want.name + ", ") + "'" + path + "'";
+  return "argument #" + std::to_string(index) + " (" + what + "): expected " +
          want.describe() + ", got " + npyDTypeName(array.dtype) + " " +
          array.shapeString();
 }

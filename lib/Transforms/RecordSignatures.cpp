@@ -29,6 +29,19 @@ struct TrainRecordSignaturesPass
       Builder b(func.getContext());
       func->setAttr(TrainDialect::SignatureAttrHelper::getNameStr(),
                     TypeAttr::get(func.getFunctionType()));
+      // The arguments' names, where ga-import gave them: the lowering
+      // drops argument attributes.
+      SmallVector<Attribute> names;
+      bool named = false;
+      for (unsigned i = 0; i < func.getNumArguments(); ++i) {
+        auto name = func.getArgAttrOfType<StringAttr>(
+            i, TrainDialect::NameAttrHelper::getNameStr());
+        named |= static_cast<bool>(name);
+        names.push_back(name ? name : b.getStringAttr(""));
+      }
+      if (named)
+        func->setAttr(TrainDialect::ArgumentNamesAttrHelper::getNameStr(),
+                      b.getArrayAttr(names));
       auto ret =
           dyn_cast<func::ReturnOp>(func.getBody().back().getTerminator());
       if (!ret)

@@ -304,13 +304,15 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     step._wrap = dict(ga_opt=ga_opt, aliases=aliases, forward=forward,
                       logits=logits, element=element, ignore_index=ignore_index,
                       reduction=reduction, name=name, train=train, clip=clip,
-                      shift_labels=shift_labels, loss_fn=loss_fn is not None)
+                      shift_labels=shift_labels, loss_fn=loss_fn is not None,
+                      batch_names=[*inputs, labels_key])
     return step.reschedule(microbatches, data_parallel)
 
 
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
           name, names, params, inputs, labels, microbatches, data_parallel,
-          train=False, clip=1.0, shift_labels=False, loss_fn=False):
+          train=False, clip=1.0, shift_labels=False, loss_fn=False,
+          batch_names=None):
     """The step module around the exported forward function, inlined,
     legalized (ga-legalize-import) and verified by ga-opt."""
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
@@ -341,12 +343,19 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         flat_name = "%flat"
     grads = ", ".join(f"%g{i}" for i in range(len(params)))
     head = [aliases, "module {", forward]
-    # Every parameter argument carries its state_dict key (train.name).
-    quoted = [n.replace("\\", "\\\\").replace('"', '\\"') for n in names]
-    pargs = [f'{p}: {t} {{train.name = "{n}"}}'
-             for p, t, n in zip(pn, ptypes, quoted)]
-    args = (pargs + [f"{x}: {t}" for x, t in zip(inn, itypes)]
-            + [f"%labels: {ltype}"])
+    # Every argument carries its name (train.name): a parameter its
+    # state_dict key, a batch entry its key in the batch, the optimizer's
+    # state torch.optim.AdamW's names.
+    def named(value, type_, key):
+        key = key.replace("\\", "\\\\").replace('"', '\\"')
+        return f'{value}: {type_} {{train.name = "{key}"}}'
+
+    batch_names = batch_names or [f"input{i}" for i in range(len(inputs))] \
+        + ["labels"]
+    pargs = [named(p, t, n) for p, t, n in zip(pn, ptypes, names)]
+    args = (pargs + [named(x, t, k) for x, t, k in zip(inn, itypes,
+                                                        batch_names)]
+            + [named("%labels", ltype, batch_names[-1])])
     step = (f"train.step params({', '.join(pn)} : {', '.join(ptypes)}) "
             f"batch({', '.join(inn + ['%labels'])} : "
             f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
@@ -392,9 +401,13 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         results = ptypes * 3 + [loss, loss, "tensor<i64>"]
         lines = head + [
             f"func.func @{name}("
-            + ", ".join(args + [f"{m}: {t}" for m, t in zip(ms, ptypes)]
-                        + [f"{v}: {t}" for v, t in zip(vs, ptypes)]
-                        + ["%lr: tensor<f32>", "%t: tensor<i64>"])
+            + ", ".join(args
+                        + [named(m, t, f"exp_avg.{n}")
+                           for m, t, n in zip(ms, ptypes, names)]
+                        + [named(v, t, f"exp_avg_sq.{n}")
+                           for v, t, n in zip(vs, ptypes, names)]
+                        + [named("%lr", "tensor<f32>", "lr"),
+                           named("%t", "tensor<i64>", "step")])
             + f") -> ({', '.join(results)}) {{",
             f"  %loss, {grads}, %count = {step}", block, *body, "  }",
             f"  {clipped}, %norm = train.clip_by_global_norm {grads} "

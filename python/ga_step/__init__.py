@@ -12,6 +12,11 @@ object NumPy can read without copying through the buffer protocol or DLPack
 are not. Results are new NumPy arrays, or written into ``out=`` arrays that
 a training loop passes at every step.
 
+A step imported from PyTorch (ga-import) records its parameters' names
+(the module's state_dict keys): ``step.input_names`` lists them, and
+``step.arguments(named)`` orders a dict of them (``model.state_dict()``
+and the batch's tensors, by name) as the step takes them.
+
 Standard library (ctypes) and NumPy only.
 """
 
@@ -22,7 +27,9 @@ import numpy as np
 
 __all__ = ["load", "Step", "StepError", "Signature", "Tensor"]
 
-ABI_VERSION = 1
+# The newest signature text this binding reads (ga_step.h); version 1, the
+# text of a step without argument names, is read too.
+ABI_VERSION = 2
 
 _DTYPES = {"f32": np.float32, "f64": np.float64, "i32": np.int32,
            "i64": np.int64, "i1": np.bool_}
@@ -46,8 +53,9 @@ class _Status(ctypes.Structure):
 class Tensor:
     """One argument or result: dtype token (f32, ...), shape, role."""
 
-    def __init__(self, dtype, shape, role="aux"):
+    def __init__(self, dtype, shape, role="aux", name=None):
         self.dtype, self.shape, self.role = dtype, tuple(shape), role
+        self.name = name
 
     @property
     def numpy_dtype(self):
@@ -60,7 +68,8 @@ class Tensor:
                 f"{_shape_string(self.shape)})")
 
     def __repr__(self):
-        return f"Tensor({self.dtype}, {self.shape}, {self.role})"
+        named = f", {self.name!r}" if self.name else ""
+        return f"Tensor({self.dtype}, {self.shape}, {self.role}{named})"
 
 
 class Signature:
@@ -75,16 +84,23 @@ class Signature:
         if not lines or len(lines[0]) != 2 or lines[0][0] != "ga-step":
             raise StepError("malformed step signature: expected 'ga-step "
                             "VERSION' first", 4)
-        if lines[0][1] != str(ABI_VERSION):
+        if lines[0][1] not in [str(v) for v in range(1, ABI_VERSION + 1)]:
             raise StepError(f"step signature version {lines[0][1]}, this "
-                            f"binding reads version {ABI_VERSION}: recompile "
-                            "the step with this ga-compile", 4)
+                            f"binding reads versions 1 to {ABI_VERSION}: "
+                            "recompile the step with this ga-compile", 4)
+        named = lines[0][1] != "1"
         for fields in lines[1:]:
             kind = fields[0]
             if kind == "entry" and len(fields) == 2:
                 self.entry = fields[1]
             elif kind == "ranks" and len(fields) == 2:
                 self.ranks = int(fields[1])
+            elif kind == "name" and named and len(fields) == 3:
+                i = int(fields[1]) if fields[1].isdigit() else len(self.inputs)
+                if i >= len(self.inputs) or self.inputs[i].name is not None:
+                    raise StepError("malformed step signature line: "
+                                    + " ".join(fields), 4)
+                self.inputs[i].name = fields[2]
             elif kind in ("input", "result"):
                 target = self.inputs if kind == "input" else self.results
                 if len(fields) != (4 if kind == "input" else 5) or \
@@ -101,6 +117,11 @@ class Signature:
                                 + " ".join(fields), 4)
         if self.entry is None:
             raise StepError("malformed step signature: no 'entry' record", 4)
+
+    @property
+    def input_names(self):
+        """Each input's name (None where it has none)."""
+        return [t.name for t in self.inputs]
 
     @property
     def loss_index(self):
@@ -154,6 +175,7 @@ class Step:
                               ctypes.POINTER(_Status)]
         self.signature = Signature(sig_fn().decode())
         self.name = self.signature.entry
+        self.input_names = self.signature.input_names
         # Join the MPI run for a data-parallel library (or under mpirun);
         # the runtime reports a wrong world size.
         start = self._lib.ga_collectives_start
@@ -164,6 +186,27 @@ class Step:
         if start(self.signature.ranks, self.name.encode(), b"python3",
                  ctypes.byref(status)) != 0:
             raise StepError(status.message.decode(), status.code)
+
+    def arguments(self, named):
+        """The step's arguments in order, taken by name from the mapping
+        `named` (a state_dict, the batch's tensors by name); unnamed inputs
+        cannot be given so. Raises StepError naming every input that
+        `named` lacks, and every name of `named` the step does not take."""
+        if None in self.input_names:
+            missing = [i for i, n in enumerate(self.input_names) if n is None]
+            raise StepError(f"@{self.name} has unnamed input(s) "
+                            f"#{', #'.join(map(str, missing))}: pass its "
+                            "arguments in order")
+        lacking = [n for n in self.input_names if n not in named]
+        extra = [n for n in named if n not in self.input_names]
+        if lacking or extra:
+            raise StepError(
+                f"@{self.name}: "
+                + (f"no value for {', '.join(lacking)}" if lacking else "")
+                + ("; " if lacking and extra else "")
+                + (f"not an input: {', '.join(map(str, extra))}"
+                   if extra else ""))
+        return [named[n] for n in self.input_names]
 
     def check(self, *args):
         """The arguments as C-contiguous NumPy arrays, checked against the
@@ -177,8 +220,9 @@ class Step:
             a = _as_array(value)
             if a.dtype != want.numpy_dtype or tuple(a.shape) != want.shape:
                 got = f"{a.dtype} {_shape_string(tuple(a.shape))}"
-                raise StepError(f"argument #{i}: expected {want.describe()}, "
-                                f"got {got}")
+                which = f" ({want.name})" if want.name else ""
+                raise StepError(f"argument #{i}{which}: expected "
+                                f"{want.describe()}, got {got}")
             arrays.append(np.ascontiguousarray(a))
         return arrays
 

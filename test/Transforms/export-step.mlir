@@ -2,6 +2,11 @@
 // inputs it refuses.
 // RUN: ga-opt --ga-pipeline="target=cpu" --ga-export-step %S/../Tools/Inputs/linear-ce.mlir | FileCheck %s
 // RUN: ga-opt -split-input-file -verify-diagnostics --ga-export-step %s
+// RUN: ga-opt --ga-pipeline="target=cpu" --ga-export-step %S/../Tools/Inputs/linear-ce-named.mlir | FileCheck %s --check-prefix=NAMED
+
+// Named arguments (train.name, recorded through the lowering as
+// train.argument_names) make a version 2 signature with name records.
+// NAMED: @ga_step_signature_text("ga-step 2\0Aentry linear_ce\0Aranks 1\0Ainput 0 f32 4x3\0Ainput 1 f32 8x4\0Ainput 2 i64 8\0Aname 0 fc.weight\0Aname 1 x\0Aname 2 labels\0Aresult 0 f32 scalar loss
 
 // The entry is no longer exported; the signature text names every argument
 // and result.

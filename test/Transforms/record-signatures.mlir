@@ -24,7 +24,17 @@ func.func @step(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<8xi64>)
   return %n, %loss, %g : tensor<i64>, tensor<f32>, tensor<4x3xf32>
 }
 
+// The arguments' names (train.name) are recorded on the function too, ""
+// for an unnamed one: the lowering drops argument attributes.
+// CHECK-LABEL: func.func @named
+// CHECK-SAME: train.argument_names = ["fc.weight", "", "labels"]
+func.func @named(%w: tensor<4x3xf32> {train.name = "fc.weight"}, %x: tensor<8x4xf32>,
+                 %y: tensor<8xi64> {train.name = "labels"}) -> tensor<4x3xf32> {
+  return %w : tensor<4x3xf32>
+}
+
 // CHECK-LABEL: func.func @plain
+// CHECK-NOT: train.argument_names
 // CHECK-SAME: attributes {train.signature = (tensor<4xf32>) -> tensor<4xf32>}
 func.func @plain(%x: tensor<4xf32>) -> tensor<4xf32> {
   return %x : tensor<4xf32>

@@ -63,7 +63,9 @@ TEST(Signature, RoundTrips) {
 
 TEST(Signature, RefusesMalformedText) {
   EXPECT_NE(parseError("").find("empty"), std::string::npos);
-  EXPECT_NE(parseError("ga-step 2\nentry a\n").find("version 2"),
+  EXPECT_NE(parseError("ga-step 3\nentry a\n").find("version 3"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 0\nentry a\n").find("version 0"),
             std::string::npos);
   EXPECT_NE(parseError("ga-step 1\n").find("no 'entry'"), std::string::npos);
   EXPECT_NE(parseError("ga-step 1\nentry a\ninput 1 f32 4\n")
@@ -81,6 +83,42 @@ TEST(Signature, RefusesMalformedText) {
   EXPECT_NE(parseError("ga-step 1\nentry a\nranks 0\n").find("positive"),
             std::string::npos);
   EXPECT_NE(parseError("ga-step 1\nentry a\nbogus\n").find("unknown record"),
+            std::string::npos);
+}
+
+// Named inputs make version 2, with a name record after the inputs; a
+// step without names stays version 1, which readers of version 1 read.
+TEST(Signature, RoundTripsNames) {
+  StepSignature sig = sample();
+  sig.inputs[0].name = "transformer.wte.weight";
+  std::string text = sig.format();
+  EXPECT_EQ(text, "ga-step 2\nentry mlp_step\nranks 2\n"
+                  "input 0 f32 32x64\ninput 1 i64 8x16\n"
+                  "name 0 transformer.wte.weight\n"
+                  "result 0 f32 scalar loss\nresult 1 f64 32x64 gradient\n"
+                  "result 2 i32 0x3 aux\n");
+  StepSignature back;
+  std::string error;
+  ASSERT_TRUE(parseSignature(text, back, error)) << error;
+  EXPECT_EQ(back.inputs[0].name, "transformer.wte.weight");
+  EXPECT_EQ(back.inputs[1].name, "");
+  EXPECT_EQ(back.format(), text);
+}
+
+TEST(Signature, RefusesMalformedNames) {
+  // Version 1 has no name records.
+  EXPECT_NE(parseError("ga-step 1\nentry a\ninput 0 f32 4\nname 0 w\n")
+                .find("unknown record"),
+            std::string::npos);
+  EXPECT_NE(parseError("ga-step 2\nentry a\ninput 0 f32 4\nname 1 w\n")
+                .find("a name for input #1, which is not listed before it"),
+            std::string::npos);
+  EXPECT_NE(
+      parseError("ga-step 2\nentry a\ninput 0 f32 4\nname 0 w\nname 0 v\n")
+          .find("input #0 is named twice"),
+      std::string::npos);
+  EXPECT_NE(parseError("ga-step 2\nentry a\ninput 0 f32 4\nname 0\n")
+                .find("unknown record"),
             std::string::npos);
 }
 

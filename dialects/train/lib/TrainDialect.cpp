@@ -152,6 +152,30 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                << "', got " << value;
     return success();
   }
+  if (name == ArgumentNamesAttrHelper::getNameStr()) {
+    auto names = dyn_cast<ArrayAttr>(value);
+    auto isName = [](Attribute a) {
+      auto text = dyn_cast<StringAttr>(a);
+      return text && llvm::none_of(text.getValue(),
+                                   [](char c) { return llvm::isSpace(c); });
+    };
+    if (!names || !llvm::all_of(names, isName))
+      return op->emitError() << "'" << name
+                             << "' must be an array of strings without "
+                                "whitespace, got "
+                             << value;
+    if (!isa<FunctionOpInterface>(op))
+      return op->emitError() << "'" << name << "' belongs on a function, "
+                             << "not on '" << op->getName() << "'";
+    if (auto signature =
+            op->getAttrOfType<TypeAttr>(SignatureAttrHelper::getNameStr()))
+      if (auto type = dyn_cast<FunctionType>(signature.getValue());
+          type && type.getNumInputs() != names.size())
+        return op->emitError() << "'" << name << "' names " << names.size()
+                               << " argument(s), but train.signature takes "
+                               << type.getNumInputs();
+    return success();
+  }
   if (name == InitAttrHelper::getNameStr() ||
       name == NameAttrHelper::getNameStr())
     return op->emitError() << "'" << name
@@ -168,7 +192,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                          << RematAttrHelper::getNameStr() << ", "
                          << MemoryPlanAttrHelper::getNameStr() << ", "
                          << InitAttrHelper::getNameStr() << ", "
-                         << NameAttrHelper::getNameStr() << ")";
+                         << NameAttrHelper::getNameStr() << ", "
+                         << ArgumentNamesAttrHelper::getNameStr() << ")";
 }
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,

@@ -30,6 +30,8 @@ struct TensorSpec {
   NpyDType dtype = NpyDType::F32;
   std::vector<int64_t> shape;
   TensorRole role = TensorRole::Aux;
+  /// An argument's name (a parameter's state_dict key), or empty.
+  std::string name;
 
   int64_t numElements() const;
   size_t numBytes() const { return numElements() * npyDTypeSize(dtype); }
@@ -46,7 +48,8 @@ struct StepSignature {
 
   /// The result that holds the loss, if one has the role.
   std::optional<size_t> lossIndex() const;
-  /// The text recorded in a step library (ga/Runtime/ga_step.h).
+  /// The text recorded in a step library (ga/Runtime/ga_step.h): version 1
+  /// when no argument has a name, else version 2 with `name` records.
   std::string format() const;
 };
 

@@ -28,14 +28,21 @@
  * GA_ERROR_WORLD_SIZE without running. One step runs at a time in a
  * process (the error record is shared).
  *
- * Signature text, version 1: one record per line, fields separated by one
+ * Signature text, version 2: one record per line, fields separated by one
  * space.
  *
- *   ga-step 1
+ *   ga-step 2
  *   entry NAME
  *   ranks R
  *   input I DTYPE SHAPE
+ *   name I NAME
  *   result I DTYPE SHAPE ROLE
+ *
+ * A `name` record (version 2 only) names input I, listed before it: the
+ * parameter's name in the model it was imported from (a PyTorch module's
+ * state_dict key; no whitespace); unnamed inputs have none. A library none
+ * of whose inputs has a name records version 1, which has no `name`
+ * records, so that readers of version 1 read it.
  *
  * DTYPE is f32, f64, i32 or i64; SHAPE is the dimensions joined by 'x'
  * ("4x3") or "scalar" for a 0-d tensor; ROLE is loss, gradient or aux. The
@@ -57,7 +64,7 @@ extern "C" {
 #endif
 
 /* The version of the signature text and of this ABI. */
-#define GA_STEP_ABI_VERSION 1
+#define GA_STEP_ABI_VERSION 2
 
 /* Error codes of a step. */
 enum {

@@ -992,7 +992,7 @@ func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf3
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name, train.argument_names)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }
@@ -1072,5 +1072,34 @@ func.func @name_not_string(%a: tensor<4xf32> {train.name = 3 : i64}) {
 
 // expected-error @below {{'train.name' belongs on a function argument, not on 'func.func'}}
 func.func @name_on_function() attributes {train.name = "w"} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.argument_names' must be an array of strings without whitespace, got ["a b"]}}
+func.func @spaced_names(%a: tensor<4xf32>) attributes {train.argument_names = ["a b"]} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.argument_names' must be an array of strings without whitespace, got "w"}}
+func.func @names_not_array(%a: tensor<4xf32>) attributes {train.argument_names = "w"} {
+  return
+}
+
+// -----
+
+// expected-error @below {{'train.argument_names' names 2 argument(s), but train.signature takes 1}}
+func.func @names_count(%a: tensor<4xf32>) attributes {train.argument_names = ["w", "x"], train.signature = (tensor<4xf32>) -> ()} {
+  return
+}
+
+// -----
+
+func.func @names_on_op() {
+  // expected-error @below {{'train.argument_names' belongs on a function, not on 'arith.constant'}}
+  %c = arith.constant {train.argument_names = ["w"]} 0 : i32
   return
 }

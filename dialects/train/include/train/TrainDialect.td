@@ -62,7 +62,14 @@ def Train_Dialect : Dialect {
     * `train.name` (a non-empty string), on an argument of a function: the
       name of the parameter that the argument holds (a PyTorch module's
       `state_dict` key, written by `ga-import`); `ga-train` writes it into
-      its checkpoints' manifests.
+      its checkpoints' manifests;
+    * `train.argument_names` (an array of strings, one per argument of
+      `train.signature`, empty for an unnamed argument; no whitespace), on
+      a function: the `train.name` of each argument, recorded by
+      `train-record-signatures` so that it survives the lowering (the LLVM
+      function's arguments are the memrefs' descriptors); `ga-compile`
+      writes the names into the step library's signature (`name` records,
+      `ga_step.h`), which the Python binding reads.
   }];
 
   let discardableAttrs = (ins
@@ -75,7 +82,8 @@ def Train_Dialect : Dialect {
     "::mlir::StringAttr":$remat,
     "::mlir::DictionaryAttr":$memory_plan,
     "::mlir::Attribute":$init,
-    "::mlir::StringAttr":$name
+    "::mlir::StringAttr":$name,
+    "::mlir::ArrayAttr":$argument_names
   );
   let hasOperationAttrVerify = 1;
   let hasRegionArgAttrVerify = 1;
