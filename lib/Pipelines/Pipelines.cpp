@@ -28,6 +28,17 @@
 
 using namespace mlir;
 
+void ga::GaPipelineOptions::forEachOption(
+    function_ref<void(StringRef, StringRef)> fn) const {
+  // The options register in the struct's own subcommand, by name.
+  SmallVector<std::pair<StringRef, StringRef>> options;
+  for (const auto &entry : OptionsMap)
+    options.push_back({entry.first, entry.second->HelpStr});
+  llvm::sort(options);
+  for (auto [name, help] : options)
+    fn(name, help);
+}
+
 LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   if (target != "cpu" && target != "cuda") {
     errors << "unknown target '" << target << "' (available: cpu, cuda)";

@@ -10,6 +10,7 @@
 
 #include "ga/Analysis/BufferMemory.h"
 #include "ga/InitAll.h"
+#include "ga/Pipelines/PipelineFlags.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Npy.h"
 #include "ga/Runtime/Runner.h"
@@ -93,27 +94,6 @@ static cl::opt<int> repeat("repeat",
                                     "report the mean and minimum run time"),
                            cl::init(1), cl::value_desc("N"),
                            cl::cat(gaRunCategory));
-static cl::opt<bool>
-    vectorize("vectorize",
-              cl::desc("Compile high-level IR with the pipeline's vector code "
-                       "(default true; --vectorize=false keeps scalar loops)"),
-              cl::init(true), cl::cat(gaRunCategory));
-static cl::opt<bool>
-    naive("naive",
-          cl::desc("Split the batch the usual, inexact way (per-micro-batch "
-                   "means averaged): --ga-pipeline option naive"),
-          cl::init(false), cl::cat(gaRunCategory));
-static cl::opt<bool>
-    outline("outline",
-            cl::desc("Compile each distinct linalg operation once, as a "
-                     "kernel function (default true): --ga-pipeline option "
-                     "outline"),
-            cl::init(true), cl::cat(gaRunCategory));
-static cl::opt<bool>
-    parallel("parallel",
-             cl::desc("Run the step's parallel tile loops on OpenMP threads "
-                      "(default true): --ga-pipeline option parallel"),
-             cl::init(true), cl::cat(gaRunCategory));
 static cl::opt<std::string>
     target("target",
            cl::desc("cpu (default) or cuda: compile high-level IR with "
@@ -121,33 +101,13 @@ static cl::opt<std::string>
                     "through libga_cuda_runtime (inputs copied to the "
                     "device, results back)"),
            cl::init("cpu"), cl::cat(gaRunCategory));
-static cl::opt<std::string>
-    chip("chip", cl::desc("--target=cuda: the GPU architecture (sm_90)"),
-         cl::init("sm_90"), cl::cat(gaRunCategory));
-static cl::opt<bool> releaseBuffers(
-    "release-buffers",
-    cl::desc("Free each buffer after its last use (default true): "
-             "--ga-pipeline option release-buffers"),
-    cl::init(true), cl::cat(gaRunCategory));
-static cl::opt<int64_t> lossChunkRows(
-    "loss-chunk-rows",
-    cl::desc("Compute the LM head, the loss and the products that read the "
-             "logits' gradient over chunks of at most this many rows, so "
-             "that the [N, V] logits never exist whole (0: off): "
-             "--ga-pipeline option loss-chunk-rows"),
-    cl::init(0), cl::cat(gaRunCategory));
-static cl::opt<int64_t> memoryBudget(
-    "memory-budget",
-    cl::desc("Fit the step into this many bytes (its buffers at their peak "
-             "plus its arguments, peak_bytes of --report-memory) by "
-             "checkpointing: --ga-pipeline option memory-budget"),
-    cl::init(0), cl::value_desc("bytes"), cl::cat(gaRunCategory));
-static cl::opt<std::string> microbatchesOption(
-    "microbatches",
-    cl::desc("'auto': with --memory-budget, the planner chooses the "
-             "micro-batch count with the checkpoints (--ga-pipeline option "
-             "microbatches)"),
-    cl::init(""), cl::value_desc("auto"), cl::cat(gaRunCategory));
+// The pipeline's options: --pipeline-options, and the common ones as
+// flags declared from GaPipelineOptions itself.
+static ga::PipelineFlags
+    pipelineFlags(gaRunCategory,
+                  {"naive", "check-labels", "vectorize", "outline", "parallel",
+                   "release-buffers", "loss-chunk-rows", "memory-budget",
+                   "microbatches", "chip"});
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "
@@ -167,13 +127,6 @@ static cl::opt<bool>
                cl::init(false), cl::cat(gaRunCategory));
 static cl::opt<int> optLevel("O", cl::desc("LLVM optimization level (0 to 3)"),
                              cl::init(2), cl::cat(gaRunCategory));
-static cl::opt<bool> checkLabels(
-    "check-labels",
-    cl::desc("Check every cross-entropy label against [0, V) and "
-             "ignore_index when the step runs (default true; "
-             "--check-labels=false skips the check, and an invalid label is "
-             "then clamped, not reported)"),
-    cl::init(true), cl::cat(gaRunCategory));
 static cl::opt<bool> failOnNonFinite(
     "fail-on-nonfinite",
     cl::desc("Exit with status 1, writing no result, when the loss or the "
@@ -291,22 +244,19 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
              step.name + " is already lowered";
     return "";
   }
-  // The pipeline options both targets take from the command line.
+  // The pipeline's options from the command line (the target is
+  // --target's).
   ga::GaPipelineOptions options;
-  options.naive = naive;
-  options.checkLabels = checkLabels;
-  options.releaseBuffers = releaseBuffers;
-  options.lossChunkRows = lossChunkRows;
-  options.memoryBudget = memoryBudget;
-  options.microbatches = microbatchesOption;
   std::string errors;
   raw_string_ostream os(errors);
+  options.target = cuda ? "cuda" : "cpu";
+  if (failed(pipelineFlags.get(options, os)))
+    return errors;
+  options.target = cuda ? "cuda" : "cpu";
   std::string compileFailed =
       "compiling '" + inputFile + "' failed (see above)";
   if (cuda) {
     PassManager pm(&context);
-    options.target = "cuda";
-    options.chip = chip;
     if (failed(ga::buildGaPipeline(pm, os, options)))
       return "cannot build the CUDA pipeline: " + errors;
     if (timePasses)
@@ -318,9 +268,6 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
     return "";
   }
   PassManager buffers(&context), lowering(&context);
-  options.vectorize = vectorize;
-  options.outline = outline;
-  options.parallel = parallel;
   options.buffersOnly = true;
   if (failed(ga::buildGaPipeline(buffers, os, options)))
     return "cannot build the CPU pipeline: " + errors;

@@ -14,6 +14,7 @@
 
 #include "TrainEntry.h"
 
+#include "ga/Pipelines/PipelineFlags.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Npy.h"
 #include "ga/Runtime/Runner.h"
@@ -107,11 +108,6 @@ static cl::opt<int64_t> dataParallel(
     cl::desc("Data-parallel ranks (default: as written in the train.step); "
              "run under `mpirun -np R`"),
     cl::init(0), cl::value_desc("R"), cl::cat(category));
-static cl::opt<bool>
-    naive("naive",
-          cl::desc("Split the batch the usual, inexact way (per-micro-batch "
-                   "means averaged): --ga-pipeline option naive"),
-          cl::init(false), cl::cat(category));
 static cl::opt<std::string>
     logFile("log",
             cl::desc("Write one row per step: CSV (step,loss,grad_norm,"
@@ -145,11 +141,9 @@ static cl::opt<int> threadCount(
              "cores divided among the ranks); results are bitwise the same "
              "for any count"),
     cl::cat(category));
-static cl::opt<int64_t>
-    memoryBudget("memory-budget",
-                 cl::desc("Fit the step into this many bytes by checkpointing: "
-                          "--ga-pipeline option memory-budget"),
-                 cl::init(0), cl::value_desc("bytes"), cl::cat(category));
+// The pipeline's options: --pipeline-options, and --naive and
+// --memory-budget declared from GaPipelineOptions itself.
+static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).
 static cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),
@@ -611,10 +605,10 @@ int main(int argc, char **argv) {
   // Compile.
   auto compileStart = Clock::now();
   ga::GaPipelineOptions options;
-  options.naive = naive;
-  options.memoryBudget = memoryBudget;
   std::string errors;
   llvm::raw_string_ostream os(errors);
+  if (failed(pipelineFlags.get(options, os)))
+    return fail(errors);
   PassManager pm(context.get());
   if (failed(ga::buildGaPipeline(pm, os, options)))
     return fail("cannot build the CPU pipeline: " + errors);
@@ -814,7 +808,7 @@ int main(int argc, char **argv) {
         "schedule: {0} rank(s) x {1} micro-batch(es) x "
         "{2} rows, {3}\n",
         rankCount, microbatchCount, batchRows / (rankCount * microbatchCount),
-        naive ? "naive (per-micro-batch means averaged)" : "exact");
+        options.naive ? "naive (per-micro-batch means averaged)" : "exact");
     outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",
                             data.rows, dataDir, batchRows);
     outs() << llvm::formatv("compile_ms: {0:f1} (pipeline {1:f1}, jit "

@@ -211,6 +211,12 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   /// GPU format, ranges, options that exclude or need each other); on
   /// failure writes the reason to `errors`.
   mlir::LogicalResult verify(llvm::raw_ostream &errors) const;
+
+  /// Calls `fn` with the name and description of every option, in the
+  /// order of their names (PipelineFlags offers them as a tool's flags).
+  void forEachOption(
+      llvm::function_ref<void(llvm::StringRef name, llvm::StringRef help)> fn)
+      const;
 };
 
 /// The pipeline, for either target: records signatures, checks and splits
