@@ -73,6 +73,53 @@ bool readsInnermost(AffineMap map, unsigned n) {
          map.getResults().back() == getAffineDimExpr(n - 1, map.getContext());
 }
 
+/// Whether vectorizeElementwise can rewrite `op` with groups of `width`
+/// elements (its conditions below).
+bool canVectorizeElementwise(linalg::GenericOp op, int64_t width) {
+  unsigned n = op.getNumLoops();
+  if (width < 2 || n == 0 || op.getNumParallelLoops() != n ||
+      op.getNumDpsInits() == 0)
+    return false;
+  SmallVector<int64_t> ranges = op.getStaticLoopRanges();
+  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
+      ranges[n - 1] % width != 0 || ranges[n - 1] / width < 32)
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<MemRefType>(operand.get().getType());
+    AffineMap map = op.getMatchingIndexingMap(&operand);
+    if (!type || !map.isProjectedPermutation())
+      return false;
+    if (!readsInnermost(map, n)) {
+      // Read once per group and broadcast; an init must be written whole.
+      if (op.isDpsInit(&operand) ||
+          llvm::any_of(map.getResults(),
+                       [&](AffineExpr e) { return e.isFunctionOfDim(n - 1); }))
+        return false;
+      continue;
+    }
+    SmallVector<int64_t> strides;
+    int64_t offset;
+    if (type.getElementTypeBitWidth() != 32 ||
+        failed(type.getStridesAndOffset(strides, offset)) ||
+        ShapedType::isDynamic(offset) || offset % width != 0 ||
+        strides.back() != 1 || !viewOfAllocation(operand.get()))
+      return false;
+    for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
+      if (ShapedType::isDynamic(stride) || stride % width != 0)
+        return false;
+  }
+  Block *body = op.getBlock();
+  for (Operation &nested : body->without_terminator()) {
+    bool constant = isa<arith::ConstantOp>(nested);
+    if (nested.getNumRegions() != 0 ||
+        (!constant && !nested.hasTrait<OpTrait::Elementwise>()) ||
+        llvm::any_of(nested.getResultTypes(),
+                     [](Type t) { return !t.isIntOrFloat(); }))
+      return false;
+  }
+  return true;
+}
+
 /// `op`, an elementwise linalg.generic on buffers, as a parallel loop nest
 /// in which each iteration handles `width` consecutive elements of the
 /// innermost dimension with vector loads and stores aligned to their size
@@ -87,48 +134,11 @@ bool readsInnermost(AffineMap map, unsigned n) {
 /// operations and constants.
 LogicalResult vectorizeElementwise(RewriterBase &rewriter, linalg::GenericOp op,
                                    int64_t width) {
+  if (!canVectorizeElementwise(op, width))
+    return failure();
   unsigned n = op.getNumLoops();
-  if (width < 2 || n == 0 || op.getNumParallelLoops() != n ||
-      op.getNumDpsInits() == 0)
-    return failure();
   SmallVector<int64_t> ranges = op.getStaticLoopRanges();
-  if (llvm::any_of(ranges, ShapedType::isDynamic) ||
-      ranges[n - 1] % width != 0 || ranges[n - 1] / width < 32)
-    return failure();
-  for (OpOperand &operand : op->getOpOperands()) {
-    auto type = dyn_cast<MemRefType>(operand.get().getType());
-    AffineMap map = op.getMatchingIndexingMap(&operand);
-    if (!type || !map.isProjectedPermutation())
-      return failure();
-    if (!readsInnermost(map, n)) {
-      // Read once per group and broadcast; an init must be written whole.
-      if (op.isDpsInit(&operand) ||
-          llvm::any_of(map.getResults(),
-                       [&](AffineExpr e) { return e.isFunctionOfDim(n - 1); }))
-        return failure();
-      continue;
-    }
-    SmallVector<int64_t> strides;
-    int64_t offset;
-    if (type.getElementTypeBitWidth() != 32 ||
-        failed(type.getStridesAndOffset(strides, offset)) ||
-        ShapedType::isDynamic(offset) || offset % width != 0 ||
-        strides.back() != 1 || !viewOfAllocation(operand.get()))
-      return failure();
-    for (int64_t stride : ArrayRef<int64_t>(strides).drop_back())
-      if (ShapedType::isDynamic(stride) || stride % width != 0)
-        return failure();
-  }
   Block *body = op.getBlock();
-  for (Operation &nested : body->without_terminator()) {
-    bool constant = isa<arith::ConstantOp>(nested);
-    if (nested.getNumRegions() != 0 ||
-        (!constant && !nested.hasTrait<OpTrait::Elementwise>()) ||
-        llvm::any_of(nested.getResultTypes(),
-                     [](Type t) { return !t.isIntOrFloat(); }))
-      return failure();
-  }
-
   Location loc = op.getLoc();
   rewriter.setInsertionPoint(op);
   auto constant = [&](int64_t v) -> Value {
