@@ -37,8 +37,7 @@ void ga::detail::addCUDAKernels(OpPassManager &pm,
   }
 }
 
-/// The CUDA toolkit of `options`, or the one found at configure time.
-static std::string cudaToolkitOf(const ga::GaPipelineOptions &options) {
+std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
   return options.cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
                                      : options.cudaToolkit.getValue();
 }
@@ -77,7 +76,7 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   pm.addPass(ga::createGaGpuDedupKernelsPass());
   // The target, once, with libdevice for the kernels' math (without it
   // math.exp stays a call to __nv_expf that ptxas cannot resolve).
-  std::string toolkit = cudaToolkitOf(options);
+  std::string toolkit = cudaToolkitPath(options);
   GpuNVVMAttachTargetOptions nvvm;
   nvvm.chip = options.chip;
   nvvm.features = options.ptxFeatures;
@@ -100,15 +99,11 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
     ga::addGpuModuleToBinary(pm, options, options.gpuFormat);
 }
 
-std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
-  return cudaToolkitOf(options);
-}
-
 void ga::addGpuModuleToBinary(OpPassManager &pm,
                               const GaPipelineOptions &options,
                               StringRef format) {
   GpuModuleToBinaryPassOptions binary;
-  binary.toolkitPath = cudaToolkitOf(options);
+  binary.toolkitPath = cudaToolkitPath(options);
   binary.compilationTarget = format.str();
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }

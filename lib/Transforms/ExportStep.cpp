@@ -98,20 +98,13 @@ std::string ga::buildStepSignature(Operation *entry, StepSignature &out,
   if (auto ranks = entry->getAttrOfType<IntegerAttr>(
           TrainDialect::DataParallelAttrHelper::getNameStr()))
     sig.ranks = ranks.getInt();
-  // The arguments' names: recorded on a lowered function, or (high-level
-  // IR) on the arguments themselves.
+  // The arguments' names, which train-record-signatures records beside
+  // train.signature.
   if (auto names = entry->getAttrOfType<ArrayAttr>(
-          TrainDialect::ArgumentNamesAttrHelper::getNameStr())) {
+          TrainDialect::ArgumentNamesAttrHelper::getNameStr()))
     for (auto [i, name] : llvm::enumerate(names))
       if (i < sig.inputs.size())
         sig.inputs[i].name = cast<StringAttr>(name).str();
-  } else if (auto func = dyn_cast<func::FuncOp>(entry)) {
-    for (unsigned i = 0; i < func.getNumArguments(); ++i)
-      if (auto name = func.getArgAttrOfType<StringAttr>(
-              i, TrainDialect::NameAttrHelper::getNameStr());
-          name && i < sig.inputs.size())
-        sig.inputs[i].name = name.str();
-  }
   out = std::move(sig);
   return "";
 }

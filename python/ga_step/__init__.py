@@ -96,11 +96,13 @@ class Signature:
             elif kind == "ranks" and len(fields) == 2:
                 self.ranks = int(fields[1])
             elif kind == "name" and named and len(fields) == 3:
-                i = int(fields[1]) if fields[1].isdigit() else len(self.inputs)
-                if i >= len(self.inputs) or self.inputs[i].name is not None:
+                # Names an input listed before it, once.
+                listed = fields[1].isdigit() and \
+                    int(fields[1]) < len(self.inputs)
+                if not listed or self.inputs[int(fields[1])].name is not None:
                     raise StepError("malformed step signature line: "
                                     + " ".join(fields), 4)
-                self.inputs[i].name = fields[2]
+                self.inputs[int(fields[1])].name = fields[2]
             elif kind in ("input", "result"):
                 target = self.inputs if kind == "input" else self.results
                 if len(fields) != (4 if kind == "input" else 5) or \
