@@ -276,6 +276,25 @@ def GaGpuDedupKernelsPass
     they are, so the step computes the same values with fewer kernels to
     compile: GPT-2 124M's step at B 1, S 128 has 1,931 launches and 118
     distinct kernels.
+
+    ```mlir
+    gpu.launch_func @step_kernel::@step_kernel ... args(%a : memref<64xf32>)
+    gpu.launch_func @step_kernel_0::@step_kernel ... args(%b : memref<64xf32>)
+    gpu.module @step_kernel { gpu.func @step_kernel(...) kernel { BODY } }
+    gpu.module @step_kernel_0 { gpu.func @step_kernel(...) kernel { BODY } }
+    ```
+
+    becomes
+
+    ```mlir
+    gpu.launch_func @step_kernel::@step_kernel ... args(%a : memref<64xf32>)
+    gpu.launch_func @step_kernel::@step_kernel ... args(%b : memref<64xf32>)
+    gpu.module @step_kernel { gpu.func @step_kernel(...) kernel { BODY } }
+    ```
+
+    The pass never fails; modules that differ in anything but their names
+    (another constant, another type) stay apart
+    (`test/Codegen/CUDA/gpu-dedup-kernels.mlir`).
   }];
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
