@@ -12,6 +12,9 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <map>
+#include <memory>
+#include <mutex>
 #include <sstream>
 #include <sys/stat.h>
 
@@ -231,6 +234,27 @@ bool parseSignature(const std::string &text, StepSignature &out,
   }
   out = std::move(sig);
   return true;
+}
+
+const StepSignature *cachedSignature(const char *text, std::string &error) {
+  if (!text) {
+    error = "the step has no signature";
+    return nullptr;
+  }
+  static std::mutex mutex;
+  static auto *cache =
+      new std::map<std::string, std::unique_ptr<StepSignature>>;
+  std::lock_guard<std::mutex> lock(mutex);
+  auto &entry = (*cache)[text];
+  if (!entry) {
+    auto parsed = std::make_unique<StepSignature>();
+    if (!parseSignature(text, *parsed, error)) {
+      cache->erase(text);
+      return nullptr;
+    }
+    entry = std::move(parsed);
+  }
+  return entry.get();
 }
 
 std::string checkArgument(const StepSignature &signature, size_t index,

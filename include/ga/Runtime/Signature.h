@@ -59,6 +59,12 @@ struct StepSignature {
 bool parseSignature(const std::string &text, StepSignature &out,
                     std::string &error);
 
+/// The parsed signature of a step library's `text`, parsed once per text
+/// and kept for the process (a library's text lives as long as the
+/// library): what the entry and exit of every step read. Null, with the
+/// reason in `error`, for a null or malformed text. Thread-safe.
+const StepSignature *cachedSignature(const char *text, std::string &error);
+
 /// "f32" for F32, ...
 const char *dtypeToken(NpyDType dtype);
 

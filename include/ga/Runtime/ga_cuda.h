@@ -1,0 +1,136 @@
+/*===- ga_cuda.h - The C ABI of a step compiled for CUDA ---------*- C -*-===*
+ *
+ * Part of ga-opt: exact gradient accumulation and data parallelism.
+ *
+ *===----------------------------------------------------------------------===*
+ *
+ * What a step library compiled with `ga-compile --target=cuda` calls in
+ * libga_cuda_runtime.so (besides the mgpu* functions of MLIR's gpu-to-llvm
+ * lowering), and what ga-gpu-emulate-on-host's program calls instead in
+ * libga_runtime.so. A caller of a step library calls only the functions
+ * marked "for callers"; the others are called by the compiled code.
+ *
+ * Matrices are float32, row-major, given as a pointer (intptr_t), an offset
+ * and a leading dimension in elements. op(X) is X, or X transposed when
+ * its trans flag is set: C is m x n, op(A) m x k, op(B) k x n. Precisions:
+ * `_f32` (float32 products), `_f32_tf32` (TF32 tensor cores: gpu-tf32),
+ * `_f32_bf16` (bfloat16 inputs, float32 products and sums: gpu-bf16).
+ *
+ *===----------------------------------------------------------------------===*/
+
+#ifndef GA_RUNTIME_GA_CUDA_H
+#define GA_RUNTIME_GA_CUDA_H
+
+#include "ga/Runtime/ga_step.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*===-- The entry and exit of a CUDA step library -------------------------===*/
+
+/* ga_step_enter's checks, then the inputs copied to device buffers whose
+ * pointers go to `device_inputs` (one per input). */
+int32_t ga_cuda_step_enter(const char *signature, const void *const *inputs,
+                           void *const *outputs, ga_status *status,
+                           void **device_inputs);
+/* Copies the results (memref descriptors on the device, as ga_step_leave's)
+ * to `outputs`, frees the step's device buffers and reports the step's
+ * first CUDA failure or runtime error. */
+int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
+                           void *const *device_inputs, void *const *outputs,
+                           ga_status *status);
+
+/*===-- For callers -------------------------------------------------------===*/
+
+/* The name of the device steps run on, or NULL (with `*reason` set) when
+ * there is none. */
+const char *ga_cuda_device_name(const char **reason);
+/* The step's own device buffers (not its inputs' copies or cuBLAS's
+ * workspace), as ga_memory_stats counts the CPU allocator's. */
+void ga_cuda_memory_stats(ga_memory *out);
+void ga_cuda_memory_reset_peak(void);
+/* The first CUDA failure not yet reported by a step's exit, or NULL. */
+const char *ga_cuda_last_error(void);
+/* How the sums of a data-parallel step travel between ranks: "NCCL" or
+ * "MPI through host memory"; NULL before the first all-reduce. */
+const char *ga_cuda_collectives(void);
+/* GA_CUDA_GRAPH=1: how many steps ran as one CUDA graph and, if the mode
+ * turned off, why; NULL without it. */
+const char *ga_cuda_graph_status(void);
+
+/*===-- Device memory (ga-gpu-device-allocations) -------------------------===*/
+
+void *ga_cuda_alloc(size_t size);
+void *ga_cuda_aligned_alloc(size_t alignment, size_t size);
+void ga_cuda_free(void *pointer);
+/* Element `index` of the device buffer at `pointer` (the host waits). */
+float ga_cuda_read_f32(intptr_t pointer, int64_t index);
+double ga_cuda_read_f64(intptr_t pointer, int64_t index);
+int32_t ga_cuda_read_i32(intptr_t pointer, int64_t index);
+int64_t ga_cuda_read_i64(intptr_t pointer, int64_t index);
+
+/*===-- train.all_reduce of a device buffer -------------------------------===*/
+
+/* `descriptor` is a ranked memref descriptor of rank `rank` (on the host);
+ * `kind` 0 is a sum, 1 an average. */
+void ga_cuda_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
+void ga_cuda_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
+void ga_cuda_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
+void ga_cuda_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
+
+/*===-- GEMMs (ga-gpu-gemm-to-blas) ---------------------------------------===*/
+
+/* The GEMMs of one precision, in libga_cuda_runtime (PREFIX ga_cuda_) and,
+ * computed on the CPU as the step's loops would, in libga_runtime (PREFIX
+ * ga_host_):
+ *
+ * - gemm: C += op(A) op(B), or C = op(A) op(B) without `accumulate` (C is
+ *   not read).
+ * - gemm_batched: `count` such products scaled by `alpha`, each operand's
+ *   i-th matrix `stride` elements after the previous (the attention's
+ *   contractions per head); `order` says how the step multiplied by alpha
+ *   (0: x * y, 1: (x * y) * alpha, 2: (x * alpha) * y, 3: (y * alpha) * x;
+ *   the emulation follows it, cuBLAS scales the sum).
+ * - gemm_bias: D = op(A) op(B) + bias, the bias (n elements) added to every
+ *   row of D (m x n, leading dimension ldd); D is not read. */
+#define GA_CUDA_DECLARE_GEMMS(PREFIX, SUFFIX)                                  \
+  void PREFIX##gemm_f32##SUFFIX(                                               \
+      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
+      int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,          \
+      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC,   \
+      int64_t ldc);                                                            \
+  void PREFIX##gemm_batched_f32##SUFFIX(                                       \
+      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
+      int64_t n, int64_t k, int64_t count, float alpha, int32_t order,         \
+      intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,   \
+      int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
+      int64_t offsetC, int64_t ldc, int64_t strideC);                          \
+  void PREFIX##gemm_bias_f32##SUFFIX(                                          \
+      int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,         \
+      intptr_t a, int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,   \
+      int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,              \
+      int64_t offsetD, int64_t ldd);
+
+GA_CUDA_DECLARE_GEMMS(ga_cuda_, )
+GA_CUDA_DECLARE_GEMMS(ga_cuda_, _tf32)
+GA_CUDA_DECLARE_GEMMS(ga_cuda_, _bf16)
+GA_CUDA_DECLARE_GEMMS(ga_host_, )
+GA_CUDA_DECLARE_GEMMS(ga_host_, _tf32)
+GA_CUDA_DECLARE_GEMMS(ga_host_, _bf16)
+#undef GA_CUDA_DECLARE_GEMMS
+
+/* ga-gpu-emulate-on-host's reads of one element (libga_runtime). */
+float ga_host_read_f32(intptr_t pointer, int64_t index);
+double ga_host_read_f64(intptr_t pointer, int64_t index);
+int32_t ga_host_read_i32(intptr_t pointer, int64_t index);
+int64_t ga_host_read_i64(intptr_t pointer, int64_t index);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* GA_RUNTIME_GA_CUDA_H */

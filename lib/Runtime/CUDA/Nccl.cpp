@@ -1,0 +1,176 @@
+//===- Nccl.cpp - train.all_reduce of device buffers ----------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// train.all_reduce of a sum runs on NCCL (loaded with dlopen:
+// GA_NCCL_LIBRARY, else libnccl.so.2) when every rank of the node has a
+// device of its own, in place on the step's stream; otherwise (ranks
+// sharing a device, which NCCL refuses; no NCCL; GA_NCCL=0; an average) the
+// buffer goes through host memory and the CPU runtime's MPI all-reduce
+// (Debian's Open MPI is not CUDA-aware). GA_NCCL=1 makes a missing NCCL an
+// error.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Runtime.h"
+
+#include "ga/Runtime/ga_cuda.h"
+#include "ga/Runtime/ga_step.h"
+
+#include <cstdlib>
+#include <cstring>
+
+extern "C" {
+// The CPU runtime's collectives (lib/Runtime/Collectives.cpp).
+void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
+void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
+}
+
+namespace ga::cuda {
+
+/// Decides, on the first all-reduce of a data-parallel run, whether sums go
+/// through NCCL and, if so, makes its communicator (rank 0's id broadcast
+/// with MPI). Returns whether NCCL is used; false with an error recorded
+/// when it is required (GA_NCCL=1) but cannot be.
+static bool ensureNccl(State &s) {
+  Nccl &nccl = s.nccl;
+  if (nccl.tried)
+    return nccl.comm != nullptr;
+  nccl.tried = true;
+  nccl.path = "MPI through host memory";
+  const char *env = std::getenv("GA_NCCL");
+  bool required = env && std::strcmp(env, "0") != 0;
+  if (env && !required)
+    return false;
+  int ranks = ga_world_size();
+  int local = localRanks().second;
+  if (local < 0)
+    local = ranks; // Unknown: the ranks may all share this node.
+  auto refuse = [&](const std::string &why) {
+    if (required)
+      recordError(s, "GA_NCCL=1, but NCCL cannot be used: " + why);
+    return false;
+  };
+  if (local > s.deviceCount)
+    return refuse(std::to_string(local) + " ranks on this node share " +
+                  std::to_string(s.deviceCount) + " device(s)");
+  const char *name = std::getenv("GA_NCCL_LIBRARY");
+  std::string error;
+  void *lib = openFirst({name ? name : "libnccl.so.2"}, &error);
+  if (!lib)
+    return refuse("the NCCL library cannot be loaded: " + error);
+  NcclFunctions &fn = nccl.fn;
+  if (std::string missing = fn.bind(lib); !missing.empty())
+    return refuse("the NCCL library lacks " + missing);
+  // From here on, every rank has decided alike (same node layout and
+  // environment), so that the broadcast and the communicator's creation,
+  // which wait for all ranks, are reached by all.
+  NcclUniqueId id{};
+  if (ga_world_rank() == 0) {
+    if (int rc = fn.ncclGetUniqueId(&id)) {
+      recordError(s, std::string("ncclGetUniqueId failed: ") +
+                         fn.ncclGetErrorString(rc));
+      return false;
+    }
+  }
+  if (ga_broadcast_bytes(&id, sizeof(id))) {
+    recordError(s, "the broadcast of NCCL's communicator id failed");
+    return false;
+  }
+  if (int rc = fn.ncclCommInitRank(&nccl.comm, ranks, id, ga_world_rank())) {
+    nccl.comm = nullptr;
+    recordError(s, std::string("ncclCommInitRank failed: ") +
+                       fn.ncclGetErrorString(rc));
+    return false;
+  }
+  nccl.path = "NCCL";
+  return true;
+}
+
+namespace {
+template <typename T> int ncclType();
+template <> int ncclType<float>() { return 7; }   // ncclFloat32
+template <> int ncclType<double>() { return 8; }  // ncclFloat64
+template <> int ncclType<int32_t>() { return 2; } // ncclInt32
+template <> int ncclType<int64_t>() { return 4; } // ncclInt64
+} // namespace
+
+/// train.all_reduce of a device buffer (a ranked memref descriptor of rank
+/// `rank`, on the host). A sum runs on NCCL, in place on the step's stream,
+/// where ensureNccl allows; otherwise it is staged through host memory for
+/// the CPU runtime's MPI all-reduce.
+template <typename T>
+static void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
+                            void (*hostAllReduce)(int64_t, void *, int32_t)) {
+  if (ga_world_size() == 1)
+    return;
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty())
+    return;
+  auto *fields = static_cast<int64_t *>(descriptor);
+  T *data = reinterpret_cast<T *>(fields[1]) + fields[2];
+  const int64_t *sizes = fields + 3, *strides = fields + 3 + rank;
+  int64_t count = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != count) {
+      recordError(s, "train.all_reduce of a strided device buffer; the "
+                     "runtime reduces contiguous ones");
+      return;
+    }
+    count *= sizes[d];
+  }
+  // kind 0 is a sum; an average (the naive lowering's) takes the host path,
+  // which divides as the CPU runtime does.
+  if (kind == 0 && ensureNccl(s)) {
+    if (int rc = s.nccl.fn.ncclAllReduce(data, data, static_cast<size_t>(count),
+                                         ncclType<T>(),
+                                         /*ncclSum*/ 0, s.nccl.comm, s.stream))
+      recordError(s,
+                  "ncclAllReduce of " + std::to_string(count) +
+                      " elements failed: " + s.nccl.fn.ncclGetErrorString(rc));
+    return;
+  }
+  if (!s.error.empty())
+    return;
+  hostWaits(s, "the step's sums go through host memory (NCCL needs a "
+               "device per rank)");
+  std::vector<T> host(count);
+  if (!copy(s, host.data(), data, count * sizeof(T)) || !synchronize(s))
+    return;
+  int64_t hostDescriptor[5] = {reinterpret_cast<int64_t>(host.data()),
+                               reinterpret_cast<int64_t>(host.data()), 0, count,
+                               1};
+  hostAllReduce(1, hostDescriptor, kind);
+  copy(s, data, host.data(), count * sizeof(T));
+  synchronize(s); // `host` goes out of scope.
+}
+
+} // namespace ga::cuda
+
+using namespace ga::cuda;
+
+extern "C" {
+
+const char *ga_cuda_collectives(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.nccl.path;
+}
+
+void ga_cuda_all_reduce_f32(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<float>(rank, d, kind, ga_all_reduce_f32);
+}
+void ga_cuda_all_reduce_f64(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<double>(rank, d, kind, ga_all_reduce_f64);
+}
+void ga_cuda_all_reduce_i32(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<int32_t>(rank, d, kind, ga_all_reduce_i32);
+}
+void ga_cuda_all_reduce_i64(int64_t rank, void *d, int32_t kind) {
+  deviceAllReduce<int64_t>(rank, d, kind, ga_all_reduce_i64);
+}
+
+} // extern "C"

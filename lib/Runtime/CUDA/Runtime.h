@@ -1,0 +1,209 @@
+//===- Runtime.h - The state of the CUDA runtime, shared by its parts -----===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// libga_cuda_runtime is what a step compiled for CUDA calls. Its parts,
+// one file each:
+//
+//   Driver.cpp      the driver loaded, the device of this rank, errors
+//   Allocator.cpp   the step's device allocator and reads of one element
+//   Graph.cpp       GA_CUDA_GRAPH=1: the step captured as one CUDA graph
+//   Profile.cpp     GA_CUDA_PROFILE=1: kernels and GEMMs timed
+//   Blas.cpp        GEMMs on cuBLAS (float32, TF32, bf16)
+//   BlasLt.cpp      GEMMs with a bias epilogue on cuBLASLt
+//   Nccl.cpp        train.all_reduce: NCCL, or MPI through host memory
+//   Mgpu.cpp        the mgpu* functions of MLIR's gpu-to-llvm lowering
+//   StepEntry.cpp   the entry and exit of a CUDA step library
+//
+// The C functions they export are declared in ga/Runtime/ga_cuda.h. One
+// process-wide State holds everything; every exported function takes its
+// mutex, and the functions declared here expect it taken.
+//
+// The driver is loaded with dlopen, so that the library builds and links
+// without the CUDA toolkit and loads on machines without a driver: there
+// the first use records "no CUDA device" and the step returns
+// GA_ERROR_DEVICE. The first failure is recorded (State::error) and stops
+// the step's later work; the step's exit reports it. One stream per process
+// runs every kernel, copy and allocation in order: the host waits only
+// where it reads device memory.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_LIB_RUNTIME_CUDA_RUNTIME_H
+#define GA_LIB_RUNTIME_CUDA_RUNTIME_H
+
+#include "Libraries.h"
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+// Internal to libga_cuda_runtime: not exported.
+#pragma GCC visibility push(hidden)
+namespace ga::cuda {
+
+/// GA_CUDA_GRAPH=1: the state of the step's capture (Graph.cpp).
+struct GraphCapture {
+  bool requested = false;
+  GraphFunctions fn;
+  /// Why the mode is off (empty while it may capture).
+  std::string off;
+  bool inStep = false, capturing = false;
+  long steps = 0, launches = 0, instantiations = 0, updates = 0;
+  CUgraphExec exec = nullptr;
+  std::string status;
+};
+
+/// cuBLAS, loaded on the first GEMM (Blas.cpp).
+struct Blas {
+  bool tried = false;
+  CublasFunctions fn;
+  void *handle = nullptr;
+  int mathMode = 0;
+  /// The library loaded (cuBLASLt's functions are looked up there first).
+  void *library = nullptr;
+  /// The fixed workspace, shared with cuBLASLt.
+  CUdeviceptr workspace = 0;
+  size_t workspaceBytes = 0;
+};
+
+/// The descriptors and algorithm of one shape of bias GEMM (BlasLt.cpp).
+struct BlasLtPlan {
+  void *desc = nullptr, *layoutA = nullptr, *layoutB = nullptr,
+       *layoutD = nullptr;
+  CublasLtHeuristic found{};
+};
+
+/// cuBLASLt, loaded on the first GEMM with a bias epilogue.
+struct BlasLt {
+  bool tried = false;
+  CublasLtFunctions fn;
+  void *handle = nullptr;
+  /// By precision, transA, transB, m, n, k, lda, ldb, ldd.
+  std::map<std::array<int64_t, 9>, BlasLtPlan> plans;
+};
+
+/// NCCL, loaded on the first all-reduce of a sum (Nccl.cpp).
+struct Nccl {
+  bool tried = false;
+  NcclFunctions fn;
+  /// The path the step's sums take: "NCCL" or "MPI through host memory".
+  const char *path = nullptr;
+  NcclComm comm = nullptr;
+};
+
+/// GA_CUDA_PROFILE=1 (Profile.cpp): a launch or GEMM being timed, and the
+/// table of what was timed.
+struct Timed {
+  std::string label;
+  CUevent start, end;
+};
+struct ProfileRow {
+  double ms = 0;
+  long calls = 0;
+};
+struct Profile {
+  bool enabled = false;
+  std::map<CUmodule, int> moduleIndex;
+  std::map<CUfunction, std::string> functionLabel;
+  std::vector<Timed> pending;
+  std::map<std::string, ProfileRow> rows;
+  long steps = 0;
+  bool warmedUp = false;
+};
+
+/// The arithmetic of a GEMM: float32 (the default), TF32 tensor cores
+/// (gpu-tf32), or bfloat16 inputs with float32 products and sums
+/// (gpu-bf16: CUBLAS_COMPUTE_32F_FAST_16BF).
+enum class GemmPrecision { F32, TF32, BF16 };
+
+struct State {
+  std::mutex mutex;
+  bool initialized = false;
+  bool usable = false;
+  DriverFunctions cu;
+  CUcontext context = nullptr;
+  CUstream stream = nullptr;
+  /// The devices the driver reports, and the one this process uses.
+  int deviceCount = 0, ordinal = 0;
+  std::string deviceName;
+  /// The first failure since the last step began (empty: none).
+  std::string error;
+  /// GA_CUDA_SYNC=1: the host waits after every launch.
+  bool syncEveryLaunch = false;
+  // The allocator: live blocks and their sizes, free blocks by size.
+  std::unordered_map<CUdeviceptr, size_t> live;
+  std::multimap<size_t, CUdeviceptr> cached;
+  int64_t currentBytes = 0, peakBytes = 0, allocations = 0;
+  int64_t cachedBytes = 0;
+  Blas blas;
+  BlasLt blasLt;
+  Nccl nccl;
+  GraphCapture graph;
+  Profile profile;
+};
+
+/// The process's one State; lives until exit (modules unload late).
+State &state();
+
+// Driver.cpp.
+/// Records the first failure (the CUDA call and its message).
+void recordError(State &s, const std::string &message);
+/// Whether `rc` is success; else records `call`'s failure.
+bool check(State &s, CUresult rc, const char *call);
+/// Loads the driver and makes the primary context of this rank's device
+/// current, once. Returns whether CUDA is usable; when not, the reason is
+/// recorded.
+bool ensureInitialized(State &s);
+/// This process's rank among the ranks of its node and their number, from
+/// the launcher's environment: 0 outside one; -1 for a number the launcher
+/// does not give.
+std::pair<int, int> localRanks();
+/// Copies `bytes` between any two pointers (device or host: the driver's
+/// unified addressing tells them apart) on the step's stream.
+bool copy(State &s, void *dst, const void *src, size_t bytes);
+/// Waits for the step's stream.
+bool synchronize(State &s);
+/// Waits after a launch or GEMM under GA_CUDA_SYNC=1.
+void afterLaunch(State &s);
+
+// Allocator.cpp.
+/// A device block of at least `bytes`, from the cache of freed blocks or
+/// the driver; `counted` blocks make the step's peak (not its inputs'
+/// staging or cuBLAS's workspace). 0 on failure, recorded.
+CUdeviceptr allocate(State &s, size_t bytes, bool counted);
+/// Returns a block of `allocate` to the cache.
+void release(State &s, CUdeviceptr pointer);
+
+// Graph.cpp.
+/// Loads the graph functions when GA_CUDA_GRAPH=1 (from the driver `lib`).
+void configureGraphs(State &s, void *lib);
+/// At a step's entry: from the second step on, its work goes into a graph.
+void beginCapture(State &s);
+/// Ends the capture of the step's graph, if one runs, and launches what
+/// was captured. With `reason`, the mode turns off for good.
+void endCapture(State &s, const char *reason);
+/// Where the host is about to wait for the device inside a step.
+void hostWaits(State &s, const char *reason);
+
+// Blas.cpp.
+/// Loads cuBLAS once and makes its handle on the step's stream, with the
+/// fixed workspace that cuBLASLt shares.
+bool ensureBlas(State &s);
+
+// Profile.cpp.
+/// Starts timing `label` on the stream (GA_CUDA_PROFILE); returns the index
+/// of its record, or -1.
+long profileBegin(State &s, const std::string &label);
+void profileEnd(State &s, long index);
+/// After the stream has finished a step: its timings into the table.
+void profileCollect(State &s);
+
+} // namespace ga::cuda
+#pragma GCC visibility pop
+
+#endif // GA_LIB_RUNTIME_CUDA_RUNTIME_H

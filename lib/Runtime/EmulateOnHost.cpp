@@ -1,0 +1,149 @@
+//===- EmulateOnHost.cpp - The CUDA step's runtime calls, on the CPU ------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// ga-gpu-emulate-on-host runs the CUDA target's device program on the CPU,
+// so that its arithmetic is checked without a GPU; its calls into the CUDA
+// runtime become these (declared in ga/Runtime/ga_cuda.h): reads of one
+// element, and the GEMMs computed as the step's own loops would compute
+// them (each element's terms multiplied in the step's order and summed over
+// k in order; bf16 inputs rounded to bfloat16 as cuBLAS's
+// CUBLAS_COMPUTE_32F_FAST_16BF rounds them; TF32 as float32, which the CPU
+// has no tensor cores for). Standard C++ only.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Runtime/ga_cuda.h"
+
+#include <cstdint>
+#include <cstring>
+
+namespace {
+
+/// `x` rounded to the nearest bfloat16 (ties to even), as float: what
+/// cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF makes of a float32 input.
+float roundToBf16(float x) {
+  uint32_t bits;
+  std::memcpy(&bits, &x, sizeof(bits));
+  if ((bits & 0x7f800000u) == 0x7f800000u) // inf and NaN: keep (quiet NaN)
+    bits = (bits & 0x007fffffu) ? (bits | 0x00400000u) & 0xffff0000u
+                                : bits & 0xffff0000u;
+  else
+    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
+  std::memcpy(&x, &bits, sizeof(x));
+  return x;
+}
+
+/// The device program's batched GEMM on the CPU (gpu-emulate=true):
+/// `count` products, each operand's i-th matrix `stride` elements after the
+/// previous, each element's terms multiplied in the step's `order` (x * y,
+/// (x * y) * alpha, (x * alpha) * y, (y * alpha) * x, with x from A and y
+/// from B) and added in k order to C (to zero without `accumulate`: C is
+/// not read), as the step's loops do; with `bf16`,
+/// x and y rounded to bfloat16 first (gpu-bf16).
+void hostGemm(bool bf16, int32_t transA, int32_t transB, int32_t accumulate,
+              int64_t m, int64_t n, int64_t k, int64_t count, float alpha,
+              int32_t order, intptr_t a, int64_t offsetA, int64_t lda,
+              int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
+              int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+              int64_t strideC) {
+  for (int64_t batch = 0; batch < count; ++batch) {
+    const float *A =
+        reinterpret_cast<const float *>(a) + offsetA + batch * strideA;
+    const float *B =
+        reinterpret_cast<const float *>(b) + offsetB + batch * strideB;
+    float *C = reinterpret_cast<float *>(c) + offsetC + batch * strideC;
+    for (int64_t i = 0; i < m; ++i)
+      for (int64_t j = 0; j < n; ++j) {
+        float sum = accumulate ? C[i * ldc + j] : 0.0f;
+        for (int64_t p = 0; p < k; ++p) {
+          float x = transA ? A[p * lda + i] : A[i * lda + p];
+          float y = transB ? B[j * ldb + p] : B[p * ldb + j];
+          if (bf16) {
+            x = roundToBf16(x);
+            y = roundToBf16(y);
+          }
+          float term = order == 1   ? (x * y) * alpha
+                       : order == 2 ? (x * alpha) * y
+                       : order == 3 ? (y * alpha) * x
+                                    : x * y;
+          sum += term;
+        }
+        C[i * ldc + j] = sum;
+      }
+  }
+}
+
+/// The device program's bias GEMM on the CPU (gpu-emulate=true): D = op(A)
+/// op(B) + bias, the product from zero (hostGemm without accumulate), as
+/// the step's matmul into a zero-filled buffer does, then each element
+/// added to the bias of its column, as the step's addition did.
+void hostGemmBias(bool bf16, int32_t transA, int32_t transB, int64_t m,
+                  int64_t n, int64_t k, intptr_t a, int64_t offsetA,
+                  int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,
+                  intptr_t bias, int64_t offsetBias, intptr_t d,
+                  int64_t offsetD, int64_t ldd) {
+  hostGemm(bf16, transA, transB, /*accumulate=*/0, m, n, k, 1, 1.0f, 0, a,
+           offsetA, lda, 0, b, offsetB, ldb, 0, d, offsetD, ldd, 0);
+  const float *Bias = reinterpret_cast<const float *>(bias) + offsetBias;
+  float *D = reinterpret_cast<float *>(d) + offsetD;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j)
+      D[i * ldd + j] += Bias[j];
+}
+
+} // namespace
+
+extern "C" {
+
+/// The host reads of ga-gpu-emulate-on-host (the CUDA target's device
+/// program run on the CPU): element `index` of the buffer at `pointer`.
+float ga_host_read_f32(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const float *>(pointer)[index];
+}
+double ga_host_read_f64(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const double *>(pointer)[index];
+}
+int32_t ga_host_read_i32(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const int32_t *>(pointer)[index];
+}
+int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
+  return reinterpret_cast<const int64_t *>(pointer)[index];
+}
+
+// The GEMMs of one precision (see ga_cuda.h): `BF16` is whether the inputs
+// are rounded to bfloat16.
+#define GA_HOST_GEMM_ENTRY_POINTS(SUFFIX, BF16)                                \
+  void ga_host_gemm_f32##SUFFIX(                                               \
+      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
+      int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,          \
+      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC,   \
+      int64_t ldc) {                                                           \
+    hostGemm(BF16, transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a,         \
+             offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);         \
+  }                                                                            \
+  void ga_host_gemm_batched_f32##SUFFIX(                                       \
+      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
+      int64_t n, int64_t k, int64_t count, float alpha, int32_t order,         \
+      intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,   \
+      int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
+      int64_t offsetC, int64_t ldc, int64_t strideC) {                         \
+    hostGemm(BF16, transA, transB, accumulate, m, n, k, count, alpha, order,   \
+             a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC,   \
+             ldc, strideC);                                                    \
+  }                                                                            \
+  void ga_host_gemm_bias_f32##SUFFIX(                                          \
+      int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,         \
+      intptr_t a, int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,   \
+      int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,              \
+      int64_t offsetD, int64_t ldd) {                                          \
+    hostGemmBias(BF16, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,   \
+                 ldb, bias, offsetBias, d, offsetD, ldd);                      \
+  }
+
+GA_HOST_GEMM_ENTRY_POINTS(, false)
+GA_HOST_GEMM_ENTRY_POINTS(_tf32, false)
+GA_HOST_GEMM_ENTRY_POINTS(_bf16, true)
+#undef GA_HOST_GEMM_ENTRY_POINTS
+
+} // extern "C"
