@@ -19,6 +19,8 @@
 
 #include "ParallelCodegen.h"
 
+#include "../common/Tool.h"
+
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -149,17 +151,9 @@ size.
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start)
-      .count();
-}
-
-int fail(const Twine &message) {
-  llvm::WithColor::error(errs(), "ga-compile") << message << "\n";
-  return 1;
-}
+using ga::tool::Clock;
+using ga::tool::fail;
+using ga::tool::msSince;
 
 /// The text of ga/Runtime/ga_step.h (GA_STEP_H_TEXT), embedded at build
 /// time.
@@ -221,13 +215,58 @@ std::string runtimeLibrary(const char *argv0) {
   return GA_RUNTIME_LIBRARY;
 }
 
-} // namespace
+/// One compilation, stage by stage (see main); each stage returns 0 to go
+/// on, or the exit status to stop with.
+class StepCompiler {
+public:
+  explicit StepCompiler(const char *argv0) : argv0(argv0) {}
 
-int main(int argc, char **argv) {
-  llvm::InitLLVM y(argc, argv);
-  cl::HideUnrelatedOptions(category);
-  cl::ParseCommandLineOptions(argc, argv, kOverview);
-  bool cuda = target == "cuda";
+  int checkFlags();
+  int loadModule();
+  int runPipeline();
+  int dumpKernels();
+  int compileKernels();
+  int readSignature();
+  int translate();
+  int makeTargetMachine();
+  int optimizeAndCodegen();
+  int link();
+  int writeHeader();
+  int report();
+
+private:
+  /// The C compiler driver that links: --linker, else cc, gcc or clang.
+  int findLinker(std::string &driver);
+
+  const char *argv0;
+  bool cuda = false;
+  std::unique_ptr<ga::GaPipelineOptions> options;
+  /// The kernels' format in the library (the pipeline's gpu-format).
+  std::string gpuFormat;
+  std::unique_ptr<MLIRContext> context;
+  std::unique_ptr<ga::StepModule> step;
+  std::string name;
+  Clock::time_point start = Clock::now();
+  double pipelineMs = 0, translateMs = 0, codegenMs = 0, linkMs = 0;
+  size_t gpuModules = 0;
+  ga::StepSignature signature;
+  llvm::LLVMContext llvmContext;
+  std::unique_ptr<llvm::Module> llvmModule;
+  llvm::Triple triple;
+  const llvm::Target *llvmTarget = nullptr;
+  std::string cpuName, features;
+  llvm::TargetOptions targetOptions;
+  llvm::CodeGenOptLevel codeGenLevel = llvm::CodeGenOptLevel::Default;
+  bool usesOpenMP = false;
+  unsigned threads = 1;
+  size_t partitions = 0;
+  std::vector<std::string> objectPaths;
+  std::vector<std::unique_ptr<llvm::FileRemover>> removeObjects;
+  std::string header;
+};
+
+int StepCompiler::checkFlags() {
+  cuda = target == "cuda";
   if (target != "cpu" && !cuda)
     return fail("--target=" + target +
                 " is not supported; ga-compile builds step libraries for "
@@ -236,8 +275,7 @@ int main(int argc, char **argv) {
     return fail("--dump-ptx needs --target=cuda");
   if (optLevel < 0 || optLevel > 3)
     return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
-  std::unique_ptr<ga::GaPipelineOptions> options =
-      ga::GaPipelineOptions::createFromString(pipelineOptions);
+  options = ga::GaPipelineOptions::createFromString(pipelineOptions);
   if (!options)
     return fail("cannot parse --pipeline-options='" + pipelineOptions +
                 "' (see above)");
@@ -246,107 +284,119 @@ int main(int argc, char **argv) {
                 "; use --target");
   options->target = target;
   // ga-compile serializes the kernels itself (PTX for --dump-ptx first).
-  std::string gpuFormat = options->gpuFormat;
+  gpuFormat = options->gpuFormat;
   if (cuda)
     options->gpuFormat = "none";
+  return 0;
+}
 
-  std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();
-  MLIRContext &context = *contextOwner;
+int StepCompiler::loadModule() {
+  context = ga::makeStepContext();
   std::string loadError;
-  std::unique_ptr<ga::StepModule> step =
-      ga::loadStepModule(context, inputFile, entryName, loadError);
+  step = ga::loadStepModule(*context, inputFile, entryName, loadError);
   if (!step)
     return loadError.empty() ? 1 : fail(loadError);
-  OwningOpRef<ModuleOp> &module = step->module;
-  Operation *entry = step->entry;
-  std::string name = step->name;
+  name = step->name;
+  return 0;
+}
 
-  // Stage 1: the pipeline, and the export of the C ABI.
-  auto start = Clock::now();
-  double pipelineMs = 0;
-  {
-    PassManager pm(&context);
-    if (isa<func::FuncOp>(entry)) {
-      std::string errors;
-      llvm::raw_string_ostream os(errors);
-      if (failed(ga::buildGaPipeline(pm, os, *options)))
-        return fail("cannot build the " + target + " pipeline: " + errors);
-    }
-    ga::GaExportStepPassOptions exportOptions;
-    exportOptions.entry = name;
-    exportOptions.runtime = cuda ? "cuda" : "cpu";
-    pm.addPass(ga::createGaExportStepPass(exportOptions));
-    if (timePasses)
-      pm.enableTiming();
-    if (failed(pm.run(*module)))
-      return fail("compiling '" + inputFile + "' failed (see above)");
-    pipelineMs = msSince(start);
+/// Stage 1: the pipeline, and the export of the C ABI.
+int StepCompiler::runPipeline() {
+  start = Clock::now();
+  PassManager pm(context.get());
+  if (isa<func::FuncOp>(step->entry)) {
+    std::string errors;
+    llvm::raw_string_ostream os(errors);
+    if (failed(ga::buildGaPipeline(pm, os, *options)))
+      return fail("cannot build the " + target + " pipeline: " + errors);
   }
-  // The kernels: PTX for --dump-ptx, then the library's format.
-  size_t gpuModules = 0;
-  module->walk([&](gpu::GPUModuleOp) { ++gpuModules; });
-  if (cuda && gpuModules == 0 && isa<func::FuncOp>(entry))
+  ga::GaExportStepPassOptions exportOptions;
+  exportOptions.entry = name;
+  exportOptions.runtime = cuda ? "cuda" : "cpu";
+  pm.addPass(ga::createGaExportStepPass(exportOptions));
+  if (timePasses)
+    pm.enableTiming();
+  if (failed(pm.run(*step->module)))
+    return fail("compiling '" + inputFile + "' failed (see above)");
+  pipelineMs = msSince(start);
+  step->module->walk([&](gpu::GPUModuleOp) { ++gpuModules; });
+  if (cuda && gpuModules == 0 && isa<func::FuncOp>(step->entry))
     return fail("@" + name + " compiled for CUDA has no kernels");
-  if (cuda && !dumpPtx.empty()) {
-    if (std::error_code ec = llvm::sys::fs::create_directories(dumpPtx))
-      return fail("cannot create --dump-ptx directory '" + dumpPtx +
-                  "': " + ec.message());
-    OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*module)->clone()));
-    PassManager pm(&context);
-    ga::addGpuModuleToBinary(pm, *options, "isa");
-    if (failed(pm.run(*copy)))
-      return fail("translating the kernels of '" + inputFile +
-                  "' to PTX failed (see above)");
-    for (auto binary : copy->getOps<gpu::BinaryOp>())
-      for (Attribute attr : binary.getObjects()) {
-        auto object = cast<gpu::ObjectAttr>(attr);
-        SmallString<128> path(dumpPtx.getValue());
-        llvm::sys::path::append(path, binary.getSymName() + ".ptx");
-        std::error_code ec;
-        llvm::raw_fd_ostream os(path, ec);
-        if (ec)
-          return fail("cannot write '" + path + "': " + ec.message());
-        os << object.getObject().getValue();
-      }
-  }
-  if (cuda && gpuModules) {
-    PassManager pm(&context);
-    ga::addGpuModuleToBinary(pm, *options, gpuFormat);
-    if (timePasses)
-      pm.enableTiming();
-    if (failed(pm.run(*module)))
-      return fail("compiling the kernels of '" + inputFile +
-                  "' failed (see above)");
-    pipelineMs = msSince(start);
-  }
-  ga::StepSignature signature;
-  auto llvmFunc = module->lookupSymbol<LLVM::LLVMFuncOp>(name);
+  return 0;
+}
+
+/// --dump-ptx: the kernels as PTX, from a copy of the module.
+int StepCompiler::dumpKernels() {
+  if (!cuda || dumpPtx.empty())
+    return 0;
+  if (std::error_code ec = llvm::sys::fs::create_directories(dumpPtx))
+    return fail("cannot create --dump-ptx directory '" + dumpPtx +
+                "': " + ec.message());
+  OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*step->module)->clone()));
+  PassManager pm(context.get());
+  ga::addGpuModuleToBinary(pm, *options, "isa");
+  if (failed(pm.run(*copy)))
+    return fail("translating the kernels of '" + inputFile +
+                "' to PTX failed (see above)");
+  for (auto binary : copy->getOps<gpu::BinaryOp>())
+    for (Attribute attr : binary.getObjects()) {
+      auto object = cast<gpu::ObjectAttr>(attr);
+      SmallString<128> path(dumpPtx.getValue());
+      llvm::sys::path::append(path, binary.getSymName() + ".ptx");
+      std::error_code ec;
+      llvm::raw_fd_ostream os(path, ec);
+      if (ec)
+        return fail("cannot write '" + path + "': " + ec.message());
+      os << object.getObject().getValue();
+    }
+  return 0;
+}
+
+/// The kernels in the library's format.
+int StepCompiler::compileKernels() {
+  if (!cuda || !gpuModules)
+    return 0;
+  PassManager pm(context.get());
+  ga::addGpuModuleToBinary(pm, *options, gpuFormat);
+  if (timePasses)
+    pm.enableTiming();
+  if (failed(pm.run(*step->module)))
+    return fail("compiling the kernels of '" + inputFile +
+                "' failed (see above)");
+  pipelineMs = msSince(start);
+  return 0;
+}
+
+int StepCompiler::readSignature() {
+  auto llvmFunc = step->module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (std::string error =
           ga::buildStepSignature(llvmFunc, signature, "ga-compile");
       !error.empty())
     return fail(error);
+  return 0;
+}
 
-  // Stage 2: LLVM IR.
+/// Stage 2: LLVM IR.
+int StepCompiler::translate() {
   auto translateStart = Clock::now();
-  llvm::LLVMContext llvmContext;
-  std::unique_ptr<llvm::Module> llvmModule =
-      translateModuleToLLVMIR(*module, llvmContext, name);
+  llvmModule = translateModuleToLLVMIR(*step->module, llvmContext, name);
   if (!llvmModule)
     return fail("translating '" + inputFile + "' to LLVM IR failed");
-  double translateMs = msSince(translateStart);
+  translateMs = msSince(translateStart);
+  return 0;
+}
 
-  // Stage 3: the target machine, LLVM's optimizer, code generation.
+/// Stage 3a: the target machine of --cpu and -O.
+int StepCompiler::makeTargetMachine() {
   llvm::InitializeNativeTarget();
   llvm::InitializeNativeTargetAsmPrinter();
-  llvm::Triple triple(llvm::sys::getProcessTriple());
+  triple = llvm::Triple(llvm::sys::getProcessTriple());
   std::string lookupError;
-  const llvm::Target *llvmTarget =
-      llvm::TargetRegistry::lookupTarget(triple, lookupError);
+  llvmTarget = llvm::TargetRegistry::lookupTarget(triple, lookupError);
   if (!llvmTarget)
     return fail("no LLVM target for " + triple.str() + ": " + lookupError);
-  std::string cpuName =
+  cpuName =
       cpu == "native" ? llvm::sys::getHostCPUName().str() : cpu.getValue();
-  std::string features;
   if (cpu == "native") {
     llvm::SubtargetFeatures list;
     for (const auto &feature : llvm::sys::getHostCPUFeatures())
@@ -358,8 +408,7 @@ int main(int argc, char **argv) {
   if (!subtarget || !subtarget->isCPUStringValid(cpuName))
     return fail("--cpu=" + cpu + ": LLVM does not know this CPU for " +
                 triple.str() + " (try native or x86-64)");
-  llvm::TargetOptions targetOptions;
-  auto codeGenLevel = static_cast<llvm::CodeGenOptLevel>(optLevel.getValue());
+  codeGenLevel = static_cast<llvm::CodeGenOptLevel>(optLevel.getValue());
   std::unique_ptr<llvm::TargetMachine> machine(llvmTarget->createTargetMachine(
       triple, cpuName, features, targetOptions, llvm::Reloc::PIC_, std::nullopt,
       codeGenLevel));
@@ -367,16 +416,17 @@ int main(int argc, char **argv) {
     return fail("cannot create an LLVM target machine for " + triple.str());
   llvmModule->setDataLayout(machine->createDataLayout());
   llvmModule->setTargetTriple(triple);
-
-  bool usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &f) {
+  usesOpenMP = llvm::any_of(llvmModule->functions(), [](auto &f) {
     return f.getName().starts_with("__kmpc_");
   });
+  return 0;
+}
 
-  // LLVM's optimizer and code generation, whole functions spread over
-  // threads (ParallelCodegen.h).
+/// Stage 3b: LLVM's optimizer and code generation, whole functions spread
+/// over threads (ParallelCodegen.h), into temporary object files.
+int StepCompiler::optimizeAndCodegen() {
   auto codegenStart = Clock::now();
-  unsigned threads =
-      jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
+  threads = jobs > 0 ? jobs : std::max(1u, std::thread::hardware_concurrency());
   ga::TargetMachineFactory factory = [&]() {
     return std::unique_ptr<llvm::TargetMachine>(llvmTarget->createTargetMachine(
         triple, cpuName, features, targetOptions, llvm::Reloc::PIC_,
@@ -386,8 +436,7 @@ int main(int argc, char **argv) {
       std::move(llvmModule), threads, optLevel, factory);
   if (!objects)
     return fail("LLVM failed: " + toString(objects.takeError()));
-  std::vector<std::string> objectPaths;
-  std::vector<std::unique_ptr<llvm::FileRemover>> removeObjects;
+  partitions = objects->size();
   for (const std::string &bytes : *objects) {
     SmallString<128> path;
     if (std::error_code ec =
@@ -401,28 +450,39 @@ int main(int argc, char **argv) {
     os << bytes;
     objectPaths.push_back(std::string(path));
   }
-  double codegenMs = msSince(codegenStart);
+  codegenMs = msSince(codegenStart);
+  return 0;
+}
 
-  // Stage 4: link.
-  auto linkStart = Clock::now();
-  std::string driver = linker;
+int StepCompiler::findLinker(std::string &driver) {
+  driver = linker;
   if (driver.empty()) {
     for (const char *candidate : {"cc", "gcc", "clang"})
       if (auto found = llvm::sys::findProgramByName(candidate)) {
         driver = *found;
-        break;
+        return 0;
       }
-    if (driver.empty())
-      return fail("no C compiler driver to link the library: none of cc, "
-                  "gcc, clang is on PATH; install one (Debian: gcc) or name "
-                  "one with --linker");
-  } else if (!llvm::sys::fs::can_execute(driver)) {
+    return fail("no C compiler driver to link the library: none of cc, "
+                "gcc, clang is on PATH; install one (Debian: gcc) or name "
+                "one with --linker");
+  }
+  if (!llvm::sys::fs::can_execute(driver)) {
     auto found = llvm::sys::findProgramByName(driver);
     if (!found)
       return fail("--linker=" + driver + ": no such program");
     driver = *found;
   }
-  std::string runtime = runtimeLibrary(argv[0]);
+  return 0;
+}
+
+/// Stage 4: the shared library, linked against the runtime (and the CUDA
+/// runtime, and OpenMP's when the code calls it).
+int StepCompiler::link() {
+  auto linkStart = Clock::now();
+  std::string driver;
+  if (int rc = findLinker(driver))
+    return rc;
+  std::string runtime = runtimeLibrary(argv0);
   if (!llvm::sys::fs::exists(runtime))
     return fail("the runtime library '" + runtime +
                 "' does not exist: build the ga_runtime target");
@@ -467,25 +527,30 @@ int main(int argc, char **argv) {
         (execError.empty() ? "exit status " + std::to_string(rc) : execError) +
         "): " + command + "\n" + (log ? (*log)->getBuffer() : ""));
   }
-  double linkMs = msSince(linkStart);
+  linkMs = msSince(linkStart);
+  return 0;
+}
 
-  // The header.
-  std::string header = headerFile;
+/// The C header beside the library (--header, else the library's name with
+/// .h).
+int StepCompiler::writeHeader() {
+  header = headerFile;
   if (header.empty()) {
     SmallString<128> path(outputFile);
     llvm::sys::path::replace_extension(path, "h");
     header = std::string(path);
   }
-  {
-    std::error_code ec;
-    llvm::raw_fd_ostream os(header, ec);
-    if (ec)
-      return fail("cannot write '" + header + "': " + ec.message());
-    os << headerText(signature, llvm::sys::path::filename(inputFile));
-  }
+  std::error_code ec;
+  llvm::raw_fd_ostream os(header, ec);
+  if (ec)
+    return fail("cannot write '" + header + "': " + ec.message());
+  os << headerText(signature, llvm::sys::path::filename(inputFile));
+  return 0;
+}
+
+int StepCompiler::report() {
   uint64_t size = 0;
   llvm::sys::fs::file_size(outputFile, size);
-
   outs() << "ga-compile: @" << name << " from " << inputFile << "\n";
   outs() << llvm::format(
       "compile_ms: %.1f (pipeline %.1f, llvm-ir %.1f, optimize+codegen "
@@ -493,13 +558,32 @@ int main(int argc, char **argv) {
       msSince(start), pipelineMs, translateMs, codegenMs, linkMs);
   outs() << "target: " << triple.str() << ", cpu " << cpuName
          << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "; "
-         << objects->size() << " LLVM partition(s) on " << threads
-         << " thread(s)\n";
+         << partitions << " LLVM partition(s) on " << threads << " thread(s)\n";
   if (cuda)
     outs() << "kernels: " << gpuModules << " GPU module(s) for "
            << options->chip.getValue() << " (" << gpuFormat << ")"
            << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header
          << "\n";
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  llvm::InitLLVM y(argc, argv);
+  ga::tool::name() = "ga-compile";
+  cl::HideUnrelatedOptions(category);
+  cl::ParseCommandLineOptions(argc, argv, kOverview);
+  StepCompiler compiler(argv[0]);
+  for (int (StepCompiler::*stage)() :
+       {&StepCompiler::checkFlags, &StepCompiler::loadModule,
+        &StepCompiler::runPipeline, &StepCompiler::dumpKernels,
+        &StepCompiler::compileKernels, &StepCompiler::readSignature,
+        &StepCompiler::translate, &StepCompiler::makeTargetMachine,
+        &StepCompiler::optimizeAndCodegen, &StepCompiler::link,
+        &StepCompiler::writeHeader, &StepCompiler::report})
+    if (int rc = (compiler.*stage)())
+      return rc;
   return 0;
 }

@@ -8,6 +8,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/Tool.h"
+
 #include "ga/Analysis/BufferMemory.h"
 #include "ga/InitAll.h"
 #include "ga/Pipelines/PipelineFlags.h"
@@ -194,17 +196,9 @@ or gradient norm is reported as a warning (an error with
 
 namespace {
 
-using Clock = std::chrono::steady_clock;
-
-double msSince(Clock::time_point start) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - start)
-      .count();
-}
-
-int fail(const Twine &message) {
-  WithColor::error(errs(), "ga-run") << message << "\n";
-  return 1;
-}
+using ga::tool::Clock;
+using ga::tool::fail;
+using ga::tool::msSince;
 
 /// The command line's values outside their ranges, or an empty string.
 std::string checkOptions() {
@@ -485,6 +479,7 @@ void reportMemoryLines(const ga_memory &memory, const StepRuns &runs,
 
 int main(int argc, char **argv) {
   InitLLVM y(argc, argv);
+  ga::tool::name() = "ga-run";
   cl::HideUnrelatedOptions(gaRunCategory);
   cl::ParseCommandLineOptions(argc, argv, kOverview);
   if (std::string error = checkOptions(); !error.empty())
