@@ -8,7 +8,7 @@
 // is cut into units where a single activation is alive (a transformer's
 // residual stream between and inside blocks); the planner chooses which
 // units become `train.checkpoint` regions. The search runs on a model of the
-// chain of units (ChainModel below: a dynamic program, milliseconds); every
+// chain of units (ga/Remat/Segments.h: a dynamic program, milliseconds); every
 // plan it proposes is compiled on a copy by the CPU pipeline up to its
 // buffers and measured by the memory model (ga/Analysis/BufferMemory.h),
 // which predicts the runtime's count to the byte: a plan is used only if the
@@ -16,7 +16,9 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "RematUnits.h"
 #include "ga/Analysis/BufferMemory.h"
+#include "ga/Remat/Segments.h"
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
 #include "train/TrainOps.h"
@@ -40,557 +42,9 @@ namespace ga {
 } // namespace ga
 
 using namespace mlir;
-
-namespace {
-
-/// Ops [first, last] of a step body, by position.
-struct Unit {
-  unsigned first, last;
-  double cost;
-  bool mustSave = false;
-  bool mustRecompute = false;
-  /// The activation alive after the unit (its output), and its bytes.
-  Value boundary;
-  int64_t boundaryBytes = 0;
-  /// The bytes of the values defined in the unit that its adjoints read
-  /// (besides the boundary): what a saved unit keeps for the backward pass
-  /// and a checkpointed one recomputes.
-  int64_t savedBytes = 0;
-  /// The bytes of the largest value the unit defines: its adjoint and the
-  /// adjoint of an operand are alive at once in the unit's backward pass.
-  int64_t largestBytes = 0;
-};
-
-} // namespace
-
-/// The work of `op`'s linalg operations: the points of their iteration
-/// spaces (twice for a contraction).
-static double workOf(Operation *op) {
-  double work = 0;
-  op->walk([&](linalg::LinalgOp linalgOp) {
-    double points = 1;
-    for (int64_t range : linalgOp.getStaticLoopRanges())
-      points *= ShapedType::isDynamic(range) ? 1 : range;
-    work += linalgOp.getNumReductionLoops() ? 2 * points : points;
-  });
-  return work;
-}
-
-/// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
-static int64_t tensorBytes(Type type) {
-  auto tensor = dyn_cast<RankedTensorType>(type);
-  if (!tensor || !tensor.hasStaticShape())
-    return 0;
-  return ga::allocationBytes(
-             MemRefType::get(tensor.getShape(), tensor.getElementType()), 0)
-      .value_or(0);
-}
-
-/// The value whose buffer `value` views (slices and reshapes are views after
-/// bufferization).
-static Value rootOf(Value value) {
-  while (Operation *definer = value.getDefiningOp()) {
-    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(definer))
-      value = slice.getSource();
-    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(definer))
-      value = expand.getSrc();
-    else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(definer))
-      value = collapse.getSrc();
-    else if (auto cast = dyn_cast<tensor::CastOp>(definer))
-      value = cast.getSource();
-    else
-      break;
-  }
-  return value;
-}
-
-/// Fills in the bytes of each unit: its boundary, and the values defined in
-/// it that an adjoint reads (from the ops' DifferentiableOpInterface needs),
-/// each buffer once.
-static void measureUnits(ArrayRef<Operation *> ops,
-                         MutableArrayRef<Unit> units) {
-  llvm::DenseMap<Operation *, unsigned> unitOf;
-  for (auto [index, unit] : llvm::enumerate(units))
-    for (unsigned p = unit.first; p <= unit.last; ++p)
-      unitOf[ops[p]] = index;
-  Block *body = ops.empty() ? nullptr : ops.front()->getBlock();
-  llvm::DenseSet<Value> counted;
-  for (Unit &unit : units) {
-    unit.boundaryBytes = tensorBytes(unit.boundary.getType());
-    counted.insert(rootOf(unit.boundary));
-  }
-  for (auto [index, unit] : llvm::enumerate(units))
-    for (unsigned p = unit.first; p <= unit.last; ++p)
-      for (Value result : ops[p]->getResults())
-        if (rootOf(result) == result)
-          unit.largestBytes =
-              std::max(unit.largestBytes, tensorBytes(result.getType()));
-  for (Operation *op : ops) {
-    ga::AdjointNeeds needs = ga::getAdjointNeeds(op);
-    SmallVector<Value> read;
-    for (auto [flag, operand] : llvm::zip(needs.operands, op->getOperands()))
-      if (flag)
-        read.push_back(operand);
-    for (auto [flag, result] : llvm::zip(needs.results, op->getResults()))
-      if (flag)
-        read.push_back(result);
-    for (Value value : read) {
-      Value root = rootOf(value);
-      Operation *definer = root.getDefiningOp();
-      if (!definer || !counted.insert(root).second)
-        continue;
-      Operation *top = body->findAncestorOpInBlock(*definer);
-      auto it = top ? unitOf.find(top) : unitOf.end();
-      if (it == unitOf.end())
-        continue; // the loss: alive in every plan
-      units[it->second].savedBytes += tensorBytes(root.getType());
-    }
-  }
-}
-
-/// Cuts the forward part of `body` into units: a unit ends after an
-/// operation after which exactly one activation (a value that depends on
-/// the batch) is still read later. The operations after the last cut (the
-/// loss) form no unit.
-static SmallVector<Unit> findUnits(ga::train::StepOp step) {
-  Block &body = step.getBody().front();
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  llvm::DenseMap<Operation *, unsigned> position;
-  for (auto [i, op] : llvm::enumerate(ops))
-    position[op] = i;
-  llvm::DenseSet<Value> activations;
-  unsigned numParams = step.getParams().size();
-  for (BlockArgument argument : body.getArguments().drop_front(numParams))
-    activations.insert(argument);
-  // The last position (in the body) that reads each activation.
-  llvm::DenseMap<Value, unsigned> lastUse;
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    bool active = false;
-    op->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands())
-        active |= activations.contains(operand);
-    });
-    if (!active)
-      continue;
-    for (Value result : op->getResults())
-      activations.insert(result);
-  }
-  for (Value value : activations) {
-    unsigned last = 0;
-    bool used = false;
-    for (Operation *user : value.getUsers()) {
-      Operation *ancestor = body.findAncestorOpInBlock(*user);
-      auto it = position.find(ancestor);
-      if (it == position.end()) {
-        last = ops.size(); // the terminator
-        used = true;
-        continue;
-      }
-      last = std::max(last, it->second);
-      used = true;
-    }
-    if (used)
-      lastUse[value] = last;
-  }
-  SmallVector<Unit> units;
-  llvm::DenseSet<Value> live;
-  for (BlockArgument argument : body.getArguments().drop_front(numParams))
-    if (lastUse.count(argument))
-      live.insert(argument);
-  unsigned start = 0;
-  for (auto [i, op] : llvm::enumerate(ops)) {
-    for (Value result : op->getResults())
-      if (lastUse.count(result) && lastUse[result] > i)
-        live.insert(result);
-    SmallVector<Value> dead;
-    for (Value value : live)
-      if (lastUse[value] <= i)
-        dead.push_back(value);
-    for (Value value : dead)
-      live.erase(value);
-    // Batch arguments read again later (the labels, by the loss) are the
-    // caller's memory: they do not count.
-    unsigned alive = 0;
-    Value boundary;
-    for (Value value : live)
-      if (!isa<BlockArgument>(value)) {
-        ++alive;
-        boundary = value;
-      }
-    if (alive != 1)
-      continue;
-    Unit unit{start, static_cast<unsigned>(i), 0};
-    unit.boundary = boundary;
-    for (unsigned j = start; j <= i; ++j) {
-      unit.cost += workOf(ops[j]);
-      ops[j]->walk([&](Operation *inner) {
-        if (auto mark = inner->getAttrOfType<StringAttr>("train.remat")) {
-          unit.mustSave |= mark.getValue() == "save";
-          unit.mustRecompute |= mark.getValue() == "recompute";
-        }
-      });
-    }
-    start = i + 1;
-    // A unit without work (a reshape between two cuts) joins the next.
-    if (unit.cost == 0) {
-      start = unit.first;
-      continue;
-    }
-    units.push_back(unit);
-  }
-  measureUnits(ops, units);
-  return units;
-}
-
-/// Whether `value` is made from nothing the region needs as an input: a
-/// tensor.empty, a constant, or a linalg.fill of those. Such values are
-/// rebuilt inside a checkpoint (so that train-split-batch re-types them as
-/// it re-types the inits of the body).
-static bool isRebuildable(Value value) {
-  Operation *definer = value.getDefiningOp();
-  if (!definer)
-    return false;
-  if (isa<tensor::EmptyOp>(definer) ||
-      definer->hasTrait<OpTrait::ConstantLike>())
-    return definer->getNumOperands() == 0;
-  if (auto fill = dyn_cast<linalg::FillOp>(definer))
-    return llvm::all_of(fill->getOperands(), isRebuildable);
-  return false;
-}
-
-/// Wraps `unitOps` (consecutive ops of a step body) in a train.checkpoint
-/// whose inputs are the values they read from outside and whose results are
-/// the values read after them.
-static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
-  // Empty tensors, constants and fills stay where they are (later units
-  // may read them too) and are rebuilt inside.
-  SmallVector<Operation *> ops;
-  for (Operation *op : unitOps)
-    if (op->getNumResults() == 0 ||
-        !llvm::all_of(op->getResults(), isRebuildable))
-      ops.push_back(op);
-  if (ops.empty())
-    return;
-  llvm::SmallPtrSet<Operation *, 32> inside;
-  for (Operation *op : ops)
-    op->walk([&](Operation *inner) { inside.insert(inner); });
-  llvm::SetVector<Value> inputs;
-  llvm::SetVector<Operation *> rebuilt;
-  std::function<void(Value)> rebuild = [&](Value value) {
-    if (!rebuilt.insert(value.getDefiningOp()))
-      return;
-    for (Value operand : value.getDefiningOp()->getOperands())
-      rebuild(operand);
-  };
-  for (Operation *op : ops)
-    op->walk([&](Operation *inner) {
-      for (Value operand : inner->getOperands()) {
-        Operation *definer = operand.getDefiningOp();
-        Operation *owner =
-            definer ? definer
-                    : cast<BlockArgument>(operand).getOwner()->getParentOp();
-        if (inside.contains(owner))
-          continue;
-        if (isRebuildable(operand))
-          rebuild(operand);
-        else
-          inputs.insert(operand);
-      }
-    });
-  SmallVector<Value> outputs;
-  for (Operation *op : ops)
-    for (Value result : op->getResults())
-      if (llvm::any_of(result.getUsers(),
-                       [&](Operation *user) { return !inside.contains(user); }))
-        outputs.push_back(result);
-  OpBuilder b(ops.front());
-  SmallVector<Type> resultTypes;
-  for (Value output : outputs)
-    resultTypes.push_back(output.getType());
-  auto checkpoint = ga::train::CheckpointOp::create(
-      b, ops.front()->getLoc(), resultTypes, inputs.getArrayRef());
-  Block *block = b.createBlock(&checkpoint.getBody());
-  for (Value input : inputs)
-    block->addArgument(input.getType(), input.getLoc());
-  // The rebuilt values, in the order of the body (operands first).
-  SmallVector<Operation *> definers(rebuilt.begin(), rebuilt.end());
-  llvm::sort(definers, [](Operation *a, Operation *b) {
-    return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b)
-                                          : b->isProperAncestor(a);
-  });
-  IRMapping copies;
-  b.setInsertionPointToStart(block);
-  for (Operation *definer : definers)
-    b.clone(*definer, copies);
-  for (Operation *op : ops)
-    op->moveBefore(block, block->end());
-  for (auto [i, argument] : llvm::enumerate(block->getArguments()))
-    Value(inputs[i]).replaceUsesWithIf(argument, [&](OpOperand &use) {
-      return checkpoint->isProperAncestor(use.getOwner());
-    });
-  for (Operation *definer : definers)
-    for (Value value : definer->getResults())
-      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
-        return checkpoint->isProperAncestor(use.getOwner());
-      });
-  b.setInsertionPointToEnd(block);
-  ga::train::YieldOp::create(b, checkpoint.getLoc(), outputs);
-  for (auto [output, result] : llvm::zip(outputs, checkpoint.getResults()))
-    output.replaceUsesWithIf(result, [&](OpOperand &use) {
-      return !checkpoint->isProperAncestor(use.getOwner());
-    });
-}
-
-/// Consecutive units [first, last], wrapped in one checkpoint (the values
-/// between its units are not kept for the backward pass either), or a unit
-/// left saved.
-struct Segment {
-  unsigned first, last;
-  bool checkpointed = true;
-  bool operator==(const Segment &other) const {
-    return first == other.first && last == other.last &&
-           checkpointed == other.checkpointed;
-  }
-};
-
-/// Checkpoints the checkpointed `segments` of the `index`-th train.step of
-/// `module`.
-static void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
-                      ArrayRef<Segment> segments) {
-  SmallVector<ga::train::StepOp> steps;
-  module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
-  Block &body = steps[index].getBody().front();
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
-  for (const Segment &segment : segments) {
-    if (!segment.checkpointed)
-      continue;
-    unsigned first = units[segment.first].first;
-    unsigned last = units[segment.last].last;
-    wrapInCheckpoint(ArrayRef<Operation *>(ops).slice(first, last - first + 1));
-  }
-}
-
-//===----------------------------------------------------------------------===//
-// The chain model
-//===----------------------------------------------------------------------===//
-//
-// The planner searches on a model of the chain of units, built from the
-// tensors of the step (no compilation), and checks the plans it finds with
-// the exact memory model. A plan is a sequence of pieces: a saved unit keeps
-// its saved values and its boundary until its backward pass; a checkpointed
-// segment keeps only its last boundary and, in the backward pass, recomputes
-// all its units' values at once. In the backward pass of a piece, the
-// pieces before it hold what they keep, the piece holds its values, and the
-// adjoint of its boundary is alive; after the forward pass, everything kept
-// plus the loss's values is alive. The model's peak is the largest of these;
-// the exact peak differs by about a constant (parameters, gradients,
-// arguments, the adjoints' temporaries), which the planner measures.
-
-namespace {
-struct ChainModel {
-  ArrayRef<Unit> units;
-  /// The bytes of the values the loss (the ops after the last unit) defines.
-  int64_t tailBytes = 0;
-
-  int64_t valuesOf(unsigned first, unsigned last) const {
-    int64_t bytes = 0;
-    for (unsigned i = first; i <= last; ++i)
-      bytes += units[i].savedBytes + units[i].boundaryBytes;
-    return bytes;
-  }
-
-  /// What the piece [first, last] keeps through the forward pass.
-  int64_t kept(unsigned first, unsigned last, bool checkpointed) const {
-    return checkpointed ? units[last].boundaryBytes : valuesOf(first, last);
-  }
-
-  /// The peak of the backward pass of the piece, with `before` bytes kept
-  /// by the pieces before it.
-  int64_t backwardPeak(int64_t before, unsigned first, unsigned last) const {
-    int64_t adjoints = 0;
-    for (unsigned i = first; i <= last; ++i)
-      adjoints = std::max(adjoints, 2 * units[i].largestBytes);
-    return before + valuesOf(first, last) + adjoints;
-  }
-
-  int64_t peakOf(ArrayRef<Segment> plan) const {
-    int64_t before = 0, peak = 0;
-    for (const Segment &piece : plan) {
-      peak = std::max(peak, backwardPeak(before, piece.first, piece.last));
-      before += kept(piece.first, piece.last, piece.checkpointed);
-    }
-    return std::max(peak, before + tailBytes);
-  }
-
-  double costOf(const Segment &piece) const { return costOf(ArrayRef(piece)); }
-
-  double costOf(ArrayRef<Segment> plan) const {
-    double cost = 0;
-    for (const Segment &piece : plan)
-      if (piece.checkpointed)
-        for (unsigned i = piece.first; i <= piece.last; ++i)
-          cost += units[i].cost;
-    return cost;
-  }
-
-  /// The plan of least recomputation whose model peak is at most `limit`
-  /// (units marked "save" saved, units marked "recompute" checkpointed), or
-  /// nothing. A dynamic program over the units: at each position, the
-  /// plans of the prefix that are not dominated in (bytes kept, cost).
-  std::optional<SmallVector<Segment>> cheapestWithin(int64_t limit) const {
-    struct State {
-      int64_t kept;
-      double cost;
-      int parent; // index into the states of position `from`
-      unsigned from;
-      Segment piece;
-    };
-    unsigned n = units.size();
-    std::vector<std::vector<State>> states(n + 1);
-    states[0].push_back({0, 0, -1, 0, {0, 0, false}});
-    for (unsigned i = 0; i < n; ++i) {
-      // Keep the Pareto front of position i.
-      std::vector<State> &front = states[i];
-      llvm::sort(front, [](const State &a, const State &b) {
-        return a.kept < b.kept || (a.kept == b.kept && a.cost < b.cost);
-      });
-      std::vector<State> pruned;
-      for (const State &state : front)
-        if (pruned.empty() || state.cost < pruned.back().cost)
-          pruned.push_back(state);
-      if (pruned.size() > 4096)
-        pruned.resize(4096);
-      front = std::move(pruned);
-      for (auto [s, state] : llvm::enumerate(front)) {
-        // A saved unit.
-        if (!units[i].mustRecompute && backwardPeak(state.kept, i, i) <= limit)
-          states[i + 1].push_back({state.kept + kept(i, i, false),
-                                   state.cost,
-                                   static_cast<int>(s),
-                                   i,
-                                   {i, i, false}});
-        // A checkpointed segment [i, j].
-        double cost = state.cost;
-        for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
-          cost += units[j].cost;
-          if (backwardPeak(state.kept, i, j) > limit)
-            break;
-          states[j + 1].push_back({state.kept + kept(i, j, true),
-                                   cost,
-                                   static_cast<int>(s),
-                                   i,
-                                   {i, j, true}});
-        }
-      }
-    }
-    const State *best = nullptr;
-    for (const State &state : states[n])
-      if (state.kept + tailBytes <= limit &&
-          (!best || state.cost < best->cost ||
-           (state.cost == best->cost && state.kept < best->kept)))
-        best = &state;
-    if (!best)
-      return std::nullopt;
-    SmallVector<Segment> plan;
-    for (const State *state = best; state->parent >= 0;
-         state = &states[state->from][state->parent])
-      plan.push_back(state->piece);
-    std::reverse(plan.begin(), plan.end());
-    return plan;
-  }
-
-  /// The plan of the smallest model peak (the least recomputation among
-  /// those): a bisection on the limit.
-  SmallVector<Segment> smallest() const {
-    // Every unit saved fits within its own peak (units marked "recompute"
-    // checkpointed alone keep less): the search starts from there.
-    SmallVector<Segment> saved;
-    for (auto [i, unit] : llvm::enumerate(units))
-      saved.push_back({static_cast<unsigned>(i), static_cast<unsigned>(i),
-                       unit.mustRecompute});
-    int64_t low = 0, high = peakOf(saved);
-    std::optional<SmallVector<Segment>> plan = cheapestWithin(high);
-    if (!plan)
-      return {};
-    while (high - low > 1) {
-      int64_t mid = low + (high - low) / 2;
-      if (std::optional<SmallVector<Segment>> fits = cheapestWithin(mid)) {
-        high = mid;
-        plan = std::move(fits);
-      } else {
-        low = mid;
-      }
-    }
-    return *plan;
-  }
-};
-} // namespace
-
-/// The segments of `length` units (fewer at the end of a run) over the runs
-/// of units that may be checkpointed (a unit marked "save" ends a run), the
-/// units between them saved.
-static SmallVector<Segment> segmentsOf(ArrayRef<Unit> units, unsigned length) {
-  SmallVector<Segment> segments;
-  unsigned i = 0;
-  while (i < units.size()) {
-    if (units[i].mustSave) {
-      segments.push_back({i, i, false});
-      ++i;
-      continue;
-    }
-    unsigned first = i;
-    while (i < units.size() && !units[i].mustSave && i - first < length)
-      ++i;
-    segments.push_back({first, i - 1, true});
-  }
-  return segments;
-}
-
-/// The bytes of a function's arguments (a budget covers them).
-static int64_t argumentBytes(func::FuncOp function) {
-  int64_t bytes = 0;
-  for (Type type : function.getArgumentTypes())
-    bytes += tensorBytes(type);
-  return bytes;
-}
-
-/// The bytes of the values the ops after the last unit define (the loss).
-static int64_t tailBytesOf(ga::train::StepOp step, ArrayRef<Unit> units) {
-  Block &body = step.getBody().front();
-  unsigned start = units.empty() ? 0 : units.back().last + 1;
-  int64_t bytes = 0;
-  unsigned position = 0;
-  for (Operation &op : body.without_terminator()) {
-    if (position++ < start)
-      continue;
-    for (Value result : op.getResults())
-      if (rootOf(result) == result)
-        bytes += tensorBytes(result.getType());
-  }
-  return bytes;
-}
-
-/// The forward work of all `units`.
-static double totalCostOf(ArrayRef<Unit> units) {
-  double cost = 0;
-  for (const Unit &unit : units)
-    cost += unit.cost;
-  return cost;
-}
-
-/// The elements of a step's parameters.
-static int64_t parameterElements(ga::train::StepOp step) {
-  int64_t elements = 0;
-  for (Value param : step.getParams())
-    if (auto tensor = dyn_cast<RankedTensorType>(param.getType());
-        tensor && tensor.hasStaticShape())
-      elements += tensor.getNumElements();
-  return elements;
-}
+using namespace ga::remat_units;
+using ga::remat::Segment;
+using ga::remat::SegmentPlan;
 
 /// What the search found for one micro-batch count.
 struct Outcome {
@@ -598,7 +52,7 @@ struct Outcome {
   int64_t unplanned = 0;
   /// Whether a plan fits; else `smallest` is the least peak reached.
   bool fits = false;
-  SmallVector<Segment> plan;
+  SegmentPlan plan;
   int64_t peak = 0;
   double cost = 0;
   int64_t smallest = 0;
@@ -633,7 +87,7 @@ struct TrainPlanRematPass
   /// `function` in `module` with the `plan` of its `index`-th step applied.
   FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
                             unsigned index, ArrayRef<Unit> units,
-                            ArrayRef<Segment> plan) {
+                            const SegmentPlan &plan) {
     auto start = std::chrono::steady_clock::now();
     OwningOpRef<ModuleOp> copy = module.clone();
     applyPlan(*copy, index, units, plan);
@@ -699,9 +153,7 @@ struct TrainPlanRematPass
       unit.largestBytes /= k;
       temporaries = std::max(temporaries, 2 * unit.largestBytes);
     }
-    ChainModel model;
-    model.units = units;
-    model.tailBytes = fullBatchTail / k;
+    ga::remat::SegmentChain model = chainOf(units, fullBatchTail / k);
     int64_t offset = outcome.peak - model.peakOf(outcome.plan);
     llvm::json::Array nodes;
     for (auto [i, unit] : llvm::enumerate(units)) {
@@ -740,44 +192,21 @@ struct TrainPlanRematPass
     return success();
   }
 
-  /// Searches the plan of the `index`-th step at its current micro-batch
-  /// count.
-  FailureOr<Outcome> search(ModuleOp module, unsigned index,
-                            ga::train::StepOp step, func::FuncOp function,
-                            ArrayRef<Unit> fullBatchUnits,
-                            int64_t fullBatchTail, bool exhaustive) {
-    int64_t budget = memoryBudget;
+  /// What one search keeps: the units at one micro-batch's size, their
+  /// model, the exact peaks measured so far (each plan compiled once), and
+  /// the best plan within the budget.
+  struct Search {
+    ModuleOp module;
+    unsigned index;
+    func::FuncOp function;
+    SmallVector<Unit> units;
+    ga::remat::SegmentChain model;
+    int64_t budget;
+    SmallVector<std::pair<SegmentPlan, int64_t>> measured;
     Outcome outcome;
-    outcome.microbatches = static_cast<int64_t>(step.getMicrobatches());
-    // The model sees one micro-batch: activations scale with its size.
-    int64_t k = outcome.microbatches;
-    SmallVector<Unit> units(fullBatchUnits);
-    for (Unit &unit : units) {
-      unit.boundaryBytes /= k;
-      unit.savedBytes /= k;
-      unit.largestBytes /= k;
-    }
-    ChainModel model;
-    model.units = units;
-    model.tailBytes = fullBatchTail / k;
 
-    // Exact peaks by plan, each compiled once.
-    SmallVector<std::pair<SmallVector<Segment>, int64_t>> measured;
-    auto known = [&](ArrayRef<Segment> plan) -> const int64_t * {
-      for (auto &[other, peak] : measured)
-        if (ArrayRef<Segment>(other) == plan)
-          return &peak;
-      return nullptr;
-    };
-    auto exact = [&](ArrayRef<Segment> plan) -> FailureOr<int64_t> {
-      if (const int64_t *peak = known(plan))
-        return *peak;
-      FailureOr<int64_t> peak = peakOf(module, function, index, units, plan);
-      if (succeeded(peak))
-        measured.push_back({SmallVector<Segment>(plan), *peak});
-      return peak;
-    };
-    auto consider = [&](ArrayRef<Segment> plan, int64_t peak) {
+    /// Keeps `plan` if it fits and is cheaper (or as cheap and smaller).
+    void consider(const SegmentPlan &plan, int64_t peak) {
       if (peak > budget)
         return;
       double cost = model.costOf(plan);
@@ -788,93 +217,96 @@ struct TrainPlanRematPass
         outcome.peak = peak;
         outcome.cost = cost;
       }
-    };
-
-    // Without new checkpoints (units marked "recompute" checkpointed).
-    SmallVector<Segment> unplannedPlan;
-    for (auto [i, unit] : llvm::enumerate(units))
-      unplannedPlan.push_back({static_cast<unsigned>(i),
-                               static_cast<unsigned>(i), unit.mustRecompute});
-    FailureOr<int64_t> unplanned = exact(unplannedPlan);
-    if (failed(unplanned))
-      return failure();
-    outcome.unplanned = *unplanned;
-    consider(unplannedPlan, *unplanned);
-    if (outcome.fits)
-      return outcome;
-
-    // The candidates: the model's cheapest plans within a fixed grid of
-    // limits, from the unplanned plan's model peak down to the smallest
-    // model peak, in order of cost. The list does not depend on the budget,
-    // and a bisection over it (a candidate fits when its exact peak does)
-    // measures log2(kLimits) of them. Larger budgets can only turn
-    // "does not fit" into "fits", so the bisection of a larger budget
-    // stops at the same candidate or a cheaper one: the recomputation is
-    // monotone in the budget by construction, although the exact peaks
-    // along the list are not (the model does not see everything that sets
-    // them).
-    SmallVector<Segment> least = timed([&] { return model.smallest(); });
-    if (!least.empty()) {
-      constexpr int64_t kLimits = 64;
-      int64_t top = model.peakOf(unplannedPlan), bottom = model.peakOf(least);
-      auto candidate = [&](int64_t g) -> std::optional<SmallVector<Segment>> {
-        if (g == kLimits - 1)
-          return least;
-        int64_t limit = top - (top - bottom) * g / (kLimits - 1);
-        return timed([&] { return model.cheapestWithin(limit); });
-      };
-      auto fits = [&](int64_t g) -> FailureOr<bool> {
-        std::optional<SmallVector<Segment>> plan = candidate(g);
-        if (!plan)
-          return false;
-        FailureOr<int64_t> peak = exact(*plan);
-        if (failed(peak))
-          return failure();
-        consider(*plan, *peak);
-        return *peak <= budget;
-      };
-      // The last candidate is taken to fit until the bisection ends there;
-      // it is measured then (and the segments follow if it does not fit).
-      int64_t low = -1, high = kLimits - 1; // high fits, low does not
-      while (high - low > 1) {
-        int64_t mid = low + (high - low) / 2;
-        FailureOr<bool> fit = fits(mid);
-        if (failed(fit))
-          return failure();
-        (*fit ? high : low) = mid;
-      }
-      if (high < kLimits - 1)
-        return outcome;
-      FailureOr<bool> leastFits = fits(kLimits - 1);
-      if (failed(leastFits))
-        return failure();
-      if (*leastFits)
-        return outcome;
     }
-    if (outcome.fits || !exhaustive)
-      return outcome;
 
-    // When the model's plans do not fit: the model's plan of least memory,
-    // then segments of 1, 2, 3, 4 and about sqrt(n) units (Chen et al.'s
-    // choice on a uniform chain), every segment checkpointed; where that
-    // fits, the cheapest segments first, as few as fit (a bisection on
-    // their number: the peak falls as segments are added).
-    auto withForced = [&](SmallVector<Segment> plan) {
+    /// `plan` with the units marked "recompute" checkpointed.
+    SegmentPlan withForced(SegmentPlan plan) const {
       for (Segment &segment : plan)
         if (!segment.checkpointed && units[segment.first].mustRecompute)
           segment.checkpointed = true;
       return plan;
+    }
+  };
+
+  /// The exact peak of `plan`, compiled once.
+  FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan) {
+    for (auto &[other, peak] : search.measured)
+      if (other == plan)
+        return peak;
+    FailureOr<int64_t> peak = peakOf(search.module, search.function,
+                                     search.index, search.units, plan);
+    if (succeeded(peak))
+      search.measured.push_back({plan, *peak});
+    return peak;
+  }
+
+  /// The candidates: the model's cheapest plans within a fixed grid of
+  /// limits, from the unplanned plan's model peak down to the smallest
+  /// model peak, in order of cost. The list does not depend on the budget,
+  /// and a bisection over it (a candidate fits when its exact peak does)
+  /// measures log2(kLimits) of them. Larger budgets can only turn "does not
+  /// fit" into "fits", so the bisection of a larger budget stops at the
+  /// same candidate or a cheaper one: the recomputation is monotone in the
+  /// budget by construction, although the exact peaks along the list are
+  /// not (the model does not see everything that sets them). Returns
+  /// whether a candidate fits; `least` is the model's smallest plan.
+  FailureOr<bool> searchModelPlans(Search &search,
+                                   const SegmentPlan &unplannedPlan,
+                                   SegmentPlan &least) {
+    ga::remat::SegmentChain &model = search.model;
+    least = timed([&] { return model.smallest(); });
+    if (least.empty())
+      return false;
+    constexpr int64_t kLimits = 64;
+    int64_t top = model.peakOf(unplannedPlan), bottom = model.peakOf(least);
+    auto candidate = [&](int64_t g) -> std::optional<SegmentPlan> {
+      if (g == kLimits - 1)
+        return least;
+      int64_t limit = top - (top - bottom) * g / (kLimits - 1);
+      return timed([&] { return model.cheapestWithin(limit); });
     };
-    outcome.smallest = *unplanned;
-    auto measure = [&](ArrayRef<Segment> plan) -> FailureOr<int64_t> {
-      FailureOr<int64_t> peak = exact(plan);
+    auto fits = [&](int64_t g) -> FailureOr<bool> {
+      std::optional<SegmentPlan> plan = candidate(g);
+      if (!plan)
+        return false;
+      FailureOr<int64_t> peak = exact(search, *plan);
+      if (failed(peak))
+        return failure();
+      search.consider(*plan, *peak);
+      return *peak <= search.budget;
+    };
+    // The last candidate is taken to fit until the bisection ends there;
+    // it is measured then (and the segments follow if it does not fit).
+    int64_t low = -1, high = kLimits - 1; // high fits, low does not
+    while (high - low > 1) {
+      int64_t mid = low + (high - low) / 2;
+      FailureOr<bool> fit = fits(mid);
+      if (failed(fit))
+        return failure();
+      (*fit ? high : low) = mid;
+    }
+    if (high < kLimits - 1)
+      return true;
+    return fits(kLimits - 1);
+  }
+
+  /// When the model's plans do not fit: the model's plan of least memory,
+  /// then segments of 1, 2, 3, 4 and about sqrt(n) units (Chen et al.'s
+  /// choice on a uniform chain), every segment checkpointed; where that
+  /// fits, the cheapest segments first, as few as fit (a bisection on their
+  /// number: the peak falls as segments are added). Every plan measured
+  /// lowers `outcome.smallest`.
+  LogicalResult searchSegments(Search &search, const SegmentPlan &least) {
+    ArrayRef<Unit> units = search.units;
+    auto measure = [&](const SegmentPlan &plan) -> FailureOr<int64_t> {
+      FailureOr<int64_t> peak = exact(search, plan);
       if (succeeded(peak)) {
-        outcome.smallest = std::min(outcome.smallest, *peak);
-        consider(plan, *peak);
+        search.outcome.smallest = std::min(search.outcome.smallest, *peak);
+        search.consider(plan, *peak);
       }
       return peak;
     };
-    if (!least.empty() && failed(measure(withForced(least))))
+    if (!least.empty() && failed(measure(search.withForced(least))))
       return failure();
     SmallVector<unsigned> lengths = {1, 2, 3, 4};
     unsigned root = static_cast<unsigned>(
@@ -884,23 +316,23 @@ struct TrainPlanRematPass
     for (unsigned length : lengths) {
       if (length > units.size())
         break;
-      SmallVector<Segment> all = segmentsOf(units, length);
-      FailureOr<int64_t> peak = measure(withForced(all));
+      SegmentPlan all = segmentsOf(units, length);
+      FailureOr<int64_t> peak = measure(search.withForced(all));
       if (failed(peak))
         return failure();
-      if (*peak > budget)
+      if (*peak > search.budget)
         continue;
-      SmallVector<Segment> segments;
+      SegmentPlan segments;
       for (const Segment &segment : all)
         if (segment.checkpointed)
           segments.push_back(segment);
       llvm::stable_sort(segments, [&](const Segment &a, const Segment &b) {
-        return model.costOf(a) < model.costOf(b);
+        return search.model.costOf({a}) < search.model.costOf({b});
       });
       // The first `n` segments checkpointed, every other unit saved.
       auto prefix = [&](unsigned n) {
-        SmallVector<Segment> chosen(segments.begin(), segments.begin() + n);
-        SmallVector<Segment> plan;
+        SegmentPlan chosen(segments.begin(), segments.begin() + n);
+        SegmentPlan plan;
         for (unsigned i = 0; i < units.size();) {
           auto it = llvm::find_if(chosen, [&](const Segment &segment) {
             return segment.first == i;
@@ -913,7 +345,7 @@ struct TrainPlanRematPass
             ++i;
           }
         }
-        return withForced(plan);
+        return search.withForced(plan);
       };
       unsigned low = 0, high = segments.size(); // high fits, low does not
       while (high - low > 1) {
@@ -921,9 +353,60 @@ struct TrainPlanRematPass
         FailureOr<int64_t> fits = measure(prefix(mid));
         if (failed(fits))
           return failure();
-        (*fits <= budget ? high : low) = mid;
+        (*fits <= search.budget ? high : low) = mid;
       }
     }
+    return success();
+  }
+
+  /// Searches the plan of the `index`-th step at its current micro-batch
+  /// count: without new checkpoints, then the model's plans, then (when
+  /// `exhaustive`) fixed segments.
+  FailureOr<Outcome> search(ModuleOp module, unsigned index,
+                            ga::train::StepOp step, func::FuncOp function,
+                            ArrayRef<Unit> fullBatchUnits,
+                            int64_t fullBatchTail, bool exhaustive) {
+    // The model sees one micro-batch: activations scale with its size.
+    int64_t k = static_cast<int64_t>(step.getMicrobatches());
+    SmallVector<Unit> units(fullBatchUnits);
+    for (Unit &unit : units) {
+      unit.boundaryBytes /= k;
+      unit.savedBytes /= k;
+      unit.largestBytes /= k;
+    }
+    Search search{module,
+                  index,
+                  function,
+                  units,
+                  chainOf(units, fullBatchTail / k),
+                  static_cast<int64_t>(memoryBudget),
+                  {},
+                  {}};
+    Outcome &outcome = search.outcome;
+    outcome.microbatches = k;
+
+    // Without new checkpoints (units marked "recompute" checkpointed).
+    SegmentPlan unplannedPlan;
+    for (auto [i, unit] : llvm::enumerate(units))
+      unplannedPlan.push_back({static_cast<unsigned>(i),
+                               static_cast<unsigned>(i), unit.mustRecompute});
+    FailureOr<int64_t> unplanned = exact(search, unplannedPlan);
+    if (failed(unplanned))
+      return failure();
+    outcome.unplanned = *unplanned;
+    search.consider(unplannedPlan, *unplanned);
+    if (outcome.fits)
+      return outcome;
+
+    SegmentPlan least;
+    FailureOr<bool> found = searchModelPlans(search, unplannedPlan, least);
+    if (failed(found))
+      return failure();
+    if (*found || outcome.fits || !exhaustive)
+      return outcome;
+    outcome.smallest = *unplanned;
+    if (failed(searchSegments(search, least)))
+      return failure();
     return outcome;
   }
 

@@ -1,0 +1,136 @@
+//===- Segments.cpp - Checkpointed segments of a chain of units -----------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Remat/Segments.h"
+
+#include <algorithm>
+
+namespace ga::remat {
+
+int64_t SegmentChain::valuesOf(unsigned first, unsigned last) const {
+  int64_t bytes = 0;
+  for (unsigned i = first; i <= last; ++i)
+    bytes += units[i].savedBytes + units[i].boundaryBytes;
+  return bytes;
+}
+
+int64_t SegmentChain::kept(unsigned first, unsigned last,
+                           bool checkpointed) const {
+  return checkpointed ? units[last].boundaryBytes : valuesOf(first, last);
+}
+
+int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
+                                   unsigned last) const {
+  int64_t adjoints = 0;
+  for (unsigned i = first; i <= last; ++i)
+    adjoints = std::max(adjoints, 2 * units[i].largestBytes);
+  return before + valuesOf(first, last) + adjoints;
+}
+
+int64_t SegmentChain::peakOf(const SegmentPlan &plan) const {
+  int64_t before = 0, peak = 0;
+  for (const Segment &piece : plan) {
+    peak = std::max(peak, backwardPeak(before, piece.first, piece.last));
+    before += kept(piece.first, piece.last, piece.checkpointed);
+  }
+  return std::max(peak, before + tailBytes);
+}
+
+double SegmentChain::costOf(const SegmentPlan &plan) const {
+  double cost = 0;
+  for (const Segment &piece : plan)
+    if (piece.checkpointed)
+      for (unsigned i = piece.first; i <= piece.last; ++i)
+        cost += units[i].cost;
+  return cost;
+}
+
+std::optional<SegmentPlan> SegmentChain::cheapestWithin(int64_t limit) const {
+  struct State {
+    int64_t kept;
+    double cost;
+    int parent; // index into the states of position `from`
+    unsigned from;
+    Segment piece;
+  };
+  unsigned n = units.size();
+  std::vector<std::vector<State>> states(n + 1);
+  states[0].push_back({0, 0, -1, 0, {0, 0, false}});
+  for (unsigned i = 0; i < n; ++i) {
+    // Keep the Pareto front of position i.
+    std::vector<State> &front = states[i];
+    std::sort(front.begin(), front.end(), [](const State &a, const State &b) {
+      return a.kept < b.kept || (a.kept == b.kept && a.cost < b.cost);
+    });
+    std::vector<State> pruned;
+    for (const State &state : front)
+      if (pruned.empty() || state.cost < pruned.back().cost)
+        pruned.push_back(state);
+    if (pruned.size() > 4096)
+      pruned.resize(4096);
+    front = std::move(pruned);
+    for (size_t s = 0; s < front.size(); ++s) {
+      const State state = front[s];
+      // A saved unit.
+      if (!units[i].mustRecompute && backwardPeak(state.kept, i, i) <= limit)
+        states[i + 1].push_back({state.kept + kept(i, i, false),
+                                 state.cost,
+                                 static_cast<int>(s),
+                                 i,
+                                 {i, i, false}});
+      // A checkpointed segment [i, j].
+      double cost = state.cost;
+      for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
+        cost += units[j].cost;
+        if (backwardPeak(state.kept, i, j) > limit)
+          break;
+        states[j + 1].push_back({state.kept + kept(i, j, true),
+                                 cost,
+                                 static_cast<int>(s),
+                                 i,
+                                 {i, j, true}});
+      }
+    }
+  }
+  const State *best = nullptr;
+  for (const State &state : states[n])
+    if (state.kept + tailBytes <= limit &&
+        (!best || state.cost < best->cost ||
+         (state.cost == best->cost && state.kept < best->kept)))
+      best = &state;
+  if (!best)
+    return std::nullopt;
+  SegmentPlan plan;
+  for (const State *state = best; state->parent >= 0;
+       state = &states[state->from][state->parent])
+    plan.push_back(state->piece);
+  std::reverse(plan.begin(), plan.end());
+  return plan;
+}
+
+SegmentPlan SegmentChain::smallest() const {
+  // Every unit saved fits within its own peak (units marked "recompute"
+  // checkpointed alone keep less): the search starts from there.
+  SegmentPlan saved;
+  for (unsigned i = 0; i < units.size(); ++i)
+    saved.push_back({i, i, units[i].mustRecompute});
+  int64_t low = 0, high = peakOf(saved);
+  std::optional<SegmentPlan> plan = cheapestWithin(high);
+  if (!plan)
+    return {};
+  while (high - low > 1) {
+    int64_t mid = low + (high - low) / 2;
+    if (std::optional<SegmentPlan> fits = cheapestWithin(mid)) {
+      high = mid;
+      plan = std::move(fits);
+    } else {
+      low = mid;
+    }
+  }
+  return *plan;
+}
+
+} // namespace ga::remat

@@ -1,0 +1,395 @@
+//===- RematUnits.cpp - A step's forward pass as a chain of units ---------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "RematUnits.h"
+
+#include "ga/Analysis/BufferMemory.h"
+#include "ga/Transforms/Autodiff.h"
+#include "train/TrainOps.h"
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <functional>
+
+using namespace mlir;
+using ga::remat::Segment;
+using ga::remat::SegmentPlan;
+
+namespace ga::remat_units {
+
+/// The work of `op`'s linalg operations: the points of their iteration
+/// spaces (twice for a contraction).
+static double workOf(Operation *op) {
+  double work = 0;
+  op->walk([&](linalg::LinalgOp linalgOp) {
+    double points = 1;
+    for (int64_t range : linalgOp.getStaticLoopRanges())
+      points *= ShapedType::isDynamic(range) ? 1 : range;
+    work += linalgOp.getNumReductionLoops() ? 2 * points : points;
+  });
+  return work;
+}
+
+/// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
+static int64_t tensorBytes(Type type) {
+  auto tensor = dyn_cast<RankedTensorType>(type);
+  if (!tensor || !tensor.hasStaticShape())
+    return 0;
+  return ga::allocationBytes(
+             MemRefType::get(tensor.getShape(), tensor.getElementType()), 0)
+      .value_or(0);
+}
+
+/// The value whose buffer `value` views (slices and reshapes are views after
+/// bufferization).
+static Value rootOf(Value value) {
+  while (Operation *definer = value.getDefiningOp()) {
+    if (auto slice = dyn_cast<tensor::ExtractSliceOp>(definer))
+      value = slice.getSource();
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(definer))
+      value = expand.getSrc();
+    else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(definer))
+      value = collapse.getSrc();
+    else if (auto cast = dyn_cast<tensor::CastOp>(definer))
+      value = cast.getSource();
+    else
+      break;
+  }
+  return value;
+}
+
+/// Fills in the bytes of each unit: its boundary, and the values defined in
+/// it that an adjoint reads (from the ops' DifferentiableOpInterface needs),
+/// each buffer once.
+static void measureUnits(ArrayRef<Operation *> ops,
+                         MutableArrayRef<Unit> units) {
+  llvm::DenseMap<Operation *, unsigned> unitOf;
+  for (auto [index, unit] : llvm::enumerate(units))
+    for (unsigned p = unit.first; p <= unit.last; ++p)
+      unitOf[ops[p]] = index;
+  Block *body = ops.empty() ? nullptr : ops.front()->getBlock();
+  llvm::DenseSet<Value> counted;
+  for (Unit &unit : units) {
+    unit.boundaryBytes = tensorBytes(unit.boundary.getType());
+    counted.insert(rootOf(unit.boundary));
+  }
+  for (auto [index, unit] : llvm::enumerate(units))
+    for (unsigned p = unit.first; p <= unit.last; ++p)
+      for (Value result : ops[p]->getResults())
+        if (rootOf(result) == result)
+          unit.largestBytes =
+              std::max(unit.largestBytes, tensorBytes(result.getType()));
+  for (Operation *op : ops) {
+    ga::AdjointNeeds needs = ga::getAdjointNeeds(op);
+    SmallVector<Value> read;
+    for (auto [flag, operand] : llvm::zip(needs.operands, op->getOperands()))
+      if (flag)
+        read.push_back(operand);
+    for (auto [flag, result] : llvm::zip(needs.results, op->getResults()))
+      if (flag)
+        read.push_back(result);
+    for (Value value : read) {
+      Value root = rootOf(value);
+      Operation *definer = root.getDefiningOp();
+      if (!definer || !counted.insert(root).second)
+        continue;
+      Operation *top = body->findAncestorOpInBlock(*definer);
+      auto it = top ? unitOf.find(top) : unitOf.end();
+      if (it == unitOf.end())
+        continue; // the loss: alive in every plan
+      units[it->second].savedBytes += tensorBytes(root.getType());
+    }
+  }
+}
+
+/// Cuts the forward part of `body` into units: a unit ends after an
+/// operation after which exactly one activation (a value that depends on
+/// the batch) is still read later. The operations after the last cut (the
+/// loss) form no unit.
+SmallVector<Unit> findUnits(ga::train::StepOp step) {
+  Block &body = step.getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [i, op] : llvm::enumerate(ops))
+    position[op] = i;
+  llvm::DenseSet<Value> activations;
+  unsigned numParams = step.getParams().size();
+  for (BlockArgument argument : body.getArguments().drop_front(numParams))
+    activations.insert(argument);
+  // The last position (in the body) that reads each activation.
+  llvm::DenseMap<Value, unsigned> lastUse;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    bool active = false;
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands())
+        active |= activations.contains(operand);
+    });
+    if (!active)
+      continue;
+    for (Value result : op->getResults())
+      activations.insert(result);
+  }
+  for (Value value : activations) {
+    unsigned last = 0;
+    bool used = false;
+    for (Operation *user : value.getUsers()) {
+      Operation *ancestor = body.findAncestorOpInBlock(*user);
+      auto it = position.find(ancestor);
+      if (it == position.end()) {
+        last = ops.size(); // the terminator
+        used = true;
+        continue;
+      }
+      last = std::max(last, it->second);
+      used = true;
+    }
+    if (used)
+      lastUse[value] = last;
+  }
+  SmallVector<Unit> units;
+  llvm::DenseSet<Value> live;
+  for (BlockArgument argument : body.getArguments().drop_front(numParams))
+    if (lastUse.count(argument))
+      live.insert(argument);
+  unsigned start = 0;
+  for (auto [i, op] : llvm::enumerate(ops)) {
+    for (Value result : op->getResults())
+      if (lastUse.count(result) && lastUse[result] > i)
+        live.insert(result);
+    SmallVector<Value> dead;
+    for (Value value : live)
+      if (lastUse[value] <= i)
+        dead.push_back(value);
+    for (Value value : dead)
+      live.erase(value);
+    // Batch arguments read again later (the labels, by the loss) are the
+    // caller's memory: they do not count.
+    unsigned alive = 0;
+    Value boundary;
+    for (Value value : live)
+      if (!isa<BlockArgument>(value)) {
+        ++alive;
+        boundary = value;
+      }
+    if (alive != 1)
+      continue;
+    Unit unit;
+    unit.first = start;
+    unit.last = static_cast<unsigned>(i);
+    unit.boundary = boundary;
+    for (unsigned j = start; j <= i; ++j) {
+      unit.cost += workOf(ops[j]);
+      ops[j]->walk([&](Operation *inner) {
+        if (auto mark = inner->getAttrOfType<StringAttr>("train.remat")) {
+          unit.mustSave |= mark.getValue() == "save";
+          unit.mustRecompute |= mark.getValue() == "recompute";
+        }
+      });
+    }
+    start = i + 1;
+    // A unit without work (a reshape between two cuts) joins the next.
+    if (unit.cost == 0) {
+      start = unit.first;
+      continue;
+    }
+    units.push_back(unit);
+  }
+  measureUnits(ops, units);
+  return units;
+}
+
+/// Whether `value` is made from nothing the region needs as an input: a
+/// tensor.empty, a constant, or a linalg.fill of those. Such values are
+/// rebuilt inside a checkpoint (so that train-split-batch re-types them as
+/// it re-types the inits of the body).
+static bool isRebuildable(Value value) {
+  Operation *definer = value.getDefiningOp();
+  if (!definer)
+    return false;
+  if (isa<tensor::EmptyOp>(definer) ||
+      definer->hasTrait<OpTrait::ConstantLike>())
+    return definer->getNumOperands() == 0;
+  if (auto fill = dyn_cast<linalg::FillOp>(definer))
+    return llvm::all_of(fill->getOperands(), isRebuildable);
+  return false;
+}
+
+/// Wraps `unitOps` (consecutive ops of a step body) in a train.checkpoint
+/// whose inputs are the values they read from outside and whose results are
+/// the values read after them.
+static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
+  // Empty tensors, constants and fills stay where they are (later units
+  // may read them too) and are rebuilt inside.
+  SmallVector<Operation *> ops;
+  for (Operation *op : unitOps)
+    if (op->getNumResults() == 0 ||
+        !llvm::all_of(op->getResults(), isRebuildable))
+      ops.push_back(op);
+  if (ops.empty())
+    return;
+  llvm::SmallPtrSet<Operation *, 32> inside;
+  for (Operation *op : ops)
+    op->walk([&](Operation *inner) { inside.insert(inner); });
+  llvm::SetVector<Value> inputs;
+  llvm::SetVector<Operation *> rebuilt;
+  std::function<void(Value)> rebuild = [&](Value value) {
+    if (!rebuilt.insert(value.getDefiningOp()))
+      return;
+    for (Value operand : value.getDefiningOp()->getOperands())
+      rebuild(operand);
+  };
+  for (Operation *op : ops)
+    op->walk([&](Operation *inner) {
+      for (Value operand : inner->getOperands()) {
+        Operation *definer = operand.getDefiningOp();
+        Operation *owner =
+            definer ? definer
+                    : cast<BlockArgument>(operand).getOwner()->getParentOp();
+        if (inside.contains(owner))
+          continue;
+        if (isRebuildable(operand))
+          rebuild(operand);
+        else
+          inputs.insert(operand);
+      }
+    });
+  SmallVector<Value> outputs;
+  for (Operation *op : ops)
+    for (Value result : op->getResults())
+      if (llvm::any_of(result.getUsers(),
+                       [&](Operation *user) { return !inside.contains(user); }))
+        outputs.push_back(result);
+  OpBuilder b(ops.front());
+  SmallVector<Type> resultTypes;
+  for (Value output : outputs)
+    resultTypes.push_back(output.getType());
+  auto checkpoint = ga::train::CheckpointOp::create(
+      b, ops.front()->getLoc(), resultTypes, inputs.getArrayRef());
+  Block *block = b.createBlock(&checkpoint.getBody());
+  for (Value input : inputs)
+    block->addArgument(input.getType(), input.getLoc());
+  // The rebuilt values, in the order of the body (operands first).
+  SmallVector<Operation *> definers(rebuilt.begin(), rebuilt.end());
+  llvm::sort(definers, [](Operation *a, Operation *b) {
+    return a->getBlock() == b->getBlock() ? a->isBeforeInBlock(b)
+                                          : b->isProperAncestor(a);
+  });
+  IRMapping copies;
+  b.setInsertionPointToStart(block);
+  for (Operation *definer : definers)
+    b.clone(*definer, copies);
+  for (Operation *op : ops)
+    op->moveBefore(block, block->end());
+  for (auto [i, argument] : llvm::enumerate(block->getArguments()))
+    Value(inputs[i]).replaceUsesWithIf(argument, [&](OpOperand &use) {
+      return checkpoint->isProperAncestor(use.getOwner());
+    });
+  for (Operation *definer : definers)
+    for (Value value : definer->getResults())
+      value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
+        return checkpoint->isProperAncestor(use.getOwner());
+      });
+  b.setInsertionPointToEnd(block);
+  ga::train::YieldOp::create(b, checkpoint.getLoc(), outputs);
+  for (auto [output, result] : llvm::zip(outputs, checkpoint.getResults()))
+    output.replaceUsesWithIf(result, [&](OpOperand &use) {
+      return !checkpoint->isProperAncestor(use.getOwner());
+    });
+}
+
+/// Checkpoints the checkpointed `segments` of the `index`-th train.step of
+/// `module`.
+void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
+               const SegmentPlan &segments) {
+  SmallVector<ga::train::StepOp> steps;
+  module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
+  Block &body = steps[index].getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  for (const Segment &segment : segments) {
+    if (!segment.checkpointed)
+      continue;
+    unsigned first = units[segment.first].first;
+    unsigned last = units[segment.last].last;
+    wrapInCheckpoint(ArrayRef<Operation *>(ops).slice(first, last - first + 1));
+  }
+}
+
+/// The chain model of `units`, the loss's values `tailBytes`.
+ga::remat::SegmentChain chainOf(ArrayRef<Unit> units, int64_t tailBytes) {
+  std::vector<ga::remat::ChainUnit> chain(units.begin(), units.end());
+  return ga::remat::SegmentChain(std::move(chain), tailBytes);
+}
+
+/// The segments of `length` units (fewer at the end of a run) over the runs
+/// of units that may be checkpointed (a unit marked "save" ends a run), the
+/// units between them saved.
+SegmentPlan segmentsOf(ArrayRef<Unit> units, unsigned length) {
+  SegmentPlan segments;
+  unsigned i = 0;
+  while (i < units.size()) {
+    if (units[i].mustSave) {
+      segments.push_back({i, i, false});
+      ++i;
+      continue;
+    }
+    unsigned first = i;
+    while (i < units.size() && !units[i].mustSave && i - first < length)
+      ++i;
+    segments.push_back({first, i - 1, true});
+  }
+  return segments;
+}
+
+/// The bytes of a function's arguments (a budget covers them).
+int64_t argumentBytes(func::FuncOp function) {
+  int64_t bytes = 0;
+  for (Type type : function.getArgumentTypes())
+    bytes += tensorBytes(type);
+  return bytes;
+}
+
+/// The bytes of the values the ops after the last unit define (the loss).
+int64_t tailBytesOf(ga::train::StepOp step, ArrayRef<Unit> units) {
+  Block &body = step.getBody().front();
+  unsigned start = units.empty() ? 0 : units.back().last + 1;
+  int64_t bytes = 0;
+  unsigned position = 0;
+  for (Operation &op : body.without_terminator()) {
+    if (position++ < start)
+      continue;
+    for (Value result : op.getResults())
+      if (rootOf(result) == result)
+        bytes += tensorBytes(result.getType());
+  }
+  return bytes;
+}
+
+/// The forward work of all `units`.
+double totalCostOf(ArrayRef<Unit> units) {
+  double cost = 0;
+  for (const Unit &unit : units)
+    cost += unit.cost;
+  return cost;
+}
+
+/// The elements of a step's parameters.
+int64_t parameterElements(ga::train::StepOp step) {
+  int64_t elements = 0;
+  for (Value param : step.getParams())
+    if (auto tensor = dyn_cast<RankedTensorType>(param.getType());
+        tensor && tensor.hasStaticShape())
+      elements += tensor.getNumElements();
+  return elements;
+}
+
+} // namespace ga::remat_units
