@@ -81,17 +81,54 @@ long parsePositive(const std::string &text) {
   return value;
 }
 
-struct LeaveRun {
-  ~LeaveRun() { ga_collectives_stop(); }
-};
+/// One run of a step library, phase by phase (see main); each phase
+/// returns 0 to go on, or the exit status to stop with (-1: stop with 0).
+class Exec {
+public:
+  Exec(int argc, char **argv) : argc(argc), argv(argv) {}
+  ~Exec() {
+    if (joined)
+      ga_collectives_stop();
+  }
 
-} // namespace
+  int parseArguments();
+  int loadLibrary();
+  int findDevice();
+  int joinRun();
+  int readInputs();
+  int run();
+  int report();
 
-int main(int argc, char **argv) {
+private:
+  int argc;
+  char **argv;
+  // The command line.
   std::string library, outDir;
   std::vector<std::string> inputs;
   long repeat = 1, threads = 0;
   bool failOnNonFinite = false, printSignature = false;
+  // The library.
+  using RunFn = int32_t (*)(const void *const *, void *const *, ga_status *);
+  using DeviceNameFn = const char *(*)(const char **);
+  using MemoryStatsFn = void (*)(ga_memory *);
+  using TextFn = const char *(*)();
+  void *handle = nullptr;
+  RunFn runFn = nullptr;
+  ga::StepSignature signature;
+  // A step compiled for CUDA (ga-compile --target=cuda) links the CUDA
+  // runtime, whose device and memory figures are printed instead.
+  MemoryStatsFn deviceMemoryFn = nullptr;
+  TextFn collectivesFn = nullptr, graphFn = nullptr;
+  std::string deviceName;
+  // The run.
+  bool joined = false, reporter = true;
+  std::vector<ga::NpyArray> arrays, outputs;
+  std::vector<const void *> inputPointers;
+  std::vector<void *> outputPointers;
+  double totalMs = 0, minMs = 0;
+};
+
+int Exec::parseArguments() {
   for (int i = 1; i < argc; ++i) {
     std::string arg = argv[i];
     auto value = [&](const std::string &flag, std::string &out) {
@@ -110,7 +147,7 @@ int main(int argc, char **argv) {
     std::string text;
     if (arg == "--help" || arg == "-h") {
       std::fputs(kUsage, stdout);
-      return 0;
+      return -1;
     } else if (arg == "--fail-on-nonfinite") {
       failOnNonFinite = true;
     } else if (arg == "--signature") {
@@ -134,92 +171,94 @@ int main(int argc, char **argv) {
   }
   if (library.empty())
     return fail("no step library given (see ga-exec --help)");
+  return 0;
+}
 
-  // Load the library. A path without '/' would be searched for by dlopen.
+/// The library and its signature (--signature prints it and stops).
+int Exec::loadLibrary() {
+  // A path without '/' would be searched for by dlopen.
   std::string path =
       library.find('/') == std::string::npos ? "./" + library : library;
-  void *handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
+  handle = dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
   if (!handle)
     return fail("cannot load '" + library + "': " + dlerror());
   auto signatureFn =
       reinterpret_cast<const char *(*)()>(dlsym(handle, "ga_step_signature"));
-  auto runFn =
-      reinterpret_cast<int32_t (*)(const void *const *, void *const *,
-                                   ga_status *)>(dlsym(handle, "ga_step_run"));
+  runFn = reinterpret_cast<RunFn>(dlsym(handle, "ga_step_run"));
   if (!signatureFn || !runFn)
     return fail("'" + library +
                 "' is not a step library (it exports no ga_step_signature "
                 "and ga_step_run): build one with ga-compile");
   const char *signatureText = signatureFn();
-  ga::StepSignature signature;
   std::string error;
   if (!ga::parseSignature(signatureText ? signatureText : "", signature, error))
     return fail("'" + library + "': " + error);
   if (printSignature) {
     std::fputs(signatureText, stdout);
-    return 0;
+    return -1;
   }
-  const std::string &name = signature.entry;
-  // A step compiled for CUDA (ga-compile --target=cuda) links the CUDA
-  // runtime, whose device and memory figures are printed instead.
-  using DeviceNameFn = const char *(*)(const char **);
-  using MemoryStatsFn = void (*)(ga_memory *);
+  return 0;
+}
+
+int Exec::findDevice() {
   auto deviceNameFn =
       reinterpret_cast<DeviceNameFn>(dlsym(handle, "ga_cuda_device_name"));
-  auto deviceMemoryFn =
+  deviceMemoryFn =
       reinterpret_cast<MemoryStatsFn>(dlsym(handle, "ga_cuda_memory_stats"));
-  using TextFn = const char *(*)();
-  auto collectivesFn =
+  collectivesFn =
       reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_collectives"));
-  auto graphFn =
-      reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_graph_status"));
-  std::string deviceName;
-  if (deviceNameFn) {
-    const char *reason = nullptr;
-    const char *device = deviceNameFn(&reason);
-    if (!device)
-      return fail("'" + library + "' runs on a CUDA device: " +
-                  (reason ? reason : "no CUDA device"));
-    deviceName = device;
-  }
+  graphFn = reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_graph_status"));
+  if (!deviceNameFn)
+    return 0;
+  const char *reason = nullptr;
+  const char *device = deviceNameFn(&reason);
+  if (!device)
+    return fail("'" + library + "' runs on a CUDA device: " +
+                (reason ? reason : "no CUDA device"));
+  deviceName = device;
+  return 0;
+}
 
-  LeaveRun leaveRun;
+int Exec::joinRun() {
   ga_status status;
-  if (ga_collectives_start(signature.ranks, name.c_str(), "ga-exec", &status) !=
-      GA_OK) {
-    if (ga_world_rank() != 0)
-      return 1;
-    return fail(status.message);
-  }
-  bool reporter = ga_world_rank() == 0;
+  joined = true;
+  if (ga_collectives_start(signature.ranks, signature.entry.c_str(), "ga-exec",
+                           &status) != GA_OK)
+    return ga_world_rank() != 0 ? 1 : fail(status.message);
+  reporter = ga_world_rank() == 0;
+  return 0;
+}
 
-  std::vector<ga::NpyArray> arrays;
+int Exec::readInputs() {
   if (std::string e = ga::readArguments(signature, inputs, arrays); !e.empty())
     return fail(e);
-  std::vector<const void *> inputPointers;
   for (const ga::NpyArray &array : arrays)
     inputPointers.push_back(array.data.data());
-  std::vector<void *> outputPointers;
-  std::vector<ga::NpyArray> outputs =
-      ga::makeResultBuffers(signature, outputPointers);
+  outputs = ga::makeResultBuffers(signature, outputPointers);
   ga::prepareProcess(threads, signature.ranks);
+  return 0;
+}
 
-  double totalMs = 0, minMs = 0;
+int Exec::run() {
+  ga_status status;
   for (long r = 0; r < repeat; ++r) {
     auto start = Clock::now();
     int32_t rc = runFn(inputPointers.data(), outputPointers.data(), &status);
     double ms =
         std::chrono::duration<double, std::milli>(Clock::now() - start).count();
-    if (rc != GA_OK) {
-      if (!reporter)
-        return 1;
-      return fail(ga::stepFailure(signature, status, inputs));
-    }
+    if (rc != GA_OK)
+      return reporter ? fail(ga::stepFailure(signature, status, inputs)) : 1;
     totalMs += ms;
     minMs = r ? std::min(minMs, ms) : ms;
   }
+  return 0;
+}
+
+/// Rank 0 prints the run and writes the results.
+int Exec::report() {
   if (!reporter)
     return 0;
+  const std::string &name = signature.entry;
   std::printf("ga-exec: @%s from %s\n", name.c_str(), library.c_str());
   if (signature.ranks > 1)
     std::printf("ranks: %lld (data-parallel, MPI)\n",
@@ -250,9 +289,22 @@ int main(int argc, char **argv) {
                  what.c_str());
   }
   if (!outDir.empty()) {
+    std::string error;
     if (!ga::writeResults(outDir, outputs, error))
       return fail(error);
     std::printf("wrote %zu result(s) to %s\n", outputs.size(), outDir.c_str());
   }
+  return 0;
+}
+
+} // namespace
+
+int main(int argc, char **argv) {
+  Exec exec(argc, argv);
+  for (int (Exec::*phase)() :
+       {&Exec::parseArguments, &Exec::loadLibrary, &Exec::findDevice,
+        &Exec::joinRun, &Exec::readInputs, &Exec::run, &Exec::report})
+    if (int rc = (exec.*phase)())
+      return rc < 0 ? 0 : rc;
   return 0;
 }

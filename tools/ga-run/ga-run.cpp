@@ -475,6 +475,51 @@ void reportMemoryLines(const ga_memory &memory, const StepRuns &runs,
            << ")\n";
 }
 
+/// What rank 0 prints after the runs, and the results it writes.
+int report(const std::string &name, const ga::StepSignature &signature,
+           const StepRuns &runs, const PipelineResult &pipeline,
+           const JitTimes &jit, double compileMs,
+           const CudaRuntime *cudaRuntime,
+           const std::vector<ga::NpyArray> &outputs) {
+  outs() << "ga-run: @" << name << " from " << inputFile << "\n";
+  if (signature.ranks > 1)
+    outs() << "ranks: " << signature.ranks << " (data-parallel, MPI)\n";
+  outs() << format("compile_ms: %.1f (pipeline %.1f, jit %.1f)\n", compileMs,
+                   pipeline.ms, jit.totalMs);
+  outs() << format("compile_stages_ms: pipeline %.1f, llvm-ir+optimize %.1f, "
+                   "codegen %.1f\n",
+                   pipeline.ms, jit.optimizeMs, jit.codegenMs);
+  outs() << format("run_ms: %.3f (mean of %d, min %.3f)\n",
+                   runs.totalMs / repeat, repeat.getValue(), runs.minMs);
+  ga_memory memory;
+  if (cudaRuntime) {
+    cudaRuntime->stats(&memory);
+    outs() << "device: " << cudaRuntime->name(nullptr) << " (CUDA)\n";
+    outs() << "step_peak_bytes: " << memory.peak_bytes << " (device memory)\n";
+  } else {
+    ga_memory_stats(&memory);
+    outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
+  }
+  if (reportMemory)
+    reportMemoryLines(memory, runs, pipeline);
+  ga::StepSummary summary = ga::summarize(signature, outputs);
+  outs() << summary.text;
+  outs().flush();
+  for (const std::string &what : summary.nonFinite) {
+    if (failOnNonFinite)
+      return fail("@" + name + ": " + what + "; no result written");
+    WithColor::warning(errs(), "ga-run") << "@" << name << ": " << what << "\n";
+  }
+
+  if (!outDir.empty()) {
+    std::string error;
+    if (!ga::writeResults(outDir, outputs, error))
+      return fail(error);
+    outs() << "wrote " << outputs.size() << " result(s) to " << outDir << "\n";
+  }
+  return 0;
+}
+
 } // namespace
 
 int main(int argc, char **argv) {
@@ -566,45 +611,9 @@ int main(int argc, char **argv) {
           runSteps(**engine, runs, call, inputPointers, outputPointers))
     return *exitStatus;
 
-  // Report: every rank holds the same results; rank 0 reports and writes
-  // them.
+  // Every rank holds the same results; rank 0 reports and writes them.
   if (!reporter)
     return 0;
-  outs() << "ga-run: @" << name << " from " << inputFile << "\n";
-  if (ranks > 1)
-    outs() << "ranks: " << ranks << " (data-parallel, MPI)\n";
-  outs() << format("compile_ms: %.1f (pipeline %.1f, jit %.1f)\n", compileMs,
-                   pipeline.ms, jit.totalMs);
-  outs() << format("compile_stages_ms: pipeline %.1f, llvm-ir+optimize %.1f, "
-                   "codegen %.1f\n",
-                   pipeline.ms, jit.optimizeMs, jit.codegenMs);
-  outs() << format("run_ms: %.3f (mean of %d, min %.3f)\n",
-                   runs.totalMs / repeat, repeat.getValue(), runs.minMs);
-  ga_memory memory;
-  if (cuda) {
-    cudaRuntime.stats(&memory);
-    outs() << "device: " << cudaRuntime.name(nullptr) << " (CUDA)\n";
-    outs() << "step_peak_bytes: " << memory.peak_bytes << " (device memory)\n";
-  } else {
-    ga_memory_stats(&memory);
-    outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
-  }
-  if (reportMemory)
-    reportMemoryLines(memory, runs, pipeline);
-  ga::StepSummary summary = ga::summarize(signature, outputs);
-  outs() << summary.text;
-  outs().flush();
-  for (const std::string &what : summary.nonFinite) {
-    if (failOnNonFinite)
-      return fail("@" + name + ": " + what + "; no result written");
-    WithColor::warning(errs(), "ga-run") << "@" << name << ": " << what << "\n";
-  }
-
-  if (!outDir.empty()) {
-    std::string error;
-    if (!ga::writeResults(outDir, outputs, error))
-      return fail(error);
-    outs() << "wrote " << outputs.size() << " result(s) to " << outDir << "\n";
-  }
-  return 0;
+  return report(name, signature, runs, pipeline, jit, compileMs,
+                cuda ? &cudaRuntime : nullptr, outputs);
 }

@@ -33,52 +33,77 @@ const char *TrainEntry::name(TrainArgKind kind) {
   return "argument";
 }
 
-FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
-  TrainEntry entry;
-  std::string fn = "@" + function.getSymName().str();
-  if (function.isExternal())
-    return function.emitError() << fn << " has no body";
-  SmallVector<train::StepOp> steps;
-  function.walk([&](train::StepOp step) { steps.push_back(step); });
-  if (steps.size() != 1)
-    return function.emitError()
-           << "ga-train runs a function with exactly one train.step; " << fn
-           << " has " << steps.size();
-  train::StepOp step = steps.front();
-  entry.step = step;
-  Block &body = function.getBody().front();
-  unsigned numArgs = function.getNumArguments();
-  SmallVector<std::optional<TrainArg>> roles(numArgs);
+namespace {
 
-  // The argument `value` is, or a located failure.
-  auto argumentOf = [&](Value value, Operation *user,
-                        const Twine &what) -> FailureOr<unsigned> {
-    auto arg = dyn_cast<BlockArgument>(value);
-    if (!arg || arg.getOwner() != &body) {
-      user->emitError() << what << " is not an argument of " << fn
-                        << ": ga-train feeds it from one step to the next";
-      return failure();
-    }
-    return arg.getArgNumber();
-  };
-  auto assign = [&](unsigned arg, TrainArg role,
-                    Operation *user) -> LogicalResult {
-    if (roles[arg] &&
-        (roles[arg]->kind != role.kind || roles[arg]->index != role.index)) {
-      // One learning rate or step number shared by every optimizer is fine.
-      bool shared = role.kind == roles[arg]->kind &&
-                    (role.kind == TrainArgKind::LearningRate ||
-                     role.kind == TrainArgKind::StepNumber);
-      if (!shared)
-        return user->emitError()
-               << "argument #" << arg << " of " << fn << " is both a "
-               << TrainEntry::name(roles[arg]->kind) << " and a "
-               << TrainEntry::name(role.kind);
-    }
-    roles[arg] = role;
-    return success();
-  };
+/// The analysis of one function, part by part (see analyzeTrainEntry).
+class EntryAnalysis {
+public:
+  EntryAnalysis(func::FuncOp function, train::StepOp step, TrainEntry &entry)
+      : function(function), step(step), entry(entry),
+        body(function.getBody().front()), fn("@" + function.getSymName().str()),
+        roles(function.getNumArguments()) {}
 
+  LogicalResult readStepOperands();
+  LogicalResult readUpdates();
+  LogicalResult checkArguments();
+  void readInitializers();
+  LogicalResult readResults();
+
+private:
+  /// The argument `value` is, or a located failure.
+  FailureOr<unsigned> argumentOf(Value value, Operation *user,
+                                 const Twine &what);
+  /// Gives argument `arg` its role (one learning rate or step number may be
+  /// shared by every optimizer; any other second role is an error).
+  LogicalResult assign(unsigned arg, TrainArg role, Operation *user);
+  /// The parameter an optimizer updates.
+  FailureOr<unsigned> paramOf(Value value, Operation *op);
+  /// A learning rate or step number of an optimizer.
+  LogicalResult scalar(Value value, Operation *op, TrainArgKind kind);
+  /// Records `op` as the update of `param`, once.
+  LogicalResult claim(unsigned param, Operation *op);
+  LogicalResult readUpdate(Operation *op);
+
+  func::FuncOp function;
+  train::StepOp step;
+  TrainEntry &entry;
+  Block &body;
+  std::string fn;
+  SmallVector<std::optional<TrainArg>> roles;
+  SmallVector<Operation *> updates;
+};
+
+FailureOr<unsigned> EntryAnalysis::argumentOf(Value value, Operation *user,
+                                              const Twine &what) {
+  auto arg = dyn_cast<BlockArgument>(value);
+  if (!arg || arg.getOwner() != &body) {
+    user->emitError() << what << " is not an argument of " << fn
+                      << ": ga-train feeds it from one step to the next";
+    return failure();
+  }
+  return arg.getArgNumber();
+}
+
+LogicalResult EntryAnalysis::assign(unsigned arg, TrainArg role,
+                                    Operation *user) {
+  if (roles[arg] &&
+      (roles[arg]->kind != role.kind || roles[arg]->index != role.index)) {
+    bool shared = role.kind == roles[arg]->kind &&
+                  (role.kind == TrainArgKind::LearningRate ||
+                   role.kind == TrainArgKind::StepNumber);
+    if (!shared)
+      return user->emitError()
+             << "argument #" << arg << " of " << fn << " is both a "
+             << TrainEntry::name(roles[arg]->kind) << " and a "
+             << TrainEntry::name(role.kind);
+  }
+  roles[arg] = role;
+  return success();
+}
+
+/// The train.step's parameters and batch operands: arguments of the
+/// function.
+LogicalResult EntryAnalysis::readStepOperands() {
   entry.numParams = step.getParams().size();
   entry.numBatch = step.getBatch().size();
   for (auto [i, param] : llvm::enumerate(step.getParams())) {
@@ -97,64 +122,77 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
       return failure();
     entry.batchArg.push_back(*arg);
   }
+  return success();
+}
 
-  // The parameter that an optimizer updates.
-  auto paramOf = [&](Value value, Operation *op) -> FailureOr<unsigned> {
-    FailureOr<unsigned> arg = argumentOf(value, op, "the updated parameter");
-    if (failed(arg))
+FailureOr<unsigned> EntryAnalysis::paramOf(Value value, Operation *op) {
+  FailureOr<unsigned> arg = argumentOf(value, op, "the updated parameter");
+  if (failed(arg))
+    return failure();
+  if (!roles[*arg] || roles[*arg]->kind != TrainArgKind::Param) {
+    op->emitError() << "updates argument #" << *arg << " of " << fn
+                    << ", which is not a parameter of the train.step";
+    return failure();
+  }
+  return roles[*arg]->index;
+}
+
+LogicalResult EntryAnalysis::scalar(Value value, Operation *op,
+                                    TrainArgKind kind) {
+  FailureOr<unsigned> arg =
+      argumentOf(value, op, Twine("the ") + TrainEntry::name(kind));
+  if (failed(arg))
+    return failure();
+  return assign(*arg, {kind, 0}, op);
+}
+
+LogicalResult EntryAnalysis::claim(unsigned param, Operation *op) {
+  if (updates[param])
+    return op->emitError() << "parameter #" << param
+                           << " is updated twice (first by "
+                           << updates[param]->getName() << ")";
+  updates[param] = op;
+  return success();
+}
+
+/// An optimizer update (its parameter, moments, learning rate and step
+/// number), or the one clip.
+LogicalResult EntryAnalysis::readUpdate(Operation *op) {
+  if (auto adamw = dyn_cast<train::AdamWOp>(op)) {
+    entry.adamw = true;
+    FailureOr<unsigned> p = paramOf(adamw.getParam(), op);
+    if (failed(p) || failed(claim(*p, op)))
       return failure();
-    if (!roles[*arg] || roles[*arg]->kind != TrainArgKind::Param) {
-      op->emitError() << "updates argument #" << *arg << " of " << fn
-                      << ", which is not a parameter of the train.step";
-      return failure();
-    }
-    return roles[*arg]->index;
-  };
-  auto scalar = [&](Value value, Operation *op, TrainArgKind kind,
-                    unsigned index) -> LogicalResult {
-    FailureOr<unsigned> arg =
-        argumentOf(value, op, Twine("the ") + TrainEntry::name(kind));
-    if (failed(arg))
-      return failure();
-    return assign(*arg, {kind, index}, op);
-  };
-  SmallVector<Operation *> updates(entry.numParams, nullptr);
-  auto claim = [&](unsigned param, Operation *op) -> LogicalResult {
-    if (updates[param])
+    FailureOr<unsigned> m = argumentOf(adamw.getM(), op, "the first moment");
+    FailureOr<unsigned> v = argumentOf(adamw.getV(), op, "the second moment");
+    return success(
+        succeeded(m) && succeeded(v) &&
+        succeeded(assign(*m, {TrainArgKind::FirstMoment, *p}, op)) &&
+        succeeded(assign(*v, {TrainArgKind::SecondMoment, *p}, op)) &&
+        succeeded(scalar(adamw.getLr(), op, TrainArgKind::LearningRate)) &&
+        succeeded(scalar(adamw.getStep(), op, TrainArgKind::StepNumber)));
+  }
+  if (auto sgd = dyn_cast<train::SgdOp>(op)) {
+    FailureOr<unsigned> p = paramOf(sgd.getParam(), op);
+    return success(
+        succeeded(p) && succeeded(claim(*p, op)) &&
+        succeeded(scalar(sgd.getLr(), op, TrainArgKind::LearningRate)));
+  }
+  if (auto clip = dyn_cast<train::ClipByGlobalNormOp>(op)) {
+    if (entry.clip)
       return op->emitError()
-             << "parameter #" << param << " is updated twice (first by "
-             << updates[param]->getName() << ")";
-    updates[param] = op;
-    return success();
-  };
+             << fn << " clips twice; ga-train's --clip sets one max_norm";
+    entry.clip = clip;
+  }
+  return success();
+}
+
+/// Every parameter's optimizer update.
+LogicalResult EntryAnalysis::readUpdates() {
+  updates.assign(entry.numParams, nullptr);
   WalkResult walked = function.walk([&](Operation *op) {
-    if (auto adamw = dyn_cast<train::AdamWOp>(op)) {
-      entry.adamw = true;
-      FailureOr<unsigned> p = paramOf(adamw.getParam(), op);
-      if (failed(p) || failed(claim(*p, op)))
-        return WalkResult::interrupt();
-      FailureOr<unsigned> m = argumentOf(adamw.getM(), op, "the first moment");
-      FailureOr<unsigned> v = argumentOf(adamw.getV(), op, "the second moment");
-      if (failed(m) || failed(v) ||
-          failed(assign(*m, {TrainArgKind::FirstMoment, *p}, op)) ||
-          failed(assign(*v, {TrainArgKind::SecondMoment, *p}, op)) ||
-          failed(scalar(adamw.getLr(), op, TrainArgKind::LearningRate, 0)) ||
-          failed(scalar(adamw.getStep(), op, TrainArgKind::StepNumber, 0)))
-        return WalkResult::interrupt();
-    } else if (auto sgd = dyn_cast<train::SgdOp>(op)) {
-      FailureOr<unsigned> p = paramOf(sgd.getParam(), op);
-      if (failed(p) || failed(claim(*p, op)) ||
-          failed(scalar(sgd.getLr(), op, TrainArgKind::LearningRate, 0)))
-        return WalkResult::interrupt();
-    } else if (auto clip = dyn_cast<train::ClipByGlobalNormOp>(op)) {
-      if (entry.clip) {
-        op->emitError() << fn << " clips twice; ga-train's --clip sets one "
-                        << "max_norm";
-        return WalkResult::interrupt();
-      }
-      entry.clip = clip;
-    }
-    return WalkResult::advance();
+    return failed(readUpdate(op)) ? WalkResult::interrupt()
+                                  : WalkResult::advance();
   });
   if (walked.wasInterrupted())
     return failure();
@@ -164,7 +202,12 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
              << "parameter #" << i << " (argument #" << entry.paramArg[i]
              << " of " << fn
              << ") has no optimizer update (train.adamw or train.sgd)";
-  for (unsigned k = 0; k < numArgs; ++k) {
+  return success();
+}
+
+/// Every argument has a role; learning rates and step numbers are 0-d.
+LogicalResult EntryAnalysis::checkArguments() {
+  for (unsigned k = 0; k < roles.size(); ++k) {
     if (!roles[k])
       return function.emitError()
              << "argument #" << k << " of " << fn
@@ -181,9 +224,12 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
              << " of " << fn << ") must be a 0-d tensor, got " << type;
     entry.args.push_back(*roles[k]);
   }
+  return success();
+}
 
-  // Parameters' initializers: the dialect's verifier has checked that
-  // train.init is "zeros", "ones" or a non-negative float.
+/// Parameters' initializers (the dialect's verifier has checked that
+/// train.init is "zeros", "ones" or a non-negative float) and names.
+void EntryAnalysis::readInitializers() {
   for (unsigned i = 0; i < entry.numParams; ++i) {
     ParamInit init;
     Attribute attr = function.getArgAttr(entry.paramArg[i], "train.init");
@@ -197,18 +243,20 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
         function.getArgAttrOfType<StringAttr>(entry.paramArg[i], "train.name");
     entry.names.push_back(name ? name.str() : std::string());
   }
+}
 
-  // Results.
+/// What each result is; the loss and every new value returned once.
+LogicalResult EntryAnalysis::readResults() {
   auto ret = cast<func::ReturnOp>(body.getTerminator());
   SmallVector<unsigned> newValues(3 * entry.numParams, 0);
   bool loss = false;
+  auto paramIndex = [&](Value param) {
+    return roles[cast<BlockArgument>(param).getArgNumber()]->index;
+  };
   for (Value value : ret.getOperands()) {
     TrainResult result{TrainResultKind::Other, 0};
     auto opResult = dyn_cast<OpResult>(value);
     Operation *def = opResult ? opResult.getOwner() : nullptr;
-    auto paramIndex = [&](Value param) {
-      return roles[cast<BlockArgument>(param).getArgNumber()]->index;
-    };
     if (auto adamw = dyn_cast_or_null<train::AdamWOp>(def)) {
       unsigned which = opResult.getResultNumber();
       result = {which == 0   ? TrainResultKind::NewParam
@@ -250,6 +298,30 @@ FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
                << " times; ga-train feeds it back from exactly one result";
     }
   }
+  return success();
+}
+
+} // namespace
+
+FailureOr<TrainEntry> analyzeTrainEntry(func::FuncOp function) {
+  std::string fn = "@" + function.getSymName().str();
+  if (function.isExternal())
+    return function.emitError() << fn << " has no body";
+  SmallVector<train::StepOp> steps;
+  function.walk([&](train::StepOp step) { steps.push_back(step); });
+  if (steps.size() != 1)
+    return function.emitError()
+           << "ga-train runs a function with exactly one train.step; " << fn
+           << " has " << steps.size();
+  TrainEntry entry;
+  entry.step = steps.front();
+  EntryAnalysis analysis(function, steps.front(), entry);
+  if (failed(analysis.readStepOperands()) || failed(analysis.readUpdates()) ||
+      failed(analysis.checkArguments()))
+    return failure();
+  analysis.readInitializers();
+  if (failed(analysis.readResults()))
+    return failure();
   return entry;
 }
 
