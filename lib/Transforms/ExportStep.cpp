@@ -163,88 +163,129 @@ Type descriptorType(MLIRContext *ctx, unsigned rank) {
   return LLVM::LLVMStructType::getLiteral(ctx, fields);
 }
 
+/// The entry's lowered calling convention: its arguments are the
+/// descriptors of the signature's inputs, its result those of the results
+/// (one, a struct of several, or void).
+struct LoweredAbi {
+  SmallVector<Type> args;
+  SmallVector<Type> resultDescs;
+  Type result;
+};
+
+LoweredAbi loweredAbiOf(MLIRContext *ctx, const ga::StepSignature &sig) {
+  auto ptr = LLVM::LLVMPointerType::get(ctx);
+  auto i64 = IntegerType::get(ctx, 64);
+  LoweredAbi abi;
+  for (const ga::TensorSpec &in : sig.inputs) {
+    abi.args.append({ptr, ptr, i64});
+    abi.args.append(2 * in.shape.size(), i64);
+  }
+  for (const ga::TensorSpec &r : sig.results)
+    abi.resultDescs.push_back(descriptorType(ctx, r.shape.size()));
+  abi.result = abi.resultDescs.empty() ? LLVM::LLVMVoidType::get(ctx)
+               : abi.resultDescs.size() == 1
+                   ? abi.resultDescs.front()
+                   : LLVM::LLVMStructType::getLiteral(ctx, abi.resultDescs);
+  return abi;
+}
+
+/// The arguments of the entry's call in ga_step_run: for each input, the
+/// descriptor of a contiguous buffer of its shape at the pointer in
+/// `inputs`.
+SmallVector<Value> descriptorsOf(OpBuilder &b, Location loc,
+                                 const ga::StepSignature &sig, Value inputs) {
+  auto ptr = LLVM::LLVMPointerType::get(b.getContext());
+  auto i64 = b.getI64Type();
+  auto constant = [&](int64_t v) -> Value {
+    return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
+  };
+  SmallVector<Value> args;
+  for (auto [i, in] : llvm::enumerate(sig.inputs)) {
+    Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, inputs,
+                                     ArrayRef<LLVM::GEPArg>{(int32_t)i});
+    Value pointer = LLVM::LoadOp::create(b, loc, ptr, slot);
+    args.append({pointer, pointer, constant(0)});
+    int64_t stride = 1;
+    SmallVector<int64_t> strides(in.shape.size());
+    for (int d = (int)in.shape.size() - 1; d >= 0; --d) {
+      strides[d] = stride;
+      stride *= in.shape[d];
+    }
+    for (int64_t size : in.shape)
+      args.push_back(constant(size));
+    for (int64_t s : strides)
+      args.push_back(constant(s));
+  }
+  return args;
+}
+
 struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
   using Base::Base;
 
-  void runOnOperation() override {
-    ModuleOp module = getOperation();
-    MLIRContext *ctx = module.getContext();
-    LLVM::LLVMFuncOp entryFunc;
+  /// The lowered function to export: `entry`, else the only one with a
+  /// train.signature. Null, with an error, when there is none to choose.
+  LLVM::LLVMFuncOp findEntry(ModuleOp module) {
+    if (!entry.empty()) {
+      auto entryFunc = module.lookupSymbol<LLVM::LLVMFuncOp>(entry);
+      if (!entryFunc || entryFunc.isExternal()) {
+        module.emitError() << "ga-export-step: no llvm.func @" << entry
+                           << " with a body (lower the step with "
+                              "--ga-pipeline=target=cpu first)";
+        return nullptr;
+      }
+      return entryFunc;
+    }
     SmallVector<LLVM::LLVMFuncOp> candidates;
     for (auto func : module.getOps<LLVM::LLVMFuncOp>())
       if (!func.isExternal() &&
           func->hasAttr(TrainDialect::SignatureAttrHelper::getNameStr()))
         candidates.push_back(func);
-    if (!entry.empty()) {
-      entryFunc = module.lookupSymbol<LLVM::LLVMFuncOp>(entry);
-      if (!entryFunc || entryFunc.isExternal()) {
-        module.emitError() << "ga-export-step: no llvm.func @" << entry
-                           << " with a body (lower the step with "
-                              "--ga-pipeline=target=cpu first)";
-        return signalPassFailure();
-      }
-    } else if (candidates.size() == 1) {
-      entryFunc = candidates.front();
-    } else {
-      InFlightDiagnostic diag = module.emitError()
-                                << "ga-export-step: " << candidates.size()
-                                << " lowered functions carry train.signature";
-      if (candidates.empty())
-        diag << " (lower the step with --ga-pipeline=target=cpu first)";
-      else
-        diag << "; choose one with entry=NAME";
-      return signalPassFailure();
-    }
+    if (candidates.size() == 1)
+      return candidates.front();
+    InFlightDiagnostic diag = module.emitError()
+                              << "ga-export-step: " << candidates.size()
+                              << " lowered functions carry train.signature";
+    if (candidates.empty())
+      diag << " (lower the step with --ga-pipeline=target=cpu first)";
+    else
+      diag << "; choose one with entry=NAME";
+    return nullptr;
+  }
 
-    ga::StepSignature sig;
+  /// The preconditions: a signature, free ABI names, a known runtime, and
+  /// the entry lowered with the memref descriptors of its signature.
+  LogicalResult check(ModuleOp module, LLVM::LLVMFuncOp entryFunc,
+                      ga::StepSignature &sig, LoweredAbi &abi) {
     std::string error =
         ga::buildStepSignature(entryFunc, sig, "a step library");
-    if (!error.empty()) {
-      entryFunc.emitError() << "ga-export-step: " << error;
-      return signalPassFailure();
-    }
+    if (!error.empty())
+      return entryFunc.emitError() << "ga-export-step: " << error;
     for (StringRef name : {kRunName, kSignatureName, kSignatureText})
-      if (module.lookupSymbol(name)) {
-        module.lookupSymbol(name)->emitError()
-            << "ga-export-step: the module already defines @" << name
-            << ", a name of the step library ABI";
-        return signalPassFailure();
-      }
-
-    // The entry's lowered arguments must be the descriptors of the
-    // signature's inputs.
-    auto ptr = LLVM::LLVMPointerType::get(ctx);
-    auto i64 = IntegerType::get(ctx, 64);
-    auto i32 = IntegerType::get(ctx, 32);
-    SmallVector<Type> expectedArgs;
-    for (const ga::TensorSpec &in : sig.inputs) {
-      expectedArgs.append({ptr, ptr, i64});
-      expectedArgs.append(2 * in.shape.size(), i64);
-    }
-    SmallVector<Type> resultDescs;
-    for (const ga::TensorSpec &r : sig.results)
-      resultDescs.push_back(descriptorType(ctx, r.shape.size()));
-    Type expectedResult =
-        resultDescs.empty() ? LLVM::LLVMVoidType::get(ctx)
-        : resultDescs.size() == 1
-            ? resultDescs.front()
-            : LLVM::LLVMStructType::getLiteral(ctx, resultDescs);
+      if (Operation *taken = module.lookupSymbol(name))
+        return taken->emitError()
+               << "ga-export-step: the module already defines @" << name
+               << ", a name of the step library ABI";
+    if (runtime != "cpu" && runtime != "cuda")
+      return module.emitError()
+             << "ga-export-step: runtime must be 'cpu' or 'cuda', got '"
+             << runtime << "'";
+    abi = loweredAbiOf(module.getContext(), sig);
     LLVM::LLVMFunctionType fnType = entryFunc.getFunctionType();
-    if (fnType.isVarArg() || fnType.getParams() != ArrayRef(expectedArgs) ||
-        fnType.getReturnType() != expectedResult) {
-      entryFunc.emitError()
-          << "ga-export-step: the lowered arguments and results of @"
-          << entryFunc.getSymName()
-          << " are not the memref descriptors of its train.signature (a "
-             "function lowered with another calling convention)";
-      return signalPassFailure();
-    }
+    if (fnType.isVarArg() || fnType.getParams() != ArrayRef(abi.args) ||
+        fnType.getReturnType() != abi.result)
+      return entryFunc.emitError()
+             << "ga-export-step: the lowered arguments and results of @"
+             << entryFunc.getSymName()
+             << " are not the memref descriptors of its train.signature (a "
+                "function lowered with another calling convention)";
+    return success();
+  }
 
-    Location loc = entryFunc.getLoc();
-    OpBuilder b(ctx);
-    b.setInsertionPointToEnd(module.getBody());
-
-    // The signature text, and the function that returns it.
+  /// The signature text, and ga_step_signature, which returns it.
+  LLVM::GlobalOp emitSignature(OpBuilder &b, Location loc,
+                               const ga::StepSignature &sig) {
+    MLIRContext *ctx = b.getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
     std::string text = sig.format();
     text.push_back('\0');
     auto textType =
@@ -254,29 +295,33 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
                                          kSignatureText, b.getStringAttr(text));
     auto sigFunc = LLVM::LLVMFuncOp::create(
         b, loc, kSignatureName, LLVM::LLVMFunctionType::get(ptr, {}));
-    {
-      OpBuilder::InsertionGuard guard(b);
-      b.setInsertionPointToStart(sigFunc.addEntryBlock(b));
-      Value address = LLVM::AddressOfOp::create(b, loc, global);
-      LLVM::ReturnOp::create(b, loc, address);
-    }
+    OpBuilder::InsertionGuard guard(b);
+    b.setInsertionPointToStart(sigFunc.addEntryBlock(b));
+    Value address = LLVM::AddressOfOp::create(b, loc, global);
+    LLVM::ReturnOp::create(b, loc, address);
+    return global;
+  }
 
-    // The runtime's entry and exit.
+  /// ga_step_run(inputs, outputs, status) -> i32: the runtime's entry, the
+  /// step on descriptors of the inputs, the runtime's exit with the
+  /// returned descriptors on the stack. On the CUDA runtime,
+  /// ga_cuda_step_enter also copies the inputs to device buffers, whose
+  /// pointers it writes to an array that the step reads its arguments
+  /// from; ga_cuda_step_leave copies the results back and frees those
+  /// buffers.
+  void emitRun(ModuleOp module, OpBuilder &b, Location loc,
+               LLVM::LLVMFuncOp entryFunc, const ga::StepSignature &sig,
+               const LoweredAbi &abi, LLVM::GlobalOp text) {
+    MLIRContext *ctx = b.getContext();
+    auto ptr = LLVM::LLVMPointerType::get(ctx);
+    auto i64 = IntegerType::get(ctx, 64);
+    auto i32 = IntegerType::get(ctx, 32);
     auto declare = [&](StringRef name, LLVM::LLVMFunctionType type) {
       if (auto existing = module.lookupSymbol<LLVM::LLVMFuncOp>(name))
         return existing;
       return LLVM::LLVMFuncOp::create(b, loc, name, type);
     };
-    // On the CUDA runtime, ga_cuda_step_enter also copies the inputs to
-    // device buffers, whose pointers it writes to an array that the step
-    // reads its arguments from; ga_cuda_step_leave copies the results back
-    // and frees those buffers.
     bool cuda = runtime == "cuda";
-    if (runtime != "cpu" && !cuda) {
-      module.emitError() << "ga-export-step: runtime must be 'cpu' or 'cuda', "
-                         << "got '" << runtime << "'";
-      return signalPassFailure();
-    }
     SmallVector<Type> enterArgs = {ptr, ptr, ptr, ptr};
     if (cuda)
       enterArgs.push_back(ptr);
@@ -287,7 +332,6 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
         declare(cuda ? kCudaLeaveName : kLeaveName,
                 LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr, ptr, ptr}));
 
-    // ga_step_run(inputs, outputs, status) -> i32.
     auto run = LLVM::LLVMFuncOp::create(
         b, loc, kRunName, LLVM::LLVMFunctionType::get(i32, {ptr, ptr, ptr}));
     Block *body = run.addEntryBlock(b);
@@ -297,7 +341,7 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
     Block *exit = b.createBlock(&run.getBody(), {}, {i32}, {loc});
 
     b.setInsertionPointToEnd(body);
-    Value text0 = LLVM::AddressOfOp::create(b, loc, global);
+    Value text0 = LLVM::AddressOfOp::create(b, loc, text);
     SmallVector<Value> enterOperands = {text0, inputs, outputs, status};
     if (cuda) {
       Value count = LLVM::ConstantOp::create(
@@ -316,33 +360,15 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
                            ValueRange{entered});
 
     b.setInsertionPointToEnd(call);
-    auto constant = [&](int64_t v) -> Value {
-      return LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(v));
-    };
-    SmallVector<Value> args;
-    for (auto [i, in] : llvm::enumerate(sig.inputs)) {
-      Value slot = LLVM::GEPOp::create(b, loc, ptr, ptr, inputs,
-                                       ArrayRef<LLVM::GEPArg>{(int32_t)i});
-      Value pointer = LLVM::LoadOp::create(b, loc, ptr, slot);
-      args.append({pointer, pointer, constant(0)});
-      int64_t stride = 1;
-      SmallVector<int64_t> strides(in.shape.size());
-      for (int d = (int)in.shape.size() - 1; d >= 0; --d) {
-        strides[d] = stride;
-        stride *= in.shape[d];
-      }
-      for (int64_t size : in.shape)
-        args.push_back(constant(size));
-      for (int64_t s : strides)
-        args.push_back(constant(s));
-    }
-    auto callOp = LLVM::CallOp::create(b, loc, entryFunc, args);
+    auto callOp = LLVM::CallOp::create(b, loc, entryFunc,
+                                       descriptorsOf(b, loc, sig, inputs));
     Value resultsPtr;
-    if (resultDescs.empty()) {
+    if (abi.resultDescs.empty()) {
       resultsPtr = LLVM::ZeroOp::create(b, loc, ptr);
     } else {
-      resultsPtr = LLVM::AllocaOp::create(b, loc, ptr, expectedResult,
-                                          constant(1), /*alignment=*/8);
+      Value one = LLVM::ConstantOp::create(b, loc, i64, b.getI64IntegerAttr(1));
+      resultsPtr = LLVM::AllocaOp::create(b, loc, ptr, abi.result, one,
+                                          /*alignment=*/8);
       LLVM::StoreOp::create(b, loc, callOp.getResult(), resultsPtr);
     }
     Value left = LLVM::CallOp::create(
@@ -353,7 +379,20 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
 
     b.setInsertionPointToEnd(exit);
     LLVM::ReturnOp::create(b, loc, exit->getArgument(0));
+  }
 
+  void runOnOperation() override {
+    ModuleOp module = getOperation();
+    LLVM::LLVMFuncOp entryFunc = findEntry(module);
+    ga::StepSignature sig;
+    LoweredAbi abi;
+    if (!entryFunc || failed(check(module, entryFunc, sig, abi)))
+      return signalPassFailure();
+    Location loc = entryFunc.getLoc();
+    OpBuilder b(module.getContext());
+    b.setInsertionPointToEnd(module.getBody());
+    LLVM::GlobalOp text = emitSignature(b, loc, sig);
+    emitRun(module, b, loc, entryFunc, sig, abi, text);
     // Only the ABI is exported.
     entryFunc.setLinkage(LLVM::Linkage::Internal);
   }
