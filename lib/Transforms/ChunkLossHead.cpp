@@ -333,7 +333,8 @@ struct GaChunkLossHeadPass
     return after;
   }
 
-  LogicalResult chunk(Group &g, int64_t r, std::string &why) {
+  /// The operations of the group.
+  static llvm::SmallPtrSet<Operation *, 16> opsOf(Group &g) {
     llvm::SmallPtrSet<Operation *, 16> set;
     set.insert(g.head);
     set.insert(g.loss);
@@ -342,8 +343,13 @@ struct GaChunkLossHeadPass
       set.insert(op);
     for (linalg::LinalgOp op : g.users)
       set.insert(op);
-    Block *block = g.grad->getBlock();
-    // The loop goes after every value the group reads from outside it.
+    return set;
+  }
+
+  /// The last operation of `block` that defines a value the group reads
+  /// from outside it (null: none): the loop goes after it.
+  static Operation *lastInput(const llvm::SmallPtrSetImpl<Operation *> &set,
+                              Block *block) {
     Operation *last = nullptr;
     for (Operation *op : set)
       for (Value v : op->getOperands()) {
@@ -354,9 +360,17 @@ struct GaChunkLossHeadPass
         if (def && (!last || last->isBeforeInBlock(def)))
           last = def;
       }
-    // Dependents of the group that come before `last` move after the loop:
-    // none may feed the group, and none may have side effects.
-    llvm::SetVector<Operation *> after = dependents(block, set);
+    return last;
+  }
+
+  /// Whether the group can become a loop after `last`: the dependents of
+  /// the group that come before `last` move after the loop, so none may
+  /// feed the group and none may have side effects; after chunking, nothing
+  /// but the loss and the users' results may be read outside the group.
+  static LogicalResult
+  checkChunkable(Group &g, const llvm::SmallPtrSetImpl<Operation *> &set,
+                 Block *block, Operation *last,
+                 const llvm::SetVector<Operation *> &after, std::string &why) {
     for (Operation *op : set)
       for (Value v : op->getOperands())
         if (Operation *def = v.getDefiningOp())
@@ -371,8 +385,6 @@ struct GaChunkLossHeadPass
               "before a value that the loss needs";
         return failure();
       }
-    // After chunking, nothing but the loss and the users' results may be
-    // read outside the group.
     llvm::SmallPtrSet<Value, 8> replaced = {g.loss.getLoss()};
     for (linalg::LinalgOp user : g.users)
       replaced.insert(user->getResult(0));
@@ -386,62 +398,50 @@ struct GaChunkLossHeadPass
                 "gradients is read outside it";
           return failure();
         }
+    return success();
+  }
 
-    Location loc = g.grad.getLoc();
-    // After `last`, every value the group reads dominates the loop.
-    OpBuilder b(block,
-                last ? std::next(Block::iterator(last)) : block->begin());
-    int64_t n = g.rows;
-    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
-    Value count = arith::ConstantIndexOp::create(b, loc, n / r);
-    Value one = arith::ConstantIndexOp::create(b, loc, 1);
-    // A loss sum with an init (a micro-batch loop's running loss) starts
-    // the chunks' running sum.
-    Value lossInit = g.loss.getInit()
-                         ? g.loss.getInit()
-                         : ga::zerosLike(b, loc, g.loss.getLoss().getType());
-    SmallVector<Value> inits = {lossInit};
-    for (linalg::LinalgOp user : g.users)
-      inits.push_back(user.getDpsInits()[0]);
-    auto loop = scf::ForOp::create(b, loc, zero, count, one, inits);
-    OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
-    Value offset =
-        arith::MulIOp::create(inner, loc, loop.getInductionVar(),
-                              arith::ConstantIndexOp::create(inner, loc, r));
+  /// Slices and copies of the group's operations on one chunk: rows
+  /// [offset, offset + r), inside the loop's body.
+  struct ChunkBody {
+    OpBuilder &b;
+    Location loc;
+    Value offset;
+    int64_t r;
 
-    // The offsets, sizes and strides of rows [offset, offset + r) of a
-    // tensor of `type`.
+    /// The offsets, sizes and strides of the chunk's rows of a tensor of
+    /// `type`.
     struct Window {
       SmallVector<OpFoldResult> offsets, sizes, strides;
     };
-    auto window = [&](RankedTensorType type) {
+    Window window(RankedTensorType type) const {
       Window w;
-      w.offsets.assign(type.getRank(), inner.getIndexAttr(0));
+      w.offsets.assign(type.getRank(), b.getIndexAttr(0));
       w.offsets[0] = offset;
-      w.strides.assign(type.getRank(), inner.getIndexAttr(1));
+      w.strides.assign(type.getRank(), b.getIndexAttr(1));
       for (int64_t d : type.getShape())
-        w.sizes.push_back(inner.getIndexAttr(d));
-      w.sizes[0] = inner.getIndexAttr(r);
+        w.sizes.push_back(b.getIndexAttr(d));
+      w.sizes[0] = b.getIndexAttr(r);
       return w;
-    };
-    // The type of a chunk of `whole`: r rows.
-    auto chunkType = [&](Value whole) {
+    }
+    /// The type of a chunk of `whole`: r rows.
+    RankedTensorType chunkType(Value whole) const {
       auto type = cast<RankedTensorType>(whole.getType());
       SmallVector<int64_t> shape(type.getShape());
       shape[0] = r;
       return RankedTensorType::get(shape, type.getElementType());
-    };
-    // Rows [offset, offset + r) of `v` (sliced along dimension 0).
-    auto rowsOf = [&](Value v) -> Value {
+    }
+    /// The chunk's rows of `v` (sliced along dimension 0).
+    Value rowsOf(Value v) const {
       Window w = window(cast<RankedTensorType>(v.getType()));
-      return tensor::ExtractSliceOp::create(inner, loc, chunkType(v), v,
-                                            w.offsets, w.sizes, w.strides)
+      return tensor::ExtractSliceOp::create(b, loc, chunkType(v), v, w.offsets,
+                                            w.sizes, w.strides)
           .getResult();
-    };
-    // A copy of `op` on the chunk: operands that walk the rows sliced,
-    // `rowsValue` in place of its rows operand (if any), its init `init`.
-    auto onChunk = [&](linalg::LinalgOp op, RowUse use, OpOperand *rowsOperand,
-                       Value rowsValue, Value init) -> Value {
+    }
+    /// A copy of `op` on the chunk: operands that walk the rows sliced,
+    /// `rowsValue` in place of its rows operand (if any), its init `init`.
+    Value onChunk(linalg::LinalgOp op, RowUse use, OpOperand *rowsOperand,
+                  Value rowsValue, Value init) const {
       IRMapping mapping;
       for (OpOperand *input : op.getDpsInputOperands()) {
         if (input == rowsOperand) {
@@ -454,14 +454,24 @@ struct GaChunkLossHeadPass
         mapping.map(input->get(), walks ? rowsOf(input->get()) : input->get());
       }
       mapping.map(op.getDpsInits()[0], init);
-      Operation *copy = inner.clone(*op, mapping);
+      Operation *copy = b.clone(*op, mapping);
       copy->getResult(0).setType(init.getType());
       return copy->getResult(0);
-    };
+    }
+  };
+
+  /// The loop's body: the head's logits of the chunk, its loss added to the
+  /// running loss, its gradient, and each user's contribution (a reduction
+  /// over the rows accumulated; otherwise the chunk's rows of the result
+  /// inserted back, in place).
+  static void emitChunk(Group &g, scf::ForOp loop, ChunkBody &chunk) {
+    OpBuilder &inner = chunk.b;
+    Location loc = chunk.loc;
     Value headInit = g.head.getDpsInits()[0];
-    Value logits = onChunk(g.head, g.headRows, nullptr, Value(),
-                           ga::zerosLike(inner, loc, chunkType(headInit)));
-    Value labels = rowsOf(g.loss.getLabels());
+    Value logits =
+        chunk.onChunk(g.head, g.headRows, nullptr, Value(),
+                      ga::zerosLike(inner, loc, chunk.chunkType(headInit)));
+    Value labels = chunk.rowsOf(g.loss.getLabels());
     IRMapping ceMapping;
     ceMapping.map(g.loss.getLogits(), logits);
     ceMapping.map(g.loss.getLabels(), labels);
@@ -494,20 +504,52 @@ struct GaChunkLossHeadPass
       Value acc = loop.getRegionIterArgs()[1 + i];
       if (use.reduction) {
         yielded.push_back(
-            onChunk(user, use, rowsOperand, gradient->getResult(0), acc));
+            chunk.onChunk(user, use, rowsOperand, gradient->getResult(0), acc));
         continue;
       }
       // The chunk's rows of the zero init, not written by earlier chunks:
       // computed into them, then inserted back (in place).
-      Value part =
-          onChunk(user, use, rowsOperand, gradient->getResult(0), rowsOf(acc));
-      Window w = window(cast<RankedTensorType>(acc.getType()));
+      Value part = chunk.onChunk(user, use, rowsOperand, gradient->getResult(0),
+                                 chunk.rowsOf(acc));
+      ChunkBody::Window w = chunk.window(cast<RankedTensorType>(acc.getType()));
       yielded.push_back(tensor::InsertSliceOp::create(inner, loc, part, acc,
                                                       w.offsets, w.sizes,
                                                       w.strides)
                             .getResult());
     }
     scf::YieldOp::create(inner, loc, yielded);
+  }
+
+  LogicalResult chunk(Group &g, int64_t r, std::string &why) {
+    llvm::SmallPtrSet<Operation *, 16> set = opsOf(g);
+    Block *block = g.grad->getBlock();
+    Operation *last = lastInput(set, block);
+    llvm::SetVector<Operation *> after = dependents(block, set);
+    if (failed(checkChunkable(g, set, block, last, after, why)))
+      return failure();
+
+    // After `last`, every value the group reads dominates the loop over
+    // the n / r chunks. A loss sum with an init (a micro-batch loop's
+    // running loss) starts the chunks' running sum.
+    Location loc = g.grad.getLoc();
+    OpBuilder b(block,
+                last ? std::next(Block::iterator(last)) : block->begin());
+    Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+    Value count = arith::ConstantIndexOp::create(b, loc, g.rows / r);
+    Value one = arith::ConstantIndexOp::create(b, loc, 1);
+    Value lossInit = g.loss.getInit()
+                         ? g.loss.getInit()
+                         : ga::zerosLike(b, loc, g.loss.getLoss().getType());
+    SmallVector<Value> inits = {lossInit};
+    for (linalg::LinalgOp user : g.users)
+      inits.push_back(user.getDpsInits()[0]);
+    auto loop = scf::ForOp::create(b, loc, zero, count, one, inits);
+    OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
+    Value offset =
+        arith::MulIOp::create(inner, loc, loop.getInductionVar(),
+                              arith::ConstantIndexOp::create(inner, loc, r));
+    ChunkBody body{inner, loc, offset, r};
+    emitChunk(g, loop, body);
 
     // The results, then the dependents after the loop, in their order.
     g.loss.getLoss().replaceAllUsesWith(loop.getResult(0));
