@@ -21,6 +21,8 @@
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/DenseSet.h"
 
+#include <functional>
+
 namespace ga::ad {
 
 /// The elementwise sum of two tensors of the same type (linalg.add).
@@ -79,6 +81,28 @@ scalarArgsNeeded(mlir::Block &body, llvm::ArrayRef<mlir::Operation *> skip,
 void genericAdjointNeeds(mlir::linalg::LinalgOp op, bool &differentiable,
                          llvm::SmallVectorImpl<bool> &operands,
                          llvm::SmallVectorImpl<bool> &results);
+
+/// Turns contraction-shaped generics into named matmuls (with transposed
+/// operands where needed) so that they can reach GEMM libraries; other
+/// contractions stay generic.
+void specializeContractions(mlir::MLIRContext *ctx,
+                            llvm::ArrayRef<mlir::linalg::GenericOp> generics);
+
+/// Differentiates the loss yielded by `body` with respect to `params` (block
+/// arguments of `body`); the backward code goes before the terminator.
+/// `toSpecialize` gets the contraction-shaped generics, which the caller
+/// specializes once the gradients are in place (specializing replaces ops).
+///
+/// With `newAccumulator` (a micro-batch body), the parameters' adjoints
+/// start from accumulators instead (see Sweep::newAccumulator): the result
+/// is then empty and `accumulated` gets each parameter's accumulations.
+mlir::FailureOr<llvm::SmallVector<mlir::Value>> differentiateBody(
+    mlir::Operation *owner, mlir::Block &body, mlir::ValueRange params,
+    mlir::Value loss,
+    llvm::SmallVectorImpl<mlir::linalg::GenericOp> &toSpecialize,
+    std::function<mlir::Value(mlir::Type)> newAccumulator = nullptr,
+    llvm::SmallVectorImpl<llvm::SmallVector<Sweep::Accumulation>> *accumulated =
+        nullptr);
 
 } // namespace ga::ad
 

@@ -1,0 +1,313 @@
+//===- Accumulate.cpp - train.accumulate with explicit accumulators -------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// The rewrite of an implicit train.accumulate (a micro-batch loop whose body
+// yields a loss) into explicit accumulators: the loss's final scaling peeled
+// into the finalize region where it is linear, the gradients of the body
+// accumulated by the sweep (Differentiate.cpp) into accumulators of their
+// own, and the finalize region that scales them once.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ADInternal.h"
+#include "ga/Analysis/Decomposability.h"
+#include "ga/Transforms/Autodiff.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/BuiltinOps.h"
+#include "mlir/IR/PatternMatch.h"
+#include "train/TrainOps.h"
+
+using namespace mlir;
+using namespace ga::train;
+using namespace ga::ad;
+
+namespace {
+/// The final scaling of the loss, applied once to the accumulated values in
+/// the finalize region: a tree of 0-d generics, linear in the values at its
+/// leaves that the body computes, with factors that are the same in every
+/// micro-batch (parameters and globals).
+struct LossScaling {
+  /// The generics, producers first; the last one yields the loss.
+  SmallVector<linalg::GenericOp> tree;
+  /// The values computed by the body that the tree reads: each gets its own
+  /// accumulator. Held as the tree's operands that read them, which stay
+  /// valid when differentiation replaces their producers (it generalizes
+  /// named ops).
+  SmallVector<OpOperand *> leaves;
+  Value leaf(unsigned i) const { return leaves[i]->get(); }
+};
+} // namespace
+
+/// A 0-d generic with one result, read once, whose init is a tensor.empty.
+static linalg::GenericOp scalarGeneric(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !v.hasOneUse() || generic.getNumLoops() != 0 ||
+      generic.getNumDpsInits() != 1 ||
+      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+    return {};
+  return generic;
+}
+
+static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
+                           LossScaling &scaling) {
+  // It is cloned into the finalize region: its body may read only its own
+  // values.
+  bool captures = false;
+  generic.getBlock()->walk([&](Operation *nested) {
+    for (Value v : nested->getOperands())
+      captures |= !generic->isAncestor(v.getParentBlock()->getParentOp());
+  });
+  if (captures)
+    return false;
+  llvm::SmallDenseSet<Value> terms;
+  for (OpOperand *input : generic.getDpsInputOperands()) {
+    // The body is isolated: a value is the same in every micro-batch exactly
+    // when it is a parameter or a global.
+    Value v = input->get();
+    if (isa<BlockArgument>(v) && !llvm::is_contained(acc.getBatchArgs(), v))
+      continue;
+    terms.insert(generic.getBlock()->getArgument(input->getOperandNumber()));
+    if (linalg::GenericOp producer = scalarGeneric(v)) {
+      if (!collectScaling(producer, acc, scaling))
+        return false;
+      continue;
+    }
+    // One accumulator per leaf: a value read twice is not peeled.
+    if (llvm::any_of(scaling.leaves,
+                     [&](OpOperand *leaf) { return leaf->get() == v; }))
+      return false;
+    scaling.leaves.push_back(input);
+  }
+  // Linear in the terms computed by the body, by the analysis's own rule:
+  // summed over the micro-batches, it gives its value on the summed terms.
+  std::string why;
+  if (terms.empty() ||
+      ga::bodyLinearity(generic, terms, {}, why) != ga::Linearity::Proportional)
+    return false;
+  scaling.tree.push_back(generic);
+  return true;
+}
+
+/// If `loss` is computed by 0-d generics that are linear in the values the
+/// body computes that they read, with factors that are the same in every
+/// micro-batch (a sum divided by a global count; two such quotients added,
+/// one per mask), returns them: their inputs are accumulated over the
+/// micro-batches and the generics run once, on the accumulated values, as
+/// in the full-batch step.
+static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
+  linalg::GenericOp root = scalarGeneric(loss);
+  LossScaling scaling;
+  if (!root || !collectScaling(root, acc, scaling))
+    return std::nullopt;
+  return scaling;
+}
+
+/// The next value of `acc` when the body computes the sum `v` (a loss term
+/// or a metric) that nothing else reads: the sum itself, started from the
+/// accumulator, where it is a cross-entropy sum (its init) or an additive
+/// reduction from zeros (the analysis's rule); `acc + v` otherwise.
+static Value continueSum(OpBuilder &b, Location loc, Value v, Value acc,
+                         bool alone) {
+  if (alone && v.getType() == acc.getType()) {
+    if (auto ce = v.getDefiningOp<CrossEntropyOp>();
+        ce && v == ce.getLoss() && ce.getReduction() == Reduction::Sum &&
+        !ce.getInit()) {
+      ce.getInitMutable().assign(acc);
+      return v;
+    }
+    if (auto linalgOp = v.getDefiningOp<linalg::LinalgOp>()) {
+      unsigned j = cast<OpResult>(v).getResultNumber();
+      OpOperand &init = linalgOp.getDpsInitsMutable()[j];
+      if (ga::isZeroTensor(init.get()) &&
+          ga::isAdditiveReduction(linalgOp, j)) {
+        init.set(acc);
+        return v;
+      }
+    }
+  }
+  return addInto(b, loc, acc, v);
+}
+
+/// Erases the operations of `block` that nothing reads and that have no
+/// effects (what the accumulators superseded).
+static void eraseDeadOps(Block &block) {
+  bool erased = true;
+  while (erased) {
+    erased = false;
+    for (Operation &op : llvm::make_early_inc_range(llvm::reverse(block)))
+      if (&op != block.getTerminator() && isOpTriviallyDead(&op)) {
+        op.erase();
+        erased = true;
+      }
+  }
+}
+
+namespace {
+/// Makes a train.accumulate in its contribution form explicit, in phases:
+/// the accumulators of the loss terms, the sweep with initial adjoints
+/// (the gradients' accumulators), the metrics' accumulators, the finalize
+/// region, and the body's next values.
+class ExplicitAccumulation {
+public:
+  explicit ExplicitAccumulation(AccumulateOp op)
+      : op(op), body(op.getBody().front()), yield(op.getYield()), outside(op),
+        loc(op.getLoc()), numMetrics(op.getMetrics().size()) {}
+
+  LogicalResult run() {
+    // The loss's final scaling, found before the sweep adds readers.
+    peel = peelableScale(yield.getValues().front(), op);
+    // The loss terms' accumulators first (the loss comes first everywhere).
+    if (peel)
+      for (unsigned i = 0; i < peel->leaves.size(); ++i)
+        termAccs.push_back(newAccumulator(peel->leaf(i).getType()));
+    else
+      termAccs.push_back(newAccumulator(yield.getValues().front().getType()));
+    if (failed(accumulateGradients()))
+      return failure();
+    // Read after the sweep, which may have replaced their producers.
+    if (peel)
+      for (unsigned i = 0; i < peel->leaves.size(); ++i)
+        lossTerms.push_back(peel->leaf(i));
+    else
+      lossTerms.push_back(yield.getValues().front());
+    llvm::append_range(metrics, yield.getValues().take_back(numMetrics));
+    for (Value m : metrics)
+      metricAccs.push_back(newAccumulator(m.getType()));
+    buildFinalize();
+    continueSums();
+    specializeContractions(op.getContext(), toSpecialize);
+    eraseDeadOps(body);
+    return success();
+  }
+
+private:
+  /// A new accumulator: a zero operand, a body argument.
+  Value newAccumulator(Type type) {
+    op.getAccumulatorsMutable().append(ga::zerosLike(outside, loc, type));
+    Value arg = body.addArgument(type, loc);
+    accArgs.push_back(arg);
+    return arg;
+  }
+
+  /// The gradients: the sweep gives each contribution its own accumulator
+  /// to continue. A body that already yields its gradients adds each to an
+  /// accumulator.
+  LogicalResult accumulateGradients() {
+    SmallVector<Value> paramArgs(op.getParamArgs());
+    if (yield.getValues().size() == 1 + numMetrics) {
+      if (failed(differentiateBody(
+              op, body, paramArgs, yield.getValues().front(), toSpecialize,
+              [this](Type type) { return newAccumulator(type); }, &gradAccs)))
+        return failure();
+    } else {
+      OpBuilder b(yield);
+      for (Value g : yield.getValues().slice(1, paramArgs.size())) {
+        Value acc = newAccumulator(g.getType());
+        SmallVector<Sweep::Accumulation> one;
+        one.push_back(Sweep::Accumulation{acc, addInto(b, loc, acc, g)});
+        gradAccs.push_back(std::move(one));
+      }
+    }
+    for (ArrayRef<Sweep::Accumulation> accs : gradAccs)
+      for (const Sweep::Accumulation &a : accs)
+        nextOf[a.accumulator] = a.next;
+    return success();
+  }
+
+  /// The finalize region: the loss (the scaling on the accumulated terms),
+  /// each gradient (its accumulators added in the order of its
+  /// contributions, as the full batch adds them), the metrics.
+  void buildFinalize() {
+    Block *finalize = new Block();
+    op.getFinalize().push_back(finalize);
+    IRMapping toFinal;
+    for (Value acc : accArgs)
+      toFinal.map(acc, finalize->addArgument(acc.getType(), loc));
+    for (Value arg : op.getParamArgs())
+      toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+    for (Value arg : op.getGlobalArgs())
+      toFinal.map(arg, finalize->addArgument(arg.getType(), loc));
+    OpBuilder fb = OpBuilder::atBlockEnd(finalize);
+    SmallVector<Value> results;
+    if (peel) {
+      for (auto [leaf, acc] : llvm::zip(lossTerms, termAccs))
+        toFinal.map(leaf, toFinal.lookup(acc));
+      Value scaled;
+      for (linalg::GenericOp generic : peel->tree) {
+        auto type = cast<RankedTensorType>(generic.getResult(0).getType());
+        toFinal.map(generic.getDpsInits()[0],
+                    tensor::EmptyOp::create(fb, loc, type.getShape(),
+                                            type.getElementType())
+                        .getResult());
+        scaled = fb.clone(*generic, toFinal)->getResult(0);
+      }
+      results.push_back(scaled);
+    } else {
+      results.push_back(toFinal.lookup(termAccs.front()));
+    }
+    for (auto [param, accs] : llvm::zip(op.getParamArgs(), gradAccs)) {
+      Value grad;
+      for (const Sweep::Accumulation &a : accs)
+        grad = grad ? addTensors(fb, loc, grad, toFinal.lookup(a.accumulator))
+                    : toFinal.lookup(a.accumulator);
+      results.push_back(grad ? grad : ga::zerosLike(fb, loc, param.getType()));
+    }
+    for (Value acc : metricAccs)
+      results.push_back(toFinal.lookup(acc));
+    YieldOp::create(fb, loc, results);
+  }
+
+  /// The body's next values: the loss terms and the metrics continue their
+  /// accumulators, once the old yield and the scaling (now in finalize) no
+  /// longer read them.
+  void continueSums() {
+    yield->setOperands(ValueRange{});
+    // (An adjoint that still reads a generic of the scaling keeps it.)
+    if (peel)
+      for (linalg::GenericOp generic : llvm::reverse(peel->tree))
+        if (generic->use_empty())
+          generic.erase();
+    SmallVector<Value> sums(lossTerms);
+    llvm::append_range(sums, metrics);
+    SmallVector<Value> sumAccs(termAccs);
+    llvm::append_range(sumAccs, metricAccs);
+    OpBuilder b(yield);
+    for (auto [v, acc] : llvm::zip(sums, sumAccs)) {
+      bool alone =
+          v.use_empty() && llvm::count(sums, v) == 1 && !isa<BlockArgument>(v);
+      nextOf[acc] = continueSum(b, loc, v, acc, alone);
+    }
+    // An accumulator that a rule took but did not continue stays as it is.
+    SmallVector<Value> next;
+    for (Value acc : accArgs)
+      next.push_back(nextOf.lookup(acc) ? nextOf.lookup(acc) : acc);
+    yield->setOperands(next);
+  }
+
+  AccumulateOp op;
+  Block &body;
+  YieldOp yield;
+  OpBuilder outside;
+  Location loc;
+  unsigned numMetrics;
+  std::optional<LossScaling> peel;
+  /// Every accumulator's body argument, in the order of the operands.
+  SmallVector<Value> accArgs;
+  DenseMap<Value, Value> nextOf;
+  SmallVector<Value> termAccs, metricAccs, lossTerms, metrics;
+  SmallVector<SmallVector<Sweep::Accumulation>> gradAccs;
+  SmallVector<linalg::GenericOp> toSpecialize;
+};
+} // namespace
+
+LogicalResult ga::differentiateAccumulate(AccumulateOp op) {
+  if (op.isExplicit())
+    return success();
+  return ExplicitAccumulation(op).run();
+}
