@@ -25,6 +25,7 @@
 #include "mlir/Dialect/MemRef/Transforms/Passes.h"
 #include "mlir/Pass/PassRegistry.h"
 #include "mlir/Transforms/Passes.h"
+#include "llvm/ADT/StringExtras.h"
 
 using namespace mlir;
 
@@ -40,8 +41,10 @@ void ga::GaPipelineOptions::forEachOption(
 }
 
 LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
-  if (target != "cpu" && target != "cuda") {
-    errors << "unknown target '" << target << "' (available: cpu, cuda)";
+  if (!llvm::is_contained(kPipelineTargets, target.getValue())) {
+    errors << "unknown target '" << target << "' (available: "
+           << llvm::join(ArrayRef<llvm::StringLiteral>(kPipelineTargets), ", ")
+           << ")";
     return failure();
   }
   if (target == "cuda") {
@@ -56,10 +59,11 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
              << chip.getValue() << "'";
       return failure();
     }
-    if (gpuFormat != "bin" && gpuFormat != "fatbin" && gpuFormat != "isa" &&
-        gpuFormat != "none") {
-      errors << "gpu-format must be bin, fatbin, isa or none, got '"
-             << gpuFormat.getValue() << "'";
+    if (!llvm::is_contained(kGpuFormats, gpuFormat.getValue())) {
+      ArrayRef<llvm::StringLiteral> formats(kGpuFormats);
+      errors << "gpu-format must be " << llvm::join(formats.drop_back(), ", ")
+             << " or " << formats.back() << ", got '" << gpuFormat.getValue()
+             << "'";
       return failure();
     }
     if (gpuBlockSize < 1 || gpuBlockSize > 1024) {

@@ -243,10 +243,13 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
   ga::GaPipelineOptions options;
   std::string errors;
   raw_string_ostream os(errors);
-  options.target = cuda ? "cuda" : "cpu";
+  std::string targetName = cuda ? "cuda" : "cpu";
+  options.target = targetName;
   if (failed(pipelineFlags.get(options, os)))
     return errors;
-  options.target = cuda ? "cuda" : "cpu";
+  if (options.target != targetName)
+    return "--pipeline-options sets target=" + options.target +
+           "; use --target";
   std::string compileFailed =
       "compiling '" + inputFile + "' failed (see above)";
   if (cuda) {

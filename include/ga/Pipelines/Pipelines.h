@@ -12,6 +12,12 @@
 
 namespace ga {
 
+/// The values of the options whose values are a set: the verifier and the
+/// options' descriptions read them here.
+inline constexpr llvm::StringLiteral kPipelineTargets[] = {"cpu", "cuda"};
+inline constexpr llvm::StringLiteral kGpuFormats[] = {"bin", "fatbin", "isa",
+                                                      "none"};
+
 /// Options of `--ga-pipeline`, and of buildGaPipeline for the tools that
 /// build it in C++ (ga-run, ga-train, ga-compile).
 struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
