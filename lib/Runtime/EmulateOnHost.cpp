@@ -114,29 +114,16 @@ int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
 // The GEMMs of one precision (see ga_cuda.h): `BF16` is whether the inputs
 // are rounded to bfloat16.
 #define GA_HOST_GEMM_ENTRY_POINTS(SUFFIX, BF16)                                \
-  void ga_host_gemm_f32##SUFFIX(                                               \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,          \
-      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC,   \
-      int64_t ldc) {                                                           \
+  void ga_host_gemm_f32##SUFFIX(GA_GEMM_PARAMS) {                              \
     hostGemm(BF16, transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a,         \
              offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);         \
   }                                                                            \
-  void ga_host_gemm_batched_f32##SUFFIX(                                       \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, int64_t count, float alpha, int32_t order,         \
-      intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,   \
-      int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
-      int64_t offsetC, int64_t ldc, int64_t strideC) {                         \
+  void ga_host_gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS) {              \
     hostGemm(BF16, transA, transB, accumulate, m, n, k, count, alpha, order,   \
              a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC,   \
              ldc, strideC);                                                    \
   }                                                                            \
-  void ga_host_gemm_bias_f32##SUFFIX(                                          \
-      int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,         \
-      intptr_t a, int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,   \
-      int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,              \
-      int64_t offsetD, int64_t ldd) {                                          \
+  void ga_host_gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS) {                    \
     hostGemmBias(BF16, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,   \
                  ldb, bias, offsetBias, d, offsetD, ldd);                      \
   }

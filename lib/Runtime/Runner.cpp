@@ -119,6 +119,14 @@ int32_t setStatus(ga_status *status, int32_t code, const std::string &message) {
   return code;
 }
 
+const StepSignature *stepSignature(const char *text, ga_status *status) {
+  std::string error;
+  const StepSignature *sig = cachedSignature(text, error);
+  if (!sig)
+    setStatus(status, GA_ERROR_SIGNATURE, error);
+  return sig;
+}
+
 void copyStrided(char *dst, int64_t dstOffset, const int64_t *dstStrides,
                  const char *src, int64_t srcOffset, const int64_t *srcStrides,
                  const int64_t *sizes, int64_t rank, size_t elemSize) {

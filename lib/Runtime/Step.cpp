@@ -24,27 +24,14 @@
 
 extern "C" void _mlir_memref_to_llvm_free(void *pointer);
 
-namespace {
-
 using ga::setStatus;
-
-/// The step's signature, or null with the status set.
-const ga::StepSignature *signatureOf(const char *text, ga_status *status) {
-  std::string error;
-  const ga::StepSignature *sig = ga::cachedSignature(text, error);
-  if (!sig)
-    setStatus(status, GA_ERROR_SIGNATURE, error);
-  return sig;
-}
-
-} // namespace
 
 extern "C" int32_t ga_step_enter(const char *signature,
                                  const void *const *inputs,
                                  void *const *outputs, ga_status *status) {
   if (status)
     *status = ga_status{};
-  const ga::StepSignature *sig = signatureOf(signature, status);
+  const ga::StepSignature *sig = ga::stepSignature(signature, status);
   if (!sig)
     return GA_ERROR_SIGNATURE;
   if (ga_world_size() != sig->ranks)
@@ -77,7 +64,7 @@ extern "C" int32_t ga_step_leave(const char *signature, const int64_t *results,
                                  void *const *outputs, ga_status *status) {
   if (status)
     *status = ga_status{};
-  const ga::StepSignature *sig = signatureOf(signature, status);
+  const ga::StepSignature *sig = ga::stepSignature(signature, status);
   if (!sig)
     return GA_ERROR_SIGNATURE;
   // Copy every result before freeing any: results can share a buffer.

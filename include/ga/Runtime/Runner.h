@@ -48,6 +48,11 @@ void prepareProcess(long threads, int64_t ranks);
 /// Fills `status` (if not null) with `code` and `message`; returns `code`.
 int32_t setStatus(ga_status *status, int32_t code, const std::string &message);
 
+/// The parsed signature of a step library's `text` (cachedSignature), or
+/// null with `status` set to GA_ERROR_SIGNATURE: what the entry and exit of
+/// a step read.
+const StepSignature *stepSignature(const char *text, ga_status *status);
+
 /// The arguments of a JIT-compiled step's packed entry point
 /// (ExecutionEngine::invokePacked): a memref descriptor (allocated and
 /// aligned pointer, offset, sizes, strides; 8-byte fields) per argument over

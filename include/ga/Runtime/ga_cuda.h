@@ -97,23 +97,27 @@ void ga_cuda_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
  *   the emulation follows it, cuBLAS scales the sum).
  * - gemm_bias: D = op(A) op(B) + bias, the bias (n elements) added to every
  *   row of D (m x n, leading dimension ldd); D is not read. */
-#define GA_CUDA_DECLARE_GEMMS(PREFIX, SUFFIX)                                  \
-  void PREFIX##gemm_f32##SUFFIX(                                               \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,          \
-      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC,   \
-      int64_t ldc);                                                            \
-  void PREFIX##gemm_batched_f32##SUFFIX(                                       \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, int64_t count, float alpha, int32_t order,         \
-      intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,   \
+/* The parameters of each kind, spelled once (the definitions use them). */
+#define GA_GEMM_PARAMS                                                         \
+  int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,    \
+      int64_t k, intptr_t a, int64_t offsetA, int64_t lda, intptr_t b,         \
+      int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC, int64_t ldc
+#define GA_GEMM_BATCHED_PARAMS                                                 \
+  int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,    \
+      int64_t k, int64_t count, float alpha, int32_t order, intptr_t a,        \
+      int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,               \
       int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
-      int64_t offsetC, int64_t ldc, int64_t strideC);                          \
-  void PREFIX##gemm_bias_f32##SUFFIX(                                          \
-      int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,         \
-      intptr_t a, int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,   \
-      int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,              \
-      int64_t offsetD, int64_t ldd);
+      int64_t offsetC, int64_t ldc, int64_t strideC
+#define GA_GEMM_BIAS_PARAMS                                                    \
+  int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k, intptr_t a, \
+      int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,  \
+      intptr_t bias, int64_t offsetBias, intptr_t d, int64_t offsetD,          \
+      int64_t ldd
+
+#define GA_CUDA_DECLARE_GEMMS(PREFIX, SUFFIX)                                  \
+  void PREFIX##gemm_f32##SUFFIX(GA_GEMM_PARAMS);                               \
+  void PREFIX##gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS);               \
+  void PREFIX##gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS);
 
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, )
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, _tf32)

@@ -84,6 +84,25 @@ static bool setMathMode(State &s, GemmPrecision precision) {
   return true;
 }
 
+std::string gemmShape(int64_t m, int64_t n, int64_t k, int64_t count) {
+  return std::to_string(m) + "x" + std::to_string(n) + "x" + std::to_string(k) +
+         (count > 1 ? " x" + std::to_string(count) : "");
+}
+
+std::string gemmLabel(const std::string &call, int64_t m, int64_t n, int64_t k,
+                      int64_t count, bool transA, bool transB) {
+  return call + " " + gemmShape(m, n, k, count) + (transA ? " A^T" : "") +
+         (transB ? " B^T" : "");
+}
+
+void endGemm(State &s, long timed, const std::string &failure) {
+  profileEnd(s, timed);
+  if (!failure.empty())
+    recordError(s, failure);
+  else
+    afterLaunch(s);
+}
+
 /// C += op(A) op(B), or C = op(A) op(B) without `accumulate` (C is not
 /// read: a product from zero), for row-major f32 matrices:
 /// C is m x n with leading dimension ldc; op(A) is m x k (A is k x m when
@@ -158,12 +177,10 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   else
     rc = fn.cublasSgemm_v2(handle, opA, opB, rows, cols, depth, &alpha, B, ldA,
                            A, ldB, &beta, C, ldC);
-  profileEnd(s, timed);
-  if (rc != 0)
-    recordError(s, std::string(call) + " (" + shape() +
-                       ") failed: cuBLAS status " + std::to_string(rc));
-  else
-    afterLaunch(s);
+  endGemm(s, timed,
+          rc == 0 ? std::string()
+                  : std::string(call) + " (" + gemmShape(m, n, k, count) +
+                        ") failed: cuBLAS status " + std::to_string(rc));
 }
 
 } // namespace ga::cuda
@@ -176,20 +193,12 @@ extern "C" {
 // `count` products with strides. `order` says how the step multiplied by
 // alpha (the CPU emulation follows it; cuBLAS scales the sum).
 #define GA_CUDA_GEMM_ENTRY_POINTS(SUFFIX, PRECISION)                           \
-  void ga_cuda_gemm_f32##SUFFIX(                                               \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, intptr_t a, int64_t offsetA, int64_t lda,          \
-      intptr_t b, int64_t offsetB, int64_t ldb, intptr_t c, int64_t offsetC,   \
-      int64_t ldc) {                                                           \
+  void ga_cuda_gemm_f32##SUFFIX(GA_GEMM_PARAMS) {                              \
     gemm(PRECISION, transA, transB, accumulate, m, n, k, 1, 1.0f, a, offsetA,  \
          lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);                      \
   }                                                                            \
-  void ga_cuda_gemm_batched_f32##SUFFIX(                                       \
-      int32_t transA, int32_t transB, int32_t accumulate, int64_t m,           \
-      int64_t n, int64_t k, int64_t count, float alpha, int32_t /*order*/,     \
-      intptr_t a, int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,   \
-      int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
-      int64_t offsetC, int64_t ldc, int64_t strideC) {                         \
+  void ga_cuda_gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS) {              \
+    (void)order;                                                               \
     gemm(PRECISION, transA, transB, accumulate, m, n, k, count, alpha, a,      \
          offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,     \
          strideC);                                                             \

@@ -151,15 +151,10 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
   if (m == 0 || n == 0)
     return;
   BlasLt &lt = s.blasLt;
-  auto shape = [&] {
-    return std::to_string(m) + "x" + std::to_string(n) + "x" +
-           std::to_string(k);
-  };
-  long timed =
-      s.profile.enabled
-          ? profileBegin(s, "cublasLtMatmul bias " + shape() +
-                                (transA ? " A^T" : "") + (transB ? " B^T" : ""))
-          : -1;
+  long timed = s.profile.enabled
+                   ? profileBegin(s, gemmLabel("cublasLtMatmul bias", m, n, k,
+                                               1, transA, transB))
+                   : -1;
   LtCalls step;
   // The plan of this shape: made (and its algorithm chosen) on the first
   // call, reused by every later step; a plan that failed is not kept.
@@ -189,11 +184,10 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
                                 reinterpret_cast<void *>(s.blas.workspace),
                                 plan.found.workspaceSize, s.stream));
   }
-  profileEnd(s, timed);
-  if (!step.failed.empty())
-    recordError(s, step.failed + " (bias GEMM " + shape() + ")");
-  else
-    afterLaunch(s);
+  endGemm(s, timed,
+          step.failed.empty()
+              ? std::string()
+              : step.failed + " (bias GEMM " + gemmShape(m, n, k) + ")");
 }
 
 } // namespace ga::cuda
@@ -204,11 +198,7 @@ extern "C" {
 
 // The bias GEMM of one precision (see ga_cuda.h).
 #define GA_CUDA_GEMM_BIAS_ENTRY_POINT(SUFFIX, PRECISION)                       \
-  void ga_cuda_gemm_bias_f32##SUFFIX(                                          \
-      int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,         \
-      intptr_t a, int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB,   \
-      int64_t ldb, intptr_t bias, int64_t offsetBias, intptr_t d,              \
-      int64_t offsetD, int64_t ldd) {                                          \
+  void ga_cuda_gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS) {                    \
     gemmBias(PRECISION, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,  \
              ldb, bias, offsetBias, d, offsetD, ldd);                          \
   }

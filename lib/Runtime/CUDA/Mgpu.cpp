@@ -22,6 +22,20 @@
 
 using namespace ga::cuda;
 
+/// A memset of `count` elements of `value` on the step's stream, with the
+/// driver's function of that element size.
+template <typename T, typename Fn>
+static void memset(void *dst, T value, size_t count, Fn DriverFunctions::*fn,
+                   const char *call) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (s.usable)
+    check(
+        s,
+        (s.cu.*fn)(reinterpret_cast<CUdeviceptr>(dst), value, count, s.stream),
+        call);
+}
+
 extern "C" {
 
 void *mgpuModuleLoad(void *data, size_t /*size*/) {
@@ -166,24 +180,14 @@ void mgpuMemcpy(void *dst, void *src, size_t bytes, void * /*stream*/) {
 
 void mgpuMemset32(void *dst, unsigned int value, size_t count,
                   void * /*stream*/) {
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.usable)
-    check(s,
-          s.cu.cuMemsetD32Async(reinterpret_cast<CUdeviceptr>(dst), value,
-                                count, s.stream),
-          "cuMemsetD32Async");
+  memset(dst, value, count, &DriverFunctions::cuMemsetD32Async,
+         "cuMemsetD32Async");
 }
 
 void mgpuMemset16(void *dst, unsigned short value, size_t count,
                   void * /*stream*/) {
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (s.usable)
-    check(s,
-          s.cu.cuMemsetD16Async(reinterpret_cast<CUdeviceptr>(dst), value,
-                                count, s.stream),
-          "cuMemsetD16Async");
+  memset(dst, value, count, &DriverFunctions::cuMemsetD16Async,
+         "cuMemsetD16Async");
 }
 
 void mgpuSetDefaultDevice(int32_t device) {

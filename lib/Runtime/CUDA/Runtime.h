@@ -194,6 +194,14 @@ void hostWaits(State &s, const char *reason);
 /// Loads cuBLAS once and makes its handle on the step's stream, with the
 /// fixed workspace that cuBLASLt shares.
 bool ensureBlas(State &s);
+/// "MxNxK", and " xCOUNT" for several products: a GEMM in messages.
+std::string gemmShape(int64_t m, int64_t n, int64_t k, int64_t count = 1);
+/// A GEMM's label in the profile: the call, its shape, its transpositions.
+std::string gemmLabel(const std::string &call, int64_t m, int64_t n, int64_t k,
+                      int64_t count, bool transA, bool transB);
+/// After a GEMM: its timing ended, and `failure` recorded (empty: none; the
+/// host then waits under GA_CUDA_SYNC=1).
+void endGemm(State &s, long timed, const std::string &failure);
 
 // Profile.cpp.
 /// Starts timing `label` on the stream (GA_CUDA_PROFILE); returns the index

@@ -108,10 +108,9 @@ int32_t ga_cuda_step_enter(const char *signature, const void *const *inputs,
   int32_t rc = ga_step_enter(signature, inputs, outputs, status);
   if (rc != GA_OK)
     return rc;
-  std::string error;
-  const ga::StepSignature *sig = ga::cachedSignature(signature, error);
+  const ga::StepSignature *sig = ga::stepSignature(signature, status);
   if (!sig)
-    return ga::setStatus(status, GA_ERROR_SIGNATURE, error);
+    return GA_ERROR_SIGNATURE;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!ensureInitialized(s))
@@ -136,10 +135,9 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
                            ga_status *status) {
   if (status)
     *status = ga_status{};
-  std::string error;
-  const ga::StepSignature *sig = ga::cachedSignature(signature, error);
+  const ga::StepSignature *sig = ga::stepSignature(signature, status);
   if (!sig)
-    return ga::setStatus(status, GA_ERROR_SIGNATURE, error);
+    return GA_ERROR_SIGNATURE;
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   endCapture(s, nullptr);
