@@ -10,24 +10,18 @@ and the checkpointed steps split into 2 and 4 micro-batches against the full
 batch.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-from reference_harness import (TINY_GPT_PARAM_SHAPES, Checker, run_ga_run,
-                               with_schedule)
+from reference_harness import (Checker, TINY_GPT_PARAM_SHAPES,
+                               ga_run_test_args, run_ga_run, with_schedule)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     rng = np.random.default_rng(3)
     check = Checker("checkpoint")
 

@@ -11,22 +11,16 @@ into that sum (the loop adds into its carried value), so the rows are added
 in the full batch's order whatever the chunks and micro-batches.
 """
 
-import argparse
 import os
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, run_ga_run,
-                               with_schedule)
+from reference_harness import (Checker, ga_run_test_args,
+                               padded_example_inputs, run_ga_run, with_schedule)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     inputs = padded_example_inputs(np.random.default_rng(7))
     check = Checker("chunks")
     for name in ("mlp", "tiny_gpt"):

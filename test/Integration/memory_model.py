@@ -7,7 +7,6 @@ they must be equal, byte for byte. Freeing after the last use must lower
 every measured peak, and checkpointing must lower the GPT's (it does only
 when buffers die early) while the results stay bitwise the same."""
 
-import argparse
 import os
 import re
 import subprocess
@@ -15,7 +14,8 @@ import sys
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, run_command,
+from reference_harness import (Checker, ga_run_test_args,
+                               padded_example_inputs, run_command,
                                with_schedule)
 
 sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
@@ -35,12 +35,7 @@ def report(ga_run, path, arrays, extra=()):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     check = Checker("memory-model")
 
     def compare(label, path, arrays, extra=()):

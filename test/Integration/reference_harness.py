@@ -80,6 +80,18 @@ def relative_error(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
+def ga_run_test_args():
+    """The arguments of the tests that run ga-run on the examples: --ga-run,
+    --src (the source tree) and --workdir (made if missing)."""
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--src", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    return args
+
+
 def mpi_test_parser():
     """The arguments of the tests that run ga-run under mpirun."""
     parser = argparse.ArgumentParser()

@@ -12,13 +12,12 @@ the measured peak is within the budget and the results are the full
 batch's, bit for bit.
 """
 
-import argparse
 import os
 import re
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from reference_harness import Checker, ga_run_test_args, run_ga_run
 
 ANCHOR = "      batch(%x, %labels : tensor<32x16xf32>, tensor<32xi64>)"
 
@@ -50,12 +49,7 @@ def reference(w, x, labels):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     check = Checker("shared-weight")
     rng = np.random.default_rng(5)
     w = (rng.standard_normal((16, 16)) * 0.4).astype(np.float32)

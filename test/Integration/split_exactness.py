@@ -21,21 +21,16 @@ The full-batch results themselves are checked against independent float64
 references by mlp-reference.test and tiny-gpt-reference.test.
 """
 
-import argparse
 import os
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, printed,
-                               relative_error, run_ga_run, with_schedule)
+from reference_harness import (Checker, ga_run_test_args,
+                               padded_example_inputs, printed, relative_error,
+                               run_ga_run, with_schedule)
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     rng = np.random.default_rng(11)
     check = Checker("split")
 

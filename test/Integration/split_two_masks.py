@@ -10,13 +10,12 @@ and the gradients. The full batch is checked against a float64 reference of
 the loss.
 """
 
-import argparse
 import os
 
 import numpy as np
 
-from reference_harness import (Checker, mlp_params, padded_labels,
-                               run_ga_run, with_schedule)
+from reference_harness import (Checker, ga_run_test_args, mlp_params,
+                               padded_labels, run_ga_run, with_schedule)
 
 TWO_MASKS = """    %cut = arith.constant 32 : i64
     %ign = arith.constant -100 : i64
@@ -76,12 +75,7 @@ def reference_loss(inputs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
     rng = np.random.default_rng(17)
     check = Checker("two-masks")
     inputs = mlp_params(rng) + [
