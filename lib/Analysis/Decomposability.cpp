@@ -250,6 +250,9 @@ void Decomposability::visit(Operation *op) {
     anyPerExample |= c.kind == BatchClass::PerExample;
     anySum |= c.kind == BatchClass::BatchSum;
   }
+  // A detached value is its operand's, in value and in what it depends on.
+  if (auto detached = dyn_cast<StopGradientOp>(op))
+    return setAll(op, get(detached.getInput()), dep);
   if (auto ce = dyn_cast<CrossEntropyOp>(op))
     return visitCrossEntropy(ce, dep);
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))

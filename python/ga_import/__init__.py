@@ -105,6 +105,10 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
 
     class Forward(torch.nn.Module):
         def forward(self, *args):
+            with _gradient_modes_traced(torch):
+                return self.traced(*args)
+
+        def traced(self, *args):
             ps = dict(zip(names, args[:len(names)]))
             kw = dict(zip(keys, args[len(names):]))
             out = torch.func.functional_call(
@@ -125,16 +129,18 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     training = model.training
     model.eval()
     try:
-        module = fx.export_and_import(Forward(), *args,
-                                      output_type="linalg-on-tensors",
+        module = fx.export_and_import(Forward(), *args, output_type="raw",
                                       func_name=func_name)
+        module = _lower_to_linalg(module)
+    except ImportError_:
+        raise
     except Exception as e:  # torch's and torch-mlir's errors, as they are
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
     finally:
         model.train(training)
-    text = _inline_resources(module.operation.get_asm(
-        print_generic_op_form=True, assume_verified=True))
+    text = _stop_gradients(_inline_resources(module.operation.get_asm(
+        print_generic_op_form=True, assume_verified=True)))
     if "ml_program." in text:
         raise ImportError_(
             "the export keeps state between calls (ml_program globals, such "
@@ -160,6 +166,139 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
         raise ImportError_("the model's exported forward does not return "
                            "one tensor of logits [N, V]")
     return text, names, params, result.group(1)
+
+
+# Gradients stopped in the model or the loss: torch.export drops `.detach()`
+# and `torch.no_grad()` (an exported function computes values, not
+# gradients), so that the step would differentiate through them and its
+# gradient would silently differ from PyTorch's. While the model is traced,
+# `Tensor.detach` is the custom op `ga::stop_gradient`, and so is every value
+# computed while gradients are off; the export keeps the op (as
+# `torch.operator`), it travels through torch-mlir's lowering as a call of a
+# declared function, and becomes `train.stop_gradient`.
+_STOP_GRADIENT = []
+_CARRIER = "ga_stop_gradient_"
+
+
+def _stop_gradient_op(torch):
+    if not _STOP_GRADIENT:
+        @torch.library.custom_op("ga::stop_gradient", mutates_args=())
+        def stop_gradient(x: torch.Tensor) -> torch.Tensor:
+            return x.clone()
+
+        @stop_gradient.register_fake
+        def _(x):
+            return torch.empty_like(x)
+
+        _STOP_GRADIENT.append(stop_gradient)
+    return _STOP_GRADIENT[0]
+
+
+class _gradient_modes_traced:
+    """While the model and the loss are traced: `Tensor.detach` is
+    `ga::stop_gradient`, and so is every floating-point tensor that a torch
+    function returns while gradients are off (in a `torch.no_grad()` block,
+    or a function decorated with it such as a rotary embedding's), as
+    PyTorch's autograd records no history for them."""
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __enter__(self):
+        torch = self.torch
+        op = _stop_gradient_op(torch)
+        from torch.utils._pytree import tree_map
+
+        def stopped(value):
+            if isinstance(value, torch.Tensor) and value.is_floating_point():
+                return op(value)
+            return value
+
+        class GradientsOff(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                result = func(*args, **(kwargs or {}))
+                if torch.is_grad_enabled() or func is op:
+                    return result
+                return tree_map(stopped, result)
+
+        self.detach = torch.Tensor.detach
+        torch.Tensor.detach = lambda x: op(x)
+        self.mode = GradientsOff()
+        self.mode.__enter__()
+        return self
+
+    def __exit__(self, *exc):
+        self.mode.__exit__(*exc)
+        self.torch.Tensor.detach = self.detach
+        return False
+
+
+def _lower_to_linalg(module):
+    """torch-mlir's lowering of a raw export to linalg on tensors, with each
+    `ga::stop_gradient` carried through as a call of a declared function.
+    torch-mlir's check of its linalg backend contract refuses calls: when
+    the export has such calls, it is replaced by a check that no torch op is
+    left."""
+    from torch_mlir import ir
+    from torch_mlir.compiler_utils import run_pipeline_with_repro_report
+    from torch_mlir.passmanager import PassManager
+
+    text = module.operation.get_asm(print_generic_op_form=True)
+    declared = {}
+
+    def call(match):
+        result, operand, type_in, type_out = match.groups()
+        name = declared.setdefault((type_in, type_out),
+                                   f"{_CARRIER}{len(declared)}")
+        return (f'{result} = "func.call"({operand}) <{{callee = @{name}}}> : '
+                f'({type_in}) -> {type_out}')
+
+    text = re.sub(r'(%[\w#:]+) = "torch\.operator"\((%[\w#:]+)\) '
+                  r'<\{name = "torch\.ga\.stop_gradient"\}> : '
+                  r'\(([^)]*)\) -> (\S+)', call, text)
+    if declared:
+        decls = "".join(
+            f'"func.func"() <{{function_type = ({type_in}) -> {type_out}, '
+            f'sym_name = "{name}", sym_visibility = "private"}}> ({{}}) : '
+            "() -> ()\n" for (type_in, type_out), name in declared.items())
+        head = '"builtin.module"() ({'
+        if head not in text:
+            raise ImportError_("the raw export is not a module in generic form")
+        text = text.replace(head, head + "\n" + decls, 1)
+    with module.context:
+        if declared:
+            module = ir.Module.parse(text)
+        run_pipeline_with_repro_report(
+            module,
+            "builtin.module(func.func(torch-match-quantized-custom-ops), "
+            "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
+            "Lowering TorchFX IR -> Torch Backend IR")
+        pipeline = str(PassManager.parse(
+            "builtin.module(torch-backend-to-linalg-on-tensors-backend-"
+            "pipeline)"))
+        verify = ",torch-verify-linalg-on-tensors-backend-contract)"
+        if declared and pipeline.endswith(verify):
+            pipeline = pipeline[:-len(verify)] + ")"
+        run_pipeline_with_repro_report(
+            module, pipeline,
+            "Lowering Torch Backend IR -> Linalg-on-Tensors Backend IR")
+    if declared:
+        lowered = module.operation.get_asm(print_generic_op_form=True)
+        left = re.search(r'"(torch(?:_c)?\.[\w.]+)"', lowered)
+        if left:
+            raise ImportError_(f"torch-mlir left {left.group(1)} in the "
+                               "export, which it cannot lower to linalg")
+    return module
+
+
+def _stop_gradients(text):
+    """The carrier calls of `ga::stop_gradient` as `train.stop_gradient`,
+    and their declarations dropped."""
+    text = re.sub(r'"func\.call"\((%[\w#:]+)\) <\{callee = @' + _CARRIER +
+                  r'\d+\}>', r'"train.stop_gradient"(\1)', text)
+    return re.sub(r'\s*"func\.func"\(\) <\{function_type = [^\n]*sym_name = "' +
+                  _CARRIER + r'\d+"[^\n]*\n(\s*\}\) : \(\) -> \(\))?', "",
+                  text)
 
 
 # torch-mlir's TMTensor ops (MLIR 22 has no such dialect): the PyTorch calls

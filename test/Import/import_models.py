@@ -177,6 +177,37 @@ def token_mean_ce(outputs, batch):
                            batch["labels"].reshape(-1), ignore_index=-100)
 
 
+def _weighted_terms(outputs, batch):
+    logits = getattr(outputs, "logits", outputs)
+    labels = batch["labels"].reshape(-1)
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels,
+                         ignore_index=-100, reduction="none")
+    return ce, (labels != -100).sum()
+
+
+def confidence_weighted_ce(outputs, batch):
+    """Each valid token's cross-entropy weighted by the model's own
+    probability of its label, detached (a focal-style reweighting: the
+    weight scales the gradient and carries none), over the valid count."""
+    ce, count = _weighted_terms(outputs, batch)
+    return (torch.exp(-ce).detach() * ce).sum() / count
+
+
+def confidence_weighted_ce_no_grad(outputs, batch):
+    """confidence_weighted_ce with its weight computed under no_grad."""
+    ce, count = _weighted_terms(outputs, batch)
+    with torch.no_grad():
+        weight = torch.exp(-ce)
+    return (weight * ce).sum() / count
+
+
+def confidence_weighted_ce_attached(outputs, batch):
+    """The same weights without detaching them: another objective, whose
+    gradient also flows through the weight."""
+    ce, count = _weighted_terms(outputs, batch)
+    return (torch.exp(-ce) * ce).sum() / count
+
+
 # name: (model, batch, import_step's options). The causal language models
 # from transformers are scored as their own loss scores them, on the labels
 # shifted by one (shift_labels).
@@ -189,23 +220,36 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           # The loss written in PyTorch (the others: train.cross_entropy).
           "mlp_torch_loss": (MLP, mlp_batch, {"loss_fn": token_mean_ce}),
           "nanogpt_torch_loss": (NanoGPT, gpt_batch,
-                                 {"loss_fn": token_mean_ce})}
+                                 {"loss_fn": token_mean_ce}),
+          # Gradients stopped by .detach() and by torch.no_grad(): their
+          # gradients must be PyTorch's, which differ from those of the same
+          # loss with the weights attached (checked below).
+          "mlp_detach_loss": (MLP, mlp_batch,
+                              {"loss_fn": confidence_weighted_ce}),
+          "mlp_no_grad_loss": (MLP, mlp_batch,
+                               {"loss_fn": confidence_weighted_ce_no_grad}),
+          "mlp_attached_loss": (MLP, mlp_batch,
+                                {"loss_fn": confidence_weighted_ce_attached})}
 
 
-def reference(model, batch, names, shift_labels=False):
-    """The float64 loss and gradients (in `names` order)."""
+def reference(model, batch, names, shift_labels=False, loss_fn=None):
+    """The float64 loss and gradients (in `names` order): PyTorch's autograd
+    of the imported loss (`loss_fn`, else the cross-entropy)."""
     m64 = {k: v.detach().double().requires_grad_(True)
            for k, v in model.named_parameters()}
     inputs = {k: (v.double() if v.is_floating_point() else v)
               for k, v in batch.items() if k != "labels"}
-    logits = torch.func.functional_call(model.double(), m64, (), inputs)
-    logits = getattr(logits, "logits", logits)
+    outputs = torch.func.functional_call(model.double(), m64, (), inputs)
     model.float()
-    labels = batch["labels"]
-    if shift_labels:
-        logits, labels = logits[:, :-1], labels[:, 1:]
-    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                           labels.reshape(-1), ignore_index=-100)
+    if loss_fn:
+        loss = loss_fn(outputs, batch)
+    else:
+        logits = getattr(outputs, "logits", outputs)
+        labels = batch["labels"]
+        if shift_labels:
+            logits, labels = logits[:, :-1], labels[:, 1:]
+        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                               labels.reshape(-1), ignore_index=-100)
     grads = torch.autograd.grad(loss, [m64[n] for n in names])
     return float(loss.detach()), [g.numpy() for g in grads]
 
@@ -279,7 +323,19 @@ def main():
         if got is None:
             continue
         loss64, grads64 = reference(model, batch, step.param_names,
-                                    options.get("shift_labels", False))
+                                    options.get("shift_labels", False),
+                                    options.get("loss_fn"))
+        if options.get("loss_fn") in (confidence_weighted_ce,
+                                      confidence_weighted_ce_no_grad):
+            # The stopped gradient matters: the attached loss's gradient is
+            # far from this one (so that differentiating through the weight
+            # would fail the checks below).
+            _, attached = reference(model, batch, step.param_names,
+                                    loss_fn=confidence_weighted_ce_attached)
+            apart = min(np.linalg.norm(a - g) / np.linalg.norm(g)
+                        for a, g in zip(attached, grads64))
+            check(f"{name}: the attached weights' gradient differs by "
+                  f"{apart:.2e} (at least 1e-2)", apart >= 1e-2)
         err = abs(float(got[0]) - loss64) / abs(loss64)
         check(f"{name}: loss {float(got[0]):.7f} against float64 "
               f"{loss64:.7f}: relative error {err:.2e} (tolerance 1e-5)",

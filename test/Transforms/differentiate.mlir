@@ -282,3 +282,53 @@ func.func @accumulate_stacked(%w: tensor<2x4x4xf32>, %x: tensor<8x4xf32>, %n: te
   }
   return %loss, %g : tensor<f32>, tensor<2x4x4xf32>
 }
+
+// -----
+
+// train.stop_gradient: no gradient flows through it. The loss l * sg(l)
+// has the gradient sg(l) * dl/dw (PyTorch's for l * l.detach()), not
+// 2 l dl/dw: the product's adjoint reaches only its first operand, scaled
+// by the detached value, and one backward generic accumulates dl/dw.
+
+// CHECK-LABEL: func.func @detached_factor
+// CHECK: %[[L:.+]] = linalg.generic
+// CHECK: %[[D:.+]] = train.stop_gradient %[[L]] : tensor<f32>
+// CHECK: %[[LOSS:.+]] = linalg.generic {{.*}} ins(%[[L]], %[[D]] : tensor<f32>, tensor<f32>)
+// CHECK: %[[SEED:.+]] = arith.constant dense<1.000000e+00> : tensor<f32>
+// CHECK: %[[DL:.+]] = linalg.generic {{.*}} ins(%[[D]], %[[SEED]] : tensor<f32>, tensor<f32>)
+// CHECK: %[[GRAD:.+]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]
+// CHECK-SAME: %[[DL]] : tensor<8x4xf32>, tensor<4xf32>, tensor<f32>)
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[LOSS]], %[[GRAD]]
+func.func @detached_factor(%w: tensor<4xf32>, %x: tensor<8x4xf32>)
+    -> (tensor<f32>, tensor<4xf32>) {
+  %loss, %g = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>)
+      -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<8x4xf32>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<f32>
+    %init = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
+    %l = linalg.generic {
+        indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>,
+                         affine_map<(i, j) -> ()>],
+        iterator_types = ["reduction", "reduction"]}
+        ins(%bx, %pw : tensor<8x4xf32>, tensor<4xf32>) outs(%init : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %acc: f32):
+      %m = arith.mulf %a, %b : f32
+      %t = math.tanh %m : f32
+      %s = arith.addf %acc, %t : f32
+      linalg.yield %s : f32
+    } -> tensor<f32>
+    %d = train.stop_gradient %l : tensor<f32>
+    %p = linalg.generic {
+        indexing_maps = [affine_map<() -> ()>, affine_map<() -> ()>, affine_map<() -> ()>],
+        iterator_types = []}
+        ins(%l, %d : tensor<f32>, tensor<f32>) outs(%e : tensor<f32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      linalg.yield %m : f32
+    } -> tensor<f32>
+    train.yield %p : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4xf32>
+}

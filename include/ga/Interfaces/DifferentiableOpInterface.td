@@ -21,11 +21,11 @@ def DifferentiableOpInterface : OpInterface<"DifferentiableOpInterface"> {
     called by `ga::registerGaDialects` and by the passes that differentiate):
     `linalg.generic`, every named linalg structured op (answered through the
     `LinalgOp` interface; the sweep generalizes them before it builds their
-    adjoints), the `tensor` slicing and reshaping ops, `train.cross_entropy`
-    and `train.checkpoint`. An operation without the interface and without
-    float tensor operands (constants, label arithmetic) needs no adjoint; one
-    with float tensor operands on a path from the parameters to the loss is an
-    error.
+    adjoints), the `tensor` slicing and reshaping ops, `train.cross_entropy`,
+    `train.checkpoint` and `train.stop_gradient` (no adjoint reaches it). An
+    operation without the interface and without float tensor operands
+    (constants, label arithmetic) needs no adjoint; one with float tensor
+    operands on a path from the parameters to the loss is an error.
   }];
   let methods = [
     InterfaceMethod<[{

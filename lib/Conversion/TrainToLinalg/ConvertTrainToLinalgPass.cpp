@@ -30,10 +30,10 @@ struct ConvertTrainToLinalgPass
     // train.accumulate, train.checkpoint, train.all_reduce) are lowered by
     // their own passes.
     ConversionTarget target(getContext());
-    target
-        .addIllegalOp<ga::train::CrossEntropyOp, ga::train::CrossEntropyGradOp,
-                      ga::train::GlobalNormOp, ga::train::ClipByGlobalNormOp,
-                      ga::train::SgdOp, ga::train::AdamWOp>();
+    target.addIllegalOp<ga::train::CrossEntropyOp,
+                        ga::train::CrossEntropyGradOp, ga::train::GlobalNormOp,
+                        ga::train::ClipByGlobalNormOp, ga::train::SgdOp,
+                        ga::train::AdamWOp, ga::train::StopGradientOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     // The patterns need static shapes; say so on the op rather than leave
     // the conversion to report a bare failure to legalize it.

@@ -465,6 +465,16 @@ Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
       });
 }
 
+/// train.stop_gradient, after differentiation: its operand.
+struct StopGradientToOperand : OpRewritePattern<StopGradientOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(StopGradientOp op,
+                                PatternRewriter &rewriter) const override {
+    rewriter.replaceOp(op, op.getInput());
+    return success();
+  }
+};
+
 struct GlobalNormToLinalg : OpRewritePattern<GlobalNormOp> {
   using OpRewritePattern::OpRewritePattern;
   LogicalResult matchAndRewrite(GlobalNormOp op,
@@ -594,10 +604,9 @@ struct AdamWToLinalg : OpRewritePattern<AdamWOp> {
 } // namespace
 
 void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
-  patterns
-      .add<CrossEntropyToLinalg, CrossEntropyGradToLinalg, GlobalNormToLinalg,
-           ClipByGlobalNormToLinalg, SgdToLinalg, AdamWToLinalg>(
-          patterns.getContext());
+  patterns.add<CrossEntropyToLinalg, CrossEntropyGradToLinalg,
+               GlobalNormToLinalg, ClipByGlobalNormToLinalg, SgdToLinalg,
+               AdamWToLinalg, StopGradientToOperand>(patterns.getContext());
 }
 
 void ga::lowerPairedCrossEntropies(Operation *root) {

@@ -87,6 +87,10 @@ void Sweep::propagateActivity(ArrayRef<Operation *> ops) {
           markActive(result);
       continue;
     }
+    // No gradient flows through train.stop_gradient: its result is a
+    // constant of the differentiation.
+    if (isa<StopGradientOp>(op))
+      continue;
     // Operands, and values that nested bodies read from above.
     bool active = false;
     op->walk([&](Operation *nested) {

@@ -109,6 +109,24 @@ struct CheckpointModel
   }
 };
 
+/// train.stop_gradient: a constant of the differentiation. Its result is
+/// never active (Sweep::propagateActivity), so no adjoint reaches it; its
+/// adjoint, were it asked for, adds nothing to its operand's.
+struct StopGradientModel
+    : DifferentiableOpInterface::ExternalModel<StopGradientModel,
+                                               train::StopGradientOp> {
+  LogicalResult buildAdjoint(Operation *, ad::Sweep &) const {
+    return success();
+  }
+  AdjointNeeds getAdjointNeeds(Operation *op) const {
+    AdjointNeeds needs;
+    needs.differentiable = true;
+    needs.operands.assign(op->getNumOperands(), false);
+    needs.results.assign(op->getNumResults(), false);
+    return needs;
+  }
+};
+
 } // namespace
 
 void ga::registerDifferentiableOpInterfaceExternalModels(
@@ -135,5 +153,6 @@ void ga::registerDifferentiableOpInterfaceExternalModels(
     train::CrossEntropyOp::attachInterface<TensorModel<train::CrossEntropyOp>>(
         *ctx);
     train::CheckpointOp::attachInterface<CheckpointModel>(*ctx);
+    train::StopGradientOp::attachInterface<StopGradientModel>(*ctx);
   });
 }

@@ -1103,3 +1103,11 @@ func.func @names_on_op() {
   %c = arith.constant {train.argument_names = ["w"]} 0 : i32
   return
 }
+
+// -----
+
+func.func @stop_gradient_type(%x: tensor<4xf32>) -> tensor<4xf64> {
+  // expected-error @below {{'train.stop_gradient' op failed to verify that all of {input, result} have same type}}
+  %d = "train.stop_gradient"(%x) : (tensor<4xf32>) -> tensor<4xf64>
+  return %d : tensor<4xf64>
+}

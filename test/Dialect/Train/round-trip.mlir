@@ -253,3 +253,11 @@ func.func @init(%a: tensor<4xf32> {train.init = "zeros"},
                 %c: tensor<4x4xf32> {train.init = 0.02 : f64, train.name = "fc.weight"}) {
   return
 }
+
+// CHECK-LABEL: func.func @stop_gradient
+// CHECK: %[[D:.+]] = train.stop_gradient %{{.+}} : tensor<4x8xf32>
+// CHECK: return %[[D]]
+func.func @stop_gradient(%x: tensor<4x8xf32>) -> tensor<4x8xf32> {
+  %d = train.stop_gradient %x : tensor<4x8xf32>
+  return %d : tensor<4x8xf32>
+}

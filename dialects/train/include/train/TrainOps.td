@@ -517,6 +517,39 @@ def Train_RankOp : Train_Op<"rank", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// train.stop_gradient
+//===----------------------------------------------------------------------===//
+
+def Train_StopGradientOp : Train_Op<"stop_gradient", [Pure,
+    AllTypesMatch<["input", "result"]>]> {
+  let summary = "A value that differentiation treats as a constant";
+  let description = [{
+    Its operand, unchanged, through which no gradient flows:
+    `train-differentiate` treats the result as a constant (it is never
+    active, and nothing is added to the operand's adjoint), as PyTorch's
+    `.detach()` does. `ga-import` imports `.detach()` in a model or a loss
+    as this op.
+
+    The value still depends on whatever the operand depends on: the
+    decomposability analysis classifies the result as its operand (a
+    detached function of the parameters is parameter-dependent, and a split
+    needs its full batch's value as before). `convert-train-to-linalg`
+    replaces it with its operand, after differentiation.
+
+    Example: a loss divided by its own detached magnitude, whose gradient is
+    that of the numerator alone.
+
+    ```mlir
+    %n = train.stop_gradient %norm : tensor<f32>
+    ```
+  }];
+
+  let arguments = (ins AnyRankedTensor:$input);
+  let results = (outs AnyRankedTensor:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input)";
+}
+
+//===----------------------------------------------------------------------===//
 // train.check_labels
 //===----------------------------------------------------------------------===//
 
