@@ -388,9 +388,11 @@ def _inner_func(module_text):
 def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 ignore_index=-100, reduction="mean", microbatches=1,
                 data_parallel=1, name="step", train=False, clip=1.0,
-                shift_labels=False, loss_fn=None):
+                shift_labels=False, loss_fn=None, model_inputs=None):
     """The training step of `model` on `batch` as ga-opt MLIR text (see the
-    module's docstring)."""
+    module's docstring). With `loss_fn`, `model_inputs` names the entries of
+    the batch that the model takes (by keyword; default: every entry but the
+    labels): the others (rewards, group ids, masks) only the loss reads."""
     torch = _torch()
     if labels_key not in batch:
         raise ImportError_(f"the batch has no '{labels_key}' entry (the "
@@ -418,11 +420,22 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     if loss_fn and (train or shift_labels):
         raise ImportError_("loss_fn takes neither train nor shift_labels: "
                            "the loss it returns is the step's")
+    model_keys = list(inputs) if model_inputs is None else list(model_inputs)
+    if model_inputs is not None:
+        if not loss_fn:
+            raise ImportError_("model_inputs needs loss_fn: the batch entries "
+                               "the model does not take are the loss's")
+        unknown = [k for k in model_keys if k not in inputs]
+        if unknown:
+            raise ImportError_(
+                f"model_inputs names {', '.join(unknown)}, which the batch "
+                f"does not have besides the labels (it has "
+                f"{', '.join(inputs) or 'none'})")
     # The export takes the batch as the step does: the inputs, then the
     # labels.
     forward, names, params, logits = export_forward(
-        model, inputs, shift=shift_labels, loss_fn=loss_fn,
-        batch={**inputs, labels_key: labels})
+        model, {k: inputs[k] for k in model_keys}, shift=shift_labels,
+        loss_fn=loss_fn, batch={**inputs, labels_key: labels})
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     if loss_fn:
         element = re.fullmatch(r"tensor<(\w+)>", logits).group(1)

@@ -208,6 +208,131 @@ def confidence_weighted_ce_attached(outputs, batch):
     return (torch.exp(-ce) * ce).sum() / count
 
 
+def grpo_batch(gen):
+    """mlp_batch's completions with a reward each, in two prompt groups of
+    four whose members interleave (every micro-batch and rank holds part
+    of each group)."""
+    batch = mlp_batch(gen)
+    batch["rewards"] = torch.randn(8, generator=gen)
+    batch["group"] = torch.tensor([0, 1, 0, 1, 1, 0, 1, 0])
+    return batch
+
+
+def grpo_token_mean(outputs, batch):
+    """GRPO's group-normalized advantages (each completion's reward less its
+    group's mean, over its group's standard deviation; the groups' sums as
+    one-hot products) weighting the tokens' log-probabilities, DAPO's
+    token mean over every completion of the global batch."""
+    logits = getattr(outputs, "logits", outputs)
+    labels = batch["labels"]
+    logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                            labels.reshape(-1), ignore_index=-100,
+                            reduction="none").reshape(labels.shape)
+    mask = (labels != -100).to(logp.dtype)
+    onehot = F.one_hot(batch["group"], 2).to(logp.dtype)
+    rewards = batch["rewards"].to(logp.dtype)
+    counts = onehot.sum(0)
+    mean = (onehot * rewards[:, None]).sum(0) / counts
+    square = (onehot * (rewards * rewards)[:, None]).sum(0) / counts
+    std = torch.sqrt(square - mean * mean + 1e-6)
+    advantage = (rewards - (onehot * mean).sum(1)) / (
+        (onehot * std).sum(1) + 1e-4)
+    return -(advantage[:, None] * logp * mask).sum() / mask.sum()
+
+
+def _grpo_terms(outputs, batch):
+    """(each token's advantage-weighted log-probability, the valid-token
+    mask), GRPO's group-normalized advantages as in grpo_token_mean."""
+    logits = getattr(outputs, "logits", outputs)
+    labels = batch["labels"]
+    logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                            labels.reshape(-1), ignore_index=-100,
+                            reduction="none").reshape(labels.shape)
+    mask = (labels != -100).to(logp.dtype)
+    onehot = F.one_hot(batch["group"], 2).to(logp.dtype)
+    rewards = batch["rewards"].to(logp.dtype)
+    counts = onehot.sum(0)
+    mean = (onehot * rewards[:, None]).sum(0) / counts
+    square = (onehot * (rewards * rewards)[:, None]).sum(0) / counts
+    std = torch.sqrt(square - mean * mean + 1e-6)
+    advantage = (rewards - (onehot * mean).sum(1)) / (
+        (onehot * std).sum(1) + 1e-4)
+    return advantage[:, None] * logp * mask, mask, logp
+
+
+def grpo_seq_mean_token_mean(outputs, batch):
+    """GRPO's seq-mean-token-mean: each completion's token mean (a row's
+    own count, at least 1), then the mean over the completions."""
+    terms, mask, _ = _grpo_terms(outputs, batch)
+    return -(terms.sum(1) / mask.sum(1).clamp(min=1)).mean()
+
+
+def dr_grpo(outputs, batch):
+    """Dr. GRPO: the sum over tokens, normalized by a constant length
+    (the padded sequence length) and the number of completions."""
+    terms, _, _ = _grpo_terms(outputs, batch)
+    return -terms.sum() / (terms.shape[0] * terms.shape[1])
+
+
+def grpo_with_kl(outputs, batch):
+    """DAPO's token mean plus a KL penalty (k3 estimator, beta 0.04)
+    against reference log-probabilities given as data."""
+    terms, mask, logp = _grpo_terms(outputs, batch)
+    delta = batch["ref_logp"].to(logp.dtype) - logp
+    kl = torch.exp(delta) - delta - 1
+    return (-terms + 0.04 * kl * mask).sum() / mask.sum()
+
+
+def grpo_kl_batch(gen):
+    batch = grpo_batch(gen)
+    batch["ref_logp"] = -4.0 + 0.1 * torch.randn(8, 16, generator=gen)
+    return batch
+
+
+def packed_batch(gen):
+    """mlp_batch's rows as packed rows: three documents per row
+    (segment ids 0, 1, 2 over the positions; a row whose labels are all
+    ignored has no document that counts)."""
+    batch = mlp_batch(gen)
+    segment = torch.zeros(8, 16, dtype=torch.int64)
+    for row in range(8):
+        cuts = sorted(torch.randperm(15, generator=gen)[:2].tolist())
+        segment[row, cuts[0] + 1:] = 1
+        segment[row, cuts[1] + 1:] = 2
+    batch["segment"] = segment
+    return batch
+
+
+def packed_document_mean(outputs, batch):
+    """Per-document token means within packed rows (each document's own
+    count), averaged over every document of the global batch that has a
+    valid token."""
+    logits = getattr(outputs, "logits", outputs)
+    labels = batch["labels"]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                         labels.reshape(-1), ignore_index=-100,
+                         reduction="none").reshape(labels.shape)
+    mask = (labels != -100).to(ce.dtype)
+    docs = F.one_hot(batch["segment"], 3).to(ce.dtype) * mask[..., None]
+    sums = (docs * ce[..., None]).sum(1)
+    counts = docs.sum(1)
+    present = (counts > 0).to(ce.dtype)
+    means = sums / counts.clamp(min=1)
+    return (means * present).sum() / present.sum()
+
+
+def in_batch_contrastive(outputs, batch):
+    """An in-batch contrastive loss: each example's mean output scored
+    against every example's by a softmax over the batch (its own is the
+    positive). One example's loss reads the whole batch: no split can
+    compute it, and the step is refused."""
+    logits = getattr(outputs, "logits", outputs)
+    pooled = logits.mean(1)
+    pooled = pooled / pooled.norm(dim=1, keepdim=True)
+    scores = pooled @ pooled.t() / 0.1
+    return F.cross_entropy(scores, torch.arange(scores.shape[0]))
+
+
 # name: (model, batch, import_step's options). The causal language models
 # from transformers are scored as their own loss scores them, on the labels
 # shifted by one (shift_labels).
@@ -229,16 +354,39 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "mlp_no_grad_loss": (MLP, mlp_batch,
                                {"loss_fn": confidence_weighted_ce_no_grad}),
           "mlp_attached_loss": (MLP, mlp_batch,
-                                {"loss_fn": confidence_weighted_ce_attached})}
+                                {"loss_fn": confidence_weighted_ce_attached}),
+          # RL post-training: group-normalized advantages, token mean.
+          "mlp_grpo_loss": (MLP, grpo_batch,
+                            {"loss_fn": grpo_token_mean,
+                             "model_inputs": ["x"], "loss_scale": 1.0}),
+          "mlp_grpo_seq_mean": (MLP, grpo_batch,
+                                {"loss_fn": grpo_seq_mean_token_mean,
+                                 "model_inputs": ["x"], "loss_scale": 1.0}),
+          "mlp_dr_grpo": (MLP, grpo_batch,
+                          {"loss_fn": dr_grpo, "model_inputs": ["x"],
+                           "loss_scale": 1.0}),
+          "mlp_grpo_kl": (MLP, grpo_kl_batch,
+                          {"loss_fn": grpo_with_kl, "model_inputs": ["x"],
+                           "loss_scale": 1.0}),
+          # Packed rows: documents within rows, each with its own mean.
+          "mlp_packed_docs": (MLP, packed_batch,
+                              {"loss_fn": packed_document_mean,
+                               "model_inputs": ["x"]}),
+          # The boundary: refused at every split, with the reason.
+          "mlp_contrastive": (MLP, mlp_batch,
+                              {"loss_fn": in_batch_contrastive,
+                               "refused": "combines different examples"})}
 
 
-def reference(model, batch, names, shift_labels=False, loss_fn=None):
+def reference(model, batch, names, shift_labels=False, loss_fn=None,
+              model_inputs=None):
     """The float64 loss and gradients (in `names` order): PyTorch's autograd
     of the imported loss (`loss_fn`, else the cross-entropy)."""
     m64 = {k: v.detach().double().requires_grad_(True)
            for k, v in model.named_parameters()}
     inputs = {k: (v.double() if v.is_floating_point() else v)
-              for k, v in batch.items() if k != "labels"}
+              for k, v in batch.items()
+              if k != "labels" and (model_inputs is None or k in model_inputs)}
     outputs = torch.func.functional_call(model.double(), m64, (), inputs)
     model.float()
     if loss_fn:
@@ -282,6 +430,9 @@ def main():
         batch = make_batch(gen)
         work = os.path.join(args.workdir, name)
         os.makedirs(work, exist_ok=True)
+        options = dict(options)
+        refused = options.pop("refused", None)
+        loss_scale = options.pop("loss_scale", 0.0)
         step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
                                      **options)
         check(f"{name}: imported as one train.step",
@@ -324,7 +475,8 @@ def main():
             continue
         loss64, grads64 = reference(model, batch, step.param_names,
                                     options.get("shift_labels", False),
-                                    options.get("loss_fn"))
+                                    options.get("loss_fn"),
+                                    options.get("model_inputs"))
         if options.get("loss_fn") in (confidence_weighted_ce,
                                       confidence_weighted_ce_no_grad):
             # The stopped gradient matters: the attached loss's gradient is
@@ -336,7 +488,10 @@ def main():
                         for a, g in zip(attached, grads64))
             check(f"{name}: the attached weights' gradient differs by "
                   f"{apart:.2e} (at least 1e-2)", apart >= 1e-2)
-        err = abs(float(got[0]) - loss64) / abs(loss64)
+        # GRPO's advantages are zero-mean in each group, so that its loss
+        # is a small difference of terms of size about 1: its float32
+        # rounding is measured against that size (loss_scale).
+        err = abs(float(got[0]) - loss64) / max(abs(loss64), loss_scale)
         check(f"{name}: loss {float(got[0]):.7f} against float64 "
               f"{loss64:.7f}: relative error {err:.2e} (tolerance 1e-5)",
               err <= 1e-5)
@@ -355,10 +510,27 @@ def main():
 
         def worst(results):
             """The largest difference to the full batch, each relative to
-            the larger of its norm and the floor above."""
-            return max(np.linalg.norm(a - b) / max(np.linalg.norm(b), floor)
-                       for a, b in zip(results, got))
+            the larger of its norm and the floor above (the loss's: and
+            loss_scale)."""
+            return max(np.linalg.norm(a - b) / max(
+                np.linalg.norm(b), floor if i else max(floor, loss_scale))
+                for i, (a, b) in enumerate(zip(results, got)))
 
+        if refused:
+            # Every split refused, at the operation, saying why.
+            src = os.path.join(work, "k2.mlir")
+            with open(src, "w") as f:
+                f.write(step.reschedule(2).mlir)
+            done = subprocess.run([args.ga_opt, src,
+                                   "--ga-pipeline=target=cpu", "-o",
+                                   os.devnull], capture_output=True,
+                                  text=True)
+            located = re.search(r"k2\.mlir:\d+:\d+: error: .*" +
+                                re.escape(refused), done.stderr)
+            check(f"{name}: k = 2 refused at the operation ('{refused}')",
+                  done.returncode != 0 and located is not None,
+                  done.stderr[-2000:])
+            continue
         for k in (2, 4):
             split = run(f"k{k}", step.reschedule(k).mlir)
             if split is not None:

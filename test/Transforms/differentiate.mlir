@@ -285,6 +285,54 @@ func.func @accumulate_stacked(%w: tensor<2x4x4xf32>, %x: tensor<8x4xf32>, %n: te
 
 // -----
 
+// A loss divided by a constant (Dr. GRPO's length, a mean's batch size):
+// the division reads a constant from outside its body, which is cloned into
+// the finalize region with it, so that it runs once on the accumulated sum,
+// as in the full batch (bitwise), instead of once per micro-batch.
+
+// CHECK-LABEL: func.func @accumulate_constant_divisor
+// CHECK: train.yield %{{.+}}, %{{.+}} : tensor<f32>, tensor<4x4xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%[[FS:.+]]: tensor<f32>, %[[FG:.+]]: tensor<4x4xf32>, %{{.+}}: tensor<4x4xf32>):
+// CHECK: %[[C:.+]] = arith.constant 3.200000e+01 : f32
+// CHECK: %[[L:.+]] = linalg.generic {{.*}} ins(%[[FS]] : tensor<f32>)
+// CHECK: arith.divf %{{.+}}, %[[C]] : f32
+// CHECK: train.yield %[[L]], %[[FG]] : tensor<f32>, tensor<4x4xf32>
+#id2 = affine_map<(i, j) -> (i, j)>
+#to0 = affine_map<(i, j) -> ()>
+#s = affine_map<() -> ()>
+func.func @accumulate_constant_divisor(%w: tensor<4x4xf32>, %x: tensor<8x4xf32>)
+    -> (tensor<f32>, tensor<4x4xf32>) {
+  %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<4x4xf32>)
+      batch(%x : tensor<8x4xf32>) -> tensor<f32> grads(tensor<4x4xf32>) {
+  ^bb0(%w_: tensor<4x4xf32>, %x_: tensor<4x4xf32>):
+    %zero = arith.constant 0.0 : f32
+    %length = arith.constant 32.0 : f32
+    %e = tensor.empty() : tensor<4x4xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %o = linalg.matmul ins(%x_, %w_ : tensor<4x4xf32>, tensor<4x4xf32>) outs(%z : tensor<4x4xf32>) -> tensor<4x4xf32>
+    %es = tensor.empty() : tensor<f32>
+    %zs = linalg.fill ins(%zero : f32) outs(%es : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [#id2, #to0], iterator_types = ["reduction", "reduction"]}
+        ins(%o : tensor<4x4xf32>) outs(%zs : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %t = arith.addf %acc, %a : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    %el = tensor.empty() : tensor<f32>
+    %l = linalg.generic {indexing_maps = [#s, #s], iterator_types = []}
+        ins(%s : tensor<f32>) outs(%el : tensor<f32>) {
+    ^bb0(%a: f32, %out: f32):
+      %q = arith.divf %a, %length : f32
+      linalg.yield %q : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<4x4xf32>
+}
+
+// -----
+
 // train.stop_gradient: no gradient flows through it. The loss l * sg(l)
 // has the gradient sg(l) * dl/dw (PyTorch's for l * l.detach()), not
 // 2 l dl/dw: the product's adjoint reaches only its first operand, scaled

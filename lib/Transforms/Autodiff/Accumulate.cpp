@@ -22,6 +22,7 @@
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/PatternMatch.h"
 #include "train/TrainOps.h"
+#include "llvm/ADT/SetVector.h"
 
 using namespace mlir;
 using namespace ga::train;
@@ -40,6 +41,10 @@ struct LossScaling {
   /// valid when differentiation replaces their producers (it generalizes
   /// named ops).
   SmallVector<OpOperand *> leaves;
+  /// The constants that the tree's bodies read from outside them (a
+  /// sequence length, a batch size): cloned into the finalize region with
+  /// the tree.
+  llvm::SetVector<Operation *> constants;
   Value leaf(unsigned i) const { return leaves[i]->get(); }
 };
 } // namespace
@@ -57,11 +62,18 @@ static linalg::GenericOp scalarGeneric(Value v) {
 static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
                            LossScaling &scaling) {
   // It is cloned into the finalize region: its body may read only its own
-  // values.
+  // values and constants (cloned with it).
   bool captures = false;
   generic.getBlock()->walk([&](Operation *nested) {
-    for (Value v : nested->getOperands())
-      captures |= !generic->isAncestor(v.getParentBlock()->getParentOp());
+    for (Value v : nested->getOperands()) {
+      if (generic->isAncestor(v.getParentBlock()->getParentOp()))
+        continue;
+      Operation *def = v.getDefiningOp();
+      if (def && def->hasTrait<OpTrait::ConstantLike>())
+        scaling.constants.insert(def);
+      else
+        captures = true;
+    }
   });
   if (captures)
     return false;
@@ -238,6 +250,8 @@ private:
     if (peel) {
       for (auto [leaf, acc] : llvm::zip(lossTerms, termAccs))
         toFinal.map(leaf, toFinal.lookup(acc));
+      for (Operation *constant : peel->constants)
+        fb.clone(*constant, toFinal);
       Value scaled;
       for (linalg::GenericOp generic : peel->tree) {
         auto type = cast<RankedTensorType>(generic.getResult(0).getType());
