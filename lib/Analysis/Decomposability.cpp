@@ -539,7 +539,13 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
          llvm::enumerate(collapse.getReassociationIndices())) {
       if (!llvm::is_contained(group, src.batchDim))
         continue;
-      if (group.front() != src.batchDim)
+      // Unit dimensions before the batch's in the group do not interleave
+      // examples ([1, B*S, D] into [B*S, D]).
+      auto srcType = collapse.getSrcType();
+      bool outerUnits = llvm::all_of(group, [&](int64_t d) {
+        return d >= src.batchDim || srcType.getDimSize(d) == 1;
+      });
+      if (!outerUnits)
         setMixed(op, "merges the batch dimension into an outer "
                      "dimension: examples would interleave");
       else
@@ -554,8 +560,14 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
       setAll(op, src, dep);
       return true;
     }
+    // The batch goes to the group's first dimension that is not a unit
+    // (torch-mlir's einsum expands [B*S, D] into [1, B*S, D]).
     auto group = expand.getReassociationIndices()[src.batchDim];
     int64_t first = group.front();
+    for (int64_t d : group)
+      if (first == d && d != group.back() &&
+          expand.getResultType().getDimSize(d) == 1)
+        first = d + 1;
     if (batchSize == 0 ||
         expand.getResultType().getDimSize(first) % batchSize != 0)
       setMixed(op, "splits the batch dimension so that its outer "

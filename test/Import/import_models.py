@@ -108,6 +108,96 @@ class NanoGPT(torch.nn.Module):
         return self.head(self.lnf(x))
 
 
+class MoE(torch.nn.Module):
+    """A mixture of 4 GELU experts with top-1 routing (each token to its
+    router's most probable expert, scaled by that probability), every
+    expert computed densely and the others' outputs masked away: the
+    routing is an argmax and a one-hot, no sort."""
+
+    def __init__(self, dim, experts=4):
+        super().__init__()
+        self.router = torch.nn.Linear(dim, experts, bias=False)
+        self.fc = torch.nn.Parameter(0.02 * torch.randn(experts, dim, 4 * dim))
+        self.out = torch.nn.Parameter(
+            0.02 * torch.randn(experts, 4 * dim, dim))
+        self.experts = experts
+
+    def forward(self, x):
+        logits = self.router(x)
+        probs = F.softmax(logits, dim=-1)
+        choice = F.one_hot(probs.argmax(-1), self.experts).to(x.dtype)
+        gate = (probs * choice).sum(-1, keepdim=True)
+        hidden = F.gelu(torch.einsum("bsd,edf->bsef", x, self.fc))
+        y = torch.einsum("bsef,efd->bsed", hidden, self.out)
+        return (y * choice[..., None]).sum(2) * gate, (logits, probs, choice)
+
+
+class NanoMoE(torch.nn.Module):
+    """NanoGPT's sizes (2 layers) with a mixture of experts as each block's
+    MLP; returns the logits and each layer's router logits, probabilities
+    and one-hot choices, for the losses."""
+
+    def __init__(self):
+        super().__init__()
+        self.wte = torch.nn.Embedding(256, 64)
+        self.wpe = torch.nn.Embedding(32, 64)
+        self.attn = torch.nn.ModuleList([Block(64, 4, False)
+                                         for _ in range(2)])
+        self.moe = torch.nn.ModuleList([MoE(64) for _ in range(2)])
+        self.lnf = torch.nn.LayerNorm(64)
+        self.head = torch.nn.Linear(64, 256, bias=False)
+
+    def forward(self, idx):
+        x = self.wte(idx) + self.wpe(torch.arange(idx.shape[1]))
+        routers = []
+        for attn, moe in zip(self.attn, self.moe):
+            # The block's attention half; its MLP half is the mixture.
+            b, s, d = x.shape
+            q, k, v = attn.qkv(attn.ln1(x)).split(d, dim=2)
+            q, k, v = (t.view(b, s, 4, d // 4).transpose(1, 2)
+                       for t in (q, k, v))
+            att = (q @ k.transpose(-2, -1)) * (1.0 / math.sqrt(d // 4))
+            mask = torch.tril(torch.ones(s, s, dtype=torch.bool))
+            att = F.softmax(att.masked_fill(~mask, float("-inf")), dim=-1)
+            y = (att @ v).transpose(1, 2).contiguous().view(b, s, d)
+            x = x + attn.proj(y)
+            mixed, router = moe(attn.ln2(x))
+            x = x + mixed
+            routers.append(router)
+        return self.head(self.lnf(x)), routers
+
+
+def moe_z_loss(outputs, batch):
+    """The token mean of the cross-entropy plus the router z-loss (1e-3
+    times the mean over tokens of the square of the router logits'
+    logsumexp), every token counted."""
+    logits, routers = outputs
+    labels = batch["labels"]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                         labels.reshape(-1), ignore_index=-100)
+    first, second = ((torch.logsumexp(r_logits, dim=-1) ** 2).mean()
+                     for r_logits, _, _ in routers)
+    return ce + 1e-3 * (first + second)
+
+
+def moe_balance_loss(outputs, batch):
+    """The token mean of the cross-entropy plus the global-batch load
+    balancing loss, 0.01 * E * sum_i f_i P_i per layer (f_i: the fraction of
+    the batch's tokens routed to expert i, no gradient; P_i: the mean router
+    probability): a product of two batch means, which a split computes only
+    with the batch's f_i known before the micro-batches (a statistics
+    pre-pass, not built yet): refused."""
+    logits, routers = outputs
+    labels = batch["labels"]
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                         labels.reshape(-1), ignore_index=-100)
+    first, second = (
+        probs.shape[-1] * (choice.reshape(-1, choice.shape[-1]).mean(0) *
+                           probs.reshape(-1, probs.shape[-1]).mean(0)).sum()
+        for _, probs, choice in routers)
+    return ce + 0.01 * (first + second)
+
+
 def gpt_batch(gen, key="idx"):
     idx = torch.randint(0, 256, (4, 32), generator=gen)
     labels = torch.randint(0, 256, (4, 32), generator=gen)
@@ -372,6 +462,14 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "mlp_packed_docs": (MLP, packed_batch,
                               {"loss_fn": packed_document_mean,
                                "model_inputs": ["x"]}),
+          # A mixture of experts: the router's z-loss (exact) and the
+          # global-batch load balancing (refused until a pre-pass exists).
+          "moe_z_loss": (NanoMoE, gpt_batch, {"loss_fn": moe_z_loss,
+                                              "split_tolerance": 1e-6}),
+          "moe_balance_loss": (NanoMoE, gpt_batch,
+                               {"loss_fn": moe_balance_loss,
+                                "refused": "multiplies two parameter-dependent "
+                                           "batch-sums"}),
           # The boundary: refused at every split, with the reason.
           "mlp_contrastive": (MLP, mlp_batch,
                               {"loss_fn": in_batch_contrastive,
@@ -398,8 +496,12 @@ def reference(model, batch, names, shift_labels=False, loss_fn=None,
             logits, labels = logits[:, :-1], labels[:, 1:]
         loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                labels.reshape(-1), ignore_index=-100)
-    grads = torch.autograd.grad(loss, [m64[n] for n in names])
-    return float(loss.detach()), [g.numpy() for g in grads]
+    # (A parameter the loss does not read has a zero gradient.)
+    grads = torch.autograd.grad(loss, [m64[n] for n in names],
+                                allow_unused=True)
+    return float(loss.detach()), [
+        (torch.zeros_like(m64[n]) if g is None else g).detach().numpy()
+        for n, g in zip(names, grads)]
 
 
 def main():
@@ -433,6 +535,8 @@ def main():
         options = dict(options)
         refused = options.pop("refused", None)
         loss_scale = options.pop("loss_scale", 0.0)
+        # Exact but not yet bitwise at k = 2, 4: within this tolerance.
+        split_tolerance = options.pop("split_tolerance", 0.0)
         step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
                                      **options)
         check(f"{name}: imported as one train.step",
@@ -534,6 +638,12 @@ def main():
         for k in (2, 4):
             split = run(f"k{k}", step.reschedule(k).mlir)
             if split is not None:
+                if split_tolerance:
+                    off = worst(split)
+                    check(f"{name}: k = {k} micro-batches within {off:.2e} "
+                          f"of the full batch (tolerance {split_tolerance})",
+                          off <= split_tolerance)
+                    continue
                 same = all(np.array_equal(a, b) for a, b in zip(split, got))
                 check(f"{name}: k = {k} micro-batches bitwise the full batch",
                       same, f"worst relative difference {worst(split):.2e}")
