@@ -18,6 +18,7 @@
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/AffineExpr.h"
+#include "mlir/IR/Matchers.h"
 #include "train/TrainOps.h"
 
 using namespace mlir;
@@ -153,8 +154,14 @@ Linearity ga::bodyLinearity(linalg::LinalgOp op,
       result = Linearity::Constant;
     } else if (isa<arith::AddFOp, arith::SubFOp>(nested)) {
       // A sum is proportional only if both terms are: adding a term that
-      // does not scale with the batch would count it once per micro-batch.
-      if (of(nested.getOperand(0)) == of(nested.getOperand(1)))
+      // does not scale with the batch would count it once per micro-batch,
+      // unless it is zero (Python's sum() of losses starts from 0).
+      auto zero = [&](Value v) {
+        return of(v) == Linearity::Constant &&
+               matchPattern(v, m_AnyZeroFloat());
+      };
+      if (of(nested.getOperand(0)) == of(nested.getOperand(1)) ||
+          zero(nested.getOperand(0)) || zero(nested.getOperand(1)))
         result = Linearity::Proportional;
       else {
         result = Linearity::Other;
