@@ -310,31 +310,9 @@ def grpo_batch(gen):
     return batch
 
 
-def grpo_token_mean(outputs, batch):
-    """GRPO's group-normalized advantages (each completion's reward less its
-    group's mean, over its group's standard deviation; the groups' sums as
-    one-hot products) weighting the tokens' log-probabilities, DAPO's
-    token mean over every completion of the global batch."""
-    logits = getattr(outputs, "logits", outputs)
-    labels = batch["labels"]
-    logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                            labels.reshape(-1), ignore_index=-100,
-                            reduction="none").reshape(labels.shape)
-    mask = (labels != -100).to(logp.dtype)
-    onehot = F.one_hot(batch["group"], 2).to(logp.dtype)
-    rewards = batch["rewards"].to(logp.dtype)
-    counts = onehot.sum(0)
-    mean = (onehot * rewards[:, None]).sum(0) / counts
-    square = (onehot * (rewards * rewards)[:, None]).sum(0) / counts
-    std = torch.sqrt(square - mean * mean + 1e-6)
-    advantage = (rewards - (onehot * mean).sum(1)) / (
-        (onehot * std).sum(1) + 1e-4)
-    return -(advantage[:, None] * logp * mask).sum() / mask.sum()
-
-
 def _grpo_terms(outputs, batch):
     """(each token's advantage-weighted log-probability, the valid-token
-    mask), GRPO's group-normalized advantages as in grpo_token_mean."""
+    mask, the log-probabilities): GRPO's group-normalized advantages."""
     logits = getattr(outputs, "logits", outputs)
     labels = batch["labels"]
     logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
@@ -350,6 +328,15 @@ def _grpo_terms(outputs, batch):
     advantage = (rewards - (onehot * mean).sum(1)) / (
         (onehot * std).sum(1) + 1e-4)
     return advantage[:, None] * logp * mask, mask, logp
+
+
+def grpo_token_mean(outputs, batch):
+    """GRPO's group-normalized advantages (each completion's reward less its
+    group's mean, over its group's standard deviation; the groups' sums as
+    one-hot products) weighting the tokens' log-probabilities, DAPO's
+    token mean over every completion of the global batch."""
+    terms, mask, _ = _grpo_terms(outputs, batch)
+    return -terms.sum() / mask.sum()
 
 
 def grpo_seq_mean_token_mean(outputs, batch):
