@@ -41,8 +41,15 @@ std::string BatchClass::str() const {
   return "";
 }
 
-Decomposability::Decomposability(StepOp step, bool meansAreSums)
-    : step(step), meansAreSums(meansAreSums) {
+static bool isFloatTensor(Type type) {
+  auto shaped = dyn_cast<ShapedType>(type);
+  return isa<FloatType>(shaped ? shaped.getElementType() : type);
+}
+
+Decomposability::Decomposability(StepOp step, bool meansAreSums,
+                                 bool statisticsPrepass)
+    : step(step), meansAreSums(meansAreSums),
+      statisticsPrepass(statisticsPrepass) {
   Block &body = step.getBody().front();
   if (!step.getBatch().empty())
     batchSize =
@@ -52,6 +59,7 @@ Decomposability::Decomposability(StepOp step, bool meansAreSums)
     BatchClass c;
     if (i < numParams) {
       c.paramDependent = true;
+      c.differentiable = isFloatTensor(arg.getType());
     } else {
       c.kind = BatchClass::PerExample;
       c.batchDim = 0;
@@ -238,6 +246,24 @@ void Decomposability::setAll(Operation *op, BatchClass c, bool dep) {
 }
 
 void Decomposability::visit(Operation *op) {
+  classify(op);
+  // A floating-point result has a gradient when a value it reads has one,
+  // except through train.stop_gradient.
+  bool differentiable =
+      !isa<StopGradientOp>(op) && llvm::any_of(readValues(op), [&](Value v) {
+        return get(v).differentiable;
+      });
+  for (Value r : op->getResults()) {
+    BatchClass &c = classes[r];
+    c.differentiable = differentiable && isFloatTensor(r.getType());
+    // A batch statistic without a gradient, computed by the pre-pass.
+    if (statisticsPrepass && c.kind == BatchClass::BatchSum &&
+        c.paramDependent && !c.differentiable)
+      c.paramDependent = false;
+  }
+}
+
+void Decomposability::classify(Operation *op) {
   if (auto checkpoint = dyn_cast<CheckpointOp>(op))
     return visitCheckpoint(checkpoint);
   bool dep = false, anyPerExample = false, anySum = false;
@@ -451,8 +477,21 @@ void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
   }
   std::string why;
   if (!sumArgs.empty() &&
-      bodyLinearity(linalgOp, sumArgs, accumulators, why) == Linearity::Other)
+      bodyLinearity(linalgOp, sumArgs, accumulators, why) == Linearity::Other) {
+    // A batch statistic without a gradient among them: the pre-pass would
+    // make it a global.
+    bool statistic = llvm::any_of(linalgOp.getDpsInputs(), [&](Value v) {
+      BatchClass c = get(v);
+      return c.kind == BatchClass::BatchSum && c.paramDependent &&
+             !c.differentiable;
+    });
+    if (statistic)
+      why += "; one of them carries no gradient (a batch statistic, such as "
+             "a mixture's routing fractions): batch-statistics=prepass "
+             "computes it over the whole batch before the micro-batches, "
+             "at the cost of one more forward pass of what it needs";
     return setMixed(linalgOp, why);
+  }
   setAll(linalgOp, batchSum(), dep);
 }
 

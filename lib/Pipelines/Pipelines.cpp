@@ -41,6 +41,11 @@ void ga::GaPipelineOptions::forEachOption(
 }
 
 LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
+  if (!llvm::is_contained(kBatchStatistics, batchStatistics.getValue())) {
+    errors << "batch-statistics must be refuse or prepass, got '"
+           << batchStatistics.getValue() << "'";
+    return failure();
+  }
   if (!llvm::is_contained(kPipelineTargets, target.getValue())) {
     errors << "unknown target '" << target << "' (available: "
            << llvm::join(ArrayRef<llvm::StringLiteral>(kPipelineTargets), ", ")
@@ -216,6 +221,7 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createTrainNormalizeLossPass());
   TrainSplitBatchPassOptions split;
   split.naive = options.naive;
+  split.statisticsPrepass = options.batchStatistics == "prepass";
   pm.addPass(createTrainSplitBatchPass(split));
   // Differentiation sees the accumulate bodies (one micro-batch each).
   pm.addPass(createTrainDifferentiatePass());

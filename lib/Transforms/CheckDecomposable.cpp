@@ -48,7 +48,7 @@ struct TestTrainDecomposabilityPass
   using Base::Base;
   void runOnOperation() override {
     getOperation()->walk([&](StepOp step) {
-      Decomposability analysis(step);
+      Decomposability analysis(step, /*meansAreSums=*/false, statisticsPrepass);
       step.getBody().walk([&](Operation *op) {
         if (op->getNumResults() == 0 || isa<StepOp>(op) ||
             op->getParentOfType<linalg::LinalgOp>())

@@ -85,9 +85,9 @@ namespace {
 /// The split of one step, phase by phase (see the file comment).
 class Splitter {
 public:
-  Splitter(StepOp step, bool naive)
-      : step(step), naive(naive), k(step.getMicrobatches()),
-        r(step.getDataParallel()) {}
+  Splitter(StepOp step, bool naive, bool statisticsPrepass)
+      : step(step), naive(naive), statisticsPrepass(statisticsPrepass),
+        k(step.getMicrobatches()), r(step.getDataParallel()) {}
   LogicalResult run();
 
 private:
@@ -115,6 +115,7 @@ private:
 
   StepOp step;
   bool naive;
+  bool statisticsPrepass;
   int64_t k, r;
   std::optional<Decomposability> analysis;
   SetVector<Value> globals, metrics, hoisted;
@@ -297,7 +298,7 @@ LogicalResult Splitter::checkAndPrepare() {
   // valid labels from the labels alone.
   if (failed(normalizeLosses(step, /*means=*/!naive)))
     return failure();
-  analysis.emplace(step, /*meansAreSums=*/naive);
+  analysis.emplace(step, /*meansAreSums=*/naive, statisticsPrepass);
   if (failed(analysis->checkSplitIsExact()))
     return failure();
   // The function runs on r ranks.
@@ -558,7 +559,7 @@ struct TrainSplitBatchPass
         steps.push_back(step);
     });
     for (StepOp step : steps)
-      if (failed(Splitter(step, naive).run()))
+      if (failed(Splitter(step, naive, statisticsPrepass).run()))
         return signalPassFailure();
   }
 };

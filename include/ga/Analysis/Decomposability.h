@@ -45,6 +45,10 @@ struct BatchClass {
   int64_t batchDim = -1;
   /// The value depends on a parameter.
   bool paramDependent = false;
+  /// A floating-point value with a gradient: it depends on a parameter
+  /// through operations that differentiation follows (not through integer
+  /// values such as an argmax's index, nor through train.stop_gradient).
+  bool differentiable = false;
 
   /// A batch-sum that does not depend on the parameters: computed once for
   /// the whole global batch before the micro-batches run.
@@ -65,7 +69,15 @@ public:
   /// A `train.cross_entropy {reduction = mean}` over the batch is mixed (a
   /// mean of micro-batch means is not the mean) unless `meansAreSums`, which
   /// the naive split sets: it averages the micro-batch means on purpose.
-  explicit Decomposability(train::StepOp step, bool meansAreSums = false);
+  ///
+  /// With `statisticsPrepass`, a batch-sum that depends on the parameters
+  /// but carries no gradient (a batch statistic such as a mixture's routing
+  /// fractions) counts as a global: train-split-batch computes it, with
+  /// what it needs, over the whole batch before the micro-batches (a
+  /// pre-pass of that part of the forward), so that a split uses the whole
+  /// batch's value as the full batch does.
+  explicit Decomposability(train::StepOp step, bool meansAreSums = false,
+                           bool statisticsPrepass = false);
 
   BatchClass get(mlir::Value value) const;
   /// The operations where values first became mixed, in body order.
@@ -81,8 +93,10 @@ public:
 
 private:
   void visitBlock(mlir::Block &block);
-  /// Classifies the results of `op` from its operands' classes.
+  /// Classifies the results of `op` from its operands' classes, then
+  /// whether each is differentiable.
   void visit(mlir::Operation *op);
+  void classify(mlir::Operation *op);
   void visitCheckpoint(train::CheckpointOp checkpoint);
   void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
   /// `captured`: the values its body reads from above.
@@ -98,6 +112,7 @@ private:
 
   mlir::Operation *step;
   bool meansAreSums;
+  bool statisticsPrepass;
   int64_t batchSize = 0;
   llvm::DenseMap<mlir::Value, BatchClass> classes;
   llvm::SmallVector<MixedReason> reasons;

@@ -17,6 +17,7 @@ namespace ga {
 inline constexpr llvm::StringLiteral kPipelineTargets[] = {"cpu", "cuda"};
 inline constexpr llvm::StringLiteral kGpuFormats[] = {"bin", "fatbin", "isa",
                                                       "none"};
+inline constexpr llvm::StringLiteral kBatchStatistics[] = {"refuse", "prepass"};
 
 /// Options of `--ga-pipeline`, and of buildGaPipeline for the tools that
 /// build it in C++ (ga-run, ga-train, ga-compile).
@@ -139,6 +140,16 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "naive=true), to measure the error the exact split "
                      "removes"),
       llvm::cl::init(false)};
+  Option<std::string> batchStatistics{
+      *this, "batch-statistics",
+      llvm::cl::desc("A batch statistic that depends on the parameters but "
+                     "carries no gradient (a mixture's routing fractions) in "
+                     "a split step: refuse (the default: the split is "
+                     "refused, at the operation) or prepass (computed over "
+                     "the whole batch before the micro-batches, with the "
+                     "part of the forward it needs: train-split-batch "
+                     "statistics-prepass)"),
+      llvm::cl::init("refuse")};
   Option<bool> checkLabels{
       *this, "check-labels",
       llvm::cl::desc("Check every cross-entropy label against [0, V) and "

@@ -366,6 +366,12 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
     Option<"naive", "naive", "bool", /*default=*/"false",
            "Build the inexact schedule (per-micro-batch means divided by k, "
            "averaging ranks) to measure its error">,
+    Option<"statisticsPrepass", "statistics-prepass", "bool",
+           /*default=*/"false",
+           "Compute the batch statistics that depend on the parameters but "
+           "carry no gradient (a mixture's routing fractions) over the whole "
+           "batch before the micro-batches, with the part of the forward "
+           "they need, instead of refusing the split">,
   ];
   let dependentDialects = [
     "::ga::train::TrainDialect", "::mlir::tensor::TensorDialect",
@@ -730,6 +736,12 @@ def TestTrainDecomposabilityPass : Pass<"test-train-decomposability"> {
     `mixed: <reason>` on each operation where a value first becomes mixed.
     For lit tests of the analysis behind `train-check-decomposable`.
   }];
+  let options = [
+    Option<"statisticsPrepass", "statistics-prepass", "bool",
+           /*default=*/"false",
+           "Classify as train-split-batch statistics-prepass=true does (a "
+           "batch statistic without a gradient is a global)">,
+  ];
 }
 
 def TestTrainAdjointNeedsPass : Pass<"test-train-adjoint-needs"> {
