@@ -21,6 +21,8 @@
 #include "mlir/IR/Matchers.h"
 #include "train/TrainOps.h"
 
+#include <cmath>
+
 using namespace mlir;
 using namespace ga;
 using namespace ga::train;
@@ -458,6 +460,42 @@ void Decomposability::visitBatchLoop(linalg::LinalgOp linalgOp,
 /// A structured op without a batch loop that reads batch-sums: a batch-sum
 /// when it is linear in the parameter-dependent ones (scaling a sum by a
 /// global count, adding two sums).
+/// The work of `op`'s linalg operations: the points of their iteration
+/// spaces, twice for those that reduce (a multiply and an add).
+static double workOf(Operation *op) {
+  double work = 0;
+  op->walk([&](linalg::LinalgOp linalgOp) {
+    double points = 1;
+    for (int64_t range : linalgOp.getStaticLoopRanges())
+      points *= ShapedType::isDynamic(range) ? 1 : range;
+    work += linalgOp.getNumReductionLoops() ? 2 * points : points;
+  });
+  return work;
+}
+
+double Decomposability::prepassShare(ArrayRef<Value> statistics) const {
+  Block &body = cast<StepOp>(step).getBody().front();
+  llvm::SmallPtrSet<Operation *, 32> slice;
+  SmallVector<Value> work(statistics.begin(), statistics.end());
+  while (!work.empty()) {
+    Operation *def = work.pop_back_val().getDefiningOp();
+    if (!def)
+      continue;
+    def = body.findAncestorOpInBlock(*def);
+    if (!def || !slice.insert(def).second)
+      continue;
+    llvm::append_range(work, readValues(def));
+  }
+  double part = 0, whole = 0;
+  for (Operation &op : body.without_terminator()) {
+    double w = workOf(&op);
+    whole += w;
+    if (slice.contains(&op))
+      part += w;
+  }
+  return whole > 0 ? part / whole : 0;
+}
+
 void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
   llvm::SmallDenseSet<Value> sumArgs, accumulators;
   Block *body = linalgOp.getBlock();
@@ -480,16 +518,21 @@ void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
       bodyLinearity(linalgOp, sumArgs, accumulators, why) == Linearity::Other) {
     // A batch statistic without a gradient among them: the pre-pass would
     // make it a global.
-    bool statistic = llvm::any_of(linalgOp.getDpsInputs(), [&](Value v) {
+    SmallVector<Value> statistics;
+    for (Value v : linalgOp.getDpsInputs()) {
       BatchClass c = get(v);
-      return c.kind == BatchClass::BatchSum && c.paramDependent &&
-             !c.differentiable;
-    });
-    if (statistic)
+      if (c.kind == BatchClass::BatchSum && c.paramDependent &&
+          !c.differentiable)
+        statistics.push_back(v);
+    }
+    if (!statistics.empty())
       why += "; one of them carries no gradient (a batch statistic, such as "
              "a mixture's routing fractions): batch-statistics=prepass "
              "computes it over the whole batch before the micro-batches, "
-             "at the cost of one more forward pass of what it needs";
+             "at the cost of one more forward pass of what it needs (" +
+             std::to_string(static_cast<int>(
+                 std::lround(100 * prepassShare(statistics)))) +
+             "% of the step's forward work)";
     return setMixed(linalgOp, why);
   }
   setAll(linalgOp, batchSum(), dep);

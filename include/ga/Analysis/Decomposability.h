@@ -109,6 +109,10 @@ private:
   /// when `dep`.
   void setAll(mlir::Operation *op, BatchClass c, bool dep);
   void setMixed(mlir::Operation *op, const std::string &why);
+  /// The share of the step body's forward work (the iteration points of
+  /// its linalg operations) that computing `statistics` takes: what a
+  /// pre-pass repeats.
+  double prepassShare(llvm::ArrayRef<mlir::Value> statistics) const;
 
   mlir::Operation *step;
   bool meansAreSums;
