@@ -457,12 +457,7 @@ void Decomposability::visitBatchLoop(linalg::LinalgOp linalgOp,
   }
 }
 
-/// A structured op without a batch loop that reads batch-sums: a batch-sum
-/// when it is linear in the parameter-dependent ones (scaling a sum by a
-/// global count, adding two sums).
-/// The work of `op`'s linalg operations: the points of their iteration
-/// spaces, twice for those that reduce (a multiply and an add).
-static double workOf(Operation *op) {
+double ga::linalgWork(Operation *op) {
   double work = 0;
   op->walk([&](linalg::LinalgOp linalgOp) {
     double points = 1;
@@ -488,7 +483,7 @@ double Decomposability::prepassShare(ArrayRef<Value> statistics) const {
   }
   double part = 0, whole = 0;
   for (Operation &op : body.without_terminator()) {
-    double w = workOf(&op);
+    double w = linalgWork(&op);
     whole += w;
     if (slice.contains(&op))
       part += w;
@@ -496,6 +491,9 @@ double Decomposability::prepassShare(ArrayRef<Value> statistics) const {
   return whole > 0 ? part / whole : 0;
 }
 
+/// A structured op without a batch loop that reads batch-sums: a batch-sum
+/// when it is linear in the parameter-dependent ones (scaling a sum by a
+/// global count, adding two sums).
 void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
   llvm::SmallDenseSet<Value> sumArgs, accumulators;
   Block *body = linalgOp.getBlock();

@@ -7,6 +7,7 @@
 #include "RematUnits.h"
 
 #include "ga/Analysis/BufferMemory.h"
+#include "ga/Analysis/Decomposability.h"
 #include "ga/Transforms/Autodiff.h"
 #include "train/TrainOps.h"
 
@@ -22,19 +23,6 @@ using ga::remat::Segment;
 using ga::remat::SegmentPlan;
 
 namespace ga::remat_units {
-
-/// The work of `op`'s linalg operations: the points of their iteration
-/// spaces (twice for a contraction).
-static double workOf(Operation *op) {
-  double work = 0;
-  op->walk([&](linalg::LinalgOp linalgOp) {
-    double points = 1;
-    for (int64_t range : linalgOp.getStaticLoopRanges())
-      points *= ShapedType::isDynamic(range) ? 1 : range;
-    work += linalgOp.getNumReductionLoops() ? 2 * points : points;
-  });
-  return work;
-}
 
 /// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
 static int64_t tensorBytes(Type type) {
@@ -186,7 +174,7 @@ SmallVector<Unit> findUnits(ga::train::StepOp step) {
     unit.last = static_cast<unsigned>(i);
     unit.boundary = boundary;
     for (unsigned j = start; j <= i; ++j) {
-      unit.cost += workOf(ops[j]);
+      unit.cost += ga::linalgWork(ops[j]);
       ops[j]->walk([&](Operation *inner) {
         if (auto mark = inner->getAttrOfType<StringAttr>("train.remat")) {
           unit.mustSave |= mark.getValue() == "save";

@@ -103,10 +103,17 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     params = [p.detach() for _, p in named]
     keys = list(batch if loss_fn else inputs)
 
+    # Whether the trace stopped a gradient (then the lowering carries the
+    # custom op through; else it is torch-mlir's own).
+    stopped = []
+
     class Forward(torch.nn.Module):
         def forward(self, *args):
-            with _gradient_modes_traced(torch):
-                return self.traced(*args)
+            with _gradient_modes_traced(torch) as modes:
+                result = self.traced(*args)
+            if modes.used:
+                stopped.append(True)
+            return result
 
         def traced(self, *args):
             ps = dict(zip(names, args[:len(names)]))
@@ -131,7 +138,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     try:
         module = fx.export_and_import(Forward(), *args, output_type="raw",
                                       func_name=func_name)
-        module = _lower_to_linalg(module)
+        module = _lower_to_linalg(module, carried=bool(stopped))
     except ImportError_:
         raise
     except Exception as e:  # torch's and torch-mlir's errors, as they are
@@ -208,10 +215,16 @@ class _gradient_modes_traced:
         torch = self.torch
         op = _stop_gradient_op(torch)
         from torch.utils._pytree import tree_map
+        # Whether a gradient was stopped.
+        self.used = False
+
+        def stop(value):
+            self.used = True
+            return op(value)
 
         def stopped(value):
             if isinstance(value, torch.Tensor) and value.is_floating_point():
-                return op(value)
+                return stop(value)
             return value
 
         class GradientsOff(torch.overrides.TorchFunctionMode):
@@ -222,7 +235,7 @@ class _gradient_modes_traced:
                 return tree_map(stopped, result)
 
         self.detach = torch.Tensor.detach
-        torch.Tensor.detach = lambda x: op(x)
+        torch.Tensor.detach = stop
         self.mode = GradientsOff()
         self.mode.__enter__()
         return self
@@ -233,17 +246,19 @@ class _gradient_modes_traced:
         return False
 
 
-def _lower_to_linalg(module):
+def _lower_to_linalg(module, carried):
     """torch-mlir's lowering of a raw export to linalg on tensors, with each
-    `ga::stop_gradient` carried through as a call of a declared function.
-    torch-mlir's check of its linalg backend contract refuses calls: when
-    the export has such calls, it is replaced by a check that no torch op is
-    left."""
+    `ga::stop_gradient` (present only when `carried`) carried through as a
+    call of a declared function. torch-mlir's check of its linalg backend
+    contract refuses calls: when the export has such calls, it is replaced
+    by a check that no torch op is left."""
     from torch_mlir import ir
     from torch_mlir.compiler_utils import run_pipeline_with_repro_report
     from torch_mlir.passmanager import PassManager
 
-    text = module.operation.get_asm(print_generic_op_form=True)
+    # The export is printed and parsed again only to carry the op.
+    text = (module.operation.get_asm(print_generic_op_form=True)
+            if carried else "")
     declared = {}
 
     def call(match):

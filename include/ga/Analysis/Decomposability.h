@@ -137,6 +137,12 @@ Linearity bodyLinearity(mlir::linalg::LinalgOp op,
                         const llvm::SmallDenseSet<mlir::Value> &accumulators,
                         std::string &why);
 
+/// The work of `op`'s linalg operations (nested ones included): the points
+/// of their iteration spaces, twice for those that reduce (a multiply and
+/// an add). What train-plan-remat weighs recomputation by and what a
+/// statistics pre-pass repeats.
+double linalgWork(mlir::Operation *op);
+
 /// Whether output `j` of `op` is an additive reduction: the body yields
 /// `init + h` and reads the init nowhere else, so the result is the init
 /// plus a sum of terms.
