@@ -73,15 +73,15 @@ def dropout():
     return model, batch
 
 
-def import_with_loss(loss_fn):
-    """ga_import.import_step of mlp() with `loss_fn` (ga-opt from $GA_OPT):
-    the error's text, or 'imported'."""
+def import_with_loss(loss_fn, **options):
+    """ga_import.import_step of mlp() with `loss_fn` and `options` (ga-opt
+    from $GA_OPT): the error's text, or 'imported'."""
     import os
     import ga_import
     model, batch = mlp()
     try:
         ga_import.import_step(model, batch, ga_opt=os.environ["GA_OPT"],
-                              loss_fn=loss_fn)
+                              loss_fn=loss_fn, **options)
     except ga_import.ImportError_ as e:
         return f"ga-import: error: {e}"
     return "imported"
