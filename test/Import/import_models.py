@@ -23,6 +23,7 @@ from the exported linalg.
 """
 
 import argparse
+import json
 import math
 import os
 import re
@@ -193,11 +194,16 @@ def moe_balance_loss(outputs, batch):
     labels = batch["labels"]
     ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                          labels.reshape(-1), ignore_index=-100)
+    return ce + _balance(routers)
+
+
+def _balance(routers):
+    """0.01 * E * sum_i f_i P_i summed over the layers."""
     first, second = (
         probs.shape[-1] * (choice.reshape(-1, choice.shape[-1]).mean(0) *
                            probs.reshape(-1, probs.shape[-1]).mean(0)).sum()
         for _, probs, choice in routers)
-    return ce + 0.01 * (first + second)
+    return 0.01 * (first + second)
 
 
 def gpt_batch(gen, key="idx"):
@@ -310,24 +316,41 @@ def grpo_batch(gen):
     return batch
 
 
-def _grpo_terms(outputs, batch):
+def _advantages(batch, dtype):
+    """GRPO's group-normalized advantages: each completion's reward less its
+    group's mean, over its group's standard deviation (the groups' sums as
+    one-hot products)."""
+    onehot = F.one_hot(batch["group"], 2).to(dtype)
+    rewards = batch["rewards"].to(dtype)
+    counts = onehot.sum(0)
+    mean = (onehot * rewards[:, None]).sum(0) / counts
+    square = (onehot * (rewards * rewards)[:, None]).sum(0) / counts
+    std = torch.sqrt(square - mean * mean + 1e-6)
+    return (rewards - (onehot * mean).sum(1)) / ((onehot * std).sum(1) + 1e-4)
+
+
+def _grpo_terms(outputs, batch, advantage=None):
     """(each token's advantage-weighted log-probability, the valid-token
-    mask, the log-probabilities): GRPO's group-normalized advantages."""
+    mask, the log-probabilities): the advantages the batch's own, or given
+    (as a trainer computes them for the whole generation batch)."""
     logits = getattr(outputs, "logits", outputs)
     labels = batch["labels"]
     logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                             labels.reshape(-1), ignore_index=-100,
                             reduction="none").reshape(labels.shape)
     mask = (labels != -100).to(logp.dtype)
-    onehot = F.one_hot(batch["group"], 2).to(logp.dtype)
-    rewards = batch["rewards"].to(logp.dtype)
-    counts = onehot.sum(0)
-    mean = (onehot * rewards[:, None]).sum(0) / counts
-    square = (onehot * (rewards * rewards)[:, None]).sum(0) / counts
-    std = torch.sqrt(square - mean * mean + 1e-6)
-    advantage = (rewards - (onehot * mean).sum(1)) / (
-        (onehot * std).sum(1) + 1e-4)
+    if advantage is None:
+        advantage = _advantages(batch, logp.dtype)
     return advantage[:, None] * logp * mask, mask, logp
+
+
+def gpt_grpo_batch(gen):
+    """gpt_batch's 4 completions of 32 tokens (one all padding) with a
+    reward each, in two prompt groups of two, interleaved."""
+    batch = gpt_batch(gen)
+    batch["rewards"] = torch.randn(4, generator=gen)
+    batch["group"] = torch.tensor([0, 1, 1, 0])
+    return batch
 
 
 def grpo_token_mean(outputs, batch):
@@ -412,6 +435,53 @@ def in_batch_contrastive(outputs, batch):
     return F.cross_entropy(scores, torch.arange(scores.shape[0]))
 
 
+# What trainers compute under gradient accumulation, for the losses above,
+# in PyTorch: each function gives the loss a trainer backpropagates for one
+# micro-batch (`mb`, the batch's `rows`) of k, knowing the whole `batch`
+# (the advantages, computed for the whole generation batch, and the global
+# token count where the trainer has it); the gradients of the k micro-
+# batches are summed, as accumulation does.
+
+
+def _trainer_grpo_terms(outputs, mb, batch, rows):
+    return _grpo_terms(outputs, mb,
+                       _advantages(batch, torch.float64)[rows])
+
+
+def global_count_over_steps(outputs, mb, batch, rows, k):
+    """The token mean over the global batch's count, divided again by the
+    accumulation steps (ms-swift #10117): the gradient over k."""
+    terms, _, _ = _trainer_grpo_terms(outputs, mb, batch, rows)
+    return -terms.sum() / (batch["labels"] != -100).sum() / k
+
+
+def micro_batch_count(outputs, mb, batch, rows, k):
+    """The micro-batch's own token count (verl #7321, #5625's fallback),
+    each micro-batch's loss over the accumulation steps."""
+    terms, mask, _ = _trainer_grpo_terms(outputs, mb, batch, rows)
+    return -terms.sum() / mask.sum() / k
+
+
+def micro_batch_means(loss_fn):
+    """Each micro-batch's own loss (its own counts and statistics) over
+    the accumulation steps: what ga-opt's naive schedule computes."""
+    def fn(outputs, mb, batch, rows, k):
+        return loss_fn(outputs, mb) / k
+    fn.naive = True
+    return fn
+
+
+def balance_per_forward(outputs, mb, batch, rows, k):
+    """The cross-entropy over the global count (as trainers have it right
+    since 2024), the load balancing loss of each forward call, that is
+    each micro-batch's own f_i and P_i, over the accumulation steps."""
+    logits, routers = outputs
+    ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                         mb["labels"].reshape(-1), ignore_index=-100,
+                         reduction="sum") / (batch["labels"] != -100).sum()
+    return ce + _balance(routers) / k
+
+
 # name: (model, batch, import_step's options). The causal language models
 # from transformers are scored as their own loss scores them, on the labels
 # shifted by one (shift_labels).
@@ -420,53 +490,116 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch, {}),
           "gpt2": (gpt2, gpt2_batch, {"shift_labels": True}),
           "llama": (llama, gpt2_batch, {"shift_labels": True}),
-          "bert": (bert, bert_batch, {}),
+          "bert": (bert, bert_batch, {
+              "table": ("masked-LM over the masked 15% (`BertForMaskedLM`)",
+                        "", "proves: a token mean over the masked tokens")}),
           # The loss written in PyTorch (the others: train.cross_entropy).
-          "mlp_torch_loss": (MLP, mlp_batch, {"loss_fn": token_mean_ce}),
+          "mlp_torch_loss": (MLP, mlp_batch, {
+              "loss_fn": token_mean_ce,
+              "table": ("token mean of the cross-entropy over valid labels "
+                        "(padding)", "transformers (2024), mlx-lm #1413 "
+                        "(a fixed K)", "proves: the sum over the global "
+                        "count of valid labels"),
+              "trainers": [("mlx-lm #1413",
+                            micro_batch_means(token_mean_ce))]}),
           "nanogpt_torch_loss": (NanoGPT, gpt_batch,
                                  {"loss_fn": token_mean_ce}),
           # Gradients stopped by .detach() and by torch.no_grad(): their
           # gradients must be PyTorch's, which differ from those of the same
           # loss with the weights attached (checked below).
-          "mlp_detach_loss": (MLP, mlp_batch,
-                              {"loss_fn": confidence_weighted_ce}),
-          "mlp_no_grad_loss": (MLP, mlp_batch,
-                               {"loss_fn": confidence_weighted_ce_no_grad}),
+          "mlp_detach_loss": (MLP, mlp_batch, {
+              "loss_fn": confidence_weighted_ce,
+              "table": ("a token weight detached with `.detach()`",
+                        "(PyTorch's export drops it)",
+                        "stops the gradient (`train.stop_gradient`)")}),
+          "mlp_no_grad_loss": (MLP, mlp_batch, {
+              "loss_fn": confidence_weighted_ce_no_grad,
+              "table": ("the same weight computed under `torch.no_grad()`",
+                        "(PyTorch's export drops it)",
+                        "stops the gradient (`train.stop_gradient`)")}),
           "mlp_attached_loss": (MLP, mlp_batch,
                                 {"loss_fn": confidence_weighted_ce_attached}),
           # RL post-training: group-normalized advantages, token mean.
-          "mlp_grpo_loss": (MLP, grpo_batch,
-                            {"loss_fn": grpo_token_mean,
-                             "model_inputs": ["x"], "loss_scale": 1.0}),
-          "mlp_grpo_seq_mean": (MLP, grpo_batch,
-                                {"loss_fn": grpo_seq_mean_token_mean,
-                                 "model_inputs": ["x"], "loss_scale": 1.0}),
-          "mlp_dr_grpo": (MLP, grpo_batch,
-                          {"loss_fn": dr_grpo, "model_inputs": ["x"],
-                           "loss_scale": 1.0}),
-          "mlp_grpo_kl": (MLP, grpo_kl_batch,
-                          {"loss_fn": grpo_with_kl, "model_inputs": ["x"],
-                           "loss_scale": 1.0}),
+          "mlp_grpo_loss": (MLP, grpo_batch, {
+              "loss_fn": grpo_token_mean, "model_inputs": ["x"],
+              "loss_scale": 1.0,
+              "table": ("DAPO token mean over the global batch, GRPO "
+                        "group-normalized advantages (group sums as one-hot "
+                        "products)", "TRL #5619 (normalizer over another "
+                        "window), ms-swift #10117 (g/4 at GA = 4), verl "
+                        "#5625, #7321 (the micro-batch's count)",
+                        "proves: the group sums and counts are parameter-"
+                        "independent batch sums, computed for the whole "
+                        "batch; the token mean becomes sum over the global "
+                        "count"),
+              "trainers": [("ms-swift #10117", global_count_over_steps),
+                           ("verl #7321", micro_batch_count)]}),
+          "nanogpt_grpo": (NanoGPT, gpt_grpo_batch, {
+              "loss_fn": grpo_token_mean, "model_inputs": ["idx"],
+              "loss_scale": 1.0,
+              "table": ("the same on a 2-layer GPT (4 completions of 32 "
+                        "tokens, groups of 2)", "", "proves"),
+              "trainers": [("ms-swift #10117", global_count_over_steps),
+                           ("verl #7321", micro_batch_count)]}),
+          "mlp_grpo_seq_mean": (MLP, grpo_batch, {
+              "loss_fn": grpo_seq_mean_token_mean, "model_inputs": ["x"],
+              "loss_scale": 1.0,
+              "table": ("GRPO seq-mean-token-mean", "TRL #5375 (what "
+                        "'token-level' means)", "proves: each completion's "
+                        "own count, the mean over completions a sum over "
+                        "the global batch size")}),
+          "mlp_dr_grpo": (MLP, grpo_batch, {
+              "loss_fn": dr_grpo, "model_inputs": ["x"], "loss_scale": 1.0,
+              "table": ("Dr. GRPO (sum over a constant length)", "",
+                        "proves: the constant division runs once on the "
+                        "accumulated sum")}),
+          "mlp_grpo_kl": (MLP, grpo_kl_batch, {
+              "loss_fn": grpo_with_kl, "model_inputs": ["x"],
+              "loss_scale": 1.0,
+              "table": ("token mean plus a KL penalty (k3) against reference "
+                        "log-probabilities given as data", "", "proves")}),
           # Packed rows: documents within rows, each with its own mean.
-          "mlp_packed_docs": (MLP, packed_batch,
-                              {"loss_fn": packed_document_mean,
-                               "model_inputs": ["x"]}),
+          "mlp_packed_docs": (MLP, packed_batch, {
+              "loss_fn": packed_document_mean, "model_inputs": ["x"],
+              "table": ("per-document means in packed rows (3 documents a "
+                        "row, segment ids)", "google/tunix #1662, NeMo "
+                        "#15339", "proves: each document's count is its "
+                        "own, the documents' count a global sum"),
+              "trainers": [("NeMo #15339",
+                            micro_batch_means(packed_document_mean))]}),
           # A mixture of experts: the router's z-loss (exact) and the
-          # global-batch load balancing (refused until a pre-pass exists).
-          "moe_z_loss": (NanoMoE, gpt_batch, {"loss_fn": moe_z_loss,
-                                              "split_tolerance": 1e-6}),
-          "moe_balance_loss": (NanoMoE, gpt_batch,
-                               {"loss_fn": moe_balance_loss,
-                                "pipeline": "batch-statistics=prepass",
-                                "split_tolerance": 1e-6}),
+          # global-batch load balancing (with the statistics pre-pass).
+          "moe_z_loss": (NanoMoE, gpt_batch, {
+              "loss_fn": moe_z_loss, "split_tolerance": 1e-6,
+              "table": ("router z-loss of a mixture of experts (2-layer GPT, "
+                        "4 experts, top-1 routing)", "",
+                        "proves (a token mean)")}),
+          "moe_balance_loss": (NanoMoE, gpt_batch, {
+              "loss_fn": moe_balance_loss,
+              "pipeline": "batch-statistics=prepass",
+              "split_tolerance": 1e-6, "remat_budget": 4400000,
+              "table": ("global-batch load balancing, 0.01 E sum_i f_i P_i "
+                        "(the same model)", "torchtitan #3000 (refused), "
+                        "#4772 (rolling counts, incompatible with "
+                        "checkpointing)", "with `batch-statistics=prepass`: "
+                        "the routing fractions f_i (parameter-dependent, no "
+                        "gradient: an argmax's one-hot) computed over the "
+                        "whole batch before the micro-batches and "
+                        "all-reduced; without it, refused at the product, "
+                        "naming the option (`moe_balance_refused`)"),
+              "trainers": [("per forward call (transformers' Mixtral)",
+                            balance_per_forward)]}),
           "moe_balance_refused": (NanoMoE, gpt_batch,
                                   {"loss_fn": moe_balance_loss,
                                    "refused": "batch-statistics=prepass "
                                               "computes it"}),
           # The boundary: refused at every split, with the reason.
-          "mlp_contrastive": (MLP, mlp_batch,
-                              {"loss_fn": in_batch_contrastive,
-                               "refused": "combines different examples"})}
+          "mlp_contrastive": (MLP, mlp_batch, {
+              "loss_fn": in_batch_contrastive,
+              "refused": "combines different examples",
+              "table": ("in-batch contrastive (a softmax over the batch)", "",
+                        "refuses, at the product that combines examples: "
+                        "\"this operation combines different examples\"")})}
 
 
 def reference(model, batch, names, shift_labels=False, loss_fn=None,
@@ -497,6 +630,33 @@ def reference(model, batch, names, shift_labels=False, loss_fn=None,
         for n, g in zip(names, grads)]
 
 
+def trainer_reference(model, batch, names, fn, k, model_inputs=None):
+    """The float64 loss and gradients a trainer accumulates: the sum over k
+    micro-batches (consecutive rows, as ga-opt splits) of `fn`'s loss and
+    its gradients, in `names` order."""
+    m64 = {n: v.detach().double().requires_grad_(True)
+           for n, v in model.named_parameters()}
+    model.double()
+    size = next(iter(batch.values())).shape[0]
+    loss, grads = 0.0, [torch.zeros_like(m64[n]) for n in names]
+    for j in range(k):
+        rows = slice(j * size // k, (j + 1) * size // k)
+        mb = {n: v[rows] for n, v in batch.items()}
+        inputs = {n: (v.double() if v.is_floating_point() else v)
+                  for n, v in mb.items()
+                  if n != "labels" and (model_inputs is None
+                                        or n in model_inputs)}
+        outputs = torch.func.functional_call(model, m64, (), inputs)
+        part = fn(outputs, mb, batch, rows, k)
+        loss += float(part.detach())
+        for g, d in zip(grads, torch.autograd.grad(
+                part, [m64[n] for n in names], allow_unused=True)):
+            if d is not None:
+                g += d
+    model.float()
+    return loss, [g.numpy() for g in grads]
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     for flag in ("--ga-opt", "--ga-run", "--python", "--workdir"):
@@ -504,11 +664,14 @@ def main():
     parser.add_argument("--models", default=",".join(MODELS))
     parser.add_argument("--splits", action="store_true")
     parser.add_argument("--mpirun", default="")
+    parser.add_argument("--table", help="writes the loss table's measured "
+                        "rows (JSON) for scripts/loss_table.py")
     args = parser.parse_args()
     sys.path.insert(0, args.python)
     import ga_import
 
     failures = checks = 0
+    table = []
 
     def check(what, ok, detail=""):
         nonlocal failures, checks
@@ -530,8 +693,19 @@ def main():
         loss_scale = options.pop("loss_scale", 0.0)
         # Exact but not yet bitwise at k = 2, 4: within this tolerance.
         split_tolerance = options.pop("split_tolerance", 0.0)
+        # A memory budget that makes train-plan-remat checkpoint the k = 4
+        # step: the same bits as without it.
+        remat_budget = options.pop("remat_budget", 0)
         # Options of the pipeline the model's steps need.
         extra = options.pop("pipeline", "")
+        # The docs' table: (loss, trainers' issues, what ga-opt does) and
+        # the trainers' formulas, measured below.
+        described = options.pop("table", None)
+        trainers = options.pop("trainers", [])
+        row = {"name": name, "pipeline": extra}
+        if described:
+            row.update(zip(("loss", "issues", "ga_opt"), described))
+            table.append(row)
         step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
                                      **options)
         check(f"{name}: imported as one train.step",
@@ -541,18 +715,22 @@ def main():
             paths.append(os.path.join(work, f"arg{i}.npy"))
             np.save(paths[-1], t.numpy())
 
-        def run(tag, text, flags=(), launcher=""):
-            """Compiles `text` and runs it on the example: the results, or
-            None (a failed check) when either fails."""
+        compiled = {}
+
+        def run(tag, text, flags=(), launcher="", more=""):
+            """Compiles `text` (with the pipeline options `more`) and runs
+            it on the example: the results, or None (a failed check) when
+            either fails. The compiler's messages: compiled[tag]."""
             src = os.path.join(work, f"{tag}.mlir")
             with open(src, "w") as f:
                 f.write(text)
             lowered = os.path.join(work, f"{tag}.lowered.mlir")
             pipeline = "--ga-pipeline=target=cpu" + (
                 " naive=true" if "--naive" in flags else "") + (
-                " " + extra if extra else "")
+                " " + extra if extra else "") + (" " + more if more else "")
             done = subprocess.run([args.ga_opt, src, pipeline, "-o", lowered],
                                   capture_output=True, text=True)
+            compiled[tag] = done.stderr
             check(f"{name}: {tag} compiles", done.returncode == 0,
                   done.stderr[-3000:])
             if done.returncode:
@@ -592,6 +770,7 @@ def main():
         # is a small difference of terms of size about 1: its float32
         # rounding is measured against that size (loss_scale).
         err = abs(float(got[0]) - loss64) / max(abs(loss64), loss_scale)
+        row["float64"] = err
         check(f"{name}: loss {float(got[0]):.7f} against float64 "
               f"{loss64:.7f}: relative error {err:.2e} (tolerance 1e-5)",
               err <= 1e-5)
@@ -605,6 +784,7 @@ def main():
             check(f"{name}: gradient of {pname}: relative error {err:.2e} "
                   "(tolerance 1e-5)", err <= 1e-5 and g.shape == g64.shape,
                   f"shape {g.shape}, expected {g64.shape}")
+            row["float64"] = max(row["float64"], err)
         if not args.splits:
             continue
 
@@ -616,7 +796,30 @@ def main():
                 np.linalg.norm(b), floor if i else max(floor, loss_scale))
                 for i, (a, b) in enumerate(zip(results, got)))
 
+        def off_full(results, full):
+            """worst() against float64 results of the full batch."""
+            return max(np.linalg.norm(np.asarray(a) - b) / max(
+                np.linalg.norm(b), floor if i else max(floor, loss_scale))
+                for i, (a, b) in enumerate(zip(results, full)))
+
+        # The trainers' own formulas (PyTorch, float64) at k = 4, against
+        # the full batch's float64 loss and gradients.
+        trainer_results = {}
+        row["trainers"] = []
+        for label, fn in trainers:
+            trainer_results[label] = trainer_reference(
+                model, batch, step.param_names, fn, 4,
+                options.get("model_inputs"))
+            loss4, grads4 = trainer_results[label]
+            off = off_full([loss4] + grads4, [loss64] + grads64)
+            row["trainers"].append([label, off])
+            # (NaN: a micro-batch without valid tokens, divided by its
+            # count, as the trainer's code does.)
+            check(f"{name}: {label}'s formula at k = 4 is off by {off:.2e} "
+                  "(more than 1e-6, or not a number)",
+                  off > 1e-6 or not np.isfinite(off))
         if refused:
+            row.update(split="refused", ranks="refused")
             # Every split refused, at the operation, saying why.
             src = os.path.join(work, "k2.mlir")
             with open(src, "w") as f:
@@ -631,9 +834,11 @@ def main():
                   done.returncode != 0 and located is not None,
                   done.stderr[-2000:])
             continue
+        row["split"] = 0.0
         for k in (2, 4):
             split = run(f"k{k}", step.reschedule(k).mlir)
             if split is not None:
+                row["split"] = max(row["split"], worst(split))
                 if split_tolerance:
                     off = worst(split)
                     check(f"{name}: k = {k} micro-batches within {off:.2e} "
@@ -643,21 +848,50 @@ def main():
                 same = all(np.array_equal(a, b) for a, b in zip(split, got))
                 check(f"{name}: k = {k} micro-batches bitwise the full batch",
                       same, f"worst relative difference {worst(split):.2e}")
+        if remat_budget and split is not None:
+            planned = run("k4-remat", step.reschedule(4).mlir,
+                          more=f"memory-budget={remat_budget}")
+            chosen = re.search(r"(\d+) checkpoints over \d+ units",
+                               compiled["k4-remat"])
+            check(f"{name}: k = 4 under memory-budget={remat_budget}: "
+                  "checkpoints chosen", chosen is not None
+                  and int(chosen.group(1)) > 0, compiled["k4-remat"][-2000:])
+            if planned is not None:
+                same = all(np.array_equal(a, b)
+                           for a, b in zip(planned, split))
+                check(f"{name}: k = 4 with checkpoints bitwise the same "
+                      "step without", same)
         naive = run("naive-k4", step.reschedule(4).mlir, ("--naive",))
         if naive is not None:
             # NaN where a micro-batch has no valid label (a mean of 0/0),
             # as PyTorch's own naive accumulation gives.
             off = worst(naive)
+            row["naive"] = off
             check(f"{name}: the naive k = 4 split is off by {off:.2e} "
                   "(more than 1e-6, or not a number)",
                   off > 1e-6 or not np.isfinite(off))
+            # Where a trainer's formula is the naive schedule's (each
+            # micro-batch's own loss over k), ga-opt's naive results are
+            # that formula's, computed by PyTorch in float64.
+            for label, fn in trainers:
+                if getattr(fn, "naive", False):
+                    loss4, grads4 = trainer_results[label]
+                    err = off_full(naive, [loss4] + grads4)
+                    check(f"{name}: the naive split computes {label}'s "
+                          f"formula: within {err:.2e} of PyTorch's float64 "
+                          "(tolerance 1e-5)", err <= 1e-5)
         if args.mpirun:
             ranks = run("r2", step.reschedule(1, 2).mlir,
                         launcher=args.mpirun + " -np 2")
             if ranks is not None:
                 off = worst(ranks)
+                row["ranks"] = off
                 check(f"{name}: r = 2 ranks within {off:.2e} of the full "
                       "batch (tolerance 1e-6)", off <= 1e-6)
+    if args.table:
+        table.sort(key=lambda row: list(MODELS).index(row["name"]))
+        with open(args.table, "w") as f:
+            json.dump(table, f, indent=1, default=float)
     print(f"import: {checks - failures} of {checks} checks passed")
     sys.exit(1 if failures else 0)
 
