@@ -12,6 +12,7 @@ gradient norm jumps with the schedule.
 
   python3 scripts/reproduce.py                 # 300 steps, figures in docs/
   python3 scripts/reproduce.py --steps 20 --check --out /tmp/r
+  python3 scripts/reproduce.py --grpo --steps 30 --out /tmp/g   # RL
 
 Prints the table of final losses and the largest differences to the full
 batch's curves; --plot writes the PNG (matplotlib); --check exits with
@@ -65,6 +66,25 @@ def max_diff(a, b):
     return max(abs(x - y) for x, y in zip(a, b))
 
 
+def run_grpo(args):
+    """scripts/reproduce_grpo.py with the front end's Python."""
+    locate = subprocess.run([os.path.join(ROOT, "scripts",
+                                          "setup_frontend.sh"), "--locate"],
+                            capture_output=True, text=True)
+    python = locate.stdout.strip()
+    if locate.returncode or not python:
+        sys.exit("reproduce.py: --grpo needs the PyTorch front end "
+                 "(scripts/setup_frontend.sh): " + locate.stderr.strip())
+    command = [python, os.path.join(ROOT, "scripts", "reproduce_grpo.py"),
+               "--build", os.path.join(ROOT, "build"), "--workdir", args.out,
+               "--steps", str(args.steps),
+               "--csv", os.path.join(args.out, "grpo_curves.csv")]
+    if args.check:
+        command.append("--check")
+    env = dict(os.environ, PYTHONPATH=os.path.join(ROOT, "python"))
+    return subprocess.run(command, env=env).returncode
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
@@ -90,7 +110,13 @@ def main():
     parser.add_argument("--check", action="store_true")
     parser.add_argument("--plot", help="write the curves to this PNG")
     parser.add_argument("--table", help="write the table (markdown) here")
+    parser.add_argument("--grpo", action="store_true",
+                        help="the GRPO-style run instead (scripts/"
+                        "reproduce_grpo.py, with the PyTorch front end: "
+                        "--steps, --out, --check)")
     args = parser.parse_args()
+    if args.grpo:
+        return run_grpo(args)
     if args.steps < 1:
         parser.error(f"--steps must be at least 1, got {args.steps}")
     os.makedirs(args.out, exist_ok=True)
@@ -226,4 +252,4 @@ def main():
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

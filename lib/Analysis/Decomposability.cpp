@@ -367,6 +367,11 @@ void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
   std::optional<unsigned> batchLoop;
   for (Value v : captured) {
     BatchClass c = get(v);
+    // A global (computed for the whole batch before the micro-batches, such
+    // as a prompt group's mean reward gathered by each completion's group
+    // id) is the same in every micro-batch: a table like a parameter.
+    if (c.isGlobal())
+      continue;
     if (c.kind == BatchClass::BatchSum)
       return setMixed(op, "reads a batch-sum through its body (for example "
                           "tensor.extract): the analysis cannot tell how it "

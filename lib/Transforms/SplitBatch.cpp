@@ -81,6 +81,133 @@ static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
   return {};
 }
 
+/// Whether every slice of `v` along `dim` holds the same values: a value
+/// computed without the batch but broadcast to its size (transformers'
+/// causal mask expanded to [B, 1, S, S]), of which any rows are a
+/// micro-batch's. Follows fills, splat constants, unit reshapes and
+/// structured operations whose loop at `dim` only broadcasts.
+static bool sameAlongDim(Value v, int64_t dim, unsigned depth = 0) {
+  Operation *def = v.getDefiningOp();
+  if (!def || depth > 32)
+    return false;
+  if (isa<tensor::EmptyOp, linalg::FillOp>(def))
+    return true;
+  if (auto constant = dyn_cast<arith::ConstantOp>(def))
+    return isa<SplatElementsAttr>(constant.getValue());
+  // A reshape that keeps the dimension, with unit dimensions around it.
+  auto throughGroup = [&](ArrayRef<ReassociationIndices> groups,
+                          RankedTensorType expanded, bool toSource,
+                          Value source) {
+    for (auto [g, group] : llvm::enumerate(groups)) {
+      if (toSource ? (int64_t)g != dim : !llvm::is_contained(group, dim))
+        continue;
+      // The dimensions of the group other than one must be units.
+      int64_t wide = -1;
+      for (int64_t d : group)
+        if (expanded.getDimSize(d) != 1) {
+          if (wide >= 0)
+            return false;
+          wide = d;
+        }
+      if (toSource)
+        return wide >= 0 && sameAlongDim(source, wide, depth + 1);
+      return wide == dim && sameAlongDim(source, g, depth + 1);
+    }
+    return false;
+  };
+  if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+    return throughGroup(collapse.getReassociationIndices(),
+                        collapse.getSrcType(), /*toSource=*/true,
+                        collapse.getSrc());
+  if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+    return throughGroup(expand.getReassociationIndices(),
+                        expand.getResultType(), /*toSource=*/false,
+                        expand.getSrc());
+  auto linalgOp = dyn_cast<linalg::LinalgOp>(def);
+  if (!linalgOp || !linalgOp.hasPureTensorSemantics())
+    return false;
+  OpOperand *init =
+      linalgOp.getDpsInitOperand(cast<OpResult>(v).getResultNumber());
+  auto loop = dyn_cast<AffineDimExpr>(
+      linalgOp.getMatchingIndexingMap(init).getResult(dim));
+  if (!loop)
+    return false;
+  unsigned d = loop.getPosition();
+  bool indexed = false;
+  linalgOp->walk(
+      [&](linalg::IndexOp index) { indexed |= index.getDim() == d; });
+  if (indexed)
+    return false;
+  for (OpOperand &operand : linalgOp->getOpOperands()) {
+    if (&operand != init && linalgOp.isDpsInit(&operand))
+      continue;
+    if (&operand == init && !linalgOp.payloadUsesValueFromOperand(init))
+      continue;
+    AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+    for (auto [p, expr] : llvm::enumerate(map.getResults())) {
+      if (!expr.isFunctionOfDim(d))
+        continue;
+      if (expr != loop || !sameAlongDim(operand.get(), p, depth + 1))
+        return false;
+    }
+  }
+  return true;
+}
+
+/// The loop of `op` over the batch: the one that indexes the batch
+/// dimension of its per-example operands.
+static std::optional<unsigned> batchLoopOf(linalg::LinalgOp op,
+                                           const Decomposability &analysis) {
+  for (OpOperand &operand : op->getOpOperands()) {
+    BatchClass c = analysis.get(operand.get());
+    if (c.kind != BatchClass::PerExample)
+      continue;
+    if (auto dim = dyn_cast<AffineDimExpr>(
+            op.getMatchingIndexingMap(&operand).getResult(c.batchDim)))
+      return dim.getPosition();
+  }
+  return std::nullopt;
+}
+
+/// The inputs of `clone` (re-typed from the structured op `original`)
+/// that do not depend on the batch but have its size where the batch loop
+/// reads them: the first rows of each, which are every row's values.
+static LogicalResult sliceBroadcastInputs(linalg::LinalgOp original,
+                                          Operation *clone,
+                                          const Decomposability &analysis,
+                                          int64_t factor, OpBuilder &b) {
+  std::optional<unsigned> loop = batchLoopOf(original, analysis);
+  if (!loop)
+    return success();
+  AffineExpr batch = getAffineDimExpr(*loop, original->getContext());
+  for (OpOperand *input : original.getDpsInputOperands()) {
+    auto type = dyn_cast<RankedTensorType>(input->get().getType());
+    if (!type || analysis.get(input->get()).kind == BatchClass::PerExample)
+      continue;
+    std::optional<unsigned> pos =
+        original.getMatchingIndexingMap(input).getResultPosition(batch);
+    if (!pos)
+      continue;
+    if (!sameAlongDim(input->get(), *pos))
+      return original->emitError()
+             << "cannot split: operand #" << input->getOperandNumber()
+             << " of this operation does not depend on the batch but has "
+                "the batch's size in its dimension "
+             << *pos
+             << ", and its rows differ: a micro-batch cannot tell which of "
+                "them are its own";
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes;
+    for (auto [d, size] : llvm::enumerate(type.getShape()))
+      sizes.push_back(b.getIndexAttr(d == *pos ? size / factor : size));
+    OpOperand &operand = clone->getOpOperand(input->getOperandNumber());
+    operand.set(tensor::ExtractSliceOp::create(
+        b, clone->getLoc(), operand.get(), offsets, sizes, strides));
+  }
+  return success();
+}
+
 namespace {
 /// The split of one step, phase by phase (see the file comment).
 class Splitter {
@@ -220,6 +347,10 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
   }
   if (auto expand = dyn_cast<tensor::ExpandShapeOp>(clone))
     expand.setStaticOutputShape(expand.getResultType().getShape());
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(original);
+      linalgOp && changed &&
+      failed(sliceBroadcastInputs(linalgOp, clone, analysis, factor, b)))
+    return failure();
   // An op whose region holds the batch's values (train.checkpoint) is
   // verified once the ops of its region are re-typed too (verifyRetyped).
   if ((changed || isa<DestinationStyleOpInterface>(clone)) &&

@@ -54,6 +54,8 @@ import re
 import subprocess
 import tempfile
 
+from .keyed_sums import keyed_sums_mode
+
 __all__ = ["ImportError_", "ImportedStep", "import_step", "export_forward"]
 
 
@@ -109,7 +111,8 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
 
     class Forward(torch.nn.Module):
         def forward(self, *args):
-            with _gradient_modes_traced(torch) as modes:
+            with _gradient_modes_traced(torch) as modes, \
+                    keyed_sums_mode(torch):
                 result = self.traced(*args)
             if modes.used:
                 stopped.append(True)
@@ -323,7 +326,8 @@ _TM_TENSOR = {
              "the batch has no attention_mask", "pass an attention_mask, or "
              "write the running sum as a product with a triangular matrix"),
     "sort": ("torch.sort, argsort or topk", "keep sorting out of the step"),
-    "scatter": ("scatter, index_put or index_add",
+    "scatter": ("torch.scatter or index_put; ga-import writes scatter_add, "
+                "index_add and scatter_reduce's sum as one-hot products",
                 "write it as a one-hot product or a gather"),
     "attention": ("scaled_dot_product_attention's fused kernel",
                   "use its math path (transformers: "

@@ -362,6 +362,28 @@ def grpo_token_mean(outputs, batch):
     return -terms.sum() / mask.sum()
 
 
+def grpo_keyed_sums(outputs, batch):
+    """grpo_token_mean with the groups' statistics as trainers write them:
+    counts by scatter_add, sums by index_add, squares by an in-place
+    scatter_add_, each completion's group mean and deviation gathered by
+    its group id (ga-import writes the keyed sums as one-hot products)."""
+    logits = getattr(outputs, "logits", outputs)
+    labels = batch["labels"]
+    logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                            labels.reshape(-1), ignore_index=-100,
+                            reduction="none").reshape(labels.shape)
+    mask = (labels != -100).to(logp.dtype)
+    rewards, group = batch["rewards"].to(logp.dtype), batch["group"]
+    zeros = torch.zeros(2, dtype=logp.dtype)
+    counts = zeros.scatter_add(0, group, torch.ones_like(rewards))
+    mean = zeros.index_add(0, group, rewards) / counts
+    square = torch.zeros(2, dtype=logp.dtype)
+    square.scatter_add_(0, group, rewards * rewards)
+    std = torch.sqrt(square / counts - mean * mean + 1e-6)
+    advantage = (rewards - mean[group]) / (std[group] + 1e-4)
+    return -(advantage[:, None] * logp * mask).sum() / mask.sum()
+
+
 def grpo_seq_mean_token_mean(outputs, batch):
     """GRPO's seq-mean-token-mean: each completion's token mean (a row's
     own count, at least 1), then the mean over the completions."""
@@ -541,6 +563,14 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
                         "tokens, groups of 2)", "", "proves"),
               "trainers": [("ms-swift #10117", global_count_over_steps),
                            ("verl #7321", micro_batch_count)]}),
+          "mlp_grpo_keyed": (MLP, grpo_batch, {
+              "loss_fn": grpo_keyed_sums, "model_inputs": ["x"],
+              "loss_scale": 1.0,
+              "table": ("the same with the group sums as `scatter_add`, "
+                        "`index_add` and `scatter_add_`, gathered by group "
+                        "id", "", "proves: ga-import writes keyed sums as "
+                        "one-hot products, the analysis reads the gathered "
+                        "globals")}),
           "mlp_grpo_seq_mean": (MLP, grpo_batch, {
               "loss_fn": grpo_seq_mean_token_mean, "model_inputs": ["x"],
               "loss_scale": 1.0,
