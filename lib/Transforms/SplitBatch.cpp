@@ -32,6 +32,7 @@
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 
+#include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/Verifier.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -228,6 +229,15 @@ private:
   /// Computes the globals and hoisted outputs before the loop, on the rank's
   /// rows, their sums over the batch completed across the ranks.
   LogicalResult hoistGlobals(OpBuilder &b);
+  /// hoistGlobals' clones of `slice` (the operations the hoisted values
+  /// need) when they run the model on the rows (the statistics pre-pass):
+  /// a loop over the k micro-batches that carries the sums over the batch,
+  /// so that the pre-pass holds one micro-batch's activations, as the
+  /// accumulation loop does. False, with nothing built, when the slice is
+  /// not of that form (a sum read again on the rows, a sum that does not
+  /// start from zeros): it then runs on the rank's rows at once.
+  FailureOr<bool> hoistAsLoop(OpBuilder &b,
+                              const llvm::SetVector<Operation *> &slice);
   /// The train.accumulate over micro-batch slices, its body re-typed.
   LogicalResult buildAccumulate(OpBuilder &b);
   /// The step's results from the accumulate's (scaled and averaged in
@@ -485,6 +495,156 @@ void Splitter::classifyOutputs() {
       hoisted.insert(aux);
 }
 
+FailureOr<bool>
+Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
+  if (!statisticsPrepass || k == 1)
+    return false;
+  Block &body = step.getBody().front();
+  auto cls = [&](Value v) { return analysis->get(v); };
+  // The slice in the body's order.
+  SmallVector<Operation *> ordered;
+  for (Operation &op : body.without_terminator())
+    if (slice.contains(&op))
+      ordered.push_back(&op);
+  // Row operations (per-example values, or per-example operands: the
+  // forward on the rows and the sums over them), the sums among them, the
+  // rest before (invariant) or after (on the sums) the loop.
+  llvm::SetVector<Operation *> rows, sums;
+  llvm::DenseSet<Value> summed;
+  bool forward = false;
+  // The body's values that `op` reads (its regions' too).
+  auto readBy = [&](Operation *op) {
+    SmallVector<Value> read(op->getOperands());
+    op->walk([&](Operation *nested) {
+      for (Value v : nested->getOperands())
+        if (v.getParentBlock() == &body)
+          read.push_back(v);
+    });
+    return read;
+  };
+  auto readsSums = [&](Operation *op) {
+    return llvm::any_of(readBy(op), [&](Value v) {
+      return cls(v).kind == BatchClass::BatchSum;
+    });
+  };
+  for (Operation *op : ordered) {
+    SmallVector<Value> read = readBy(op);
+    bool onRows = llvm::any_of(read,
+                               [&](Value v) {
+                                 return cls(v).kind == BatchClass::PerExample;
+                               }) ||
+                  llvm::any_of(op->getResults(), [&](Value v) {
+                    return cls(v).kind == BatchClass::PerExample;
+                  });
+    bool readsSum = llvm::any_of(read, [&](Value v) {
+      return cls(v).kind == BatchClass::BatchSum ||
+             (v.getDefiningOp() && rows.contains(v.getDefiningOp()) &&
+              cls(v).kind != BatchClass::PerExample);
+    });
+    if (!onRows)
+      continue;
+    // A row operation that reads a sum would need it before the loop ends.
+    if (readsSum)
+      return false;
+    rows.insert(op);
+    for (Value result : op->getResults()) {
+      BatchClass c = cls(result);
+      forward |= c.kind == BatchClass::PerExample && c.paramDependent;
+      if (c.kind != BatchClass::BatchSum)
+        continue;
+      auto linalgOp = dyn_cast<linalg::LinalgOp>(op);
+      unsigned j = cast<OpResult>(result).getResultNumber();
+      if (!linalgOp || !isZeroTensor(linalgOp.getDpsInits()[j]) ||
+          !isAdditiveReduction(linalgOp, j))
+        return false;
+      sums.insert(op);
+      summed.insert(result);
+    }
+  }
+  // Only a pre-pass of the model is worth a loop (a count of the labels
+  // is not), and every value the step reads from it must be a sum's.
+  if (!forward)
+    return false;
+  for (Value h : hoisted)
+    if (h.getDefiningOp() && rows.contains(h.getDefiningOp()) &&
+        !summed.contains(h))
+      return false;
+
+  Location loc = step.getLoc();
+  // Before: what the rows read that does not depend on the batch.
+  for (Operation *op : ordered)
+    if (!rows.contains(op) && !readsSums(op))
+      b.clone(*op, outside);
+  // The loop over the micro-batches, the sums its iteration arguments.
+  SmallVector<Value> inits;
+  for (Operation *op : sums)
+    for (Value result : op->getResults())
+      inits.push_back(outside.lookup(
+          cast<linalg::LinalgOp>(op)
+              .getDpsInits()[cast<OpResult>(result).getResultNumber()]));
+  int64_t micro =
+      cast<RankedTensorType>(batch.front().getType()).getDimSize(0) / k;
+  Value zero = arith::ConstantIndexOp::create(b, loc, 0);
+  Value count = arith::ConstantIndexOp::create(b, loc, k);
+  Value one = arith::ConstantIndexOp::create(b, loc, 1);
+  auto loop = scf::ForOp::create(b, loc, zero, count, one, inits);
+  OpBuilder inner = OpBuilder::atBlockBegin(loop.getBody());
+  IRMapping inLoop = outside;
+  Value offset =
+      arith::MulIOp::create(inner, loc, loop.getInductionVar(),
+                            arith::ConstantIndexOp::create(inner, loc, micro));
+  unsigned numParams = step.getParams().size();
+  for (auto [i, operand] : llvm::enumerate(batch)) {
+    auto type = cast<RankedTensorType>(operand.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), inner.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), inner.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t size : type.getShape())
+      sizes.push_back(inner.getIndexAttr(size));
+    offsets[0] = offset;
+    sizes[0] = inner.getIndexAttr(micro);
+    inLoop.map(body.getArgument(numParams + i),
+               tensor::ExtractSliceOp::create(inner, loc, divideDim(type, 0, k),
+                                              operand, offsets, sizes,
+                                              strides));
+  }
+  SmallVector<Value> next;
+  unsigned carried = 0;
+  for (Operation *op : rows) {
+    Operation *clone = inner.clone(*op, inLoop);
+    SmallVector<Operation *> originals = preorder(op);
+    SmallVector<Operation *> copies = preorder(clone);
+    for (auto [original, copy] : llvm::zip(originals, copies))
+      if (failed(retype(original, copy, *analysis, k * r)))
+        return failure();
+    if (failed(verifyRetyped(originals, copies, k * r)))
+      return failure();
+    if (!sums.contains(op))
+      continue;
+    auto linalgOp = cast<linalg::LinalgOp>(clone);
+    for (OpOperand &init : linalgOp.getDpsInitsMutable()) {
+      init.set(loop.getRegionIterArgs()[carried++]);
+      next.push_back(linalgOp.getTiedOpResult(&init));
+    }
+  }
+  scf::YieldOp::create(inner, loc, next);
+  // After: the sums, completed across the ranks, and what reads them.
+  unsigned j = 0;
+  for (Operation *op : sums)
+    for (Value result : op->getResults()) {
+      Value total = loop.getResult(j++);
+      if (r > 1)
+        total =
+            AllReduceOp::create(b, loc, total.getType(), total, ReduceKind::Sum)
+                .getResult();
+      outside.map(result, total);
+    }
+  for (Operation *op : ordered)
+    if (!rows.contains(op) && readsSums(op))
+      b.clone(*op, outside);
+  return true;
+}
+
 void Splitter::sliceRankRows(OpBuilder &b) {
   Location loc = step.getLoc();
   // The rank's rows of every batch operand (all of them when r = 1).
@@ -533,6 +693,11 @@ LogicalResult Splitter::hoistGlobals(OpBuilder &b) {
           work.push_back(v);
     });
   }
+  FailureOr<bool> looped = hoistAsLoop(b, slice);
+  if (failed(looped))
+    return failure();
+  if (*looped)
+    return success();
   for (Operation &op : body.without_terminator()) {
     if (!slice.contains(&op))
       continue;

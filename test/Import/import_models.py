@@ -600,22 +600,22 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           # A mixture of experts: the router's z-loss (exact) and the
           # global-batch load balancing (with the statistics pre-pass).
           "moe_z_loss": (NanoMoE, gpt_batch, {
-              "loss_fn": moe_z_loss, "split_tolerance": 1e-6,
+              "loss_fn": moe_z_loss,
               "table": ("router z-loss of a mixture of experts (2-layer GPT, "
                         "4 experts, top-1 routing)", "",
                         "proves (a token mean)")}),
           "moe_balance_loss": (NanoMoE, gpt_batch, {
               "loss_fn": moe_balance_loss,
               "pipeline": "batch-statistics=prepass",
-              "split_tolerance": 1e-6, "remat_budget": 4400000,
+              "remat_budget": 4400000,
               "table": ("global-batch load balancing, 0.01 E sum_i f_i P_i "
                         "(the same model)", "torchtitan #3000 (refused), "
                         "#4772 (rolling counts, incompatible with "
                         "checkpointing)", "with `batch-statistics=prepass`: "
                         "the routing fractions f_i (parameter-dependent, no "
-                        "gradient: an argmax's one-hot) computed over the "
-                        "whole batch before the micro-batches and "
-                        "all-reduced; without it, refused at the product, "
+                        "gradient: an argmax's one-hot) computed for the "
+                        "whole batch before the micro-batches, in a loop "
+                        "over them, and all-reduced; without it, refused at the product, "
                         "naming the option (`moe_balance_refused`)"),
               "trainers": [("per forward call (transformers' Mixtral)",
                             balance_per_forward)]}),

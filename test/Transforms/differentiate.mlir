@@ -333,6 +333,49 @@ func.func @accumulate_constant_divisor(%w: tensor<4x4xf32>, %x: tensor<8x4xf32>)
 
 // -----
 
+// A parameter's adjoint that a product computes from zeros and a reshape
+// takes to the parameter's layout (torch-mlir's einsums): the accumulator
+// is kept in the product's layout and is the product's init, so that the
+// micro-batches continue the full batch's sum in its order of terms
+// (bitwise); the reshape runs once, in finalize.
+
+// CHECK-LABEL: func.func @accumulate_in_product_layout
+// CHECK: train.accumulate {{.*}} accumulators(%{{.+}}, %{{.+}} : tensor<f32>, tensor<4x2xf32>)
+// CHECK: ^bb0(%{{.+}}: tensor<8xf32>, %{{.+}}: tensor<4x4xf32>, %{{.+}}: tensor<f32>, %[[ACC:.+]]: tensor<4x2xf32>):
+// CHECK: %[[G:.+]] = linalg.matmul {{.*}} outs(%[[ACC]] : tensor<4x2xf32>)
+// CHECK: train.yield %{{.+}}, %[[G]] : tensor<f32>, tensor<4x2xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%{{.+}}: tensor<f32>, %[[FG:.+]]: tensor<4x2xf32>, %{{.+}}: tensor<8xf32>):
+// CHECK-NEXT: %[[C:.+]] = tensor.collapse_shape %[[FG]] {{\[}}[0, 1]] : tensor<4x2xf32> into tensor<8xf32>
+// CHECK-NEXT: train.yield %{{.+}}, %[[C]] : tensor<f32>, tensor<8xf32>
+#id2 = affine_map<(i, j) -> (i, j)>
+#to0 = affine_map<(i, j) -> ()>
+func.func @accumulate_in_product_layout(%w: tensor<8xf32>, %x: tensor<8x4xf32>)
+    -> (tensor<f32>, tensor<8xf32>) {
+  %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<8xf32>)
+      batch(%x : tensor<8x4xf32>) -> tensor<f32> grads(tensor<8xf32>) {
+  ^bb0(%w_: tensor<8xf32>, %x_: tensor<4x4xf32>):
+    %zero = arith.constant 0.0 : f32
+    %wt = tensor.expand_shape %w_ [[0, 1]] output_shape [4, 2] : tensor<8xf32> into tensor<4x2xf32>
+    %e = tensor.empty() : tensor<4x2xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x2xf32>) -> tensor<4x2xf32>
+    %o = linalg.matmul ins(%x_, %wt : tensor<4x4xf32>, tensor<4x2xf32>) outs(%z : tensor<4x2xf32>) -> tensor<4x2xf32>
+    %es = tensor.empty() : tensor<f32>
+    %zs = linalg.fill ins(%zero : f32) outs(%es : tensor<f32>) -> tensor<f32>
+    %s = linalg.generic {indexing_maps = [#id2, #to0], iterator_types = ["reduction", "reduction"]}
+        ins(%o : tensor<4x2xf32>) outs(%zs : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %q = arith.mulf %a, %a : f32
+      %t = arith.addf %acc, %q : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    train.yield %s : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<8xf32>
+}
+
+// -----
+
 // train.stop_gradient: no gradient flows through it. The loss l * sg(l)
 // has the gradient sg(l) * dl/dw (PyTorch's for l * l.detach()), not
 // 2 l dl/dw: the product's adjoint reaches only its first operand, scaled

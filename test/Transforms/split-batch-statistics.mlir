@@ -2,16 +2,21 @@
 // (here detached; a mixture's routing fractions come from an argmax),
 // multiplied by a batch-sum that has one: a split is refused, naming the
 // option; with the pre-pass, the statistic and what it needs (the product
-// below) are computed over the whole batch before the micro-batches and
-// passed in as a global.
+// below) are computed for the whole batch before the micro-batches, in a
+// loop over them, and passed in as a global.
 // RUN: ga-opt %s --train-split-batch --mlir-print-op-on-diagnostic=false -verify-diagnostics -o /dev/null
 // RUN: ga-opt %s --train-split-batch=statistics-prepass=true | FileCheck %s
 // RUN: ga-opt %s --test-train-decomposability="statistics-prepass=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=CLASS
 // RUN: not ga-opt %s --ga-pipeline="batch-statistics=sometimes" -o /dev/null 2>&1 | FileCheck %s --check-prefix=OPTION
 
-// CHECK: %[[O:.+]] = linalg.matmul
+// The pre-pass runs micro-batch by micro-batch (one micro-batch's
+// activations at a time), its sum carried across them.
+// CHECK: %[[F:.+]] = scf.for %{{.+}} = %{{.+}} to %{{.+}} step %{{.+}} iter_args(%[[ACC:.+]] = %{{.+}}) -> (tensor<f32>)
+// CHECK: %[[X:.+]] = tensor.extract_slice %{{.+}}[%{{.+}}, 0] [4, 4] [1, 1] : tensor<8x4xf32> to tensor<4x4xf32>
+// CHECK: %[[O:.+]] = linalg.matmul ins(%[[X]], {{.*}} -> tensor<4x4xf32>
 // CHECK: %[[D:.+]] = train.stop_gradient %[[O]]
-// CHECK: %[[F:.+]] = linalg.generic {{.*}} ins(%[[D]] : tensor<8x4xf32>)
+// CHECK: %[[S:.+]] = linalg.generic {{.*}} ins(%[[D]] : tensor<4x4xf32>) outs(%[[ACC]] : tensor<f32>)
+// CHECK: scf.yield %[[S]]
 // CHECK: train.accumulate microbatches = 2 {{.*}} globals(%[[F]] : tensor<f32>)
 // CHECK: linalg.matmul {{.*}} tensor<4x4xf32>
 

@@ -104,6 +104,10 @@ public:
   /// One accumulator and the value the body yields as its next value.
   struct Accumulation {
     mlir::Value accumulator, next;
+    /// Reshapes and permuting copies that take the accumulated value to
+    /// the gradient's layout, after the last micro-batch (empty: the same
+    /// layout). `next` is their source in the body.
+    llvm::SmallVector<mlir::Operation *, 4> layouts = {};
   };
   /// When accumulating: the accumulations of `v` (one of
   /// separateContributions), in the order of their contributions. The

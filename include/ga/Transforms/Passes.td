@@ -376,6 +376,7 @@ def TrainSplitBatchPass : Pass<"train-split-batch"> {
   let dependentDialects = [
     "::ga::train::TrainDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::scf::SCFDialect",
   ];
 }
 

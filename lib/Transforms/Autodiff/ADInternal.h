@@ -33,6 +33,16 @@ mlir::Value addTensors(mlir::OpBuilder &b, mlir::Location loc, mlir::Value lhs,
 mlir::Value addInto(mlir::OpBuilder &b, mlir::Location loc, mlir::Value acc,
                     mlir::Value v);
 
+/// When `contribution` is a reduction from zeros (a product over the
+/// micro-batch's rows) seen through reshapes and permuting copies: the
+/// reduction's init and the layout operations, from the reduction out. An
+/// accumulator in the reduction's layout (its init) then continues the sum
+/// in place, in the full batch's order of terms, and the layouts run once
+/// on the accumulated value (they move values without rounding them).
+bool matchReductionThroughLayouts(
+    mlir::Value contribution, mlir::OpOperand *&init,
+    llvm::SmallVectorImpl<mlir::Operation *> &layouts);
+
 /// Adjoint rule of a linalg.generic whose results have adjoints in `sweep`.
 mlir::LogicalResult adjointGeneric(mlir::linalg::GenericOp op, Sweep &sweep);
 /// Adjoint rules of the tensor and train operations.

@@ -146,6 +146,80 @@ static Value continueSum(OpBuilder &b, Location loc, Value v, Value acc,
   return addInto(b, loc, acc, v);
 }
 
+/// A linalg.generic that copies its one input to its result through
+/// permutations (a transpose written as a generic).
+static bool isPermutingCopy(linalg::GenericOp generic) {
+  if (generic.getNumDpsInputs() != 1 || generic.getNumDpsInits() != 1 ||
+      generic.getNumReductionLoops() != 0)
+    return false;
+  for (AffineMap map : generic.getIndexingMapsArray())
+    if (!map.isPermutation())
+      return false;
+  auto yield = cast<linalg::YieldOp>(generic.getBody()->getTerminator());
+  return yield.getValues().size() == 1 &&
+         yield.getValues()[0] == generic.getBody()->getArgument(0);
+}
+
+bool ga::ad::matchReductionThroughLayouts(
+    Value contribution, OpOperand *&init,
+    SmallVectorImpl<Operation *> &layouts) {
+  // The layout operations from the contribution back to the reduction,
+  // each read once; the ones with an init (transposes) write an empty one.
+  SmallVector<Operation *> chain;
+  Value v = contribution;
+  while (Operation *def = v.getDefiningOp()) {
+    if (!v.use_empty() && !v.hasOneUse())
+      break;
+    Value source;
+    if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(def))
+      source = collapse.getSrc();
+    else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(def))
+      source = expand.getSrc();
+    else if (auto transpose = dyn_cast<linalg::TransposeOp>(def);
+             transpose && transpose.getInit().getDefiningOp<tensor::EmptyOp>())
+      source = transpose.getInput();
+    else if (auto generic = dyn_cast<linalg::GenericOp>(def);
+             generic && isPermutingCopy(generic) &&
+             generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
+      source = generic.getInputs()[0];
+    else
+      break;
+    chain.push_back(def);
+    v = source;
+  }
+  auto reduction = v.getDefiningOp<linalg::LinalgOp>();
+  if (chain.empty() || !reduction || !v.hasOneUse() ||
+      !reduction.hasPureTensorSemantics())
+    return false;
+  unsigned j = cast<OpResult>(v).getResultNumber();
+  OpOperand &zeros = reduction.getDpsInitsMutable()[j];
+  if (!ga::isZeroTensor(zeros.get()) || !ga::isAdditiveReduction(reduction, j))
+    return false;
+  init = &zeros;
+  layouts.assign(chain.rbegin(), chain.rend());
+  return true;
+}
+
+/// The gradient of one accumulation in the finalize region (`toFinal` maps
+/// the accumulator): the accumulated value, through its layout operations
+/// when it was accumulated in a reduction's layout.
+static Value finishAccumulation(OpBuilder &fb, const Sweep::Accumulation &a,
+                                IRMapping &toFinal) {
+  Value v = toFinal.lookup(a.accumulator);
+  if (a.layouts.empty())
+    return v;
+  IRMapping m;
+  m.map(a.next, v);
+  for (Operation *layout : a.layouts) {
+    for (Value operand : layout->getOperands())
+      if (!m.contains(operand))
+        if (auto empty = operand.getDefiningOp<tensor::EmptyOp>())
+          m.map(operand, fb.clone(*empty)->getResult(0));
+    fb.clone(*layout, m);
+  }
+  return m.lookup(a.layouts.back()->getResult(0));
+}
+
 /// Erases the operations of `block` that nothing reads and that have no
 /// effects (what the accumulators superseded).
 static void eraseDeadOps(Block &block) {
@@ -267,9 +341,10 @@ private:
     }
     for (auto [param, accs] : llvm::zip(op.getParamArgs(), gradAccs)) {
       Value grad;
-      for (const Sweep::Accumulation &a : accs)
-        grad = grad ? addTensors(fb, loc, grad, toFinal.lookup(a.accumulator))
-                    : toFinal.lookup(a.accumulator);
+      for (const Sweep::Accumulation &a : accs) {
+        Value part = finishAccumulation(fb, a, toFinal);
+        grad = grad ? addTensors(fb, loc, grad, part) : part;
+      }
       results.push_back(grad ? grad : ga::zerosLike(fb, loc, param.getType()));
     }
     for (Value acc : metricAccs)

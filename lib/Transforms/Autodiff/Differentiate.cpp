@@ -111,6 +111,17 @@ void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
   if (accumulating() && separateContributions.contains(v)) {
     // Not a reduction this sweep could continue: added to an accumulator
     // of its own.
+    OpOperand *init = nullptr;
+    SmallVector<Operation *> layouts;
+    if (matchReductionThroughLayouts(contribution, init, layouts)) {
+      // Accumulated in the reduction's layout, in place.
+      Value acc = newAccumulator(init->get().getType());
+      init->set(acc);
+      Value reduced = cast<DestinationStyleOpInterface>(init->getOwner())
+                          .getTiedOpResult(init);
+      accumulations[v].push_back({acc, reduced, std::move(layouts)});
+      return;
+    }
     Value acc = newAccumulator(v.getType());
     accumulations[v].push_back({acc, addInto(builder, loc, acc, contribution)});
     return;
