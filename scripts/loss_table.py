@@ -30,8 +30,8 @@ import sys
 
 BEGIN, END = "<!-- loss-table:begin -->", "<!-- loss-table:end -->"
 HEADER = ("| loss | where trainers went wrong | ga-opt | loss and gradients "
-          "vs float64 | k = 2, 4 | r = 2 | naive k = 4 | the trainers' "
-          "formulas at k = 4 |\n|---|---|---|---|---|---|---|---|")
+          "vs float64 | k = 2, 4 | r = 2 (k = 1, 2, 4) | naive k = 4 | the "
+          "trainers' formulas at k = 4 |\n|---|---|---|---|---|---|---|---|")
 # A number in a cell: 27%, 1.1e-07, 0.01 (and the issue numbers, which
 # are text from the rows and compare equal).
 NUMBER = re.compile(r"\d+(?:\.\d+)?(?:e[-+]?\d+)?")
