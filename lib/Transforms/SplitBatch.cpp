@@ -56,6 +56,21 @@ static RankedTensorType divideDim(RankedTensorType type, int64_t dim,
                                type.getEncoding());
 }
 
+/// The rows [offset, offset + B / parts) of `operand` (B rows).
+static Value takeRows(OpBuilder &b, Location loc, Value operand, Value offset,
+                      int64_t parts) {
+  auto type = cast<RankedTensorType>(operand.getType());
+  SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+  SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+  SmallVector<OpFoldResult> sizes;
+  for (int64_t size : type.getShape())
+    sizes.push_back(b.getIndexAttr(size));
+  offsets[0] = offset;
+  sizes[0] = b.getIndexAttr(type.getDimSize(0) / parts);
+  return tensor::ExtractSliceOp::create(b, loc, divideDim(type, 0, parts),
+                                        operand, offsets, sizes, strides);
+}
+
 /// A value of type `want` built like `init` (an empty tensor, a fill of
 /// one, or a splat constant) but with another shape; null if `init` is
 /// built otherwise.
@@ -594,20 +609,9 @@ Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
       arith::MulIOp::create(inner, loc, loop.getInductionVar(),
                             arith::ConstantIndexOp::create(inner, loc, micro));
   unsigned numParams = step.getParams().size();
-  for (auto [i, operand] : llvm::enumerate(batch)) {
-    auto type = cast<RankedTensorType>(operand.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), inner.getIndexAttr(0));
-    SmallVector<OpFoldResult> strides(type.getRank(), inner.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t size : type.getShape())
-      sizes.push_back(inner.getIndexAttr(size));
-    offsets[0] = offset;
-    sizes[0] = inner.getIndexAttr(micro);
+  for (auto [i, operand] : llvm::enumerate(batch))
     inLoop.map(body.getArgument(numParams + i),
-               tensor::ExtractSliceOp::create(inner, loc, divideDim(type, 0, k),
-                                              operand, offsets, sizes,
-                                              strides));
-  }
+               takeRows(inner, loc, operand, offset, k));
   SmallVector<Value> next;
   unsigned carried = 0;
   for (Operation *op : rows) {
@@ -656,18 +660,8 @@ void Splitter::sliceRankRows(OpBuilder &b) {
     Value rank = RankOp::create(b, loc, b.getIndexType());
     Value offset = arith::MulIOp::create(
         b, loc, rank, arith::ConstantIndexOp::create(b, loc, rows));
-    for (Value &operand : batch) {
-      auto type = cast<RankedTensorType>(operand.getType());
-      SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-      SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-      SmallVector<OpFoldResult> sizes;
-      for (int64_t size : type.getShape())
-        sizes.push_back(b.getIndexAttr(size));
-      offsets[0] = offset;
-      sizes[0] = b.getIndexAttr(rows);
-      operand = tensor::ExtractSliceOp::create(
-          b, loc, divideDim(type, 0, r), operand, offsets, sizes, strides);
-    }
+    for (Value &operand : batch)
+      operand = takeRows(b, loc, operand, offset, r);
   }
 }
 

@@ -330,16 +330,21 @@ def _advantages(batch, dtype):
     return (rewards - (onehot * mean).sum(1)) / ((onehot * std).sum(1) + 1e-4)
 
 
-def _grpo_terms(outputs, batch, advantage=None):
-    """(each token's advantage-weighted log-probability, the valid-token
-    mask, the log-probabilities): the advantages the batch's own, or given
-    (as a trainer computes them for the whole generation batch)."""
+def _label_logp(outputs, batch):
+    """(each token's log-probability of its label, the valid-token mask)."""
     logits = getattr(outputs, "logits", outputs)
     labels = batch["labels"]
     logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                             labels.reshape(-1), ignore_index=-100,
                             reduction="none").reshape(labels.shape)
-    mask = (labels != -100).to(logp.dtype)
+    return logp, (labels != -100).to(logp.dtype)
+
+
+def _grpo_terms(outputs, batch, advantage=None):
+    """(each token's advantage-weighted log-probability, the valid-token
+    mask, the log-probabilities): the advantages the batch's own, or given
+    (as a trainer computes them for the whole generation batch)."""
+    logp, mask = _label_logp(outputs, batch)
     if advantage is None:
         advantage = _advantages(batch, logp.dtype)
     return advantage[:, None] * logp * mask, mask, logp
@@ -368,12 +373,7 @@ def grpo_keyed_sums(outputs, batch):
     counts by scatter_add, sums by index_add, squares by an in-place
     scatter_add_, each completion's group mean and deviation gathered by
     its group id (ga-import writes the keyed sums as one-hot products)."""
-    logits = getattr(outputs, "logits", outputs)
-    labels = batch["labels"]
-    logp = -F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
-                            labels.reshape(-1), ignore_index=-100,
-                            reduction="none").reshape(labels.shape)
-    mask = (labels != -100).to(logp.dtype)
+    logp, mask = _label_logp(outputs, batch)
     rewards, group = batch["rewards"].to(logp.dtype), batch["group"]
     zeros = torch.zeros(2, dtype=logp.dtype)
     counts = zeros.scatter_add(0, group, torch.ones_like(rewards))
