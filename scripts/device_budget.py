@@ -1,0 +1,149 @@
+#!/usr/bin/env python3
+"""Device memory under `memory-budget` on the CUDA target, measured three
+ways without a GPU (a report, not a test).
+
+For each step: ga-compile --target=cuda compiles it without a budget and
+at budgets from 95% down to 45% of its unplanned device peak; ga-exec runs
+each library once against the driver stand-in (test/cuda-mock: device
+memory mapped, kernels counted, not run). Per budget it prints
+
+  predicted  the planner's peak (`planned peak`: the memory model of the
+             bufferized step, its buffers and arguments);
+  step       the runtime's count of the step's own buffers
+             (`step_peak_bytes`, each rounded to 512 bytes);
+  device     the stand-in's high-water mark of device memory: everything
+             cuMemAlloc'd (the inputs copied in, the step's buffers, the
+             caching allocator's freed blocks kept for reuse), less
+             cuBLAS's fixed 32 MiB workspace;
+
+and whether the device peak is over the budget. A budget the planner
+refuses is replaced by the smallest peak it says it reaches. The inputs
+are zeros of the signature's shapes: the stand-in runs no kernel.
+
+  python3 scripts/device_budget.py --build build --workdir /tmp/budget
+        [--cases mlp,tiny_gpt,mlp_train,tiny_gpt_train,gpt12]
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+
+import numpy as np
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+FRACTIONS = (0.95, 0.8, 0.65, 0.45)
+# cuBLAS's workspace (lib/Runtime/CUDA/Blas.cpp).
+WORKSPACE = 32 << 20
+
+
+def sources(workdir):
+    """name: the step's source (a 12-layer GPT written by the generator)."""
+    deep = os.path.join(workdir, "gpt12.mlir")
+    if not os.path.exists(deep):
+        with open(deep, "w") as f:
+            subprocess.run([sys.executable,
+                            os.path.join(ROOT, "examples", "gen_tiny_gpt.py"),
+                            "--layers", "12"], check=True, stdout=f)
+    examples = os.path.join(ROOT, "examples")
+    return {"mlp": os.path.join(examples, "mlp.mlir"),
+            "tiny_gpt": os.path.join(examples, "tiny_gpt.mlir"),
+            "mlp_train": os.path.join(examples, "mlp_train.mlir"),
+            "tiny_gpt_train": os.path.join(examples, "tiny_gpt_train.mlir"),
+            "gpt12": deep}
+
+
+class Case:
+    def __init__(self, name, source, args):
+        self.name, self.source, self.args = name, source, args
+        self.bin = os.path.join(args.build, "bin")
+        mock = os.path.join(args.build, "test", "cuda-mock")
+        self.log = os.path.join(args.workdir, f"{name}.mock.log")
+        self.env = dict(os.environ, LD_LIBRARY_PATH=mock,
+                        GA_CUBLAS_LIBRARY=os.path.join(mock, "libcuda.so.1"),
+                        GA_MOCK_CUDA_LOG=self.log)
+        self.inputs = []
+
+    def compile(self, budget):
+        """(library, planned peak, refusal's smallest peak); the library is
+        None when the compile fails."""
+        lib = os.path.join(self.args.workdir, f"lib{self.name}_{budget}.so")
+        options = "check-labels=false" + (
+            f" memory-budget={budget}" if budget else "")
+        done = subprocess.run(
+            [os.path.join(self.bin, "ga-compile"), "--target=cuda",
+             self.source, "-o", lib, "--pipeline-options", options],
+            capture_output=True, text=True)
+        planned = re.search(r"planned peak (\d+) bytes", done.stderr)
+        smallest = re.search(r"the smallest peak the planner reaches is "
+                             r"(\d+) bytes", done.stderr)
+        if done.returncode:
+            if not smallest:
+                sys.exit(f"device_budget.py: {self.name} at budget {budget}:"
+                         f"\n{done.stderr[-2000:]}")
+            return None, None, int(smallest.group(1))
+        return lib, int(planned.group(1)) if planned else None, None
+
+    def measure(self, lib):
+        """(step_peak_bytes, the stand-in's device peak less cuBLAS's
+        workspace) of one step."""
+        if not self.inputs:
+            signature = subprocess.run(
+                [os.path.join(self.bin, "ga-exec"), lib, "--signature"],
+                capture_output=True, text=True, env=self.env, check=True)
+            types = {"f32": np.float32, "f64": np.float64,
+                     "i32": np.int32, "i64": np.int64}
+            for i, (dtype, shape) in enumerate(re.findall(
+                    r"^input \d+ (\w+) (\S+)", signature.stdout, re.M)):
+                dims = () if shape == "scalar" else tuple(
+                    int(d) for d in shape.split("x"))
+                path = os.path.join(self.args.workdir,
+                                    f"{self.name}_arg{i}.npy")
+                np.save(path, np.zeros(dims, dtype=types[dtype]))
+                self.inputs.append(path)
+        done = subprocess.run([os.path.join(self.bin, "ga-exec"), lib,
+                               *self.inputs], capture_output=True, text=True,
+                              env=self.env)
+        if done.returncode:
+            sys.exit(f"device_budget.py: ga-exec {lib}:\n{done.stderr}")
+        step = int(re.search(r"step_peak_bytes: (\d+)", done.stdout).group(1))
+        device = int(re.search(r"^peak device bytes: (\d+)",
+                               open(self.log).read(), re.M).group(1))
+        return step, device - (WORKSPACE if device >= WORKSPACE else 0)
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--workdir", required=True)
+    parser.add_argument("--cases", default="mlp,tiny_gpt")
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    table = sources(args.workdir)
+    print("| step | budget | predicted | step buffers | device | device "
+          "over the budget |\n|---|---|---|---|---|---|")
+    for name in args.cases.split(","):
+        case = Case(name, table[name], args)
+        lib, _, _ = case.compile(0)
+        step, device = case.measure(lib)
+        print(f"| {name} | none | | {step} | {device} | |")
+        for fraction in FRACTIONS:
+            budget = int(device * fraction)
+            lib, planned, smallest = case.compile(budget)
+            if lib is None:
+                budget = smallest
+                lib, planned, _ = case.compile(budget)
+                if lib is None:
+                    break
+            step, device_peak = case.measure(lib)
+            over = device_peak / budget - 1
+            print(f"| {name} | {budget} | {planned} | {step} | {device_peak} "
+                  f"| {over:+.0%} |")
+            if budget != int(device * fraction):
+                break  # the smallest reachable peak: lower ones refuse too
+
+
+if __name__ == "__main__":
+    main()
