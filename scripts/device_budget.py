@@ -21,7 +21,7 @@ refuses is replaced by the smallest peak it says it reaches. The inputs
 are zeros of the signature's shapes: the stand-in runs no kernel.
 
   python3 scripts/device_budget.py --build build --workdir /tmp/budget
-        [--cases mlp,tiny_gpt,mlp_train,tiny_gpt_train,gpt12]
+        [--cases mlp,tiny_gpt,mlp_train,tiny_gpt_train,gpt12] [--check]
 """
 
 import argparse
@@ -119,7 +119,13 @@ def main():
     parser.add_argument("--build", default=os.path.join(ROOT, "build"))
     parser.add_argument("--workdir", required=True)
     parser.add_argument("--cases", default="mlp,tiny_gpt")
+    parser.add_argument("--check", action="store_true",
+                        help="exit with status 1 unless every budget the "
+                        "planner accepts is kept on the device and its "
+                        "prediction is the device's peak, and every budget "
+                        "it refuses is below the smallest peak it names")
     args = parser.parse_args()
+    problems = []
     os.makedirs(args.workdir, exist_ok=True)
     table = sources(args.workdir)
     print("| step | budget | predicted | step buffers | device | device "
@@ -133,16 +139,27 @@ def main():
             budget = int(device * fraction)
             lib, planned, smallest = case.compile(budget)
             if lib is None:
+                if smallest <= budget:
+                    problems.append(f"{name}: budget {budget} refused with "
+                                    f"a smallest peak {smallest} within it")
                 budget = smallest
                 lib, planned, _ = case.compile(budget)
                 if lib is None:
                     break
             step, device_peak = case.measure(lib)
             over = device_peak / budget - 1
+            if device_peak > budget or planned != device_peak:
+                problems.append(f"{name}: budget {budget}: predicted "
+                                f"{planned}, device peak {device_peak}")
             print(f"| {name} | {budget} | {planned} | {step} | {device_peak} "
                   f"| {over:+.0%} |")
             if budget != int(device * fraction):
                 break  # the smallest reachable peak: lower ones refuse too
+    if args.check:
+        print("device_budget: " + ("; ".join(problems) if problems else
+                                   "ok: every budget kept on the device, "
+                                   "every prediction the device's peak"))
+        sys.exit(1 if problems else 0)
 
 
 if __name__ == "__main__":

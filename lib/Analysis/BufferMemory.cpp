@@ -89,6 +89,8 @@ private:
   llvm::DenseMap<Operation *, bool> heapCache;
   std::vector<Buffer> buffers;
   int64_t current = 0;
+  /// Blocks alive now, by size (deviceBlockBytes).
+  std::map<int64_t, int64_t> liveBlocks;
   SmallVector<func::FuncOp> callStack;
 };
 
@@ -171,6 +173,9 @@ LogicalResult Simulator::runOp(Operation &op) {
     roots[alloc.getResult()] = static_cast<int64_t>(buffers.size());
     buffers.push_back({alloc, *bytes, true});
     current += *bytes;
+    int64_t block = ga::deviceBlockBytes(*bytes);
+    int64_t &most = profile.mostBlocksBySize[block];
+    most = std::max(most, ++liveBlocks[block]);
     ++profile.allocations;
     if (current > profile.peakBytes) {
       profile.peakBytes = current;
@@ -205,6 +210,7 @@ LogicalResult Simulator::runOp(Operation &op) {
              << "allocated here";
     buffer.live = false;
     current -= buffer.bytes;
+    --liveBlocks[ga::deviceBlockBytes(buffer.bytes)];
     return success();
   }
   if (isa<memref::ReallocOp>(op))
@@ -361,6 +367,17 @@ LogicalResult Simulator::runCall(func::CallOp call) {
     if (isa<BaseMemRefType>(result.getType()))
       roots[result] = root;
   return success();
+}
+
+int64_t ga::cachingAllocatorBytes(const BufferMemoryProfile &profile,
+                                  ArrayRef<int64_t> residentBytes) {
+  std::map<int64_t, int64_t> blocks = profile.mostBlocksBySize;
+  for (int64_t bytes : residentBytes)
+    ++blocks[deviceBlockBytes(bytes)];
+  int64_t total = 0;
+  for (auto [size, count] : blocks)
+    total += size * count;
+  return total;
 }
 
 FailureOr<ga::BufferMemoryProfile>

@@ -195,6 +195,8 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;
     remat.microbatches = options.microbatches;
+    // On the device, what the CUDA runtime's caching allocator holds.
+    remat.deviceAllocator = cuda;
     // Every option of this pipeline, as its own printer writes them (a new
     // option cannot be forgotten), but the budget: the planner compiles
     // each candidate without one, to buffers (it reads their peaks).

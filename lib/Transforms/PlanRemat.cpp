@@ -112,6 +112,12 @@ struct TrainPlanRematPass
     compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    if (deviceAllocator) {
+      SmallVector<int64_t> inputs;
+      for (Type type : function.getArgumentTypes())
+        inputs.push_back(tensorBytes(type));
+      return ga::cachingAllocatorBytes(*profile, inputs);
+    }
     return profile->peakBytes + argumentBytes(function);
   }
 

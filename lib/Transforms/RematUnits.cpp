@@ -24,8 +24,7 @@ using ga::remat::SegmentPlan;
 
 namespace ga::remat_units {
 
-/// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
-static int64_t tensorBytes(Type type) {
+int64_t tensorBytes(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
   if (!tensor || !tensor.hasStaticShape())
     return 0;

@@ -50,6 +50,9 @@ ga::remat::SegmentChain chainOf(llvm::ArrayRef<Unit> units, int64_t tailBytes);
 /// units between them saved.
 ga::remat::SegmentPlan segmentsOf(llvm::ArrayRef<Unit> units, unsigned length);
 
+/// The bytes the runtime allocates for a tensor of `type` (0 if dynamic).
+int64_t tensorBytes(mlir::Type type);
+
 /// The bytes of a function's arguments (a budget covers them).
 int64_t argumentBytes(mlir::func::FuncOp function);
 

@@ -28,6 +28,7 @@
 #include "llvm/ADT/SmallVector.h"
 
 #include <cstdint>
+#include <map>
 #include <optional>
 
 namespace ga {
@@ -50,6 +51,10 @@ struct BufferMemoryProfile {
   /// The allocation sites whose buffers are alive at the peak, largest
   /// first.
   llvm::SmallVector<LiveAllocation> liveAtPeak;
+  /// For each block size (bytes rounded up to the CUDA runtime's 512), the
+  /// most blocks of that size alive at once: what a caching allocator that
+  /// keeps freed blocks by size holds (cachingAllocatorBytes).
+  std::map<int64_t, int64_t> mostBlocksBySize;
   /// Some `scf.if` had a condition known only at run time (a buffer's
   /// ownership, computed by the deallocation helpers) and deallocates or
   /// allocates: the model took its then-branch, which frees a buffer the
@@ -61,6 +66,21 @@ struct BufferMemoryProfile {
 /// `alignment` (0: none), or nothing for a dynamic shape.
 std::optional<int64_t> allocationBytes(mlir::MemRefType type,
                                        int64_t alignment);
+
+/// The block the CUDA runtime's allocator gives an allocation of `bytes`:
+/// rounded up to its granule, 512 bytes.
+constexpr int64_t deviceBlockBytes(int64_t bytes) {
+  return ((bytes > 0 ? bytes : 1) + 511) / 512 * 512;
+}
+
+/// The device memory that the CUDA runtime's caching allocator holds over
+/// a call profiled as `profile`: each block rounded to 512 bytes, a freed
+/// block kept for the next allocation of its size (never given back, never
+/// split), so that it holds, for every size, the most blocks of that size
+/// alive at once; `residentBytes` (the inputs copied to the device, alive
+/// over the whole call) add to their sizes. cuBLAS's workspace is not in it.
+int64_t cachingAllocatorBytes(const BufferMemoryProfile &profile,
+                              llvm::ArrayRef<int64_t> residentBytes);
 
 /// Simulates one call of `function`, whose callees are looked up in its
 /// symbol table. Fails, with an error at the operation, on what the model

@@ -609,6 +609,13 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "With microbatches=auto, the estimated cost of one micro-batch in "
            "points of work (-1: twice the parameters' elements, their "
            "gradients' accumulation)">,
+    Option<"deviceAllocator", "device-allocator", "bool",
+           /*default=*/"false",
+           "Measure each candidate as the CUDA runtime's device memory: the "
+           "inputs on the device and the step's buffers in 512-byte blocks "
+           "that its caching allocator keeps by size (the most of each size "
+           "alive at once), instead of the buffers' bytes at their peak and "
+           "the arguments (--ga-pipeline sets it for target=cuda)">,
     Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
