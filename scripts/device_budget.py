@@ -17,7 +17,9 @@ memory mapped, kernels counted, not run). Per budget it prints
              cuBLAS's fixed 32 MiB workspace;
 
 and whether the device peak is over the budget. A budget the planner
-refuses is replaced by the smallest peak it says it reaches. The inputs
+refuses is replaced by the smallest peak it says it reaches. The lowest
+budget is tried once more with `microbatches=auto` (the planner chooses
+the micro-batch count with the checkpoints). The inputs
 are zeros of the signature's shapes: the stand-in runs no kernel.
 
   python3 scripts/device_budget.py --build build --workdir /tmp/budget
@@ -65,17 +67,21 @@ class Case:
                         GA_MOCK_CUDA_LOG=self.log)
         self.inputs = []
 
-    def compile(self, budget):
+    def compile(self, budget, auto=False):
         """(library, planned peak, refusal's smallest peak); the library is
-        None when the compile fails."""
-        lib = os.path.join(self.args.workdir, f"lib{self.name}_{budget}.so")
+        None when the compile fails. `auto`: microbatches=auto."""
+        lib = os.path.join(self.args.workdir,
+                           f"lib{self.name}_{budget}{'_auto' if auto else ''}"
+                           ".so")
         options = "check-labels=false" + (
-            f" memory-budget={budget}" if budget else "")
+            f" memory-budget={budget}" if budget else "") + (
+            " microbatches=auto" if auto else "")
         done = subprocess.run(
             [os.path.join(self.bin, "ga-compile"), "--target=cuda",
              self.source, "-o", lib, "--pipeline-options", options],
             capture_output=True, text=True)
         planned = re.search(r"planned peak (\d+) bytes", done.stderr)
+        self.chosen = re.search(r"microbatches (\d+) chosen", done.stderr)
         smallest = re.search(r"the smallest peak the planner reaches is "
                              r"(\d+) bytes", done.stderr)
         if done.returncode:
@@ -155,6 +161,25 @@ def main():
                   f"| {over:+.0%} |")
             if budget != int(device * fraction):
                 break  # the smallest reachable peak: lower ones refuse too
+        # The lowest budget again, the micro-batch count the planner's.
+        budget = int(device * FRACTIONS[-1])
+        lib, planned, smallest = case.compile(budget, auto=True)
+        if lib is None:
+            if smallest <= budget:
+                problems.append(f"{name}: budget {budget}, microbatches="
+                                f"auto, refused with a smallest peak "
+                                f"{smallest} within it")
+            print(f"| {name} | {budget}, microbatches=auto: refused, the "
+                  f"smallest reachable peak {smallest} | | | | |")
+            continue
+        step, device_peak = case.measure(lib)
+        if device_peak > budget or planned != device_peak:
+            problems.append(f"{name}: budget {budget}, microbatches=auto: "
+                            f"predicted {planned}, device peak "
+                            f"{device_peak}")
+        k = case.chosen.group(1) if case.chosen else "?"
+        print(f"| {name} | {budget}, microbatches=auto (k = {k}) | {planned} "
+              f"| {step} | {device_peak} | {device_peak / budget - 1:+.0%} |")
     if args.check:
         print("device_budget: " + ("; ".join(problems) if problems else
                                    "ok: every budget kept on the device, "
