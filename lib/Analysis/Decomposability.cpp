@@ -71,8 +71,6 @@ Decomposability::Decomposability(StepOp step, bool meansAreSums,
   visitBlock(body);
 }
 
-static SmallVector<Value> readValues(Operation *op);
-
 BatchClass Decomposability::get(Value value) const {
   auto it = classes.find(value);
   return it == classes.end() ? BatchClass() : it->second;
@@ -131,9 +129,7 @@ static SmallVector<Value> capturedValues(Operation *op) {
   return captured;
 }
 
-/// The values `op` reads: its operands, and those that its regions read
-/// from above (a gather's table).
-static SmallVector<Value> readValues(Operation *op) {
+SmallVector<Value> ga::readValues(Operation *op) {
   SmallVector<Value> values(op->getOperands());
   if (op->getNumRegions())
     llvm::append_range(values, capturedValues(op));

@@ -56,18 +56,19 @@ static RankedTensorType divideDim(RankedTensorType type, int64_t dim,
                                type.getEncoding());
 }
 
-/// The rows [offset, offset + B / parts) of `operand` (B rows).
-static Value takeRows(OpBuilder &b, Location loc, Value operand, Value offset,
-                      int64_t parts) {
+/// The rows [offset, offset + B / parts) of `operand` along its dimension
+/// `dim` (of size B).
+static Value takeRows(OpBuilder &b, Location loc, Value operand,
+                      OpFoldResult offset, int64_t parts, int64_t dim = 0) {
   auto type = cast<RankedTensorType>(operand.getType());
   SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
   SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
   SmallVector<OpFoldResult> sizes;
   for (int64_t size : type.getShape())
     sizes.push_back(b.getIndexAttr(size));
-  offsets[0] = offset;
-  sizes[0] = b.getIndexAttr(type.getDimSize(0) / parts);
-  return tensor::ExtractSliceOp::create(b, loc, divideDim(type, 0, parts),
+  offsets[dim] = offset;
+  sizes[dim] = b.getIndexAttr(type.getDimSize(dim) / parts);
+  return tensor::ExtractSliceOp::create(b, loc, divideDim(type, dim, parts),
                                         operand, offsets, sizes, strides);
 }
 
@@ -197,8 +198,8 @@ static LogicalResult sliceBroadcastInputs(linalg::LinalgOp original,
     return success();
   AffineExpr batch = getAffineDimExpr(*loop, original->getContext());
   for (OpOperand *input : original.getDpsInputOperands()) {
-    auto type = dyn_cast<RankedTensorType>(input->get().getType());
-    if (!type || analysis.get(input->get()).kind == BatchClass::PerExample)
+    if (!isa<RankedTensorType>(input->get().getType()) ||
+        analysis.get(input->get()).kind == BatchClass::PerExample)
       continue;
     std::optional<unsigned> pos =
         original.getMatchingIndexingMap(input).getResultPosition(batch);
@@ -212,14 +213,9 @@ static LogicalResult sliceBroadcastInputs(linalg::LinalgOp original,
              << *pos
              << ", and its rows differ: a micro-batch cannot tell which of "
                 "them are its own";
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes;
-    for (auto [d, size] : llvm::enumerate(type.getShape()))
-      sizes.push_back(b.getIndexAttr(d == *pos ? size / factor : size));
     OpOperand &operand = clone->getOpOperand(input->getOperandNumber());
-    operand.set(tensor::ExtractSliceOp::create(
-        b, clone->getLoc(), operand.get(), offsets, sizes, strides));
+    operand.set(takeRows(b, clone->getLoc(), operand.get(), b.getIndexAttr(0),
+                         factor, *pos));
   }
   return success();
 }
@@ -527,39 +523,20 @@ Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
   llvm::SetVector<Operation *> rows, sums;
   llvm::DenseSet<Value> summed;
   bool forward = false;
-  // The body's values that `op` reads (its regions' too).
-  auto readBy = [&](Operation *op) {
-    SmallVector<Value> read(op->getOperands());
-    op->walk([&](Operation *nested) {
-      for (Value v : nested->getOperands())
-        if (v.getParentBlock() == &body)
-          read.push_back(v);
-    });
-    return read;
-  };
   auto readsSums = [&](Operation *op) {
-    return llvm::any_of(readBy(op), [&](Value v) {
+    return llvm::any_of(readValues(op), [&](Value v) {
       return cls(v).kind == BatchClass::BatchSum;
     });
   };
+  auto perExample = [&](Value v) {
+    return cls(v).kind == BatchClass::PerExample;
+  };
   for (Operation *op : ordered) {
-    SmallVector<Value> read = readBy(op);
-    bool onRows = llvm::any_of(read,
-                               [&](Value v) {
-                                 return cls(v).kind == BatchClass::PerExample;
-                               }) ||
-                  llvm::any_of(op->getResults(), [&](Value v) {
-                    return cls(v).kind == BatchClass::PerExample;
-                  });
-    bool readsSum = llvm::any_of(read, [&](Value v) {
-      return cls(v).kind == BatchClass::BatchSum ||
-             (v.getDefiningOp() && rows.contains(v.getDefiningOp()) &&
-              cls(v).kind != BatchClass::PerExample);
-    });
-    if (!onRows)
+    if (llvm::none_of(readValues(op), perExample) &&
+        llvm::none_of(op->getResults(), perExample))
       continue;
     // A row operation that reads a sum would need it before the loop ends.
-    if (readsSum)
+    if (readsSums(op))
       return false;
     rows.insert(op);
     for (Value result : op->getResults()) {
@@ -679,13 +656,7 @@ LogicalResult Splitter::hoistGlobals(OpBuilder &b) {
     Operation *def = work.pop_back_val().getDefiningOp();
     if (!def || def->getBlock() != &body || !slice.insert(def))
       continue;
-    for (Value operand : def->getOperands())
-      work.push_back(operand);
-    def->walk([&](Operation *nested) {
-      for (Value v : nested->getOperands())
-        if (v.getParentBlock() == &body)
-          work.push_back(v);
-    });
+    llvm::append_range(work, readValues(def));
   }
   FailureOr<bool> looped = hoistAsLoop(b, slice);
   if (failed(looped))

@@ -644,34 +644,23 @@ def reference(model, batch, names, shift_labels=False, loss_fn=None,
               model_inputs=None):
     """The float64 loss and gradients (in `names` order): PyTorch's autograd
     of the imported loss (`loss_fn`, else the cross-entropy)."""
-    m64 = {k: v.detach().double().requires_grad_(True)
-           for k, v in model.named_parameters()}
-    inputs = {k: (v.double() if v.is_floating_point() else v)
-              for k, v in batch.items()
-              if k != "labels" and (model_inputs is None or k in model_inputs)}
-    outputs = torch.func.functional_call(model.double(), m64, (), inputs)
-    model.float()
-    if loss_fn:
-        loss = loss_fn(outputs, batch)
-    else:
+    def loss(outputs, mb, whole, rows, k):
+        if loss_fn:
+            return loss_fn(outputs, mb)
         logits = getattr(outputs, "logits", outputs)
-        labels = batch["labels"]
+        labels = mb["labels"]
         if shift_labels:
             logits, labels = logits[:, :-1], labels[:, 1:]
-        loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+        return F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
                                labels.reshape(-1), ignore_index=-100)
-    # (A parameter the loss does not read has a zero gradient.)
-    grads = torch.autograd.grad(loss, [m64[n] for n in names],
-                                allow_unused=True)
-    return float(loss.detach()), [
-        (torch.zeros_like(m64[n]) if g is None else g).detach().numpy()
-        for n, g in zip(names, grads)]
+    return trainer_reference(model, batch, names, loss, 1, model_inputs)
 
 
 def trainer_reference(model, batch, names, fn, k, model_inputs=None):
     """The float64 loss and gradients a trainer accumulates: the sum over k
     micro-batches (consecutive rows, as ga-opt splits) of `fn`'s loss and
-    its gradients, in `names` order."""
+    its gradients, in `names` order (a parameter the loss does not read has
+    a zero gradient)."""
     m64 = {n: v.detach().double().requires_grad_(True)
            for n, v in model.named_parameters()}
     model.double()

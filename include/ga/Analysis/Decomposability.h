@@ -137,6 +137,10 @@ Linearity bodyLinearity(mlir::linalg::LinalgOp op,
                         const llvm::SmallDenseSet<mlir::Value> &accumulators,
                         std::string &why);
 
+/// The values `op` reads: its operands, and those that its regions read
+/// from above (a gather's table).
+llvm::SmallVector<mlir::Value> readValues(mlir::Operation *op);
+
 /// The work of `op`'s linalg operations (nested ones included): the points
 /// of their iteration spaces, twice for those that reduce (a multiply and
 /// an add). What train-plan-remat weighs recomputation by and what a

@@ -109,12 +109,12 @@ void Sweep::addAdjoint(Location loc, Value v, Value contribution) {
   if (!isActive(v))
     return;
   if (accumulating() && separateContributions.contains(v)) {
-    // Not a reduction this sweep could continue: added to an accumulator
-    // of its own.
+    // Not a reduction this sweep could continue: an accumulator of its
+    // own, in the layout of the reduction behind reshapes and permuting
+    // copies when there is one, else added to.
     OpOperand *init = nullptr;
     SmallVector<Operation *> layouts;
     if (matchReductionThroughLayouts(contribution, init, layouts)) {
-      // Accumulated in the reduction's layout, in place.
       Value acc = newAccumulator(init->get().getType());
       init->set(acc);
       Value reduced = cast<DestinationStyleOpInterface>(init->getOwner())
