@@ -16,9 +16,13 @@ Two halves, because the GPU machine has no MLIR:
       forward and backward, synchronized, and the same with the forward
       through torch.compile (--no-compile leaves it out); minimum over
       --repeat runs after warm-ups (torch.compile's include its
-      compilation). Prints both losses (they agree to about 5 digits), the
-      times and the ratios.
-Not a test: nothing is asserted.
+      compilation). Prints both losses, the worst gradient's difference
+      to PyTorch eager's (|ga - torch| / |torch|), tokens per second,
+      PyTorch eager's peak device memory, the times and the ratios;
+      --tolerance T exits 1 when the loss or a gradient differs by more.
+      Inputs over 32 MiB (GPT-2 124M's 500 MB of parameters) are not
+      stored: `run` draws them from their seed.
+Not a test.
 """
 
 import argparse
@@ -38,14 +42,22 @@ SIZES = {  # B, S, V, D, H, F, L (as scripts/bench_models.py)
     "tiny": (8, 16, 32, 16, 2, 64, 2),
     "small": (8, 64, 256, 64, 4, 256, 2),
     "medium": (8, 128, 512, 128, 4, 512, 4),
+    # GPT-2 124M's shape (V padded to 50304 as llm.c does), 4 sequences of
+    # 1024 tokens; its inputs (500 MB of parameters) are drawn from their
+    # seed where the benchmark runs.
+    "gpt2": (4, 1024, 50304, 768, 12, 3072, 12),
 }
+# Parameters are normal * INIT_STD (GPT-2's 0.02 at its own size).
+INIT_STD = {"gpt2": 0.02}
+# Inputs larger than this are drawn from their seed by `run`, not stored.
+STORE_BYTES = 32 << 20
 
 
-def inputs(B, S, V, D, H, F, L, rng):
+def inputs(B, S, V, D, H, F, L, rng, std=0.3):
     shapes = [[V, D], [S, D], [L, D], [L, D], [L, D, 3 * D], [L, D, D],
               [L, D], [L, D], [L, D, F], [L, F], [L, F, D], [L, D], [D], [D],
               [D, V]]
-    params = [(rng.standard_normal(s) * 0.3).astype(np.float32)
+    params = [(rng.standard_normal(s, dtype=np.float32) * np.float32(std))
               for s in shapes]
     for i in (2, 6, 12):  # LayerNorm gains around 1
         params[i] = params[i] + 1.0
@@ -64,9 +76,8 @@ def prepare(args):
                     os.path.join(out, "ga_step"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(os.path.abspath(__file__), out)
-    rng = np.random.default_rng(0)
     manifest = []
-    for name in args.sizes.split(","):
+    for seed, name in enumerate(args.sizes.split(",")):
         size = SIZES[name]
         B, S, V, D, H, F, L = size
         mlir = os.path.join(out, f"{name}.mlir")
@@ -84,23 +95,30 @@ def prepare(args):
                         f"chip={args.chip} {args.pipeline_options}".strip()],
                        check=True, stdout=subprocess.DEVNULL)
         os.remove(mlir)
-        params, tokens, labels = inputs(*size, rng)
+        params, tokens, labels = inputs(*size, np.random.default_rng(seed),
+                                        INIT_STD.get(name, 0.3))
         arrays = params + [tokens, labels]
-        for i, a in enumerate(arrays):
-            np.save(os.path.join(out, f"{name}_arg{i}.npy"), a)
+        stored = sum(a.nbytes for a in arrays) <= STORE_BYTES
+        if stored:
+            for i, a in enumerate(arrays):
+                np.save(os.path.join(out, f"{name}_arg{i}.npy"), a)
         manifest.append({"name": name, "size": size,
                          "library": os.path.basename(lib),
-                         "inputs": len(arrays)})
+                         "inputs": len(arrays), "stored": stored,
+                         "seed": seed, "std": INIT_STD.get(name, 0.3),
+                         "pipeline_options": args.pipeline_options})
         print(f"{name} {size}: compiled for {args.chip} in "
               f"{time.time() - start:.1f} s", flush=True)
     with open(os.path.join(out, "bench.json"), "w") as f:
         json.dump(manifest, f, indent=1)
 
 
-def torch_step(torch, size, arrays, repeat, compiled=False):
-    """(min step seconds, loss) of the model in PyTorch on the GPU: eager,
-    or with the forward through torch.compile (its backward compiled by
-    AOTAutograd), after warm-up runs that include the compilation."""
+def torch_step(torch, size, arrays, repeat, compiled=False, autocast=False):
+    """(min step seconds, loss, gradients as float64 host arrays, peak
+    device bytes) of the model in PyTorch on the GPU: eager, or with the
+    forward through torch.compile (its backward compiled by AOTAutograd),
+    after warm-up runs that include the compilation; under bf16 autocast
+    with `autocast`."""
     B, S, V, D, H, F, L = size
     DH = D // H
     dev = torch.device("cuda")
@@ -134,9 +152,15 @@ def torch_step(torch, size, arrays, repeat, compiled=False):
             logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
             ignore_index=-100)
 
-    step = torch.compile(forward) if compiled else forward
+    def mixed():
+        with torch.autocast("cuda", dtype=torch.bfloat16):
+            return forward()
+
+    step = mixed if autocast else forward
+    step = torch.compile(step) if compiled else step
     warmup = 3 if compiled else 1
     best = math.inf
+    torch.cuda.reset_peak_memory_stats()
     for i in range(repeat + warmup):
         for t in p:
             t.grad = None
@@ -147,7 +171,9 @@ def torch_step(torch, size, arrays, repeat, compiled=False):
         torch.cuda.synchronize()
         if i >= warmup:
             best = min(best, time.perf_counter() - start)
-    return best, float(loss.detach())
+    grads = [t.grad.double().cpu().numpy() for t in p]
+    peak = torch.cuda.max_memory_allocated()
+    return best, float(loss.detach()), grads, peak
 
 
 def run(args):
@@ -163,14 +189,22 @@ def run(args):
     with open(os.path.join(here, "bench.json")) as f:
         manifest = json.load(f)
     print(f"ga-opt CUDA benchmark, tiny-GPT step on "
-          f"{torch.cuda.get_device_name()} (float32; min of {args.repeat} "
-          f"runs after a warm-up)")
-    print(f"{'model':7} {'B,S,V,D,H,F,L':>26} {'ga-opt ms':>10} "
-          f"{'eager ms':>9} {'ratio':>6} {'compile ms':>10} {'ratio':>6} "
-          f"{'loss':>10} {'torch loss':>10}")
+          f"{torch.cuda.get_device_name()} ({manifest_precision(here)}; "
+          f"PyTorch {'bf16 autocast' if args.autocast else 'float32'}, TF32 "
+          f"off; min of {args.repeat} runs after a warm-up)")
+    print(f"{'model':7} {'B,S,V,D,H,F,L':>30} {'ga-opt ms':>10} "
+          f"{'eager ms':>9} {'ratio':>6} {'tokens/s':>9} {'loss':>10} "
+          f"{'torch loss':>10} {'grad diff':>9} {'eager peak MiB':>14}")
+    failures = 0
     for e in manifest:
-        arrays = [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
-                  for i in range(e["inputs"])]
+        size = tuple(e["size"])
+        if e.get("stored", True):
+            arrays = [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
+                      for i in range(e["inputs"])]
+        else:
+            params, tokens, labels = inputs(
+                *size, np.random.default_rng(e["seed"]), e["std"])
+            arrays = params + [tokens, labels]
         step = ga_step.load(os.path.join(here, e["library"]))
         results = step(*arrays)  # warm-up
         best = math.inf
@@ -179,29 +213,56 @@ def run(args):
             results = step(*arrays)
             best = min(best, time.perf_counter() - start)
         loss, _ = step.summary(results)
-        tt, tloss = torch_step(torch, tuple(e["size"]), arrays, args.repeat)
-        compiled = "n/a", "n/a"
+        tt, tloss, tgrads, tpeak = torch_step(torch, size, arrays,
+                                              args.repeat,
+                                              autocast=args.autocast)
+        # Every gradient against PyTorch eager's on the same inputs:
+        # |ga - torch| / |torch| (norms), the worst parameter.
+        grads = [r for r, spec in zip(results, step.signature.results)
+                 if spec.role == "gradient"]
+        worst = max(np.linalg.norm(g.astype(np.float64) - t) /
+                    max(np.linalg.norm(t), 1e-30)
+                    for g, t in zip(grads, tgrads))
+        loss_diff = abs(loss - tloss) / abs(tloss)
+        if args.tolerance and not (worst <= args.tolerance and
+                                   loss_diff <= args.tolerance):
+            failures += 1
+            print(f"FAIL {e['name']}: against PyTorch, loss {loss_diff:.1e}, "
+                  f"gradients {worst:.1e} > {args.tolerance}")
+        del tgrads
+        tokens = size[0] * size[1] / best
+        print(f"{e['name']:7} {','.join(map(str, size)):>30} "
+              f"{best * 1e3:>10.3f} {tt * 1e3:>9.3f} {best / tt:>6.2f} "
+              f"{tokens:>9.0f} {loss:>10.5f} {tloss:>10.5f} {worst:>9.1e} "
+              f"{tpeak / 2**20:>14.1f}", flush=True)
         if not args.no_compile:
             try:
-                tc, _ = torch_step(torch, tuple(e["size"]), arrays,
-                                   args.repeat, compiled=True)
-                compiled = f"{tc * 1e3:.3f}", f"{best / tc:.2f}"
+                tc, _, _, _ = torch_step(torch, size, arrays, args.repeat,
+                                         compiled=True,
+                                         autocast=args.autocast)
+                print(f"  torch.compile: {tc * 1e3:.3f} ms, ga-opt / "
+                      f"torch.compile {best / tc:.2f}", flush=True)
             except Exception as error:  # no Triton, no compiler: noted
-                print(f"torch.compile failed: {type(error).__name__}: "
+                print(f"  torch.compile failed: {type(error).__name__}: "
                       f"{str(error).splitlines()[0] if str(error) else ''}")
-        print(f"{e['name']:7} {','.join(map(str, e['size'])):>26} "
-              f"{best * 1e3:>10.3f} {tt * 1e3:>9.3f} {best / tt:>6.2f} "
-              f"{compiled[0]:>10} {compiled[1]:>6} "
-              f"{loss:>10.5f} {tloss:>10.5f}", flush=True)
         if args.cuda_graph:
             import ctypes
             lib = ctypes.CDLL(os.path.join(here, e["library"]))
             lib.ga_cuda_graph_status.restype = ctypes.c_char_p
             status = lib.ga_cuda_graph_status()
             print(f"  cuda graph: {status.decode() if status else 'n/a'}")
+        del step, results, grads, arrays
     print("(ga-opt: the step library through python/ga_step, host arrays in "
           "and out, copies included; PyTorch on device tensors; ratios: "
-          "ga-opt / PyTorch eager, ga-opt / torch.compile)")
+          "ga-opt / PyTorch eager, ga-opt / torch.compile; grad diff: the "
+          "worst parameter's |ga - eager| / |eager|)")
+    return 1 if failures else 0
+
+
+def manifest_precision(here):
+    with open(os.path.join(here, "bench.json")) as f:
+        options = json.load(f)[0].get("pipeline_options", "")
+    return "bf16 GEMMs" if "gpu-bf16=true" in options else "float32"
 
 
 def main():
@@ -227,8 +288,14 @@ def main():
                         "memory within the step, which turns it off)")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baseline")
+    r.add_argument("--autocast", action="store_true",
+                   help="PyTorch under bf16 autocast (for steps prepared "
+                        "with gpu-bf16=true)")
+    r.add_argument("--tolerance", type=float, default=0.0,
+                   help="fail (exit 1) when the loss or a gradient differs "
+                        "from PyTorch eager's by more than this, relative")
     args = parser.parse_args()
-    prepare(args) if args.command == "prepare" else run(args)
+    sys.exit(prepare(args) if args.command == "prepare" else run(args))
 
 
 if __name__ == "__main__":

@@ -12,7 +12,9 @@ with RTOL = 1e-4 and ATOL = 1e-6: float32 sums in another association
 order and the GPU's own exp/log/erf (libdevice) differ from the CPU's by a
 few ulps per operation, far below the naive split's error, which the check
 also shows (the naive k = 4 run against the exact full batch). Counts
-(int64 results) must be equal. The step time (ga-exec --repeat, inputs
+(int64 results) must be equal. A step the kit marks with expect_error
+(inputs that break one of its asserts) must exit with status 1, print the
+assert's message and write no result. The step time (ga-exec --repeat, inputs
 copied to the device and results back included) is reported. Exit status
 1 if any check fails; a table goes to OUT/cuda_check.md.
 """
@@ -56,11 +58,26 @@ def main():
                "--out-dir", out_dir, "--repeat", str(args.repeat)]
         done = subprocess.run(cmd, capture_output=True, text=True, env=env)
         checks += 1
+        if "expect_error" in e:
+            # A step whose inputs break one of its asserts: exit status 1,
+            # the assert's message, no results.
+            missing = [f for f in e["expect_error"] if f not in done.stderr]
+            ok = (done.returncode == 1 and not missing
+                  and not os.path.exists(out_dir))
+            failures += not ok
+            print(f"{'ok  ' if ok else 'FAIL'} {e['name']}: exit "
+                  f"{done.returncode}, "
+                  + (f"message lacks {missing}" if missing else
+                     "the assert's message") + f": {done.stderr.strip()}",
+                  flush=True)
+            rows.append((e["name"], f"exit {done.returncode}",
+                         "exit 1", "", "", "", ""))
+            continue
         if done.returncode != 0:
             failures += 1
             print(f"FAIL {e['name']}: ga-exec exited with "
                   f"{done.returncode}:\n{done.stdout}{done.stderr}")
-            rows.append((e["name"], "ga-exec failed", "", "", "", ""))
+            rows.append((e["name"], "ga-exec failed", "", "", "", "", ""))
             continue
         text = done.stdout
         m = re.search(r"^device: (.*) \(CUDA\)", text, re.M)

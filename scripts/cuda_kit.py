@@ -34,6 +34,7 @@ import numpy as np
 HERE = os.path.dirname(os.path.abspath(__file__))
 SRC = os.path.dirname(HERE)
 sys.path.insert(0, os.path.join(SRC, "test", "Integration"))
+sys.path.insert(0, os.path.join(SRC, "test", "Import"))
 from reference_harness import padded_example_inputs, with_schedule  # noqa
 
 # Libraries every Linux system has; everything else a binary needs goes
@@ -66,6 +67,14 @@ def main():
     parser.add_argument("--out", default=None)
     parser.add_argument("--chip", default="sm_90")
     parser.add_argument("--seed", type=int, default=5)
+    parser.add_argument("--imported", nargs="*", default=[],
+                        metavar="FILE",
+                        help="steps of ga-import (test/Import/Inputs/"
+                        "export-*.mlir): k = 1, 2 and the naive k = 2 too")
+    parser.add_argument("--asserts", action="store_true",
+                        help="the guarded gather of test/Integration/Inputs/"
+                        "asserts with valid ids, and with an id out of "
+                        "range (the step must fail with the assert)")
     args = parser.parse_args()
     out = args.out or os.path.join(args.build, "device")
     bin_dir = os.path.join(args.build, "bin")
@@ -75,53 +84,103 @@ def main():
         os.makedirs(os.path.join(out, d))
     work = os.path.join(out, "work")
 
-    inputs = padded_example_inputs(np.random.default_rng(args.seed))
     entries = []
     start = time.time()
-    for name in ("mlp", "tiny_gpt"):
-        with open(os.path.join(SRC, "examples", name + ".mlir")) as f:
-            source = f.read()
-        data = os.path.join(out, "data", name)
+
+    def add(tag, example, text, arrays, k, naive, expect_error=None):
+        """Compile `text` (a step at k micro-batches) for the CPU and for
+        CUDA; the CPU library's results on `arrays` are the reference, or,
+        with expect_error (message fragments), the CPU run must fail with
+        them and so must the device's."""
+        data = os.path.join(out, "data", tag)
         os.makedirs(data)
         args_npy = []
-        for i, a in enumerate(inputs[name]):
+        for i, a in enumerate(arrays):
             path = os.path.join(data, f"arg{i}.npy")
             np.save(path, a)
             args_npy.append(os.path.relpath(path, out))
+        mlir = os.path.join(work, tag + ".mlir")
+        with open(mlir, "w") as f:
+            f.write(text)
+        options = ["--pipeline-options", "naive=true"] if naive else []
+        cpu_lib = os.path.join(work, tag + "_cpu.so")
+        run([os.path.join(bin_dir, "ga-compile"), mlir, "-o", cpu_lib,
+             *options])
+        ref_dir = os.path.join(out, "data", tag + "_reference")
+        cpu_run = [os.path.join(bin_dir, "ga-exec"), cpu_lib,
+                   *[os.path.join(out, a) for a in args_npy],
+                   "--out-dir", ref_dir]
+        if expect_error:
+            done = subprocess.run(cpu_run, capture_output=True, text=True)
+            missing = [f for f in expect_error if f not in done.stderr]
+            if done.returncode != 1 or missing:
+                sys.exit(f"cuda_kit: {tag}: the CPU step should fail with "
+                         f"{expect_error}, got exit {done.returncode}:\n"
+                         f"{done.stderr}")
+            printed = ""
+        else:
+            printed = run(cpu_run)
+        cuda_lib = os.path.join(out, "lib", f"lib{tag}_cuda.so")
+        cuda_options = ["--pipeline-options",
+                        f"chip={args.chip}" + (" naive=true" if naive else "")]
+        t0 = time.time()
+        compiled = run([os.path.join(bin_dir, "ga-compile"), "--target=cuda",
+                        mlir, "-o", cuda_lib, *cuda_options])
+        kernels = re.search(r"kernels: (\d+)", compiled).group(1)
+        entry = {
+            "name": tag, "example": example, "microbatches": k,
+            "naive": naive, "library": os.path.relpath(cuda_lib, out),
+            "inputs": args_npy, "kernels": int(kernels),
+        }
+        if expect_error:
+            entry["expect_error"] = expect_error
+        else:
+            entry["reference"] = os.path.relpath(ref_dir, out)
+            entry["cpu_loss"] = re.search(r"^loss: (\S+)", printed,
+                                          re.M).group(1)
+        entries.append(entry)
+        print(f"{tag}: {kernels} kernels, compiled for {args.chip} in "
+              f"{time.time() - t0:.1f} s", flush=True)
+
+    inputs = padded_example_inputs(np.random.default_rng(args.seed))
+    for name in ("mlp", "tiny_gpt"):
+        with open(os.path.join(SRC, "examples", name + ".mlir")) as f:
+            source = f.read()
         for k, naive in ((1, False), (2, False), (4, False), (4, True)):
             tag = f"{name}_k{k}" + ("_naive" if naive else "")
-            mlir = os.path.join(work, tag + ".mlir")
-            with open(mlir, "w") as f:
-                f.write(with_schedule(source, name, microbatches=k))
-            options = ["--pipeline-options", "naive=true"] if naive else []
-            cpu_lib = os.path.join(work, tag + "_cpu.so")
-            run([os.path.join(bin_dir, "ga-compile"), mlir, "-o", cpu_lib,
-                 *options])
-            ref_dir = os.path.join(out, "data", tag + "_reference")
-            printed = run([os.path.join(bin_dir, "ga-exec"), cpu_lib,
-                           *[os.path.join(out, a) for a in args_npy],
-                           "--out-dir", ref_dir])
-            cuda_lib = os.path.join(out, "lib", f"lib{tag}_cuda.so")
-            cuda_options = ["--pipeline-options",
-                            f"chip={args.chip}" +
-                            (" naive=true" if naive else "")]
-            t0 = time.time()
-            compiled = run([os.path.join(bin_dir, "ga-compile"),
-                            "--target=cuda", mlir, "-o", cuda_lib,
-                            *cuda_options])
-            kernels = re.search(r"kernels: (\d+)", compiled).group(1)
-            entries.append({
-                "name": tag, "example": name, "microbatches": k,
-                "naive": naive,
-                "library": os.path.relpath(cuda_lib, out),
-                "inputs": args_npy,
-                "reference": os.path.relpath(ref_dir, out),
-                "cpu_loss": re.search(r"^loss: (\S+)", printed,
-                                      re.M).group(1),
-                "kernels": int(kernels),
-            })
-            print(f"{tag}: {kernels} kernels, compiled for {args.chip} in "
-                  f"{time.time() - t0:.1f} s", flush=True)
+            add(tag, name, with_schedule(source, name, microbatches=k),
+                inputs[name], k, naive)
+
+    # Steps of ga-import (their arguments as exported_steps.py draws them).
+    for path in args.imported:
+        from exported_steps import arguments, with_schedule as scheduled
+        name = os.path.basename(path).removesuffix(".mlir").replace("-", "_")
+        with open(path) as f:
+            text = f.read()
+        arrays = arguments(text, np.random.default_rng(0))
+        for k, naive in ((1, False), (2, False), (2, True)):
+            tag = f"{name}_k{k}" + ("_naive" if naive else "")
+            add(tag, name, scheduled(text, k) if k > 1 else text, arrays, k,
+                naive)
+
+    # The asserts of a guarded gather: valid ids run, an id out of range
+    # fails the step with the assert's message (asserts.py's inputs).
+    if args.asserts:
+        with open(os.path.join(SRC, "test", "Integration", "Inputs",
+                               "asserts", "gather-step.mlir")) as f:
+            text = f.read()
+        rng = np.random.default_rng(3)
+        B, S, D, V = 6, 5, 4, 16
+        wte = rng.standard_normal((V, D)).astype(np.float32)
+        x = rng.standard_normal((B, S, D)).astype(np.float32)
+        ids = rng.integers(0, V, (B, S)).astype(np.int64)
+        ids[0, 0], ids[5, 4] = 0, V - 1
+        add("gather_valid", "gather", text, [wte, ids, x], 1, False)
+        bad = ids.copy()
+        bad[2, 3] = V
+        add("gather_invalid", "gather_invalid", text, [wte, bad, x], 1,
+            False, expect_error=["index must be smaller than dim size",
+                                 f"first at flat position {2 * S + 3}"])
 
     # The runner and the libraries it and the steps need.
     shutil.copy(os.path.join(bin_dir, "ga-exec"), os.path.join(out, "bin"))

@@ -1,0 +1,299 @@
+#!/usr/bin/env python3
+"""Everything ga-opt checks and measures on a GPU, in one command there.
+
+The GPU machine has a CUDA driver, Python, NumPy and PyTorch but no MLIR,
+and a lent one is at hand for minutes: everything is compiled here, into
+one folder that travels, and one command there runs it all in order of
+importance, each stage under what is left of a deadline, and writes one
+markdown report.
+
+  python3 scripts/gpu_campaign.py prepare [--build build] [--out build/device]
+      (here, about a minute) builds, under OUT:
+        kit/    both examples at k = 1, 2, 4 and the naive k = 4, the
+                imported GPT-2 and nanoGPT steps at k = 1, 2 and the naive
+                k = 2, the guarded gather with valid ids and with an id out
+                of range: CUDA libraries, inputs, the CPU pipeline's
+                results (scripts/cuda_kit.py), ga-exec and the libraries
+                it needs;
+        bench/  the tiny GPT at three sizes and GPT-2 124M's shape for the
+                benchmark against PyTorch (scripts/bench_cuda.py prepare);
+        graph/  the three small sizes again, compiled for CUDA graphs
+                (check-labels=false);
+        bf16/   the medium size and GPT-2 124M's shape with bf16 GEMMs
+                (gpu-bf16=true);
+        this script and cuda_gemm_check.py.
+  python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
+      (there) runs, in this order: the device's facts (nvidia-smi, ldd of
+      what travelled), the step checks against the CPU (cuda_check.py:
+      every result within 1e-4 of the CPU's, counts equal, the assert's
+      error), the runtime's GEMM entry points against float64
+      (cuda_gemm_check.py), the benchmark (float32, then CUDA graphs,
+      then bf16 GEMMs against PyTorch's bf16 autocast), each against
+      PyTorch eager and torch.compile in one process, the gradients
+      against PyTorch eager's; then GA_CUDA_PROFILE's kernel times of the
+      124M step. Writes OUT/campaign.md (the report), OUT/campaign.log
+      (every stage's output) and cuda_check.md; exits 1 when a check
+      fails.
+
+On the device tool: carry ["build/device"] and run
+  python3 build/device/gpu_campaign.py run --out $OUT
+with a timeout of the deadline plus a minute.
+"""
+
+import argparse
+import datetime
+import os
+import shlex
+import shutil
+import subprocess
+import sys
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def prepare(args):
+    out = os.path.abspath(args.out)
+    build = os.path.abspath(args.build)
+    py = sys.executable
+    if os.path.exists(out):
+        shutil.rmtree(out)
+    os.makedirs(out)
+    src = os.path.dirname(HERE)
+    imported = [os.path.join(src, "test", "Import", "Inputs", f)
+                for f in ("export-gpt2.mlir", "export-nanogpt-sdpa.mlir")]
+    steps = [
+        ("kit", [py, os.path.join(HERE, "cuda_kit.py"), "--build", build,
+                 "--out", os.path.join(out, "kit"), "--chip", args.chip,
+                 "--asserts", "--imported", *imported]),
+        ("bench", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                   "--build", build, "--out", os.path.join(out, "bench"),
+                   "--chip", args.chip,
+                   "--sizes", "gpt2,medium,small,tiny"]),
+        ("graph", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                   "--build", build, "--out", os.path.join(out, "graph"),
+                   "--chip", args.chip, "--sizes", "tiny,small,medium",
+                   "--pipeline-options", "check-labels=false"]),
+        ("bf16", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                  "--build", build, "--out", os.path.join(out, "bf16"),
+                  "--chip", args.chip, "--sizes", "medium,gpt2",
+                  "--pipeline-options", "gpu-bf16=true"]),
+    ]
+    for name, cmd in steps:
+        start = time.time()
+        print(f"prepare {name}: {' '.join(map(shlex.quote, cmd))}",
+              flush=True)
+        done = subprocess.run(cmd)
+        if done.returncode != 0:
+            sys.exit(f"gpu_campaign: preparing {name} failed "
+                     f"(exit {done.returncode})")
+        print(f"prepare {name}: {time.time() - start:.0f} s", flush=True)
+    # The benchmarks load the runtime from the kit's lib/.
+    shutil.copy(os.path.abspath(__file__), out)
+    shutil.copy(os.path.join(HERE, "cuda_gemm_check.py"), out)
+    size = sum(os.path.getsize(os.path.join(d, f))
+               for d, _, fs in os.walk(out) for f in fs)
+    print(f"gpu_campaign: {out}, {size / 2**20:.1f} MiB (the device tool "
+          f"carries 64 MiB)")
+    if size > 60 * 2**20:
+        sys.exit("gpu_campaign: the folder is too large to travel")
+
+
+class Campaign:
+    def __init__(self, out, deadline):
+        self.out = out
+        self.end = time.time() + deadline
+        self.log = open(os.path.join(out, "campaign.log"), "w")
+        self.rows = []  # (stage, status, seconds)
+        self.failed = 0
+
+    def stage(self, name, cmd, env=None, cwd=None, budget=None,
+              must_pass=True):
+        """Runs `cmd` with its output into the log (and stdout), under
+        what is left of the deadline (and `budget` seconds at most)."""
+        left = self.end - time.time()
+        if budget:
+            left = min(left, budget)
+        if left < 10:
+            self.rows.append((name, "not run (deadline)", 0))
+            print(f"== {name}: not run, the deadline is near", flush=True)
+            return None
+        header = f"\n== {name}: {' '.join(map(shlex.quote, cmd))}\n"
+        self.log.write(header)
+        self.log.flush()
+        print(header, end="", flush=True)
+        start = time.time()
+        full = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
+        proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
+                                stderr=subprocess.STDOUT, text=True, env=full,
+                                cwd=cwd)
+        lines = []
+        try:
+            import selectors
+            sel = selectors.DefaultSelector()
+            sel.register(proc.stdout, selectors.EVENT_READ)
+            while True:
+                remaining = start + left - time.time()
+                if remaining <= 0:
+                    raise subprocess.TimeoutExpired(cmd, left)
+                if not sel.select(timeout=min(remaining, 5)):
+                    continue
+                line = proc.stdout.readline()
+                if not line:
+                    break
+                lines.append(line)
+                self.log.write(line)
+                self.log.flush()
+                print(line, end="", flush=True)
+            rc = proc.wait(timeout=max(1, start + left - time.time()))
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            rc = "timeout"
+        seconds = time.time() - start
+        ok = rc == 0
+        status = "ok" if ok else f"FAIL (exit {rc})"
+        if not ok and not must_pass:
+            status = f"exit {rc}"
+        if not ok and must_pass:
+            self.failed += 1
+        self.rows.append((name, status, seconds))
+        self.log.write(f"== {name}: {status}, {seconds:.1f} s\n")
+        self.log.flush()
+        print(f"== {name}: {status}, {seconds:.1f} s", flush=True)
+        return "".join(lines)
+
+
+def section(text, start, stop=None):
+    """The lines of `text` from the first line holding `start`."""
+    if not text or start not in text:
+        return ""
+    part = text[text.index(start):]
+    if stop and stop in part:
+        part = part[:part.index(stop)]
+    return part
+
+
+def run(args):
+    root = HERE
+    out = os.path.abspath(args.out)
+    os.makedirs(out, exist_ok=True)
+    c = Campaign(out, args.deadline)
+    kit = os.path.join(root, "kit")
+    lib = os.path.join(kit, "lib")
+    env = {"LD_LIBRARY_PATH": lib + (":" + os.environ["LD_LIBRARY_PATH"]
+                                     if os.environ.get("LD_LIBRARY_PATH")
+                                     else "")}
+    py = sys.executable
+    facts = c.stage("device", ["bash", "-c",
+                               "nvidia-smi --query-gpu=name,memory.total,"
+                               "driver_version,clocks.max.sm --format=csv; "
+                               f"ldd {kit}/bin/ga-exec | grep 'not found'; "
+                               f"python3 -c 'import torch, numpy; print("
+                               "\"torch\", torch.__version__, \"numpy\", "
+                               "numpy.__version__)'"],
+                    env=env, budget=60, must_pass=False)
+    check = c.stage("steps against the CPU (cuda_check.py)",
+                    [py, os.path.join(kit, "cuda_check.py"), "--kit", kit,
+                     "--out", out, "--repeat", "5"], env=env, budget=120)
+    c.stage("GEMM entry points (cuda_gemm_check.py)",
+            [py, os.path.join(root, "cuda_gemm_check.py"), "--runtime",
+             os.path.join(lib, "libga_cuda_runtime.so")], env=env,
+            budget=90)
+    bench = c.stage("benchmark, float32",
+                    [py, os.path.join(root, "bench", "bench_cuda.py"), "run",
+                     "--repeat", "10", "--tolerance", "1e-3"], env=env,
+                    budget=240)
+    graph = c.stage("benchmark, CUDA graphs",
+                    [py, os.path.join(root, "graph", "bench_cuda.py"), "run",
+                     "--repeat", "10", "--cuda-graph", "--no-compile",
+                     "--tolerance", "1e-3"], env=env, budget=90)
+    bf16 = c.stage("benchmark, bf16 GEMMs against bf16 autocast",
+                   [py, os.path.join(root, "bf16", "bench_cuda.py"), "run",
+                    "--repeat", "10", "--autocast", "--no-compile"],
+                   env=env, budget=120, must_pass=False)
+    bench_dir = os.path.join(root, "bench")
+    if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
+        profile = c.stage(
+            "GA_CUDA_PROFILE of the 124M step (float32)",
+            [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
+                env, GA_CUDA_PROFILE="1"), budget=90, must_pass=False)
+    else:
+        profile = None
+    write_report(c, args, facts, check, bench, graph, bf16, profile)
+    return 1 if c.failed else 0
+
+
+# Runs the 124M step twice through the binding with GA_CUDA_PROFILE=1
+# (the runtime prints the costliest kernels at exit), inputs from the seed.
+PROFILE_SNIPPET = r'''
+import json, os, sys
+import numpy as np
+here = sys.argv[1]
+sys.path.insert(0, here)
+import bench_cuda, ga_step
+e = [m for m in json.load(open(os.path.join(here, "bench.json")))
+     if m["name"] == "gpt2"][0]
+p, t, l = bench_cuda.inputs(*e["size"], np.random.default_rng(e["seed"]),
+                            e["std"])
+step = ga_step.load(os.path.join(here, e["library"]))
+for _ in range(3):
+    r = step(*p, t, l)
+print("loss", step.summary(r)[0], flush=True)
+'''
+
+
+def write_report(c, args, facts, check, bench, graph, bf16, profile):
+    now = datetime.datetime.now(datetime.timezone.utc)
+    device = "?"
+    if facts:
+        lines = [x for x in facts.splitlines() if x and "name" not in x]
+        device = lines[0] if lines else device
+    with open(os.path.join(c.out, "campaign.md"), "w") as f:
+        f.write(f"# ga-opt GPU campaign, {now:%Y-%m-%d %H:%M} UTC\n\n"
+                f"Device: {device}. Command: `python3 build/device/"
+                f"gpu_campaign.py run --out $OUT --deadline "
+                f"{args.deadline}` (prepared by `python3 "
+                f"scripts/gpu_campaign.py prepare`).\n\n")
+        f.write("| stage | status | seconds |\n|---|---|---|\n")
+        for name, status, seconds in c.rows:
+            f.write(f"| {name} | {status} | {seconds:.0f} |\n")
+        for title, text, start in (
+                ("Steps against the CPU", check, None),
+                ("Benchmark, float32", bench, "ga-opt CUDA benchmark"),
+                ("Benchmark, CUDA graphs", graph, "ga-opt CUDA benchmark"),
+                ("Benchmark, bf16", bf16, "ga-opt CUDA benchmark"),
+                ("Kernel profile of the 124M step", profile, None)):
+            if not text:
+                continue
+            body = section(text, start) if start else text
+            f.write(f"\n## {title}\n\n```\n{body.strip()[-6000:]}\n```\n")
+    print(f"gpu_campaign: {len(c.rows)} stages, {c.failed} failed; report "
+          f"{os.path.join(c.out, 'campaign.md')}")
+
+
+def main():
+    parser = argparse.ArgumentParser(
+        description=__doc__.split("\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter, epilog=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+    p = sub.add_parser("prepare")
+    p.add_argument("--build", default=os.path.join(os.path.dirname(HERE),
+                                                   "build"))
+    p.add_argument("--out", default=None)
+    p.add_argument("--chip", default="sm_90")
+    r = sub.add_parser("run")
+    r.add_argument("--out", required=True)
+    r.add_argument("--deadline", type=float, default=480,
+                   help="seconds for the whole run; a stage that would "
+                        "outlast it is stopped and reported")
+    args = parser.parse_args()
+    if args.command == "prepare":
+        args.out = args.out or os.path.join(args.build, "device")
+        prepare(args)
+        return 0
+    return run(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
