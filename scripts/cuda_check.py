@@ -8,7 +8,8 @@ pipeline's result within
 
     max|gpu - cpu| <= RTOL * max|cpu| + ATOL     (per result tensor)
 
-with RTOL = 1e-4 and ATOL = 1e-6: float32 sums in another association
+with RTOL = 1e-4 (or the kit's rtol for a step, e.g. gpu-bf16's against
+its emulation) and ATOL = 1e-6: float32 sums in another association
 order and the GPU's own exp/log/erf (libdevice) differ from the CPU's by a
 few ulps per operation, far below the naive split's error, which the check
 also shows (the naive k = 4 run against the exact full batch). Counts
@@ -89,6 +90,7 @@ def main():
         ref_dir = os.path.join(kit, e["reference"])
         worst = 0.0
         ok = True
+        rtol = e.get("rtol", RTOL)
         i = 0
         while os.path.exists(os.path.join(ref_dir, f"result{i}.npy")):
             ref = np.load(os.path.join(ref_dir, f"result{i}.npy"))
@@ -108,10 +110,10 @@ def main():
                 scale = float(np.max(np.abs(ref.astype(np.float64))))
                 rel = diff / scale if scale else diff
                 worst = max(worst, rel)
-                if not (diff <= RTOL * scale + ATOL):
+                if not (diff <= rtol * scale + ATOL):
                     ok = False
                     print(f"FAIL {e['name']}: result #{i}: max|gpu-cpu| = "
-                          f"{diff:.3e} > {RTOL} * {scale:.3e} + {ATOL}")
+                          f"{diff:.3e} > {rtol:.3g} * {scale:.3e} + {ATOL}")
             i += 1
         if i == 0:
             ok = False

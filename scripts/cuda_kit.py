@@ -71,6 +71,9 @@ def main():
                         metavar="FILE",
                         help="steps of ga-import (test/Import/Inputs/"
                         "export-*.mlir): k = 1, 2 and the naive k = 2 too")
+    parser.add_argument("--bf16", action="store_true",
+                        help="both examples at k = 1, 2 with gpu-bf16=true, "
+                        "against the device program emulated on the CPU")
     parser.add_argument("--asserts", action="store_true",
                         help="the guarded gather of test/Integration/Inputs/"
                         "asserts with valid ids, and with an id out of "
@@ -87,11 +90,15 @@ def main():
     entries = []
     start = time.time()
 
-    def add(tag, example, text, arrays, k, naive, expect_error=None):
+    def add(tag, example, text, arrays, k, naive, expect_error=None,
+            device_options="", rtol=None):
         """Compile `text` (a step at k micro-batches) for the CPU and for
-        CUDA; the CPU library's results on `arrays` are the reference, or,
-        with expect_error (message fragments), the CPU run must fail with
-        them and so must the device's."""
+        CUDA (with `device_options`); the CPU library's results on `arrays`
+        are the reference, or, with expect_error (message fragments), the
+        CPU run must fail with them and so must the device's. With
+        device_options, the reference is the device program emulated on
+        the CPU (ga-opt target=cuda gpu-emulate=true, then ga-run: the
+        device's roundings, the CPU's arithmetic), checked within `rtol`."""
         data = os.path.join(out, "data", tag)
         os.makedirs(data)
         args_npy = []
@@ -110,6 +117,15 @@ def main():
         cpu_run = [os.path.join(bin_dir, "ga-exec"), cpu_lib,
                    *[os.path.join(out, a) for a in args_npy],
                    "--out-dir", ref_dir]
+        if device_options:
+            emulated = os.path.join(work, tag + "_emulated.mlir")
+            run([os.path.join(bin_dir, "ga-opt"), mlir,
+                 f"--ga-pipeline=target=cuda gpu-emulate=true "
+                 f"{device_options}" + (" naive=true" if naive else ""),
+                 "-o", emulated])
+            cpu_run = [os.path.join(bin_dir, "ga-run"), emulated,
+                       *[os.path.join(out, a) for a in args_npy],
+                       "--out-dir", ref_dir]
         if expect_error:
             done = subprocess.run(cpu_run, capture_output=True, text=True)
             missing = [f for f in expect_error if f not in done.stderr]
@@ -122,7 +138,8 @@ def main():
             printed = run(cpu_run)
         cuda_lib = os.path.join(out, "lib", f"lib{tag}_cuda.so")
         cuda_options = ["--pipeline-options",
-                        f"chip={args.chip}" + (" naive=true" if naive else "")]
+                        f"chip={args.chip} {device_options}".strip() +
+                        (" naive=true" if naive else "")]
         t0 = time.time()
         compiled = run([os.path.join(bin_dir, "ga-compile"), "--target=cuda",
                         mlir, "-o", cuda_lib, *cuda_options])
@@ -132,6 +149,9 @@ def main():
             "naive": naive, "library": os.path.relpath(cuda_lib, out),
             "inputs": args_npy, "kernels": int(kernels),
         }
+        if rtol:
+            entry["rtol"] = rtol
+            entry["options"] = device_options
         if expect_error:
             entry["expect_error"] = expect_error
         else:
@@ -150,6 +170,22 @@ def main():
             tag = f"{name}_k{k}" + ("_naive" if naive else "")
             add(tag, name, with_schedule(source, name, microbatches=k),
                 inputs[name], k, naive)
+
+    # gpu-bf16: products of operands rounded to bfloat16, against the device
+    # program emulated on the CPU. Within half a bfloat16 unit of the
+    # largest result (2^-9): a GEMM operand the device computes a few ulps
+    # off the CPU may round to the neighbouring bfloat16, which moves a
+    # product by one bfloat16 unit of that operand; bf16 itself moves the
+    # tiny GPT's gradients 0.2-0.8% from float32.
+    if args.bf16:
+        for name in ("mlp", "tiny_gpt"):
+            with open(os.path.join(SRC, "examples", name + ".mlir")) as f:
+                source = f.read()
+            for k in (1, 2):
+                add(f"{name}_k{k}_bf16", name + "_bf16",
+                    with_schedule(source, name, microbatches=k),
+                    inputs[name], k, False, device_options="gpu-bf16=true",
+                    rtol=2.0 ** -9)
 
     # Steps of ga-import (their arguments as exported_steps.py draws them).
     for path in args.imported:

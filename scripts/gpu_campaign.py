@@ -9,7 +9,8 @@ markdown report.
 
   python3 scripts/gpu_campaign.py prepare [--build build] [--out build/device]
       (here, about a minute) builds, under OUT:
-        kit/    both examples at k = 1, 2, 4 and the naive k = 4, the
+        kit/    both examples at k = 1, 2, 4 and the naive k = 4 (and at
+                k = 1, 2 with gpu-bf16, against its emulation), the
                 imported GPT-2 and nanoGPT steps at k = 1, 2 and the naive
                 k = 2, the guarded gather with valid ids and with an id out
                 of range: CUDA libraries, inputs, the CPU pipeline's
@@ -31,7 +32,8 @@ markdown report.
       then bf16 GEMMs against PyTorch's bf16 autocast), each against
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's; then GA_CUDA_PROFILE's kernel times of the
-      124M step. Writes OUT/campaign.md (the report), OUT/campaign.log
+      124M step (float32 and bf16). `--only STAGE,...` runs some stages
+      (device, steps, gemm, bench, graph, bf16, profile). Writes OUT/campaign.md (the report), OUT/campaign.log
       (every stage's output) and cuda_check.md; exits 1 when a check
       fails.
 
@@ -65,7 +67,7 @@ def prepare(args):
     steps = [
         ("kit", [py, os.path.join(HERE, "cuda_kit.py"), "--build", build,
                  "--out", os.path.join(out, "kit"), "--chip", args.chip,
-                 "--asserts", "--imported", *imported]),
+                 "--asserts", "--bf16", "--imported", *imported]),
         ("bench", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "bench"),
                    "--chip", args.chip,
@@ -100,17 +102,21 @@ def prepare(args):
 
 
 class Campaign:
-    def __init__(self, out, deadline):
+    def __init__(self, out, deadline, only):
         self.out = out
+        self.only = only
         self.end = time.time() + deadline
         self.log = open(os.path.join(out, "campaign.log"), "w")
         self.rows = []  # (stage, status, seconds)
         self.failed = 0
 
-    def stage(self, name, cmd, env=None, cwd=None, budget=None,
+    def stage(self, key, name, cmd, env=None, cwd=None, budget=None,
               must_pass=True):
         """Runs `cmd` with its output into the log (and stdout), under
-        what is left of the deadline (and `budget` seconds at most)."""
+        what is left of the deadline (and `budget` seconds at most);
+        stages whose `key` --only leaves out are skipped."""
+        if self.only and key not in self.only:
+            return None
         left = self.end - time.time()
         if budget:
             left = min(left, budget)
@@ -178,14 +184,15 @@ def run(args):
     root = HERE
     out = os.path.abspath(args.out)
     os.makedirs(out, exist_ok=True)
-    c = Campaign(out, args.deadline)
+    c = Campaign(out, args.deadline,
+                 set(args.only.split(",")) if args.only else None)
     kit = os.path.join(root, "kit")
     lib = os.path.join(kit, "lib")
     env = {"LD_LIBRARY_PATH": lib + (":" + os.environ["LD_LIBRARY_PATH"]
                                      if os.environ.get("LD_LIBRARY_PATH")
                                      else "")}
     py = sys.executable
-    facts = c.stage("device", ["bash", "-c",
+    facts = c.stage("device", "device", ["bash", "-c",
                                "nvidia-smi --query-gpu=name,memory.total,"
                                "driver_version,clocks.max.sm --format=csv; "
                                f"ldd {kit}/bin/ga-exec | grep 'not found'; "
@@ -193,33 +200,34 @@ def run(args):
                                "\"torch\", torch.__version__, \"numpy\", "
                                "numpy.__version__)'"],
                     env=env, budget=60, must_pass=False)
-    check = c.stage("steps against the CPU (cuda_check.py)",
+    check = c.stage("steps", "steps against the CPU (cuda_check.py)",
                     [py, os.path.join(kit, "cuda_check.py"), "--kit", kit,
                      "--out", out, "--repeat", "5"], env=env, budget=120)
-    c.stage("GEMM entry points (cuda_gemm_check.py)",
+    c.stage("gemm", "GEMM entry points (cuda_gemm_check.py)",
             [py, os.path.join(root, "cuda_gemm_check.py"), "--runtime",
              os.path.join(lib, "libga_cuda_runtime.so")], env=env,
             budget=90)
-    bench = c.stage("benchmark, float32",
+    bench = c.stage("bench", "benchmark, float32",
                     [py, os.path.join(root, "bench", "bench_cuda.py"), "run",
                      "--repeat", "10", "--tolerance", "1e-3"], env=env,
                     budget=240)
-    graph = c.stage("benchmark, CUDA graphs",
+    graph = c.stage("graph", "benchmark, CUDA graphs",
                     [py, os.path.join(root, "graph", "bench_cuda.py"), "run",
                      "--repeat", "10", "--cuda-graph", "--no-compile",
                      "--tolerance", "1e-3"], env=env, budget=90)
-    bf16 = c.stage("benchmark, bf16 GEMMs against bf16 autocast",
+    bf16 = c.stage("bf16", "benchmark, bf16 GEMMs against bf16 autocast",
                    [py, os.path.join(root, "bf16", "bench_cuda.py"), "run",
                     "--repeat", "10", "--autocast", "--no-compile"],
                    env=env, budget=120, must_pass=False)
-    bench_dir = os.path.join(root, "bench")
-    if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
-        profile = c.stage(
-            "GA_CUDA_PROFILE of the 124M step (float32)",
-            [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
-                env, GA_CUDA_PROFILE="1"), budget=90, must_pass=False)
-    else:
-        profile = None
+    profile = ""
+    for folder, what in (("bench", "float32"), ("bf16", "bf16 GEMMs")):
+        bench_dir = os.path.join(root, folder)
+        if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
+            profile += c.stage(
+                "profile", f"GA_CUDA_PROFILE of the 124M step ({what})",
+                [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
+                    env, GA_CUDA_PROFILE="1"), budget=60,
+                must_pass=False) or ""
     write_report(c, args, facts, check, bench, graph, bf16, profile)
     return 1 if c.failed else 0
 
@@ -284,6 +292,8 @@ def main():
     p.add_argument("--chip", default="sm_90")
     r = sub.add_parser("run")
     r.add_argument("--out", required=True)
+    r.add_argument("--only", default="",
+                   help="the stages to run (default: all)")
     r.add_argument("--deadline", type=float, default=480,
                    help="seconds for the whole run; a stage that would "
                         "outlast it is stopped and reported")

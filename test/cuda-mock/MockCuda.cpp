@@ -413,14 +413,15 @@ int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
   auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
   return block.first && block.second >= bytes ? 0 : 7;
 }
-/// Whether a column-major rows x cols matrix at `p` with leading dimension
-/// `ld` lies within one device allocation.
-static bool insideDevice(const float *p, long rows, long cols, long ld) {
+/// Whether a column-major rows x cols matrix of `element`-byte values at
+/// `p` with leading dimension `ld` lies within one device allocation.
+static bool insideDevice(const void *p, long rows, long cols, long ld,
+                         size_t element = sizeof(float)) {
   uintptr_t first = reinterpret_cast<uintptr_t>(p);
-  uintptr_t last = first + ((cols - 1) * ld + rows - 1) * sizeof(float);
+  uintptr_t last = first + ((cols - 1) * ld + rows - 1) * element;
   auto block = deviceBlock(first);
   return block.first && rows <= ld &&
-         last + sizeof(float) <= block.first + block.second;
+         last + element <= block.first + block.second;
 }
 
 int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
@@ -464,45 +465,55 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
 }
 
 /// cublasGemmEx and cublasGemmStridedBatchedEx as gpu-bf16 calls them:
-/// float32 matrices (CUDA_R_32F, 0) read as bfloat16
-/// (CUBLAS_COMPUTE_32F_FAST_16BF, 75); counted as bf16 GEMMs, and checked
-/// as cublasSgemmStridedBatched's. Any other type is a bad GEMM.
-int cublasGemmStridedBatchedEx(void *handle, int opA, int opB, int m, int n,
-                               int k, const void *alpha, const void *a,
-                               int typeA, int lda, long long strideA,
-                               const void *b, int typeB, int ldb,
-                               long long strideB, const void *beta, void *c,
-                               int typeC, int ldc, long long strideC, int count,
-                               int computeType, int) {
-  bool typed = typeA == 0 && typeB == 0 && typeC == 0 && computeType == 75;
-  {
-    Counts &c0 = counts();
-    std::lock_guard<std::mutex> lock(c0.mutex);
-    c0.bf16Gemms += count;
-    c0.badGemms += !typed;
+/// bfloat16 A and B (CUDA_R_16BF, 14; the runtime rounds them), a float32 C
+/// (CUDA_R_32F, 0), CUBLAS_COMPUTE_32F (68); counted as bf16 GEMMs, each of
+/// the `count` products checked as cublasSgemm_v2's (A and B of 2-byte
+/// elements). Any other type is a bad GEMM.
+static int bf16Gemm(int opA, int opB, int m, int n, int k, const void *alpha,
+                    const void *a, int typeA, int lda, long long strideA,
+                    const void *b, int typeB, int ldb, long long strideB,
+                    const void *beta, void *c, int typeC, int ldc,
+                    long long strideC, int count, int computeType) {
+  Counts &c0 = counts();
+  std::lock_guard<std::mutex> lock(c0.mutex);
+  float alphaValue = *static_cast<const float *>(alpha),
+        betaValue = *static_cast<const float *>(beta);
+  bool typed = typeA == 14 && typeB == 14 && typeC == 0 && computeType == 68;
+  c0.badGemms += !typed || (betaValue != 1.0f && betaValue != 0.0f);
+  c0.scaledGemms += alphaValue != 1.0f;
+  c0.batchedGemms += count > 1;
+  c0.bf16Gemms += count;
+  auto *ab = static_cast<const uint16_t *>(a);
+  auto *bb = static_cast<const uint16_t *>(b);
+  auto *cf = static_cast<float *>(c);
+  for (int i = 0; i < count; ++i) {
+    ++c0.gemms;
+    c0.gemmsFromZero += betaValue == 0.0f;
+    bool ok =
+        insideDevice(ab + i * strideA, opA ? k : m, opA ? m : k, lda, 2) &&
+        insideDevice(bb + i * strideB, opB ? n : k, opB ? k : n, ldb, 2) &&
+        insideDevice(cf + i * strideC, m, n, ldc);
+    c0.badGemms += !ok;
   }
-  return cublasSgemmStridedBatched(
-      handle, opA, opB, m, n, k, static_cast<const float *>(alpha),
-      static_cast<const float *>(a), lda, strideA,
-      static_cast<const float *>(b), ldb, strideB,
-      static_cast<const float *>(beta), static_cast<float *>(c), ldc, strideC,
-      count);
+  return 0;
 }
-int cublasGemmEx(void *handle, int opA, int opB, int m, int n, int k,
+int cublasGemmStridedBatchedEx(void *, int opA, int opB, int m, int n, int k,
+                               const void *alpha, const void *a, int typeA,
+                               int lda, long long strideA, const void *b,
+                               int typeB, int ldb, long long strideB,
+                               const void *beta, void *c, int typeC, int ldc,
+                               long long strideC, int count, int computeType,
+                               int) {
+  return bf16Gemm(opA, opB, m, n, k, alpha, a, typeA, lda, strideA, b, typeB,
+                  ldb, strideB, beta, c, typeC, ldc, strideC, count,
+                  computeType);
+}
+int cublasGemmEx(void *, int opA, int opB, int m, int n, int k,
                  const void *alpha, const void *a, int typeA, int lda,
                  const void *b, int typeB, int ldb, const void *beta, void *c,
                  int typeC, int ldc, int computeType, int) {
-  bool typed = typeA == 0 && typeB == 0 && typeC == 0 && computeType == 75;
-  {
-    Counts &c0 = counts();
-    std::lock_guard<std::mutex> lock(c0.mutex);
-    ++c0.bf16Gemms;
-    c0.badGemms += !typed;
-  }
-  return cublasSgemm_v2(
-      handle, opA, opB, m, n, k, static_cast<const float *>(alpha),
-      static_cast<const float *>(a), lda, static_cast<const float *>(b), ldb,
-      static_cast<const float *>(beta), static_cast<float *>(c), ldc);
+  return bf16Gemm(opA, opB, m, n, k, alpha, a, typeA, lda, 0, b, typeB, ldb, 0,
+                  beta, c, typeC, ldc, 0, 1, computeType);
 }
 
 // cuBLASLt (cublasLt.h's ABI), as the bias epilogue calls it: descriptors
@@ -594,8 +605,9 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
 /// A bias GEMM: D = op(A) op(B) + bias, float32 matrices and scales, the
 /// bias epilogue with its n-element bias, alpha 1 and beta 0, C the same
 /// as D, every matrix within one device allocation, the algorithm the
-/// heuristic found. Counted as a GEMM and a bias GEMM (bf16 GEMM too with
-/// CUBLAS_COMPUTE_32F_FAST_16BF); anything else is a bad GEMM.
+/// heuristic found; A and B float32, or both bfloat16 (CUDA_R_16BF, 14:
+/// gpu-bf16, CUBLAS_COMPUTE_32F). Counted as a GEMM and a bias GEMM (a
+/// bf16 GEMM too with bfloat16 inputs); anything else is a bad GEMM.
 int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                    void *layoutA, const void *b, void *layoutB,
                    const void *beta, const void *c, void *layoutC, void *d,
@@ -609,20 +621,24 @@ int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   auto *ld = static_cast<LtLayout *>(layoutD);
   ++c0.gemms;
   ++c0.biasGemms;
-  c0.bf16Gemms += o->compute == 75;
+  bool bf16 = la->type == 14 && lb->type == 14;
+  c0.bf16Gemms += bf16;
+  size_t inputBytes = bf16 ? 2 : 4;
   long m = ld->rows, n = ld->cols, k = o->transA ? la->rows : la->cols;
   auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
   bool ok =
-      (o->compute == 68 || o->compute == 75 || o->compute == 77) &&
-      o->scale == 0 && la->type == 0 && lb->type == 0 && ld->type == 0 &&
-      o->epilogue == 4 && *static_cast<const float *>(alpha) == 1.0f &&
+      (bf16 ? o->compute == 68
+            : (o->compute == 68 || o->compute == 77) && la->type == 0 &&
+                  lb->type == 0) &&
+      o->scale == 0 && ld->type == 0 && o->epilogue == 4 &&
+      *static_cast<const float *>(alpha) == 1.0f &&
       *static_cast<const float *>(beta) == 0.0f && c == d &&
       layoutC == layoutD && algo->algo[0] == 42 &&
       (o->transA ? la->cols : la->rows) == static_cast<unsigned long long>(m) &&
       (o->transB ? lb->rows : lb->cols) == static_cast<unsigned long long>(n) &&
       (o->transB ? lb->cols : lb->rows) == static_cast<unsigned long long>(k) &&
-      insideDevice(static_cast<const float *>(a), la->rows, la->cols, la->ld) &&
-      insideDevice(static_cast<const float *>(b), lb->rows, lb->cols, lb->ld) &&
+      insideDevice(a, la->rows, la->cols, la->ld, inputBytes) &&
+      insideDevice(b, lb->rows, lb->cols, lb->ld, inputBytes) &&
       insideDevice(static_cast<const float *>(d), m, n, ld->ld) &&
       insideDevice(o->bias, m, 1, m) &&
       (workspaceSize == 0 || (block.first && block.second >= workspaceSize));

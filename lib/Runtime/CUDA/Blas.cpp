@@ -4,7 +4,9 @@
 //
 // ga_cuda_gemm_*: the products ga-gpu-gemm-to-blas hands to cuBLAS, on the
 // step's stream, in float32 (CUBLAS_DEFAULT_MATH: no TF32), TF32
-// (gpu-tf32) or bfloat16 inputs with float32 products and sums (gpu-bf16).
+// (gpu-tf32) or bfloat16 inputs with float32 products and sums (gpu-bf16:
+// the operands rounded to the nearest bfloat16 by a kernel of the runtime,
+// then cuBLAS on bfloat16 matrices).
 // cuBLAS is loaded on the first GEMM: GA_CUBLAS_LIBRARY, else
 // libcublas.so.13 or .12 on the loader's path or in the CUDA toolkit's
 // lib64. Its workspace is fixed: without one, cuBLAS allocates and frees
@@ -16,6 +18,8 @@
 #include "Runtime.h"
 
 #include "ga/Runtime/ga_cuda.h"
+
+#include <algorithm>
 
 namespace ga::cuda {
 
@@ -82,6 +86,93 @@ static bool setMathMode(State &s, GemmPrecision precision) {
   }
   s.blas.mathMode = mode;
   return true;
+}
+
+/// The rounding kernel: out[i] = bf16(in[i]) for i < n, a grid-stride loop.
+/// PTX, compiled by the driver when first loaded (sm_80 and later: the
+/// first with cvt.rn.bf16.f32).
+static const char kRoundPtx[] = R"ptx(
+.version 7.8
+.target sm_80
+.address_size 64
+
+.visible .entry ga_round_to_bf16(.param .u64 ga_in, .param .u64 ga_out,
+                                 .param .u64 ga_n)
+{
+  .reg .pred %p;
+  .reg .b16 %h;
+  .reg .f32 %f;
+  .reg .b32 %bid, %bdim, %tix, %gdim;
+  .reg .b64 %in, %out, %n, %i, %step, %a;
+  ld.param.u64 %in, [ga_in];
+  ld.param.u64 %out, [ga_out];
+  ld.param.u64 %n, [ga_n];
+  cvta.to.global.u64 %in, %in;
+  cvta.to.global.u64 %out, %out;
+  mov.u32 %bid, %ctaid.x;
+  mov.u32 %bdim, %ntid.x;
+  mov.u32 %tix, %tid.x;
+  mov.u32 %gdim, %nctaid.x;
+  mul.wide.u32 %i, %bid, %bdim;
+  cvt.u64.u32 %step, %tix;
+  add.u64 %i, %i, %step;
+  mul.wide.u32 %step, %gdim, %bdim;
+LOOP:
+  setp.ge.u64 %p, %i, %n;
+  @%p bra DONE;
+  shl.b64 %a, %i, 2;
+  add.u64 %a, %in, %a;
+  ld.global.f32 %f, [%a];
+  cvt.rn.bf16.f32 %h, %f;
+  shl.b64 %a, %i, 1;
+  add.u64 %a, %out, %a;
+  st.global.b16 [%a], %h;
+  add.u64 %i, %i, %step;
+  bra LOOP;
+DONE:
+  ret;
+}
+)ptx";
+
+int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
+                   int64_t stride) {
+  if (rows == 0 || cols == 0 || count == 0)
+    return 0;
+  return (count - 1) * stride + (rows - 1) * ld + cols;
+}
+
+CUdeviceptr roundedToBf16(State &s, const float *source, int64_t elements) {
+  Blas &blas = s.blas;
+  if (!blas.roundToBf16) {
+    if (!check(s, s.cu.cuModuleLoadData(&blas.roundModule, kRoundPtx),
+               "cuModuleLoadData (the bfloat16 rounding kernel)") ||
+        !check(s,
+               s.cu.cuModuleGetFunction(&blas.roundToBf16, blas.roundModule,
+                                        "ga_round_to_bf16"),
+               "cuModuleGetFunction(ga_round_to_bf16)"))
+      return 0;
+  }
+  CUdeviceptr rounded =
+      allocate(s, static_cast<size_t>(std::max<int64_t>(elements, 1)) * 2,
+               /*counted=*/true);
+  if (!rounded)
+    return 0;
+  if (elements == 0)
+    return rounded;
+  uint64_t in = reinterpret_cast<uintptr_t>(source), out = rounded,
+           n = static_cast<uint64_t>(elements);
+  void *params[] = {&in, &out, &n};
+  constexpr int64_t block = 256, maxBlocks = 4096;
+  unsigned blocks = static_cast<unsigned>(
+      std::min<int64_t>((elements + block - 1) / block, maxBlocks));
+  if (!check(s,
+             s.cu.cuLaunchKernel(blas.roundToBf16, blocks, 1, 1, block, 1, 1, 0,
+                                 s.stream, params, nullptr),
+             "cuLaunchKernel (the bfloat16 rounding kernel)")) {
+    release(s, rounded);
+    return 0;
+  }
+  return rounded;
 }
 
 std::string gemmShape(int64_t m, int64_t n, int64_t k, int64_t count) {
@@ -151,25 +242,46 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
+  // gpu-bf16: A and B rounded to bfloat16 (the elements they span, in their
+  // layout), multiplied and summed in float32 (CUBLAS_COMPUTE_32F).
+  CUdeviceptr roundedA = 0, roundedB = 0;
+  if (bf16) {
+    roundedA = roundedToBf16(
+        s, A, matrixSpan(transA ? k : m, transA ? m : k, lda, count, strideA));
+    roundedB = roundedA
+                   ? roundedToBf16(s, B,
+                                   matrixSpan(transB ? n : k, transB ? k : n,
+                                              ldb, count, strideB))
+                   : 0;
+    if (!roundedB) {
+      if (roundedA)
+        release(s, roundedA);
+      endGemm(s, timed, "");
+      return;
+    }
+  }
+  const void *inA = bf16 ? reinterpret_cast<const void *>(roundedA) : A;
+  const void *inB = bf16 ? reinterpret_cast<const void *>(roundedB) : B;
   // cuBLAS's column-major sizes: the transposed product (see above).
   int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
   int rows = static_cast<int>(n), cols = static_cast<int>(m),
       depth = static_cast<int>(k), ldA = static_cast<int>(ldb),
       ldB = static_cast<int>(lda), ldC = static_cast<int>(ldc),
       batches = static_cast<int>(count);
-  // CUDA_R_32F matrices, CUBLAS_COMPUTE_32F_FAST_16BF, CUBLAS_GEMM_DEFAULT.
-  constexpr int r32f = 0, fast16bf = 75, defaultAlgo = -1;
+  // CUDA_R_16BF inputs, a CUDA_R_32F C, CUBLAS_COMPUTE_32F,
+  // CUBLAS_GEMM_DEFAULT.
+  constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
   void *handle = s.blas.handle;
   int rc;
   if (bf16 && count > 1)
-    rc = fn.cublasGemmStridedBatchedEx(handle, opA, opB, rows, cols, depth,
-                                       &alpha, B, r32f, ldA, strideB, A, r32f,
-                                       ldB, strideA, &beta, C, r32f, ldC,
-                                       strideC, batches, fast16bf, defaultAlgo);
+    rc = fn.cublasGemmStridedBatchedEx(
+        handle, opA, opB, rows, cols, depth, &alpha, inB, r16bf, ldA, strideB,
+        inA, r16bf, ldB, strideA, &beta, C, r32f, ldC, strideC, batches,
+        compute32f, defaultAlgo);
   else if (bf16)
-    rc = fn.cublasGemmEx(handle, opA, opB, rows, cols, depth, &alpha, B, r32f,
-                         ldA, A, r32f, ldB, &beta, C, r32f, ldC, fast16bf,
-                         defaultAlgo);
+    rc = fn.cublasGemmEx(handle, opA, opB, rows, cols, depth, &alpha, inB,
+                         r16bf, ldA, inA, r16bf, ldB, &beta, C, r32f, ldC,
+                         compute32f, defaultAlgo);
   else if (count > 1)
     rc = fn.cublasSgemmStridedBatched(handle, opA, opB, rows, cols, depth,
                                       &alpha, B, ldA, strideB, A, ldB, strideA,
@@ -177,6 +289,12 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   else
     rc = fn.cublasSgemm_v2(handle, opA, opB, rows, cols, depth, &alpha, B, ldA,
                            A, ldB, &beta, C, ldC);
+  // The rounded copies go back to the cache; the stream orders their reuse
+  // after this GEMM.
+  if (bf16) {
+    release(s, roundedA);
+    release(s, roundedB);
+  }
   endGemm(s, timed,
           rc == 0 ? std::string()
                   : std::string(call) + " (" + gemmShape(m, n, k, count) +

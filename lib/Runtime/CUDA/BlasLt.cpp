@@ -76,12 +76,12 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
                          int64_t lda, int64_t ldb, int64_t ldd,
                          BlasLtPlan &plan, LtCalls &step) {
   CublasLtFunctions &fn = s.blasLt.fn;
-  // CUBLAS_COMPUTE_32F (68), _FAST_TF32 (77) or _FAST_16BF (75); CUDA_R_32F
-  // (0) scales and matrices.
-  int compute = precision == GemmPrecision::TF32   ? 77
-                : precision == GemmPrecision::BF16 ? 75
-                                                   : 68;
-  constexpr int r32f = 0;
+  // CUBLAS_COMPUTE_32F (68) or _FAST_TF32 (77); CUDA_R_32F (0) scales and
+  // D; A and B CUDA_R_16BF (14) for gpu-bf16 (rounded by the runtime, see
+  // roundedToBf16), else CUDA_R_32F.
+  int compute = precision == GemmPrecision::TF32 ? 77 : 68;
+  constexpr int r32f = 0, r16bf = 14;
+  int inputType = precision == GemmPrecision::BF16 ? r16bf : r32f;
   constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7,
                 workspaceAttr = 1;
   int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
@@ -94,9 +94,10 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
         "cublasLtMatmulDescSetAttribute",
         fn.cublasLtMatmulDescSetAttribute(plan.desc, attribute, value, size));
   };
-  auto layout = [&](void **made, int64_t rows, int64_t cols, int64_t ld) {
+  auto layout = [&](void **made, int type, int64_t rows, int64_t cols,
+                    int64_t ld) {
     return step("cublasLtMatrixLayoutCreate",
-                fn.cublasLtMatrixLayoutCreate(made, r32f, rows, cols, ld));
+                fn.cublasLtMatrixLayoutCreate(made, type, rows, cols, ld));
   };
   // cuBLASLt's A is our B (stored n x k, or k x n when transposed, in
   // column-major terms), its B our A, its D ours transposed.
@@ -106,9 +107,9 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
       setDesc(transAttr, &opA, sizeof(opA)) &&
       setDesc(transBAttr, &opB, sizeof(opB)) &&
       setDesc(epilogueAttr, &epilogue, sizeof(epilogue)) &&
-      layout(&plan.layoutA, transB ? k : n, transB ? n : k, ldb) &&
-      layout(&plan.layoutB, transA ? m : k, transA ? k : m, lda) &&
-      layout(&plan.layoutD, n, m, ldd) &&
+      layout(&plan.layoutA, inputType, transB ? k : n, transB ? n : k, ldb) &&
+      layout(&plan.layoutB, inputType, transA ? m : k, transA ? k : m, lda) &&
+      layout(&plan.layoutD, r32f, n, m, ldd) &&
       step("cublasLtMatmulPreferenceCreate",
            fn.cublasLtMatmulPreferenceCreate(&preference)) &&
       step("cublasLtMatmulPreferenceSetAttribute",
@@ -165,10 +166,26 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
   if (made && !makeBiasPlan(s, precision, transA, transB, m, n, k, lda, ldb,
                             ldd, plan, step))
     lt.plans.erase(it);
+  // gpu-bf16: A and B rounded to bfloat16 (see roundedToBf16).
+  bool bf16 = precision == GemmPrecision::BF16;
+  const void *A = reinterpret_cast<const float *>(a) + offsetA;
+  const void *B = reinterpret_cast<const float *>(b) + offsetB;
+  CUdeviceptr roundedA = 0, roundedB = 0;
+  if (step.failed.empty() && bf16) {
+    roundedA =
+        roundedToBf16(s, static_cast<const float *>(A),
+                      matrixSpan(transA ? k : m, transA ? m : k, lda, 1, 0));
+    roundedB = roundedA ? roundedToBf16(s, static_cast<const float *>(B),
+                                        matrixSpan(transB ? n : k,
+                                                   transB ? k : n, ldb, 1, 0))
+                        : 0;
+    if (!roundedB)
+      step.failed = "rounding to bfloat16";
+    A = reinterpret_cast<const void *>(roundedA);
+    B = reinterpret_cast<const void *>(roundedB);
+  }
   if (step.failed.empty()) {
     // The bias pointer is the only attribute that changes between calls.
-    const float *A = reinterpret_cast<const float *>(a) + offsetA;
-    const float *B = reinterpret_cast<const float *>(b) + offsetB;
     const float *biasPointer =
         reinterpret_cast<const float *>(bias) + offsetBias;
     float *D = reinterpret_cast<float *>(d) + offsetD;
@@ -184,6 +201,9 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
                                 reinterpret_cast<void *>(s.blas.workspace),
                                 plan.found.workspaceSize, s.stream));
   }
+  for (CUdeviceptr rounded : {roundedA, roundedB})
+    if (rounded)
+      release(s, rounded);
   endGemm(s, timed,
           step.failed.empty()
               ? std::string()

@@ -69,6 +69,9 @@ struct Blas {
   /// The fixed workspace, shared with cuBLASLt.
   CUdeviceptr workspace = 0;
   size_t workspaceBytes = 0;
+  /// The kernel that rounds gpu-bf16's operands (loaded on first use).
+  CUmodule roundModule = nullptr;
+  CUfunction roundToBf16 = nullptr;
 };
 
 /// The descriptors and algorithm of one shape of bias GEMM (BlasLt.cpp).
@@ -202,6 +205,17 @@ std::string gemmLabel(const std::string &call, int64_t m, int64_t n, int64_t k,
 /// After a GEMM: its timing ended, and `failure` recorded (empty: none; the
 /// host then waits under GA_CUDA_SYNC=1).
 void endGemm(State &s, long timed, const std::string &failure);
+/// The elements a row-major matrix of `count` strided copies spans from its
+/// first: (count - 1) * stride + (rows - 1) * ld + cols (0 when empty).
+int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
+                   int64_t stride);
+/// The `elements` float32 values at `source` rounded to the nearest
+/// bfloat16 (ties to even, as the CPU emulation of gpu-bf16 rounds) into a
+/// block of the allocator, on the step's stream: cuBLAS then multiplies
+/// exactly these values (its FAST_16BF compute types round otherwise). The
+/// caller releases the block after the GEMM is enqueued. 0 on failure,
+/// recorded.
+CUdeviceptr roundedToBf16(State &s, const float *source, int64_t elements);
 
 // Profile.cpp.
 /// Starts timing `label` on the stream (GA_CUDA_PROFILE); returns the index
