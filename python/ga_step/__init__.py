@@ -12,6 +12,14 @@ object NumPy can read without copying through the buffer protocol or DLPack
 are not. Results are new NumPy arrays, or written into ``out=`` arrays that
 a training loop passes at every step.
 
+A step compiled for CUDA also takes device arrays, arguments and ``out=``
+alike: any object with ``__cuda_array_interface__`` (a CUDA
+``torch.Tensor`` detached from autograd, a CuPy array), C-contiguous, on
+the device the step runs on. Their data stays on the device: the step
+copies device to device, and the host waits for the device before the
+step reads them (the producer may run on another stream). Results are
+host arrays unless ``out=`` gives device arrays.
+
 A step imported from PyTorch (ga-import) records its parameters' names
 (the module's state_dict keys): ``step.input_names`` lists them, and
 ``step.arguments(named)`` orders a dict of them (``model.state_dict()``
@@ -139,6 +147,43 @@ def _shape_string(shape):
     return "(" + ", ".join(str(d) for d in shape) + ")"
 
 
+class _DeviceArray:
+    """A device buffer that `value` describes by __cuda_array_interface__
+    (kept alive with it)."""
+
+    def __init__(self, value):
+        face = value.__cuda_array_interface__
+        self.value = value
+        self.shape = tuple(face["shape"])
+        self.dtype = np.dtype(face["typestr"])
+        self.pointer, self.readonly = face["data"]
+        dense = []
+        stride = self.dtype.itemsize
+        for d in reversed(self.shape):
+            dense.insert(0, stride)
+            stride *= d
+        strides = face.get("strides")
+        self.contiguous = strides is None or all(
+            d == 1 or a == b for d, a, b in zip(self.shape, strides, dense))
+
+
+def _is_device_array(value):
+    try:
+        return hasattr(value, "__cuda_array_interface__")
+    except Exception:  # e.g. a tensor that requires grad raises here
+        return True
+
+
+def _device_array(value, what):
+    try:
+        return _DeviceArray(value)
+    except Exception as e:
+        raise StepError(f"{what}: a device array whose "
+                        f"__cuda_array_interface__ cannot be read ({e}; a "
+                        "torch.Tensor that requires grad needs .detach())"
+                        ) from None
+
+
 def _as_array(value):
     """A NumPy view of `value` (an ndarray, a buffer, a DLPack tensor)."""
     if isinstance(value, np.ndarray):
@@ -171,6 +216,8 @@ class Step:
                             "with ga-compile") from None
         sig_fn.restype = ctypes.c_char_p
         sig_fn.argtypes = []
+        # A step compiled for CUDA calls the CUDA runtime's entry.
+        self.on_device = hasattr(self._lib, "ga_cuda_step_enter")
         self._run.restype = ctypes.c_int32
         self._run.argtypes = [ctypes.POINTER(ctypes.c_void_p),
                               ctypes.POINTER(ctypes.c_void_p),
@@ -210,15 +257,34 @@ class Step:
                    if extra else ""))
         return [named[n] for n in self.input_names]
 
+    def _device(self, value, what, want):
+        """`value` as a _DeviceArray matching `want`, or StepError."""
+        if not self.on_device:
+            raise StepError(f"{what}: a device array, but @{self.name} was "
+                            "compiled for the CPU (host arrays only)")
+        a = _device_array(value, what)
+        if a.dtype != want.numpy_dtype or a.shape != want.shape:
+            raise StepError(f"{what}: expected {want.describe()}, got "
+                            f"device {a.dtype} {_shape_string(a.shape)}")
+        if not a.contiguous:
+            raise StepError(f"{what}: a device array must be C-contiguous")
+        return a
+
     def check(self, *args):
-        """The arguments as C-contiguous NumPy arrays, checked against the
-        signature with ga-run's messages."""
+        """The arguments as C-contiguous NumPy arrays (or _DeviceArray
+        records of device arrays), checked against the signature with
+        ga-run's messages."""
         sig = self.signature
         if len(args) != len(sig.inputs):
             raise StepError(f"@{self.name} takes {len(sig.inputs)} "
                             f"argument(s), got {len(args)}")
         arrays = []
         for i, (value, want) in enumerate(zip(args, sig.inputs)):
+            which = f" ({want.name})" if want.name else ""
+            if _is_device_array(value):
+                arrays.append(self._device(value, f"argument #{i}{which}",
+                                           want))
+                continue
             a = _as_array(value)
             if a.dtype != want.numpy_dtype or tuple(a.shape) != want.shape:
                 got = f"{a.dtype} {_shape_string(tuple(a.shape))}"
@@ -242,18 +308,32 @@ class Step:
                 raise StepError(f"@{self.name} returns {len(sig.results)} "
                                 f"result(s), out= has {len(out)}")
             for i, (o, want) in enumerate(zip(out, sig.results)):
+                if _is_device_array(o):
+                    d = self._device(o, f"out[{i}]", want)
+                    if d.readonly:
+                        raise StepError(f"out[{i}]: a read-only device array")
+                    continue
                 if not isinstance(o, np.ndarray) or \
                         o.dtype != want.numpy_dtype or \
                         tuple(o.shape) != want.shape or \
                         not o.flags.c_contiguous or not o.flags.writeable:
                     raise StepError(f"out[{i}]: expected a writable "
                                     f"C-contiguous {want.describe()}")
+        def pointer(a):
+            return a.pointer if isinstance(a, _DeviceArray) else a.ctypes.data
+
+        devices = [_DeviceArray(o) if _is_device_array(o) else None
+                   for o in out]
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(
-            *[a.ctypes.data for a in arrays])
+            *[pointer(a) for a in arrays])
         # A zero-size result still gets a valid pointer.
-        keep = [o if o.size else np.empty(1, o.dtype) for o in out]
+        keep = [d if d is not None else o if o.size else
+                np.empty(1, o.dtype) for o, d in zip(out, devices)]
         out_ptrs = (ctypes.c_void_p * max(1, len(keep)))(
-            *[o.ctypes.data for o in keep])
+            *[pointer(o) for o in keep])
+        if any(isinstance(a, _DeviceArray) for a in arrays + keep):
+            # The producers of device arrays may run on other streams.
+            _synchronize_device()
         status = _Status()
         rc = self._run(in_ptrs, out_ptrs, ctypes.byref(status))
         if rc != 0:
@@ -274,6 +354,22 @@ class Step:
                 has = True
                 total += float(np.sum(np.asarray(r, np.float64) ** 2))
         return loss, (float(np.sqrt(total)) if has else None)
+
+
+def _synchronize_device():
+    """Waits for all work on the current CUDA context (the primary one,
+    which the CUDA runtime shares with the frameworks)."""
+    global _cuda
+    if _cuda is None:
+        _cuda = ctypes.CDLL("libcuda.so.1")
+        _cuda.cuCtxSynchronize.restype = ctypes.c_int
+    rc = _cuda.cuCtxSynchronize()
+    if rc != 0:
+        raise StepError(f"cuCtxSynchronize failed (CUDA error {rc}) before "
+                        "the step read its device arrays")
+
+
+_cuda = None
 
 
 def load(path):

@@ -45,8 +45,9 @@ static std::string copyInputs(State &s, const StepSignature &sig,
 }
 
 /// Copies result `spec` (the memref descriptor `fields`, on the device) to
-/// the caller's `output`: directly where contiguous, else through a host
-/// copy of the span its strides cover.
+/// the caller's `output` (host or device memory): directly where
+/// contiguous, else through a host copy of the span its strides cover,
+/// made dense on the host and copied to `output`.
 static void copyResult(State &s, const TensorSpec &spec, const int64_t *fields,
                        void *output, std::vector<char> &staging) {
   int64_t rank = spec.shape.size();
@@ -74,8 +75,12 @@ static void copyResult(State &s, const TensorSpec &spec, const int64_t *fields,
     dense[d] = st;
     st *= sizes[d];
   }
-  copyStrided(static_cast<char *>(output), 0, dense.data(), staging.data(), 0,
-              strides, sizes, rank, elem);
+  std::vector<char> packed(expected * elem);
+  copyStrided(packed.data(), 0, dense.data(), staging.data(), 0, strides,
+              sizes, rank, elem);
+  // The host waits: `packed` dies here.
+  if (copy(s, output, packed.data(), packed.size()))
+    synchronize(s);
 }
 
 /// Frees what the step allocated for its results (not the inputs, not
