@@ -76,8 +76,8 @@ static void copyResult(State &s, const TensorSpec &spec, const int64_t *fields,
     st *= sizes[d];
   }
   std::vector<char> packed(expected * elem);
-  copyStrided(packed.data(), 0, dense.data(), staging.data(), 0, strides,
-              sizes, rank, elem);
+  copyStrided(packed.data(), 0, dense.data(), staging.data(), 0, strides, sizes,
+              rank, elem);
   // The host waits: `packed` dies here.
   if (copy(s, output, packed.data(), packed.size()))
     synchronize(s);
