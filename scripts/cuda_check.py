@@ -38,6 +38,9 @@ def main():
     parser.add_argument("--kit", default=os.path.dirname(
         os.path.abspath(__file__)))
     parser.add_argument("--out", default=".")
+    parser.add_argument("--results", default=None,
+                        help="where the device's results go (default: "
+                        "OUT/results)")
     parser.add_argument("--repeat", type=int, default=20)
     args = parser.parse_args()
     kit = args.kit
@@ -53,7 +56,9 @@ def main():
     device = "?"
     full = {}
     for e in manifest["entries"]:
-        out_dir = os.path.join(args.out, "results", e["name"])
+        out_dir = os.path.join(args.results or os.path.join(args.out,
+                                                             "results"),
+                               e["name"])
         cmd = [ga_exec, os.path.join(kit, e["library"]),
                *[os.path.join(kit, a) for a in e["inputs"]],
                "--out-dir", out_dir, "--repeat", str(args.repeat)]

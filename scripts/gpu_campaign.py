@@ -49,6 +49,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -202,7 +203,9 @@ def run(args):
                     env=env, budget=60, must_pass=False)
     check = c.stage("steps", "steps against the CPU (cuda_check.py)",
                     [py, os.path.join(kit, "cuda_check.py"), "--kit", kit,
-                     "--out", out, "--repeat", "5"], env=env, budget=120)
+                     "--out", out, "--results",
+                     os.path.join(tempfile.mkdtemp(), "results"),
+                     "--repeat", "5"], env=env, budget=120)
     c.stage("gemm", "GEMM entry points (cuda_gemm_check.py)",
             [py, os.path.join(root, "cuda_gemm_check.py"), "--runtime",
              os.path.join(lib, "libga_cuda_runtime.so")], env=env,
@@ -220,8 +223,9 @@ def run(args):
                     "--repeat", "10", "--autocast", "--no-compile"],
                    env=env, budget=120, must_pass=False)
     profile = ""
-    for folder, what in (("bench", "float32"), ("bf16", "bf16 GEMMs")):
+    for folder in sorted(os.listdir(root)):
         bench_dir = os.path.join(root, folder)
+        what = folder
         if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
             profile += c.stage(
                 "profile", f"GA_CUDA_PROFILE of the 124M step ({what})",

@@ -30,6 +30,7 @@ void ga::detail::addCUDAKernels(OpPassManager &pm,
   if (options.gpuSplitReductions) {
     GaGpuSplitReductionsPassOptions splitReductions;
     splitReductions.minLength = options.gpuSplitMinLength;
+    splitReductions.minThreads = options.gpuSplitMinThreads;
     splitReductions.lanes = options.gpuReductionLanes;
     pm.addNestedPass<func::FuncOp>(
         createGaGpuSplitReductionsPass(splitReductions));

@@ -100,6 +100,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "this many elements (ga-gpu-split-reductions "
                      "min-length)"),
       llvm::cl::init(256)};
+  Option<int64_t> gpuSplitMinThreads{
+      *this, "gpu-split-min-threads",
+      llvm::cl::desc("target=cuda: split reductions with fewer results "
+                     "than this into at most this many partial results "
+                     "(ga-gpu-split-reductions min-threads; the default is "
+                     "about the threads an H100 or H200 keeps resident)"),
+      llvm::cl::init(262144)};
   Option<int64_t> gpuReductionLanes{
       *this, "gpu-reduction-lanes",
       llvm::cl::desc("target=cuda: row reductions (softmax, layer norm, "

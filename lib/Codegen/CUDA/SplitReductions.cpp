@@ -17,6 +17,8 @@
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/IR/PatternMatch.h"
 
+#include <algorithm>
+
 namespace ga {
 #define GEN_PASS_DEF_GAGPUSPLITREDUCTIONSPASS
 #include "ga/Codegen/CUDA/Passes.h.inc"
@@ -51,8 +53,14 @@ struct GaGpuSplitReductionsPass
       // (their reads are coalesced, the chunks' are not); chunks where
       // they give more (a full reduction: lanes alone would be one warp).
       std::optional<linalg::SplitReductionOptions> split;
-      int64_t chunks = chunksOf(op);
-      if (isLaneSplittable(op) && lanes >= chunks)
+      // A row reduction weighs its lanes against chunks of at most
+      // kRowChunkThreads threads: a warp's lanes read consecutive elements,
+      // chunks of rows read a row apart, so more of them do not pay.
+      bool rows = isLaneSplittable(op);
+      int64_t chunks =
+          chunksOf(op, rows ? std::min<int64_t>(minThreads, kRowChunkThreads)
+                            : static_cast<int64_t>(minThreads));
+      if (rows && lanes >= chunks)
         // The lane dimension innermost in the partial results and in the
         // parallel loops (the loops are the rows, the steps along the row,
         // then the lanes), so that it runs on threadIdx.x.
@@ -106,8 +114,12 @@ struct GaGpuSplitReductionsPass
                       .getMajorSubMap(last);
   }
 
-  /// The number of chunks to split `op`'s reduction in, or 1.
-  int64_t chunksOf(linalg::GenericOp op) {
+  /// Row reductions: the most threads of chunks weighed against lanes.
+  static constexpr int64_t kRowChunkThreads = 16384;
+
+  /// The number of chunks to split `op`'s reduction in (at most `cap`
+  /// partial results), or 1.
+  int64_t chunksOf(linalg::GenericOp op, int64_t cap) {
     SmallVector<int64_t> bounds = op.getStaticLoopRanges();
     if (llvm::any_of(bounds, ShapedType::isDynamic))
       return 1;
@@ -118,13 +130,13 @@ struct GaGpuSplitReductionsPass
     for (auto [i, bound] : llvm::enumerate(bounds))
       if (i != reductions[0])
         results *= bound;
-    if (results >= minThreads || total < minLength)
+    if (results >= cap || total < minLength)
       return 1;
     // Each thread of the first stage sums R / c elements, each of the
     // second c: the divisor closest to sqrt(R) makes the longest sequential
     // chain, R / c + c, shortest.
     int64_t best = 1, cost = total + 1;
-    for (int64_t c = 2; c * results <= minThreads && total / c >= minChunk; ++c)
+    for (int64_t c = 2; c * results <= cap && total / c >= minChunk; ++c)
       if (total % c == 0 && total / c + c < cost) {
         best = c;
         cost = total / c + c;

@@ -1,7 +1,8 @@
 // RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions))' --verify-diagnostics | FileCheck %s
 // RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-threads=1024}))' --verify-diagnostics | FileCheck %s --check-prefix=FEW
 // RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{lanes=1}))' | FileCheck %s --check-prefix=NOLANES
-// RUN: not ga-opt %s --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-chunk=0}))' 2>&1 | FileCheck %s --check-prefix=BAD
+// RUN: ga-opt %s --split-input-file --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-threads=16384}))' | FileCheck %s --check-prefix=ROWS
+// RUN: not ga-opt %s --pass-pipeline='builtin.module(func.func(ga-gpu-split-reductions{min-threads=16384 min-chunk=0}))' 2>&1 | FileCheck %s --check-prefix=BAD
 // BAD: error: ga-gpu-split-reductions: min-threads must be at least 2 and min-chunk at least 1, got 16384 and 0
 
 // A bias gradient, 128 column sums over 1024 rows: 32 chunks of 32 rows
@@ -66,23 +67,48 @@ func.func @column_max(%g: tensor<256x64xf32>, %m: tensor<64xf32>) -> tensor<64xf
 
 // -----
 
-// Left alone: enough results already (a softmax's row sums, 16384 rows);
+// The bias gradient of GPT-2 124M's MLP layer (3072 features, 4096 tokens):
+// 64 chunks of 64 rows (196608 threads; at min-threads=16384 it was 4
+// chunks of 1024 rows on 12288 threads, 0.39 ms per layer on an H200);
+// with min-threads=1024, enough results already.
+// CHECK-LABEL: func.func @wide_bias_grad
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0, 1], [2]] output_shape [64, 64, 3072]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%{{.*}} : tensor<64x64x3072xf32>) outs(%{{.*}} : tensor<64x3072xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]} ins(%{{.*}} : tensor<64x3072xf32>) outs(%arg1 : tensor<3072xf32>)
+// FEW-LABEL: func.func @wide_bias_grad
+// FEW-NOT: tensor.expand_shape
+// FEW: return
+func.func @wide_bias_grad(%g: tensor<4096x3072xf32>, %b: tensor<3072xf32>) -> tensor<3072xf32> {
+  %r = linalg.generic {indexing_maps = [affine_map<(r, j) -> (r, j)>, affine_map<(r, j) -> (j)>],
+                       iterator_types = ["reduction", "parallel"]}
+      ins(%g : tensor<4096x3072xf32>) outs(%b : tensor<3072xf32>) {
+  ^bb0(%x: f32, %acc: f32):
+    %s = arith.addf %x, %acc : f32
+    linalg.yield %s : f32
+  } -> tensor<3072xf32>
+  return %r : tensor<3072xf32>
+}
+
+// -----
+
+// Left alone: enough results already (the row sums of 300000 rows of 300,
+// not a multiple of the 32 lanes);
 // a reduction whose length has no divisor in range (a prime); a dynamic
 // size; a combiner splitReduction does not know (a product of sums).
 // CHECK-LABEL: func.func @kept
 // CHECK-NOT: tensor.expand_shape
 // CHECK-NOT: linalg.fill
 // CHECK: return
-func.func @kept(%rows: tensor<16384x64xf32>, %s: tensor<16384xf32>,
+func.func @kept(%rows: tensor<300000x300xf32>, %s: tensor<300000xf32>,
                 %p: tensor<1021x8xf32>, %q: tensor<8xf32>,
-                %d: tensor<?x8xf32>, %g2: tensor<1024x8xf32>) -> (tensor<16384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
+                %d: tensor<?x8xf32>, %g2: tensor<1024x8xf32>) -> (tensor<300000xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>) {
   %0 = linalg.generic {indexing_maps = [affine_map<(i, r) -> (i, r)>, affine_map<(i, r) -> (i)>],
                        iterator_types = ["parallel", "reduction"]}
-      ins(%rows : tensor<16384x64xf32>) outs(%s : tensor<16384xf32>) {
+      ins(%rows : tensor<300000x300xf32>) outs(%s : tensor<300000xf32>) {
   ^bb0(%x: f32, %acc: f32):
     %y = arith.addf %x, %acc : f32
     linalg.yield %y : f32
-  } -> tensor<16384xf32>
+  } -> tensor<300000xf32>
   %1 = linalg.generic {indexing_maps = [affine_map<(r, j) -> (r, j)>, affine_map<(r, j) -> (j)>],
                        iterator_types = ["reduction", "parallel"]}
       ins(%p : tensor<1021x8xf32>) outs(%q : tensor<8xf32>) {
@@ -105,7 +131,7 @@ func.func @kept(%rows: tensor<16384x64xf32>, %s: tensor<16384xf32>,
     %z = arith.mulf %y, %acc : f32
     linalg.yield %z : f32
   } -> tensor<8xf32>
-  return %0, %1, %2, %3 : tensor<16384xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
+  return %0, %1, %2, %3 : tensor<300000xf32>, tensor<8xf32>, tensor<8xf32>, tensor<8xf32>
 }
 
 // -----
@@ -135,9 +161,10 @@ func.func @short(%g: tensor<128x64xf32>, %b: tensor<64xf32>) -> tensor<64xf32> {
 // parallel loop; then each row's 32 partial sums in lane order. The
 // cross-entropy's row maximum (from -inf) and its sum of exponentials,
 // which also reads the maximum by row, split the same way (4096 rows are
-// few enough for 4 chunks too, but 32 lanes give more threads, and theirs
-// read consecutive elements). With lanes=1 the row sums are left alone and
-// the row statistics split in 4 chunks of 8000 elements, as before lanes.
+// few enough for 4 chunks of at most 16384 threads too, but 32 lanes give
+// more threads, and theirs read consecutive elements). With lanes=1 both
+// split in chunks as a column reduction would: the row sums in 16 of 64
+// elements, the row statistics in 64 of 500.
 // CHECK-LABEL: func.func @row_sums
 // CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [16384, 32, 32]
 // CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<16384x32xf32>)
@@ -145,7 +172,7 @@ func.func @short(%g: tensor<128x64xf32>, %b: tensor<64xf32>) -> tensor<64xf32> {
 // CHECK: %[[SUM:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[PART]] : tensor<16384x32xf32>) outs(%arg1 : tensor<16384xf32>)
 // CHECK: return %[[SUM]]
 // NOLANES-LABEL: func.func @row_sums
-// NOLANES-NOT: tensor.expand_shape
+// NOLANES: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [16384, 16, 64]
 func.func @row_sums(%x: tensor<16384x1024xf32>, %s: tensor<16384xf32>) -> tensor<16384xf32> {
   %r = linalg.generic {indexing_maps = [affine_map<(i, r) -> (i, r)>, affine_map<(i, r) -> (i)>],
                        iterator_types = ["parallel", "reduction"]}
@@ -167,7 +194,7 @@ func.func @row_sums(%x: tensor<16384x1024xf32>, %s: tensor<16384xf32>) -> tensor
 // CHECK: math.exp
 // CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<4096x32xf32>)
 // NOLANES-LABEL: func.func @row_statistics
-// NOLANES: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 4, 8000]
+// NOLANES: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 64, 500]
 func.func @row_statistics(%logits: tensor<4096x32000xf32>, %minf: tensor<4096xf32>, %zero: tensor<4096xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
   %max = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>],
                          iterator_types = ["parallel", "reduction"]}
@@ -190,13 +217,21 @@ func.func @row_statistics(%logits: tensor<4096x32000xf32>, %minf: tensor<4096xf3
 
 // -----
 
-// Left alone: rows of 1000 elements (not a multiple of 32 lanes); a
+// Not split in lanes: rows of 1000 elements (not a multiple of 32 lanes); a
 // reduction over the rows' outer dimension, whose elements are not
 // contiguous (a transposed input); a row of 128 elements, under
 // min-length; a reduction whose output is indexed by the rows out of order.
+// With min-threads=16384 their 20000 or 32768 results are enough and all
+// four are left alone; with the default, all but the short rows split in
+// chunks, as column sums do (10 of 100, 8 of 128, 8 of 64).
+// ROWS-LABEL: func.func @rows_kept
+// ROWS-NOT: tensor.expand_shape
+// ROWS: return
 // CHECK-LABEL: func.func @rows_kept
-// CHECK-NOT: tensor.expand_shape
-// CHECK: return
+// CHECK: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [20000, 10, 100]
+// CHECK: tensor.expand_shape %arg2 {{\[\[}}0, 1], [2]] output_shape [8, 128, 20000]
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%arg4 : tensor<20000x128xf32>)
+// CHECK: tensor.expand_shape %arg6 {{\[\[}}0], [1], [2, 3]] output_shape [128, 256, 8, 64]
 func.func @rows_kept(%a: tensor<20000x1000xf32>, %sa: tensor<20000xf32>,
                      %t: tensor<1024x20000xf32>, %st: tensor<20000xf32>,
                      %c: tensor<20000x128xf32>, %sc: tensor<20000xf32>,
