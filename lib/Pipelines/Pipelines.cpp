@@ -18,6 +18,7 @@
 
 #include "ga/Codegen/Common/Passes.h"
 #include "ga/Conversion/Passes.h"
+#include "ga/Runtime/ga_cuda.h"
 #include "ga/Transforms/Passes.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
@@ -84,6 +85,12 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
     if (gpuTF32 && gpuBF16) {
       errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
                 "either TF32 or bfloat16)";
+      return failure();
+    }
+    if (gpuBF16 && memoryBudget > 0) {
+      errors << "memory-budget with gpu-bf16: the runtime's bfloat16 "
+                "copies of each product's operands are not in the memory "
+                "model yet, so the budget could not be kept";
       return failure();
     }
   }
@@ -195,8 +202,13 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;
     remat.microbatches = options.microbatches;
-    // On the device, what the CUDA runtime's caching allocator holds.
+    // On the device, what the CUDA runtime's caching allocator holds, and
+    // cuBLAS's workspace.
     remat.deviceAllocator = cuda;
+    remat.deviceFixedBytes =
+        cuda && options.gpuBlas
+            ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
+            : 0;
     // Every option of this pipeline, as its own printer writes them (a new
     // option cannot be forgotten), but the budget: the planner compiles
     // each candidate without one, to buffers (it reads their peaks).

@@ -116,7 +116,7 @@ struct TrainPlanRematPass
       SmallVector<int64_t> inputs;
       for (Type type : function.getArgumentTypes())
         inputs.push_back(tensorBytes(type));
-      return ga::cachingAllocatorBytes(*profile, inputs);
+      return ga::cachingAllocatorBytes(*profile, inputs) + deviceFixedBytes;
     }
     return profile->peakBytes + argumentBytes(function);
   }
@@ -127,6 +127,14 @@ struct TrainPlanRematPass
       getOperation().emitError("train-plan-remat: microbatches must be "
                                "'auto' or empty, got '")
           << microbatches << "'";
+      return signalPassFailure();
+    }
+    if (deviceFixedBytes < 0 || (deviceFixedBytes > 0 && !deviceAllocator)) {
+      getOperation().emitError("train-plan-remat: device-fixed-bytes must "
+                               "be at least 0, and needs "
+                               "device-allocator=true; got ")
+          << static_cast<int64_t>(deviceFixedBytes)
+          << " with device-allocator=" << (deviceAllocator ? "true" : "false");
       return signalPassFailure();
     }
     if (memoryBudget <= 0) {

@@ -9,6 +9,16 @@
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-BAD
 // RUN: not ga-opt %s --split-input-file --ga-pipeline="microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET-PIPELINE
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-allocator=true device-fixed-bytes=1000000" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-fixed-bytes=1000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED-BAD
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-allocator=true device-fixed-bytes=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED-NEGATIVE
+
+// Memory the device holds whatever the plan (cuBLAS's workspace on the
+// CUDA target) is in every candidate's peak: a budget no larger than it
+// cannot be kept.
+// FIXED: error: memory budget of 1000000 bytes is infeasible: the smallest peak the planner reaches is 10{{[0-9][0-9][0-9][0-9][0-9]}} bytes
+// FIXED-BAD: error: train-plan-remat: device-fixed-bytes must be at least 0, and needs device-allocator=true; got 1000 with device-allocator=false
+// FIXED-NEGATIVE: error: train-plan-remat: device-fixed-bytes must be at least 0, and needs device-allocator=true; got -1 with device-allocator=true
 
 // A chain of four matmuls with tanh between them: seven units (a cut after
 // every operation that leaves one activation alive). In @marked the first

@@ -46,6 +46,11 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
 
 /*===-- For callers -------------------------------------------------------===*/
 
+/* cuBLAS's workspace (shared with cuBLASLt), allocated once at the first
+ * GEMM and kept: device memory a step with products holds beside its own
+ * buffers (the planner counts it in a device budget). */
+#define GA_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+
 /* The name of the device steps run on, or NULL (with `*reason` set) when
  * there is none. */
 const char *ga_cuda_device_name(const char **reason);

@@ -616,6 +616,12 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "that its caching allocator keeps by size (the most of each size "
            "alive at once), instead of the buffers' bytes at their peak and "
            "the arguments (--ga-pipeline sets it for target=cuda)">,
+    Option<"deviceFixedBytes", "device-fixed-bytes", "int64_t",
+           /*default=*/"0",
+           "With device-allocator: device memory held beside the step "
+           "whatever the plan (cuBLAS's workspace), added to every "
+           "candidate's peak (--ga-pipeline sets it for target=cuda with "
+           "gpu-blas)">,
     Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,

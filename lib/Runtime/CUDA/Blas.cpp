@@ -24,7 +24,7 @@
 namespace ga::cuda {
 
 /// cuBLAS's workspace, shared with cuBLASLt.
-static constexpr size_t kWorkspaceBytes = size_t(32) << 20;
+static constexpr size_t kWorkspaceBytes = GA_CUDA_BLAS_WORKSPACE_BYTES;
 
 /// Loads cuBLAS once, makes its handle on the step's stream and gives it the
 /// workspace.
