@@ -33,7 +33,13 @@ markdown report.
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's; then GA_CUDA_PROFILE's kernel times of the
       124M step (float32 and bf16). `--only STAGE,...` runs some stages
-      (device, steps, gemm, bench, graph, bf16, profile). Writes OUT/campaign.md (the report), OUT/campaign.log
+      (device, steps, gemm, bench, graph, bf16, profile).
+  python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
+      the float32 benchmark of the report in DIR (campaign.md and
+      campaign.log) as a markdown table, written into or checked against
+      DOC between <!-- gpu-bench:begin --> and <!-- gpu-bench:end -->
+      (docs/cuda.md's table comes from docs/campaigns/, checked by
+      test/Tools/gpu-campaign-table.test). Writes OUT/campaign.md (the report), OUT/campaign.log
       (every stage's output) and cuda_check.md; exits 1 when a check
       fails.
 
@@ -45,6 +51,7 @@ with a timeout of the deadline plus a minute.
 import argparse
 import datetime
 import os
+import re
 import shlex
 import shutil
 import subprocess
@@ -284,6 +291,85 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile):
           f"{os.path.join(c.out, 'campaign.md')}")
 
 
+BEGIN, END = "<!-- gpu-bench:begin -->", "<!-- gpu-bench:end -->"
+ROW = re.compile(r"^(\w+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+"
+                 r"([\d.]+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d.]+)$")
+COMPILED = re.compile(r"^\s+torch\.compile: ([\d.]+) ms, .* ([\d.]+)$")
+
+
+def bench_table(folder):
+    """The float32 benchmark of the campaign whose campaign.md and
+    campaign.log are in `folder`, as the markdown table of docs/cuda.md."""
+    texts = []
+    for name in ("campaign.md", "campaign.log"):
+        path = os.path.join(folder, name)
+        if not os.path.isfile(path):
+            sys.exit(f"gpu_campaign: {folder} is not a campaign's report "
+                     f"folder: no {name} (run writes it under --out)")
+        with open(path) as f:
+            texts.append(f.read())
+    report, log = texts
+    when = re.search(r"^# ga-opt GPU campaign, (.*)$", report, re.M)
+    device = re.search(r"^Device: ([^,.]+)", report, re.M)
+    bench = section(log, "== benchmark, float32", "\n== ")
+    if not (when and device and bench):
+        sys.exit(f"gpu_campaign: {folder} has no float32 benchmark (its "
+                 "campaign.md and campaign.log)")
+    rows = []
+    for line in bench.splitlines():
+        m = ROW.match(line)
+        if m:
+            rows.append({"model": m.group(1), "size": m.group(2),
+                         "host": m.group(3), "device": m.group(4),
+                         "eager": m.group(5), "ratio": m.group(6),
+                         "grad": m.group(10), "compile": "", "cratio": ""})
+        m = COMPILED.match(line)
+        if m and rows:
+            rows[-1]["compile"], rows[-1]["cratio"] = m.group(1), m.group(2)
+    if not rows:
+        sys.exit(f"gpu_campaign: no benchmark rows in {folder}/campaign.log")
+    lines = [f"{device.group(1)}, {when.group(1)} (`gpu_campaign.py run`; "
+             f"the report: `{os.path.relpath(folder, os.path.dirname(HERE))}`"
+             "):", "",
+             "| model | B,S,V,D,H,F,L | ga-opt host ms | ga-opt device ms | "
+             "eager ms | ratio | torch.compile ms | ratio | worst gradient "
+             "vs eager |", "|---|---|---|---|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['model']} | {r['size']} | {r['host']} | "
+                     f"{r['device']} | {r['eager']} | {r['ratio']} | "
+                     f"{r['compile']} | {r['cratio']} | {r['grad']} |")
+    return "\n".join(lines) + "\n"
+
+
+def table(args):
+    """Prints the table, or writes it into (--write) or compares it with
+    (--check) a document between its markers."""
+    text = bench_table(args.folder)
+    if not (args.write or args.check):
+        print(text, end="")
+        return 0
+    path = args.write or args.check
+    with open(path) as f:
+        doc = f.read()
+    if doc.count(BEGIN) != 1 or doc.count(END) != 1 or \
+            doc.index(BEGIN) > doc.index(END):
+        sys.exit(f"gpu_campaign: {path} needs one {BEGIN} before one {END}")
+    head, rest = doc.split(BEGIN)
+    old, tail = rest.split(END)
+    new = head + BEGIN + "\n" + text + END + tail
+    if args.check:
+        if old.strip() != text.strip():
+            print(f"gpu_campaign: the table in {path} is not the report's; "
+                  f"run gpu_campaign.py table {args.folder} --write {path}")
+            return 1
+        print(f"gpu_campaign: the table in {path} is the report's")
+        return 0
+    with open(path, "w") as f:
+        f.write(new)
+    print(f"gpu_campaign: wrote the table into {path}")
+    return 0
+
+
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__.split("\n")[0],
@@ -301,7 +387,15 @@ def main():
     r.add_argument("--deadline", type=float, default=480,
                    help="seconds for the whole run; a stage that would "
                         "outlast it is stopped and reported")
+    t = sub.add_parser("table")
+    t.add_argument("folder", help="a campaign's report folder "
+                   "(campaign.md and campaign.log)")
+    mode = t.add_mutually_exclusive_group()
+    mode.add_argument("--write", metavar="DOC")
+    mode.add_argument("--check", metavar="DOC")
     args = parser.parse_args()
+    if args.command == "table":
+        return table(args)
     if args.command == "prepare":
         args.out = args.out or os.path.join(args.build, "device")
         prepare(args)
