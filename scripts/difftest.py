@@ -92,8 +92,6 @@ two configurations and values. Exit status 1 when any mismatch was found.
 """
 
 import argparse
-import itertools
-import math
 import os
 import re
 import shlex
@@ -1144,7 +1142,8 @@ def bitwise_mismatch(a, b):
     if a.tobytes() != b.tobytes():
         bad = np.asarray(a).view(np.uint8).reshape(-1) != \
             np.asarray(b).view(np.uint8).reshape(-1)
-        return f"different bits ({a.ravel()[:4]} against {b.ravel()[:4]}...)"
+        return (f"different bits in {int(bad.sum())} of {bad.size} bytes "
+                f"({a.ravel()[:4]} against {b.ravel()[:4]}...)")
     return None
 
 

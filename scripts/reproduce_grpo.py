@@ -207,7 +207,7 @@ def main():
           f"{G}), AdamW lr {args.lr}")
     window = max(1, min(10, args.steps // 3))
     starts = range(0, args.steps - window + 1, window)
-    print(f"# mean reward over steps "
+    print("# mean reward over steps "
           + ", ".join(f"{i + 1}-{i + window}" for i in starts))
     for (k, naive), c in curves.items():
         print(f"{label(k, naive):>10}: " + " ".join(

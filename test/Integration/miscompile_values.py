@@ -38,7 +38,6 @@ bitwise.
 import argparse
 import os
 import subprocess
-import sys
 
 import numpy as np
 
