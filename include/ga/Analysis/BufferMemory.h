@@ -23,6 +23,7 @@
 #ifndef GA_ANALYSIS_BUFFERMEMORY_H
 #define GA_ANALYSIS_BUFFERMEMORY_H
 
+#include "ga/Runtime/ga_cuda.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinTypes.h"
 #include "llvm/ADT/SmallVector.h"
@@ -67,10 +68,11 @@ struct BufferMemoryProfile {
 std::optional<int64_t> allocationBytes(mlir::MemRefType type,
                                        int64_t alignment);
 
-/// The block the CUDA runtime's allocator gives an allocation of `bytes`:
-/// rounded up to its granule, 512 bytes.
-constexpr int64_t deviceBlockBytes(int64_t bytes) {
-  return ((bytes > 0 ? bytes : 1) + 511) / 512 * 512;
+/// The block the CUDA runtime's allocator gives an allocation of `bytes`
+/// (ga_cuda_block_bytes: rounded up to 512 bytes).
+inline int64_t deviceBlockBytes(int64_t bytes) {
+  return static_cast<int64_t>(
+      ga_cuda_block_bytes(static_cast<size_t>(bytes > 0 ? bytes : 0)));
 }
 
 /// The device memory that the CUDA runtime's caching allocator holds over

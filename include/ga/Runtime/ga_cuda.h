@@ -51,6 +51,13 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
  * buffers (the planner counts it in a device budget). */
 #define GA_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
 
+/* The block the runtime's caching allocator gives an allocation of `bytes`
+ * (at least 1): rounded up to 512 bytes, so that similar sizes share cached
+ * blocks. The memory model of a device budget rounds with it too. */
+static inline size_t ga_cuda_block_bytes(size_t bytes) {
+  return ((bytes ? bytes : 1) + 511) / 512 * 512;
+}
+
 /* The name of the device steps run on, or NULL (with `*reason` set) when
  * there is none. */
 const char *ga_cuda_device_name(const char **reason);

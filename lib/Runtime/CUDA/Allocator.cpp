@@ -25,8 +25,7 @@ static constexpr size_t kUncounted = size_t(1) << 63;
 CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
   if (!ensureInitialized(s))
     return 0;
-  // Sizes rounded to 512 bytes, so that similar sizes share cached blocks.
-  size_t size = ((bytes ? bytes : 1) + 511) / 512 * 512;
+  size_t size = ga_cuda_block_bytes(bytes);
   CUdeviceptr pointer = 0;
   auto it = s.cached.find(size);
   if (it != s.cached.end()) {

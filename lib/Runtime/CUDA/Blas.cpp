@@ -20,6 +20,7 @@
 #include "ga/Runtime/ga_cuda.h"
 
 #include <algorithm>
+#include <optional>
 
 namespace ga::cuda {
 
@@ -134,14 +135,21 @@ DONE:
 }
 )ptx";
 
-int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
-                   int64_t stride) {
+/// The elements a row-major matrix of `count` copies `stride` apart spans
+/// from its first: (count - 1) * stride + (rows - 1) * ld + cols (0 when
+/// empty).
+static int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
+                          int64_t stride) {
   if (rows == 0 || cols == 0 || count == 0)
     return 0;
   return (count - 1) * stride + (rows - 1) * ld + cols;
 }
 
-CUdeviceptr roundedToBf16(State &s, const float *source, int64_t elements) {
+/// The `elements` float32 values at `source` rounded to bfloat16 into a
+/// block of the allocator (ga_round_to_bf16 on the step's stream); 0 on
+/// failure, recorded.
+static CUdeviceptr roundedToBf16(State &s, const float *source,
+                                 int64_t elements) {
   Blas &blas = s.blas;
   if (!blas.roundToBf16) {
     if (!check(s, s.cu.cuModuleLoadData(&blas.roundModule, kRoundPtx),
@@ -173,6 +181,24 @@ CUdeviceptr roundedToBf16(State &s, const float *source, int64_t elements) {
     return 0;
   }
   return rounded;
+}
+
+RoundedOperands::RoundedOperands(State &s, int32_t transA, int32_t transB,
+                                 int64_t m, int64_t n, int64_t k, int64_t count,
+                                 const float *a, int64_t lda, int64_t strideA,
+                                 const float *b, int64_t ldb, int64_t strideB)
+    : s(s) {
+  this->a = roundedToBf16(
+      s, a, matrixSpan(transA ? k : m, transA ? m : k, lda, count, strideA));
+  if (this->a)
+    this->b = roundedToBf16(
+        s, b, matrixSpan(transB ? n : k, transB ? k : n, ldb, count, strideB));
+}
+
+RoundedOperands::~RoundedOperands() {
+  for (CUdeviceptr block : {a, b})
+    if (block)
+      release(s, block);
 }
 
 std::string gemmShape(int64_t m, int64_t n, int64_t k, int64_t count) {
@@ -242,26 +268,19 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
-  // gpu-bf16: A and B rounded to bfloat16 (the elements they span, in their
-  // layout), multiplied and summed in float32 (CUBLAS_COMPUTE_32F).
-  CUdeviceptr roundedA = 0, roundedB = 0;
+  // gpu-bf16: A and B rounded to bfloat16, multiplied and summed in float32
+  // (CUBLAS_COMPUTE_32F).
+  std::optional<RoundedOperands> rounded;
   if (bf16) {
-    roundedA = roundedToBf16(
-        s, A, matrixSpan(transA ? k : m, transA ? m : k, lda, count, strideA));
-    roundedB = roundedA
-                   ? roundedToBf16(s, B,
-                                   matrixSpan(transB ? n : k, transB ? k : n,
-                                              ldb, count, strideB))
-                   : 0;
-    if (!roundedB) {
-      if (roundedA)
-        release(s, roundedA);
+    rounded.emplace(s, transA, transB, m, n, k, count, A, lda, strideA, B, ldb,
+                    strideB);
+    if (!*rounded) {
       endGemm(s, timed, "");
       return;
     }
   }
-  const void *inA = bf16 ? reinterpret_cast<const void *>(roundedA) : A;
-  const void *inB = bf16 ? reinterpret_cast<const void *>(roundedB) : B;
+  const void *inA = bf16 ? rounded->roundedA() : A;
+  const void *inB = bf16 ? rounded->roundedB() : B;
   // cuBLAS's column-major sizes: the transposed product (see above).
   int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
   int rows = static_cast<int>(n), cols = static_cast<int>(m),
@@ -289,12 +308,6 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   else
     rc = fn.cublasSgemm_v2(handle, opA, opB, rows, cols, depth, &alpha, B, ldA,
                            A, ldB, &beta, C, ldC);
-  // The rounded copies go back to the cache; the stream orders their reuse
-  // after this GEMM.
-  if (bf16) {
-    release(s, roundedA);
-    release(s, roundedB);
-  }
   endGemm(s, timed,
           rc == 0 ? std::string()
                   : std::string(call) + " (" + gemmShape(m, n, k, count) +

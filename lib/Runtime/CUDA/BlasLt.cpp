@@ -18,6 +18,7 @@
 #include "ga/Runtime/ga_cuda.h"
 
 #include <cstdlib>
+#include <optional>
 
 namespace ga::cuda {
 
@@ -78,7 +79,7 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
   CublasLtFunctions &fn = s.blasLt.fn;
   // CUBLAS_COMPUTE_32F (68) or _FAST_TF32 (77); CUDA_R_32F (0) scales and
   // D; A and B CUDA_R_16BF (14) for gpu-bf16 (rounded by the runtime, see
-  // roundedToBf16), else CUDA_R_32F.
+  // RoundedOperands), else CUDA_R_32F.
   int compute = precision == GemmPrecision::TF32 ? 77 : 68;
   constexpr int r32f = 0, r16bf = 14;
   int inputType = precision == GemmPrecision::BF16 ? r16bf : r32f;
@@ -166,23 +167,18 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
   if (made && !makeBiasPlan(s, precision, transA, transB, m, n, k, lda, ldb,
                             ldd, plan, step))
     lt.plans.erase(it);
-  // gpu-bf16: A and B rounded to bfloat16 (see roundedToBf16).
-  bool bf16 = precision == GemmPrecision::BF16;
-  const void *A = reinterpret_cast<const float *>(a) + offsetA;
-  const void *B = reinterpret_cast<const float *>(b) + offsetB;
-  CUdeviceptr roundedA = 0, roundedB = 0;
-  if (step.failed.empty() && bf16) {
-    roundedA =
-        roundedToBf16(s, static_cast<const float *>(A),
-                      matrixSpan(transA ? k : m, transA ? m : k, lda, 1, 0));
-    roundedB = roundedA ? roundedToBf16(s, static_cast<const float *>(B),
-                                        matrixSpan(transB ? n : k,
-                                                   transB ? k : n, ldb, 1, 0))
-                        : 0;
-    if (!roundedB)
+  // gpu-bf16: A and B rounded to bfloat16 (RoundedOperands).
+  const float *floatA = reinterpret_cast<const float *>(a) + offsetA;
+  const float *floatB = reinterpret_cast<const float *>(b) + offsetB;
+  const void *A = floatA, *B = floatB;
+  std::optional<RoundedOperands> rounded;
+  if (step.failed.empty() && precision == GemmPrecision::BF16) {
+    rounded.emplace(s, transA, transB, m, n, k, /*count=*/1, floatA, lda,
+                    /*strideA=*/0, floatB, ldb, /*strideB=*/0);
+    if (!*rounded)
       step.failed = "rounding to bfloat16";
-    A = reinterpret_cast<const void *>(roundedA);
-    B = reinterpret_cast<const void *>(roundedB);
+    A = rounded->roundedA();
+    B = rounded->roundedB();
   }
   if (step.failed.empty()) {
     // The bias pointer is the only attribute that changes between calls.
@@ -201,9 +197,6 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
                                 reinterpret_cast<void *>(s.blas.workspace),
                                 plan.found.workspaceSize, s.stream));
   }
-  for (CUdeviceptr rounded : {roundedA, roundedB})
-    if (rounded)
-      release(s, rounded);
   endGemm(s, timed,
           step.failed.empty()
               ? std::string()

@@ -205,17 +205,33 @@ std::string gemmLabel(const std::string &call, int64_t m, int64_t n, int64_t k,
 /// After a GEMM: its timing ended, and `failure` recorded (empty: none; the
 /// host then waits under GA_CUDA_SYNC=1).
 void endGemm(State &s, long timed, const std::string &failure);
-/// The elements a row-major matrix of `count` strided copies spans from its
-/// first: (count - 1) * stride + (rows - 1) * ld + cols (0 when empty).
-int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
-                   int64_t stride);
-/// The `elements` float32 values at `source` rounded to the nearest
-/// bfloat16 (ties to even, as the CPU emulation of gpu-bf16 rounds) into a
-/// block of the allocator, on the step's stream: cuBLAS then multiplies
-/// exactly these values (its FAST_16BF compute types round otherwise). The
-/// caller releases the block after the GEMM is enqueued. 0 on failure,
-/// recorded.
-CUdeviceptr roundedToBf16(State &s, const float *source, int64_t elements);
+/// gpu-bf16's operands of one product, row-major as the GEMM entry points
+/// take them (A is m x k, or k x m when transA; B is k x n, or n x k when
+/// transB; `count` copies of each, `stride` elements apart), rounded to the
+/// nearest bfloat16 (ties to even, as the CPU emulation of gpu-bf16 rounds)
+/// into blocks of the allocator, in their layout, on the step's stream:
+/// cuBLAS then multiplies exactly these values (its FAST_16BF compute types
+/// round otherwise). The blocks go back to the allocator's cache when this
+/// goes out of scope, after the product is enqueued (the stream orders
+/// their reuse after it).
+class RoundedOperands {
+public:
+  RoundedOperands(State &s, int32_t transA, int32_t transB, int64_t m,
+                  int64_t n, int64_t k, int64_t count, const float *a,
+                  int64_t lda, int64_t strideA, const float *b, int64_t ldb,
+                  int64_t strideB);
+  ~RoundedOperands();
+  RoundedOperands(const RoundedOperands &) = delete;
+  RoundedOperands &operator=(const RoundedOperands &) = delete;
+  /// Whether both are rounded (else the failure is recorded in the state).
+  explicit operator bool() const { return a && b; }
+  const void *roundedA() const { return reinterpret_cast<const void *>(a); }
+  const void *roundedB() const { return reinterpret_cast<const void *>(b); }
+
+private:
+  State &s;
+  CUdeviceptr a = 0, b = 0;
+};
 
 // Profile.cpp.
 /// Starts timing `label` on the stream (GA_CUDA_PROFILE); returns the index
