@@ -68,6 +68,18 @@ def inputs(B, S, V, D, H, F, L, rng, std=0.3):
     return params, tokens, labels
 
 
+def entry_arrays(here, e):
+    """The inputs of manifest entry `e` of the benchmark folder `here`: its
+    stored .npy files, or drawn again from its seed."""
+    if e.get("stored", True):
+        return [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
+                for i in range(e["inputs"])]
+    params, tokens, labels = inputs(*e["size"],
+                                    np.random.default_rng(e["seed"]),
+                                    e["std"])
+    return params + [tokens, labels]
+
+
 def prepare(args):
     out = args.out or os.path.join(args.build, "device", "bench")
     if os.path.exists(out):
@@ -200,13 +212,7 @@ def run(args):
     failures = 0
     for e in manifest:
         size = tuple(e["size"])
-        if e.get("stored", True):
-            arrays = [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
-                      for i in range(e["inputs"])]
-        else:
-            params, tokens, labels = inputs(
-                *size, np.random.default_rng(e["seed"]), e["std"])
-            arrays = params + [tokens, labels]
+        arrays = entry_arrays(here, e)
         step = ga_step.load(os.path.join(here, e["library"]))
         results = step(*arrays)  # warm-up
         best = math.inf

@@ -205,15 +205,9 @@ def main():
         with open(os.path.join(SRC, "test", "Integration", "Inputs",
                                "asserts", "gather-step.mlir")) as f:
             text = f.read()
-        rng = np.random.default_rng(3)
-        B, S, D, V = 6, 5, 4, 16
-        wte = rng.standard_normal((V, D)).astype(np.float32)
-        x = rng.standard_normal((B, S, D)).astype(np.float32)
-        ids = rng.integers(0, V, (B, S)).astype(np.int64)
-        ids[0, 0], ids[5, 4] = 0, V - 1
+        from asserts import S, gather_inputs
+        wte, ids, x, bad = gather_inputs()
         add("gather_valid", "gather", text, [wte, ids, x], 1, False)
-        bad = ids.copy()
-        bad[2, 3] = V
         add("gather_invalid", "gather_invalid", text, [wte, bad, x], 1,
             False, expect_error=["index must be smaller than dim size",
                                  f"first at flat position {2 * S + 3}"])

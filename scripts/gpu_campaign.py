@@ -118,7 +118,7 @@ class Campaign:
         self.rows = []  # (stage, status, seconds)
         self.failed = 0
 
-    def stage(self, key, name, cmd, env=None, cwd=None, budget=None,
+    def stage(self, key, name, cmd, env=None, budget=None,
               must_pass=True):
         """Runs `cmd` with its output into the log (and stdout), under
         what is left of the deadline (and `budget` seconds at most);
@@ -139,8 +139,7 @@ class Campaign:
         start = time.time()
         full = dict(os.environ, PYTHONUNBUFFERED="1", **(env or {}))
         proc = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                stderr=subprocess.STDOUT, text=True, env=full,
-                                cwd=cwd)
+                                stderr=subprocess.STDOUT, text=True, env=full)
         lines = []
         try:
             import selectors
@@ -232,10 +231,9 @@ def run(args):
     profile = ""
     for folder in sorted(os.listdir(root)):
         bench_dir = os.path.join(root, folder)
-        what = folder
         if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
             profile += c.stage(
-                "profile", f"GA_CUDA_PROFILE of the 124M step ({what})",
+                "profile", f"GA_CUDA_PROFILE of the 124M step ({folder})",
                 [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
                     env, GA_CUDA_PROFILE="1"), budget=60,
                 must_pass=False) or ""
@@ -243,21 +241,20 @@ def run(args):
     return 1 if c.failed else 0
 
 
-# Runs the 124M step twice through the binding with GA_CUDA_PROFILE=1
-# (the runtime prints the costliest kernels at exit), inputs from the seed.
+# Runs the 124M step three times through the binding with GA_CUDA_PROFILE=1
+# (the runtime prints the costliest kernels of the steps after the first at
+# exit), its inputs as the benchmark has them.
 PROFILE_SNIPPET = r'''
 import json, os, sys
-import numpy as np
 here = sys.argv[1]
 sys.path.insert(0, here)
 import bench_cuda, ga_step
 e = [m for m in json.load(open(os.path.join(here, "bench.json")))
      if m["name"] == "gpt2"][0]
-p, t, l = bench_cuda.inputs(*e["size"], np.random.default_rng(e["seed"]),
-                            e["std"])
+arrays = bench_cuda.entry_arrays(here, e)
 step = ga_step.load(os.path.join(here, e["library"]))
 for _ in range(3):
-    r = step(*p, t, l)
+    r = step(*arrays)
 print("loss", step.summary(r)[0], flush=True)
 '''
 

@@ -302,16 +302,21 @@ class Step:
         arrays = self.check(*args)
         if out is None:
             out = [np.empty(r.shape, r.numpy_dtype) for r in sig.results]
+            targets = list(out)
         else:
             out = list(out)
             if len(out) != len(sig.results):
                 raise StepError(f"@{self.name} returns {len(sig.results)} "
                                 f"result(s), out= has {len(out)}")
+            # What the step writes: the host arrays, or _DeviceArray
+            # records of the device arrays.
+            targets = []
             for i, (o, want) in enumerate(zip(out, sig.results)):
                 if _is_device_array(o):
                     d = self._device(o, f"out[{i}]", want)
                     if d.readonly:
                         raise StepError(f"out[{i}]: a read-only device array")
+                    targets.append(d)
                     continue
                 if not isinstance(o, np.ndarray) or \
                         o.dtype != want.numpy_dtype or \
@@ -319,16 +324,16 @@ class Step:
                         not o.flags.c_contiguous or not o.flags.writeable:
                     raise StepError(f"out[{i}]: expected a writable "
                                     f"C-contiguous {want.describe()}")
+                targets.append(o)
+
         def pointer(a):
             return a.pointer if isinstance(a, _DeviceArray) else a.ctypes.data
 
-        devices = [_DeviceArray(o) if _is_device_array(o) else None
-                   for o in out]
         in_ptrs = (ctypes.c_void_p * max(1, len(arrays)))(
             *[pointer(a) for a in arrays])
-        # A zero-size result still gets a valid pointer.
-        keep = [d if d is not None else o if o.size else
-                np.empty(1, o.dtype) for o, d in zip(out, devices)]
+        # A zero-size host result still gets a valid pointer.
+        keep = [t if isinstance(t, _DeviceArray) or t.size else
+                np.empty(1, t.dtype) for t in targets]
         out_ptrs = (ctypes.c_void_p * max(1, len(keep)))(
             *[pointer(o) for o in keep])
         if any(isinstance(a, _DeviceArray) for a in arrays + keep):

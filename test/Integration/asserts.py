@@ -68,6 +68,20 @@ def results_of(out, count=2):
     return [np.load(os.path.join(out, f"result{i}.npy")) for i in range(count)]
 
 
+def gather_inputs():
+    """The gather's valid arguments (wte, ids with 0 and V - 1 among them,
+    x) and the ids with one out of range: V at [2, 3] (also the CUDA kit's,
+    scripts/cuda_kit.py)."""
+    rng = np.random.default_rng(3)
+    wte = rng.standard_normal((V, D)).astype(np.float32)
+    x = rng.standard_normal((B, S, D)).astype(np.float32)
+    ids = rng.integers(0, V, (B, S)).astype(np.int64)
+    ids[0, 0], ids[5, 4] = 0, V - 1
+    bad_high = ids.copy()
+    bad_high[2, 3] = V
+    return wte, ids, x, bad_high
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     for flag in ("--ga-opt", "--ga-run", "--ga-compile", "--ga-exec",
@@ -75,19 +89,13 @@ def main():
         parser.add_argument(flag, required=True)
     args = parser.parse_args()
     check = Checker("asserts")
-    rng = np.random.default_rng(3)
-    wte = rng.standard_normal((V, D)).astype(np.float32)
-    x = rng.standard_normal((B, S, D)).astype(np.float32)
-    ids = rng.integers(0, V, (B, S)).astype(np.int64)
-    ids[0, 0], ids[5, 4] = 0, V - 1
+    wte, ids, x, bad_high = gather_inputs()
     expected = reference(wte, ids, x)
     source_path = os.path.join(args.inputs, "gather-step.mlir")
     with open(source_path) as f:
         source = f.read()
 
     # (what, ids, message fragments): the first failing check's message.
-    bad_high = ids.copy()
-    bad_high[2, 3] = V
     bad_low = ids.copy()
     bad_low[4, 1] = -7
     both = bad_high.copy()
