@@ -5,6 +5,10 @@
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-bf16=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BF16
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-tf32=true gpu-bf16=true" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=PRECISION
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-bf16=true memory-budget=100000000" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=BF16-BUDGET
+// RUN: ga-opt --ga-pipeline="target=cuda" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLIT-DEFAULT
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-split-min-threads=16384" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLIT-THREADS
+// SPLIT-DEFAULT: ga-gpu-split-reductions{lanes=32 min-chunk=8 min-length=256 min-threads=262144}
+// SPLIT-THREADS: ga-gpu-split-reductions{lanes=32 min-chunk=8 min-length=256 min-threads=16384}
 // BF16-BUDGET: ga-pipeline: memory-budget with gpu-bf16: the runtime's bfloat16 copies of each product's operands are not in the memory model yet, so the budget could not be kept
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-blas=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=NOBLAS
 // RUN: ga-opt --ga-pipeline="target=cuda buffers-only=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BUFFERS
