@@ -58,6 +58,7 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   ga::GaGpuMapParallelLoopsPassOptions mapping;
   mapping.blockSize = options.gpuBlockSize;
   mapping.vectorWidth = options.gpuVectorWidth;
+  mapping.fuseLoops = options.gpuFusion;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   pm.addPass(ga::createGaGpuDeviceCodePass());

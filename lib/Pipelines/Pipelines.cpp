@@ -254,8 +254,11 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createCanonicalizerPass());
   // Also after train-lower-accumulate: fused producers would hide the
   // gradients' producers from its in-place accumulation.
-  if (options.fuse)
-    pm.addPass(createGaFuseElementwisePass());
+  if (options.fuse) {
+    GaFuseElementwisePassOptions fuse;
+    fuse.intoReductions = cuda && options.gpuFusion;
+    pm.addPass(createGaFuseElementwisePass(fuse));
+  }
   // After train-lower-accumulate, whose in-place accumulation reads the
   // producers of the gradients; before everything whose cost grows with the
   // code: each distinct operation is tiled, vectorized and compiled once.

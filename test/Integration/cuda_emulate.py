@@ -12,7 +12,11 @@ bits of the CPU pipeline with scalar code (vectorize=false: the same order
 of every sum), which checks the mapping, the memory placement, the
 host-code moves, the GEMMs with a bias epilogue (gpu-bias-epilogue, on
 by default) and the elementwise kernels on vectors (gpu-vector-width=2
-here, so that the examples' rows of 64 qualify) without a GPU. With the default two-stage reductions
+here, so that the examples' rows of 64 qualify) without a GPU. At k = 4, the same
+step without the CUDA target's fusion (gpu-fusion=false: no producer
+fused into a reduction, every loop nest its own kernel) must give the
+fused step's bits, with and without two-stage
+reductions. With the default two-stage reductions
 (ga-gpu-split-reductions, another summation order; here down to reductions
 of 16 elements and rows in 8 lanes, so that the examples' are split), every
 result must match the CPU's within a relative norm error of 1e-5 (exact
@@ -166,6 +170,15 @@ def main():
                                        1e-5)
                     else:
                         check.equal(f"{tag}: result #{i}", a, b)
+                if (r, k, naive) == (1, 4, False):
+                    # The CUDA target's fusion (gpu-fusion, on above)
+                    # changes no bit.
+                    unfused = emulate(
+                        args, path, os.path.join(work, variant + "_unfused"),
+                        flag + " gpu-fusion=false", inputs[name])
+                    for i, (a, b) in enumerate(zip(unfused, got)):
+                        check.equal(f"{tag} {variant}: result #{i} without "
+                                    "gpu-fusion", a, b)
             if (r, k, naive) == (1, 1, False):
                 check_bf16(args, check, name, path, work, inputs[name],
                            expected)

@@ -123,6 +123,15 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "(ga-gpu-map-parallel-loops vector-width: 1, 2 or 4; "
                      "1: scalar code)"),
       llvm::cl::init(4)};
+  Option<bool> gpuFusion{
+      *this, "gpu-fusion",
+      llvm::cl::desc("target=cuda: fewer kernels, bitwise the same results: "
+                     "single-use elementwise producers also fused into "
+                     "reductions (ga-fuse-elementwise into-reductions, with "
+                     "fuse) and adjacent loop nests of the same iteration "
+                     "space into one kernel (ga-gpu-map-parallel-loops "
+                     "fuse-loops)"),
+      llvm::cl::init(true)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

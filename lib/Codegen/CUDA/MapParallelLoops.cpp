@@ -299,6 +299,10 @@ struct GaGpuMapParallelLoopsPass
       rewriter.eraseOp(op);
     }
 
+    if (fuseLoops)
+      for (Region &region : root->getRegions())
+        ga::cuda::fuseParallelLoops(region);
+
     // Tile and map the outermost parallel loops that are not mapped yet.
     SmallVector<scf::ParallelOp> loops;
     root->walk([&](scf::ParallelOp loop) {

@@ -20,6 +20,14 @@ bool insideKernel(mlir::Operation *op);
 mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
                                           mlir::Operation *op);
 
+/// Fuses each parallel loop nest of the host code in `region` into the next
+/// one where ga-gpu-fuse-parallel-loops' conditions hold (same iteration
+/// space, only allocations, deallocations (moved after the fused loop) and
+/// operations without memory effects between them, shared buffers touched
+/// only at each iteration's own element);
+/// returns how many loops were fused away.
+unsigned fuseParallelLoops(mlir::Region &region);
+
 } // namespace ga::cuda
 
 #endif // GA_LIB_CODEGEN_CUDA_UTILS_H

@@ -6,10 +6,13 @@
 //
 // Upstream's elementwise fusion, restricted to what keeps results bitwise
 // and costs nothing: a single-use elementwise producer into an elementwise
-// consumer, which reads it through a permutation of its loops. Fusion never
-// makes a producer run more than once per element it writes:
-//   - a consumer with a reduction would recompute the producer at every step
-//     of the reduction;
+// consumer (or, with into-reductions, a reducing one), which reads it
+// through a permutation of its loops: each iteration of the consumer reads
+// one producer element, and no two read the same. Fusion never makes a
+// producer run more than once per element it writes:
+//   - a consumer that reduces over a loop the producer's map does not read
+//     (a product's k) would recompute the producer at every step of that
+//     reduction: the permutation excludes it;
 //   - a producer with several users would be computed several times;
 //   - a consumer that reads the producer through a broadcast (a map that
 //     drops or repeats loops) would compute each producer element once per
@@ -40,12 +43,12 @@ static bool allParallel(linalg::LinalgOp op) {
 /// that also reads its init (an accumulation `acc + g` into a loop's
 /// running value) is left alone: fusing more inputs into it can keep
 /// bufferization from computing it in place in the loop's buffer.
-static bool shouldFuse(OpOperand *operand) {
+static bool shouldFuse(OpOperand *operand, bool intoReductions) {
   auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
   auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
   if (!producer || !consumer || !operand->get().hasOneUse() ||
       producer->getNumResults() != 1 || !allParallel(producer) ||
-      !allParallel(consumer))
+      (!intoReductions && !allParallel(consumer)))
     return false;
   // One consumer iteration per producer element, and the other way round.
   if (!consumer.getMatchingIndexingMap(operand).isPermutation())
@@ -58,11 +61,13 @@ static bool shouldFuse(OpOperand *operand) {
 
 /// Fuses one producer into its consumer somewhere in `root`; false when
 /// nothing is left to fuse.
-static bool fuseOne(Operation *root, RewriterBase &rewriter) {
+static bool fuseOne(Operation *root, RewriterBase &rewriter,
+                    bool intoReductions) {
   OpOperand *found = nullptr;
   root->walk([&](linalg::GenericOp consumer) {
     for (OpOperand *operand : consumer.getDpsInputOperands())
-      if (shouldFuse(operand) && linalg::areElementwiseOpsFusable(operand)) {
+      if (shouldFuse(operand, intoReductions) &&
+          linalg::areElementwiseOpsFusable(operand)) {
         found = operand;
         return WalkResult::interrupt();
       }
@@ -95,7 +100,7 @@ struct GaFuseElementwisePass
   using Base::Base;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    while (fuseOne(getOperation(), rewriter)) {
+    while (fuseOne(getOperation(), rewriter, intoReductions)) {
     }
   }
 };

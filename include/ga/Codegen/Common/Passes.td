@@ -27,9 +27,22 @@ def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
     recomputed, no reduction is touched), so results are bitwise unchanged,
     and the intermediate tensor is neither written nor read back.
 
+    With `into-reductions`, the consumer may also reduce (a row sum of
+    squares, the sum of a softmax's exponentials): the producer's element is
+    still read once, by the one iteration of the reduction that read it
+    from memory, and computed by the same operations, so the results keep
+    their bits; the reduction's body grows by the producer's, which suits a
+    GPU thread that sums a row but can keep the CPU's vector code from
+    applying (`target=cuda` sets it).
+
     Run it after `train-lower-accumulate` (whose in-place accumulation looks
     at the producers of the gradients) and before `ga-outline-kernels`.
   }];
+  let options = [
+    Option<"intoReductions", "into-reductions", "bool", /*default=*/"false",
+           "Also fuse into consumers with reduction loops (each producer "
+           "element still computed once)">,
+  ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
 
