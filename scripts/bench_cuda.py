@@ -19,7 +19,11 @@ Two halves, because the GPU machine has no MLIR:
       --repeat runs after warm-ups (torch.compile's include its
       compilation). Prints both losses, the worst gradient's difference
       to PyTorch eager's (|ga - torch| / |torch|), tokens per second,
-      PyTorch eager's peak device memory, the times and the ratios;
+      the peak device memory of both (ga-opt's: its runtime's count of
+      the step's buffers, plus the arguments, its copies of them, the
+      results and cuBLAS's workspace), the model FLOPs utilization (MFU: nanoGPT's count of the
+      step's work over the time and the device's dense peak, float32 or
+      bf16), the times and the ratios;
       --tolerance T exits 1 when the loss or a gradient differs by more.
       Inputs over 32 MiB (GPT-2 124M's 500 MB of parameters) are not
       stored: `run` draws them from their seed.
@@ -47,9 +51,64 @@ SIZES = {  # B, S, V, D, H, F, L (as scripts/bench_models.py)
     # 1024 tokens; its inputs (500 MB of parameters) are drawn from their
     # seed where the benchmark runs.
     "gpt2": (4, 1024, 50304, 768, 12, 3072, 12),
+    # The same at 8 and 16 sequences (llm.c's and the goals' batches).
+    "gpt2_b8": (8, 1024, 50304, 768, 12, 3072, 12),
+    "gpt2_b16": (16, 1024, 50304, 768, 12, 3072, 12),
 }
 # Parameters are normal * INIT_STD (GPT-2's 0.02 at its own size).
-INIT_STD = {"gpt2": 0.02}
+INIT_STD = {"gpt2": 0.02, "gpt2_b8": 0.02, "gpt2_b16": 0.02}
+# Dense peak TFLOP/s of a device (NVIDIA's data sheets): float32 on CUDA
+# cores (TF32 off) and bfloat16 on tensor cores, by a part of the name
+# torch.cuda.get_device_name() gives; the first that matches.
+PEAK_TFLOPS = [("H100 PCIe", 51.2, 756.0), ("H100", 66.9, 989.4),
+               ("H200", 66.9, 989.4), ("A100", 19.5, 312.0),
+               ("L40S", 91.6, 362.1)]
+# cuBLAS's workspace, which the runtime allocates beside the step's own
+# buffers (GA_CUDA_BLAS_WORKSPACE_BYTES in include/ga/Runtime/ga_cuda.h).
+BLAS_WORKSPACE_BYTES = 32 << 20
+
+
+def step_flops(size):
+    """The work of one training step of the model, forward and backward,
+    as nanoGPT and PaLM count it: 6 per weight of the products (blocks and
+    head; embeddings, norms and biases aside) and 12 * L * D * S for the
+    attention's two products, per token (the causal mask not halved)."""
+    B, S, V, D, H, F, L = size
+    weights = L * (3 * D * D + D * D + 2 * D * F) + D * V
+    return (6 * weights + 12 * L * D * S) * B * S
+
+
+def peak_flops(device, bf16):
+    """The device's dense peak FLOP/s for the step's arithmetic, or None
+    for a device not in PEAK_TFLOPS."""
+    for part, f32, b16 in PEAK_TFLOPS:
+        if part in device:
+            return (b16 if bf16 else f32) * 1e12
+    return None
+
+
+class DeviceMemory:
+    """The CUDA runtime's count of a step library's own device buffers
+    (ga_cuda_memory_stats: the caching allocator's blocks in use, their
+    peak since ga_cuda_memory_reset_peak)."""
+
+    def __init__(self, library):
+        import ctypes
+
+        class Stats(ctypes.Structure):
+            _fields_ = [("current_bytes", ctypes.c_int64),
+                        ("peak_bytes", ctypes.c_int64),
+                        ("allocations", ctypes.c_int64)]
+        self.ctypes, self.Stats = ctypes, Stats
+        self.lib = ctypes.CDLL(library)
+
+    def reset(self):
+        self.lib.ga_cuda_memory_reset_peak()
+
+    def peak(self):
+        stats = self.Stats()
+        self.lib.ga_cuda_memory_stats(self.ctypes.byref(stats))
+        return stats.peak_bytes
 # Inputs larger than this are drawn from their seed by `run`, not stored.
 STORE_BYTES = 32 << 20
 
@@ -201,8 +260,11 @@ def run(args):
     torch.backends.cudnn.allow_tf32 = False
     with open(os.path.join(here, "bench.json")) as f:
         manifest = json.load(f)
+    device = torch.cuda.get_device_name()
+    # MFU against the tensor cores' bf16 peak where the products are bf16.
+    bf16 = manifest_precision(here) != "float32"
     print(f"ga-opt CUDA benchmark, tiny-GPT step on "
-          f"{torch.cuda.get_device_name()} ({manifest_precision(here)}; "
+          f"{device} ({manifest_precision(here)}; "
           f"PyTorch {'bf16 autocast' if args.autocast else 'float32'}, TF32 "
           f"off; min of {args.repeat} runs after a warm-up)")
     print(f"{'model':7} {'B,S,V,D,H,F,L':>30} {'host ms':>10} "
@@ -230,6 +292,17 @@ def run(args):
                                dtype=getattr(torch, r.numpy_dtype.name))
                    for r in step.signature.results]
         step(*dev_args, out=dev_out)  # warm-up
+        # The device memory of a step on device arrays: its own buffers at
+        # their peak, the arguments (the caller's and the step's copies of
+        # them, which its runtime does not count as step buffers) and the
+        # results (as PyTorch's peak counts the parameters, the batch and
+        # the gradients), cuBLAS's workspace.
+        memory = DeviceMemory(os.path.join(here, e["library"]))
+        memory.reset()
+        step(*dev_args, out=dev_out)
+        step_bytes = memory.peak()
+        io_bytes = sum(2 * t.numel() * t.element_size() for t in dev_args)
+        io_bytes += sum(t.numel() * t.element_size() for t in dev_out)
         resident = math.inf
         for _ in range(args.repeat):
             torch.cuda.synchronize()
@@ -265,14 +338,21 @@ def run(args):
               f"{tt * 1e3:>9.3f} {resident / tt:>6.2f} "
               f"{tokens:>9.0f} {loss:>10.5f} {tloss:>10.5f} {worst:>9.1e} "
               f"{tpeak / 2**20:>14.1f}", flush=True)
+        flops = step_flops(size)
+        peak = peak_flops(device, bf16)
+
+        def mfu(seconds):
+            return (f"{100 * flops / seconds / peak:.1f}%" if peak else "n/a")
+        print(memory_line(step_bytes, io_bytes, tpeak, mfu(resident),
+                          mfu(tt), flops, peak, bf16), flush=True)
         if not args.no_compile:
             try:
                 tc, _, _, _ = torch_step(torch, size, arrays, args.repeat,
                                          compiled=True,
                                          autocast=args.autocast)
                 print(f"  torch.compile: {tc * 1e3:.3f} ms, ga-opt (device "
-                      f"arrays) / torch.compile {resident / tc:.2f}",
-                      flush=True)
+                      f"arrays) / torch.compile {resident / tc:.2f}; MFU "
+                      f"{mfu(tc)}", flush=True)
             except Exception as error:  # no Triton, no compiler: noted
                 print(f"  torch.compile failed: {type(error).__name__}: "
                       f"{str(error).splitlines()[0] if str(error) else ''}")
@@ -288,8 +368,27 @@ def run(args):
           "device ms with CUDA tensors in and out; PyTorch on device "
           "tensors; ratios: ga-opt on device arrays / PyTorch eager, / "
           "torch.compile; tokens/s of ga-opt on device arrays; grad diff: "
-          "the worst parameter's |ga - eager| / |eager| of both calls)")
+          "the worst parameter's |ga - eager| / |eager| of both calls; "
+          "memory: peak device bytes, ga-opt's from its runtime's allocator "
+          "on device arrays, eager's torch.cuda.max_memory_allocated; MFU: "
+          "step_flops / time / the device's dense peak)")
     return 1 if failures else 0
+
+
+def memory_line(step_bytes, io_bytes, torch_peak, ga_mfu, torch_mfu, flops,
+                peak, bf16):
+    """The benchmark's line of peaks and MFU under a model's row (which
+    gpu_campaign.py's table reads)."""
+    ga_peak = step_bytes + io_bytes + BLAS_WORKSPACE_BYTES
+    return (f"  memory: ga-opt {ga_peak / 2**20:.1f} MiB (step buffers "
+            f"{step_bytes / 2**20:.1f}, arguments twice and results "
+            f"{io_bytes / 2**20:.1f}, cuBLAS workspace "
+            f"{BLAS_WORKSPACE_BYTES / 2**20:.0f}), eager "
+            f"{torch_peak / 2**20:.1f} MiB, ratio "
+            f"{ga_peak / torch_peak:.2f}; MFU: ga-opt {ga_mfu}, eager "
+            f"{torch_mfu} ({flops / 1e12:.3f} TFLOP per step, peak "
+            f"{peak / 1e12 if peak else 0:.1f} TFLOP/s "
+            f"{'bf16' if bf16 else 'float32'})")
 
 
 def manifest_precision(here):

@@ -20,8 +20,9 @@ markdown report.
                 benchmark against PyTorch (scripts/bench_cuda.py prepare);
         graph/  the three small sizes again, compiled for CUDA graphs
                 (check-labels=false);
-        bf16/   the medium size and GPT-2 124M's shape with bf16 GEMMs
-                (gpu-bf16=true);
+        bf16/   the medium size and GPT-2 124M's shape (B 4 and 16) with
+                bf16 GEMMs (gpu-bf16=true);
+        large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
         this script and cuda_gemm_check.py.
   python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
       (there) runs, in this order: the device's facts (nvidia-smi, ldd of
@@ -31,9 +32,11 @@ markdown report.
       (cuda_gemm_check.py), the benchmark (float32, then CUDA graphs,
       then bf16 GEMMs against PyTorch's bf16 autocast), each against
       PyTorch eager and torch.compile in one process, the gradients
-      against PyTorch eager's; then GA_CUDA_PROFILE's kernel times of the
-      124M step (float32 and bf16). `--only STAGE,...` runs some stages
-      (device, steps, gemm, bench, graph, bf16, profile).
+      against PyTorch eager's, with both peaks of device memory and the
+      MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
+      and bf16), and last the float32 benchmark at B 8 and 16. `--only
+      STAGE,...` runs some stages (device, steps, gemm, bench, graph,
+      bf16, profile, large).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
       the float32 benchmark of the report in DIR (campaign.md and
       campaign.log) as a markdown table, written into or checked against
@@ -86,8 +89,11 @@ def prepare(args):
                    "--pipeline-options", "check-labels=false"]),
         ("bf16", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                   "--build", build, "--out", os.path.join(out, "bf16"),
-                  "--chip", args.chip, "--sizes", "medium,gpt2",
+                  "--chip", args.chip, "--sizes", "medium,gpt2,gpt2_b16",
                   "--pipeline-options", "gpu-bf16=true"]),
+        ("large", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                   "--build", build, "--out", os.path.join(out, "large"),
+                   "--chip", args.chip, "--sizes", "gpt2_b8,gpt2_b16"]),
     ]
     for name, cmd in steps:
         start = time.time()
@@ -237,7 +243,11 @@ def run(args):
                 [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
                     env, GA_CUDA_PROFILE="1"), budget=60,
                 must_pass=False) or ""
-    write_report(c, args, facts, check, bench, graph, bf16, profile)
+    large = c.stage("large", LARGE,
+                    [py, os.path.join(root, "large", "bench_cuda.py"), "run",
+                     "--repeat", "5", "--tolerance", "1e-3"], env=env,
+                    budget=240)
+    write_report(c, args, facts, check, bench, graph, bf16, profile, large)
     return 1 if c.failed else 0
 
 
@@ -259,7 +269,10 @@ print("loss", step.summary(r)[0], flush=True)
 '''
 
 
-def write_report(c, args, facts, check, bench, graph, bf16, profile):
+LARGE = "benchmark at B 8 and 16, float32"
+
+
+def write_report(c, args, facts, check, bench, graph, bf16, profile, large):
     now = datetime.datetime.now(datetime.timezone.utc)
     device = "?"
     if facts:
@@ -279,7 +292,9 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile):
                 ("Benchmark, float32", bench, "ga-opt CUDA benchmark"),
                 ("Benchmark, CUDA graphs", graph, "ga-opt CUDA benchmark"),
                 ("Benchmark, bf16", bf16, "ga-opt CUDA benchmark"),
-                ("Kernel profile of the 124M step", profile, None)):
+                ("Kernel profile of the 124M step", profile, None),
+                ("Benchmark at B 8 and 16, float32", large,
+                 "ga-opt CUDA benchmark")):
             if not text:
                 continue
             body = section(text, start) if start else text
@@ -291,7 +306,10 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile):
 BEGIN, END = "<!-- gpu-bench:begin -->", "<!-- gpu-bench:end -->"
 ROW = re.compile(r"^(\w+)\s+([\d,]+)\s+([\d.]+)\s+([\d.]+)\s+([\d.]+)\s+"
                  r"([\d.]+)\s+(\d+)\s+(\S+)\s+(\S+)\s+(\S+)\s+([\d.]+)$")
-COMPILED = re.compile(r"^\s+torch\.compile: ([\d.]+) ms, .* ([\d.]+)$")
+COMPILED = re.compile(r"^\s+torch\.compile: ([\d.]+) ms, .* ([\d.]+)"
+                      r"(?:; MFU (\S+))?$")
+MEMORY = re.compile(r"^\s+memory: ga-opt ([\d.]+) MiB .* eager ([\d.]+) "
+                    r"MiB, ratio [\d.]+; MFU: ga-opt (\S+), eager (\S+) ")
 
 
 def bench_table(folder):
@@ -312,6 +330,8 @@ def bench_table(folder):
     if not (when and device and bench):
         sys.exit(f"gpu_campaign: {folder} has no float32 benchmark (its "
                  "campaign.md and campaign.log)")
+    # The larger batches' stage, where the campaign ran it.
+    bench += section(log, f"== {LARGE}", "\n== ") or ""
     rows = []
     for line in bench.splitlines():
         m = ROW.match(line)
@@ -319,22 +339,38 @@ def bench_table(folder):
             rows.append({"model": m.group(1), "size": m.group(2),
                          "host": m.group(3), "device": m.group(4),
                          "eager": m.group(5), "ratio": m.group(6),
-                         "grad": m.group(10), "compile": "", "cratio": ""})
+                         "grad": m.group(10), "compile": "", "cratio": "",
+                         "cmfu": ""})
         m = COMPILED.match(line)
         if m and rows:
-            rows[-1]["compile"], rows[-1]["cratio"] = m.group(1), m.group(2)
+            rows[-1].update(compile=m.group(1), cratio=m.group(2),
+                            cmfu=m.group(3) or "")
+        m = MEMORY.match(line)
+        if m and rows:
+            rows[-1].update(gapeak=m.group(1), tpeak=m.group(2),
+                            gamfu=m.group(3), tmfu=m.group(4))
     if not rows:
         sys.exit(f"gpu_campaign: no benchmark rows in {folder}/campaign.log")
+    # Peaks and MFU: in the reports of campaigns that measured them.
+    memory = any("gapeak" in r for r in rows)
+    header = ("| model | B,S,V,D,H,F,L | ga-opt host ms | ga-opt device ms | "
+              "eager ms | ratio | torch.compile ms | ratio | worst gradient "
+              "vs eager |")
+    if memory:
+        header += (" ga-opt peak MiB | eager peak MiB | MFU ga-opt | MFU "
+                   "eager | MFU torch.compile |")
     lines = [f"{device.group(1)}, {when.group(1)} (`gpu_campaign.py run`; "
              f"the report: `{os.path.relpath(folder, os.path.dirname(HERE))}`"
-             "):", "",
-             "| model | B,S,V,D,H,F,L | ga-opt host ms | ga-opt device ms | "
-             "eager ms | ratio | torch.compile ms | ratio | worst gradient "
-             "vs eager |", "|---|---|---|---|---|---|---|---|---|"]
+             "):", "", header, "|---" * header.count(" |") + "|"]
     for r in rows:
-        lines.append(f"| {r['model']} | {r['size']} | {r['host']} | "
-                     f"{r['device']} | {r['eager']} | {r['ratio']} | "
-                     f"{r['compile']} | {r['cratio']} | {r['grad']} |")
+        line = (f"| {r['model']} | {r['size']} | {r['host']} | "
+                f"{r['device']} | {r['eager']} | {r['ratio']} | "
+                f"{r['compile']} | {r['cratio']} | {r['grad']} |")
+        if memory:
+            line += (f" {r.get('gapeak', '')} | {r.get('tpeak', '')} | "
+                     f"{r.get('gamfu', '')} | {r.get('tmfu', '')} | "
+                     f"{r['cmfu']} |")
+        lines.append(line)
     return "\n".join(lines) + "\n"
 
 

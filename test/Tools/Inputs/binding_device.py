@@ -72,6 +72,17 @@ print("device results:", all(a is b for a, b in zip(again, outs)),
       [o.get().shape == r.shape for o, r in zip(outs, results)])
 mixed = step(host[0], *args[1:])
 print("mixed:", len(mixed))
+# The benchmark's count of a step's own device buffers (the runtime's
+# allocator): a step on device arrays holds as much as one on host arrays.
+sys.path.insert(0, sys.argv[1] + "/../scripts")
+from bench_cuda import DeviceMemory  # noqa: E402
+memory = DeviceMemory(cuda_lib)
+memory.reset()
+step(*host)
+on_host = memory.peak()
+memory.reset()
+step(*args, out=outs)
+print("step buffers:", on_host > 0, memory.peak() == on_host)
 w = host[0]
 attempt("shape", lambda: step(Device(w.shape[::-1], w.dtype), *args[1:]))
 attempt("layout", lambda: step(
