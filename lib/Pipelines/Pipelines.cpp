@@ -257,6 +257,7 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   if (options.fuse) {
     GaFuseElementwisePassOptions fuse;
     fuse.intoReductions = cuda && options.gpuFusion;
+    fuse.recomputeCheap = cuda && options.gpuFusion;
     pm.addPass(createGaFuseElementwisePass(fuse));
   }
   // After train-lower-accumulate, whose in-place accumulation reads the

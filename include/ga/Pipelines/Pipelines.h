@@ -126,9 +126,11 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   Option<bool> gpuFusion{
       *this, "gpu-fusion",
       llvm::cl::desc("target=cuda: fewer kernels, bitwise the same results: "
-                     "single-use elementwise producers also fused into "
-                     "reductions (ga-fuse-elementwise into-reductions, with "
-                     "fuse) and adjacent loop nests of the same iteration "
+                     "elementwise producers also fused into reductions, "
+                     "and cheap ones with several users into each of them "
+                     "(ga-fuse-elementwise into-reductions recompute-cheap, "
+                     "with fuse), and adjacent loop nests of the same "
+                     "iteration "
                      "space into one kernel (ga-gpu-map-parallel-loops "
                      "fuse-loops)"),
       llvm::cl::init(true)};

@@ -13,7 +13,10 @@
 //   - a consumer that reduces over a loop the producer's map does not read
 //     (a product's k) would recompute the producer at every step of that
 //     reduction: the permutation excludes it;
-//   - a producer with several users would be computed several times;
+//   - a producer with several users would be computed several times:
+//     only with recompute-cheap, for a few arithmetic operations, once
+//     every user can take it in (then its tensor is neither written nor
+//     read back, which costs more than the operations on a GPU);
 //   - a consumer that reads the producer through a broadcast (a map that
 //     drops or repeats loops) would compute each producer element once per
 //     broadcast element. For a producer whose body reads its init (an
@@ -26,6 +29,7 @@
 
 #include "ga/Codegen/Common/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 
 namespace ga {
@@ -39,35 +43,76 @@ static bool allParallel(linalg::LinalgOp op) {
   return op.getNumLoops() == op.getNumParallelLoops();
 }
 
-/// Whether the producer of `operand` may be fused into its owner. A consumer
-/// that also reads its init (an accumulation `acc + g` into a loop's
-/// running value) is left alone: fusing more inputs into it can keep
-/// bufferization from computing it in place in the loop's buffer.
-static bool shouldFuse(OpOperand *operand, bool intoReductions) {
-  auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+/// Whether `operand`'s owner may take in the producer of the value it reads:
+/// a linalg.generic, parallel (or reducing, with `intoReductions`), reading
+/// it through a permutation of its loops: one consumer iteration per
+/// producer element, and the other way round. A consumer that also reads
+/// its init (an accumulation `acc + g` into a loop's running value) is left
+/// alone: fusing more inputs into it can keep bufferization from computing
+/// it in place in the loop's buffer.
+static bool fusibleUse(OpOperand *operand, bool intoReductions) {
   auto consumer = dyn_cast<linalg::GenericOp>(operand->getOwner());
-  if (!producer || !consumer || !operand->get().hasOneUse() ||
-      producer->getNumResults() != 1 || !allParallel(producer) ||
-      (!intoReductions && !allParallel(consumer)))
-    return false;
-  // One consumer iteration per producer element, and the other way round.
-  if (!consumer.getMatchingIndexingMap(operand).isPermutation())
+  if (!consumer || !consumer.isDpsInput(operand) ||
+      (!intoReductions && !allParallel(consumer)) ||
+      !consumer.getMatchingIndexingMap(operand).isPermutation())
     return false;
   for (Value init : consumer.getDpsInits())
     if (llvm::is_contained(consumer.getDpsInputs(), init))
       return false;
+  return linalg::areElementwiseOpsFusable(operand);
+}
+
+/// Whether `producer` costs less to compute again in each consumer than to
+/// write and read back: at most three arithmetic operations (no math
+/// function, no division), not reading its init, not adding to a product.
+static bool cheapToRecompute(linalg::GenericOp producer) {
+  Block *body = producer.getBlock();
+  if (body->getOperations().size() > 4)
+    return false;
+  for (Operation &op : body->without_terminator())
+    if (op.getDialect()->getNamespace() != "arith" ||
+        isa<arith::DivFOp, arith::DivSIOp, arith::DivUIOp, arith::RemFOp,
+            arith::RemSIOp, arith::RemUIOp>(op))
+      return false;
+  for (OpOperand &init : producer.getDpsInitsMutable())
+    if (producer.payloadUsesValueFromOperand(&init))
+      return false;
+  // A bias added to a product stays one operation: the CUDA target puts it
+  // into the GEMM's epilogue (ga-gpu-gemm-to-blas bias-epilogue).
+  for (Value input : producer.getDpsInputs())
+    if (auto op = input.getDefiningOp<linalg::LinalgOp>())
+      if (linalg::isaContractionOpInterface(op))
+        return false;
   return true;
+}
+
+/// Whether the producer of `operand` may be fused into its owner: an
+/// elementwise linalg.generic with one result, read only there, or, with
+/// `recomputeCheap`, a cheap one whose every user can take it in (each
+/// computes it again; once all have, the producer and its tensor go).
+static bool shouldFuse(OpOperand *operand, bool intoReductions,
+                       bool recomputeCheap) {
+  auto producer = operand->get().getDefiningOp<linalg::GenericOp>();
+  if (!producer || producer->getNumResults() != 1 || !allParallel(producer) ||
+      !fusibleUse(operand, intoReductions))
+    return false;
+  if (operand->get().hasOneUse())
+    return true;
+  if (!recomputeCheap || !cheapToRecompute(producer))
+    return false;
+  return llvm::all_of(operand->get().getUses(), [&](OpOperand &use) {
+    return fusibleUse(&use, intoReductions);
+  });
 }
 
 /// Fuses one producer into its consumer somewhere in `root`; false when
 /// nothing is left to fuse.
 static bool fuseOne(Operation *root, RewriterBase &rewriter,
-                    bool intoReductions) {
+                    bool intoReductions, bool recomputeCheap) {
   OpOperand *found = nullptr;
   root->walk([&](linalg::GenericOp consumer) {
     for (OpOperand *operand : consumer.getDpsInputOperands())
-      if (shouldFuse(operand, intoReductions) &&
-          linalg::areElementwiseOpsFusable(operand)) {
+      if (shouldFuse(operand, intoReductions, recomputeCheap)) {
         found = operand;
         return WalkResult::interrupt();
       }
@@ -78,6 +123,13 @@ static bool fuseOne(Operation *root, RewriterBase &rewriter,
   Operation *consumer = found->getOwner();
   Operation *producer = found->get().getDefiningOp();
   rewriter.setInsertionPoint(consumer);
+  // A producer with other users: this consumer fuses a copy of its own.
+  Operation *shared = nullptr;
+  if (!found->get().hasOneUse()) {
+    shared = producer;
+    producer = rewriter.clone(*producer);
+    found->set(producer->getResult(0));
+  }
   FailureOr<linalg::ElementwiseOpFusionResult> fused =
       linalg::fuseElementwiseOps(rewriter, found);
   if (failed(fused))
@@ -88,6 +140,8 @@ static bool fuseOne(Operation *root, RewriterBase &rewriter,
   rewriter.eraseOp(consumer);
   if (producer->use_empty())
     rewriter.eraseOp(producer);
+  if (shared && shared->use_empty())
+    rewriter.eraseOp(shared);
   return true;
 }
 
@@ -100,7 +154,7 @@ struct GaFuseElementwisePass
   using Base::Base;
   void runOnOperation() override {
     IRRewriter rewriter(&getContext());
-    while (fuseOne(getOperation(), rewriter, intoReductions)) {
+    while (fuseOne(getOperation(), rewriter, intoReductions, recomputeCheap)) {
     }
   }
 };

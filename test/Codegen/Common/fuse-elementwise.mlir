@@ -1,4 +1,5 @@
 // RUN: ga-opt %s --ga-fuse-elementwise | FileCheck %s
+// RUN: ga-opt %s --ga-fuse-elementwise="into-reductions=true recompute-cheap=true" | FileCheck %s --check-prefix=CUDA
 
 #id = affine_map<(i, j) -> (i, j)>
 #col = affine_map<(i, j) -> (j)>
@@ -32,10 +33,21 @@ func.func @bias_then_scale(%x: tensor<8x4xf32>, %w: tensor<4x4xf32>, %b: tensor<
   return %scaled : tensor<8x4xf32>
 }
 
-// Not fused: a reduction consumer (it would recompute the producer at every
-// step of the reduction) and a producer with two users.
+// Not fused: a reduction consumer and a producer with two users. With
+// into-reductions (the CUDA target), the squares fuse into their row sum
+// (each square still computed once, by the iteration that read it); the
+// negation stays: one of its users (the return) cannot take it in.
 // CHECK-LABEL: func.func @not_fused(
 // CHECK-COUNT-4: linalg.generic
+// CUDA-LABEL: func.func @not_fused(
+// CUDA: linalg.generic
+// CUDA-SAME: iterator_types = ["parallel", "reduction"]
+// CUDA-NEXT: ^bb0
+// CUDA-NEXT: arith.mulf
+// CUDA-NEXT: arith.addf
+// CUDA-COUNT-2: linalg.generic
+// CUDA-NOT: linalg.generic
+// CUDA: return
 func.func @not_fused(%x: tensor<8x4xf32>, %acc: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
   %e = tensor.empty() : tensor<8x4xf32>
   %sq = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -138,4 +150,64 @@ func.func @accumulate_under_transpose(%acc: tensor<8x4xf32>, %g: tensor<8x4xf32>
     linalg.yield %s : f32
   } -> tensor<4x8xf32>
   return %t : tensor<4x8xf32>
+}
+
+// A centering (one subtraction) read by a sum of squares and by the
+// normalization: with recompute-cheap both compute it again and its tensor
+// goes; an exponential with two users stays (not cheap).
+// CHECK-LABEL: func.func @shared_producers(
+// CHECK-COUNT-5: linalg.generic
+// CUDA-LABEL: func.func @shared_producers(
+// CUDA: linalg.generic
+// CUDA-SAME: iterator_types = ["parallel", "reduction"]
+// CUDA: arith.subf
+// CUDA: arith.mulf
+// CUDA: linalg.generic
+// CUDA-SAME: iterator_types = ["parallel", "parallel"]
+// CUDA: arith.subf
+// CUDA: arith.mulf
+// CUDA: math.exp
+// CUDA-COUNT-2: linalg.generic
+// CUDA-NOT: linalg.generic
+// CUDA: return
+func.func @shared_producers(%x: tensor<8x4xf32>, %mean: tensor<8xf32>, %acc: tensor<8xf32>, %r: tensor<8xf32>) -> (tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %c = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x, %mean : tensor<8x4xf32>, tensor<8xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %m: f32, %o: f32):
+    %s = arith.subf %a, %m : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %var = linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]}
+      ins(%c : tensor<8x4xf32>) outs(%acc : tensor<8xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    %t = arith.addf %s, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<8xf32>
+  %n = linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%c, %r : tensor<8x4xf32>, tensor<8xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %q: f32, %o: f32):
+    %s = arith.mulf %a, %q : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %x2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = math.exp %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %y1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x2 : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.addf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  %y2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+      ins(%x2 : tensor<8x4xf32>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %s = arith.mulf %a, %a : f32
+    linalg.yield %s : f32
+  } -> tensor<8x4xf32>
+  return %var, %n, %y1, %y2 : tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
 }

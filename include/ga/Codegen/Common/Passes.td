@@ -35,6 +35,13 @@ def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
     GPU thread that sums a row but can keep the CPU's vector code from
     applying (`target=cuda` sets it).
 
+    With `recompute-cheap`, a producer of at most three arithmetic
+    operations (a centering `x - mean`, a scaling, a mask) with several
+    users is fused into each of them when all can take it in: every user
+    computes it again from the same operands with the same operations (the
+    same bits), and its tensor is neither written nor read back, which on
+    a GPU costs more than the operations (`target=cuda` sets it).
+
     Run it after `train-lower-accumulate` (whose in-place accumulation looks
     at the producers of the gradients) and before `ga-outline-kernels`.
   }];
@@ -42,6 +49,10 @@ def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
     Option<"intoReductions", "into-reductions", "bool", /*default=*/"false",
            "Also fuse into consumers with reduction loops (each producer "
            "element still computed once)">,
+    Option<"recomputeCheap", "recompute-cheap", "bool", /*default=*/"false",
+           "Also fuse a producer of at most three arithmetic operations "
+           "(no math function, no division) with several users, when "
+           "every user can take it in: each computes it again">,
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect"];
 }
