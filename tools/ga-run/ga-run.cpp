@@ -8,6 +8,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/CudaRuntime.h"
 #include "../common/Tool.h"
 
 #include "ga/Analysis/BufferMemory.h"
@@ -197,7 +198,9 @@ or gradient norm is reported as a warning (an error with
 namespace {
 
 using ga::tool::Clock;
+using ga::tool::CudaRuntime;
 using ga::tool::fail;
+using ga::tool::loadCudaRuntime;
 using ga::tool::msSince;
 
 /// The command line's values outside their ranges, or an empty string.
@@ -291,49 +294,6 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
   if (failed(lowering.run(module)))
     return compileFailed;
   result.ms = msSince(start);
-  return "";
-}
-
-/// The entry points of libga_cuda_runtime that ga-run calls itself (the
-/// step's code calls the others): the step's entry and exit, the device's
-/// name and its memory statistics.
-struct CudaRuntime {
-  using Enter = int32_t (*)(const char *, const void *const *, void *const *,
-                            ga_status *, void **);
-  using Leave = int32_t (*)(const char *, const int64_t *, void *const *,
-                            void *const *, ga_status *);
-  using Name = const char *(*)(const char **);
-  using Stats = void (*)(ga_memory *);
-  Enter enter = nullptr;
-  Leave leave = nullptr;
-  Name name = nullptr;
-  Stats stats = nullptr;
-};
-
-/// Loads the CUDA runtime and checks that a device is there.
-std::string loadCudaRuntime(const std::string &stepName, CudaRuntime &cuda) {
-  void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
-  if (!handle)
-    return (Twine("cannot load the CUDA runtime ") + GA_CUDA_RUNTIME_LIBRARY +
-            ": " + dlerror())
-        .str();
-  cuda.enter =
-      reinterpret_cast<CudaRuntime::Enter>(dlsym(handle, "ga_cuda_step_enter"));
-  cuda.leave =
-      reinterpret_cast<CudaRuntime::Leave>(dlsym(handle, "ga_cuda_step_leave"));
-  cuda.name =
-      reinterpret_cast<CudaRuntime::Name>(dlsym(handle, "ga_cuda_device_name"));
-  cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
-      dlsym(handle, "ga_cuda_memory_stats"));
-  if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
-    return (Twine(GA_CUDA_RUNTIME_LIBRARY) +
-            " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
-            "ga_cuda_device_name or ga_cuda_memory_stats")
-        .str();
-  const char *reason = nullptr;
-  if (!cuda.name(&reason))
-    return "@" + stepName +
-           " runs on a CUDA device: " + (reason ? reason : "no CUDA device");
   return "";
 }
 

@@ -18,6 +18,7 @@
 #include "TrainLog.h"
 #include "TrainState.h"
 
+#include "../common/CudaRuntime.h"
 #include "../common/Tool.h"
 
 #include "ga/Pipelines/PipelineFlags.h"
@@ -47,6 +48,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <optional>
 
 using namespace mlir;
 namespace cl = llvm::cl;
@@ -132,6 +134,15 @@ static cl::opt<std::string>
               cl::desc("Continue from a checkpoint: a --checkpoint-dir (its "
                        "latest checkpoint) or one step-NNNNNNNN directory"),
               cl::value_desc("dir"), cl::cat(category));
+static cl::opt<std::string>
+    target("target",
+           cl::desc("cpu (default) or cuda: compile with --ga-pipeline "
+                    "target=cuda and run every step on the CUDA device "
+                    "through libga_cuda_runtime (the arguments copied to the "
+                    "device and the results back at each step); with "
+                    "--pipeline-options gpu-emulate=true, the device program "
+                    "runs on the CPU"),
+           cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::cat(category));
 static cl::opt<int> threadCount(
     "num-threads", cl::init(0),
     cl::desc("Threads of the step (default: OMP_NUM_THREADS if set, else the "
@@ -153,6 +164,7 @@ static const char *kOverview =
            [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
            [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
            [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES]
+           [--target cpu|cuda]
 
 TRAIN_STEP.mlir holds a whole training step: a function with one
 train.step followed by an optimizer update (train.adamw or train.sgd) of
@@ -190,11 +202,24 @@ atomically: a run stopped during a write leaves the previous checkpoint as
 the latest.
 --resume DIR continues from DIR/latest (or from DIR itself when it is a
 step directory) up to --steps, bitwise the same as an uninterrupted run.
+
+CUDA: --target=cuda compiles with --ga-pipeline target=cuda (the chip and
+the other gpu-* options through --pipeline-options) and runs each step on
+the device: the arguments (parameters, moments, batch) are copied in and
+the results back at every step, as ga-exec runs a step library.
+--memory-budget is then a budget of device memory (the step's buffers,
+its arguments' copies, cuBLAS's workspace: train-plan-remat
+device-allocator), and the last line reports the device's peak of the
+step's own buffers. Without a CUDA driver and device it stops with "no
+CUDA device". With --pipeline-options gpu-emulate=true the device program
+runs on the CPU, launch by launch (a check of the CUDA target without a
+GPU).
 )";
 
 namespace {
 
 using ga::tool::Clock;
+using ga::tool::CudaRuntime;
 using ga::tool::fail;
 using ga::tool::msSince;
 
@@ -239,6 +264,10 @@ private:
   std::string clipText = "none";
   ga::GaPipelineOptions options;
   double pipelineMs = 0, jitMs = 0;
+  /// The CUDA runtime, for a step that runs on the device (--target=cuda
+  /// without gpu-emulate).
+  std::optional<CudaRuntime> cuda;
+  std::vector<void *> deviceInputs;
   ga::StepSignature signature;
   std::string signatureText;
   bool joined = false, reporter = true;
@@ -281,6 +310,8 @@ int Trainer::checkFlags() {
                 Twine(dataParallel.getValue()));
   if (checkpointEvery && checkpointDir.empty())
     return fail("--checkpoint-every needs --checkpoint-dir");
+  if (target != "cpu" && target != "cuda")
+    return fail("--target must be cpu or cuda, got '" + target + "'");
   if (!initDir.empty() && !resumeDir.empty())
     return fail("--init and --resume both set the parameters; give one");
   return 0;
@@ -340,13 +371,33 @@ int Trainer::compile() {
   auto start = Clock::now();
   std::string errors;
   llvm::raw_string_ostream os(errors);
+  options.target = target.getValue();
   if (failed(pipelineFlags.get(options, os)))
     return fail(errors);
+  if (options.target != target)
+    return fail("--pipeline-options sets target=" + options.target +
+                "; use --target");
   PassManager pm(context.get());
   if (failed(ga::buildGaPipeline(pm, os, options)))
-    return fail("cannot build the CPU pipeline: " + errors);
-  if (failed(pm.run(*stepModule->module)))
-    return fail("compiling '" + inputFile + "' failed (see above)");
+    return fail("cannot build the " + Twine(target == "cuda" ? "CUDA" : "CPU") +
+                " pipeline: " + errors);
+  {
+    // microbatches=auto: the count train-plan-remat chose, from its remark
+    // (which goes on to be printed), for the header.
+    ScopedDiagnosticHandler chosen(context.get(), [&](Diagnostic &diag) {
+      std::string text = diag.str();
+      StringRef rest = StringRef(text).split("microbatches ").second;
+      int64_t k = 0;
+      if (diag.getSeverity() == DiagnosticSeverity::Remark &&
+          StringRef(text).starts_with("train-plan-remat:") &&
+          rest.contains(" chosen of") &&
+          !rest.split(' ').first.getAsInteger(10, k) && k > 0)
+        microbatchCount = k;
+      return failure();
+    });
+    if (failed(pm.run(*stepModule->module)))
+      return fail("compiling '" + inputFile + "' failed (see above)");
+  }
   pipelineMs = msSince(start);
   auto llvmFunc = stepModule->module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
@@ -360,6 +411,12 @@ int Trainer::compile() {
     return fail("the compiled @" + name +
                 " does not have the arguments and results of its source");
   signatureText = signature.format();
+  // A device program emulated on the CPU is a CPU step.
+  if (target == "cuda" && !options.gpuEmulate) {
+    cuda.emplace();
+    if (std::string error = loadCudaRuntime(name, *cuda); !error.empty())
+      return fail(error);
+  }
   return 0;
 }
 
@@ -412,6 +469,8 @@ int Trainer::jitCompile() {
   engineOptions.transformer = transformer;
   SmallVector<llvm::StringRef> runtimeLibs = {GA_RUNTIME_LIBRARY,
                                               GA_OPENMP_RUNTIME};
+  if (cuda)
+    runtimeLibs.push_back(GA_CUDA_RUNTIME_LIBRARY);
   engineOptions.sharedLibPaths = runtimeLibs;
   auto created = ExecutionEngine::create(*stepModule->module, engineOptions);
   if (!created)
@@ -487,6 +546,15 @@ int Trainer::printHeader() {
       options.naive ? "naive (per-micro-batch means averaged)" : "exact");
   outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",
                           data.rows, dataDir, batchRows);
+  if (target == "cuda") {
+    const char *reason = nullptr;
+    const char *device = cuda ? cuda->name(&reason) : nullptr;
+    outs() << "device: "
+           << (device ? Twine(device) + " (CUDA)"
+                      : Twine("the CPU (gpu-emulate: the device program, "
+                              "launch by launch)"))
+           << "\n";
+  }
   outs() << llvm::formatv("compile_ms: {0:f1} (pipeline {1:f1}, jit "
                           "{2:f1})\n",
                           pipelineMs + jitMs, pipelineMs, jitMs);
@@ -533,15 +601,28 @@ int Trainer::runStep(int64_t step) {
 
   auto start = Clock::now();
   ga_status status;
-  if (ga_step_enter(signatureText.c_str(), inputPointers.data(),
-                    outputPointers.data(), &status) != GA_OK)
+  const char *text = signatureText.c_str();
+  if (cuda) {
+    // The descriptors point at the device copies of the arguments.
+    deviceInputs.assign(args.size(), nullptr);
+    if (cuda->enter(text, inputPointers.data(), outputPointers.data(), &status,
+                    deviceInputs.data()) != GA_OK)
+      return failAll(status.message);
+    for (auto [i, pointer] : llvm::enumerate(deviceInputs))
+      call->rebase(i, pointer);
+  } else if (ga_step_enter(text, inputPointers.data(), outputPointers.data(),
+                           &status) != GA_OK) {
     return failAll(status.message);
+  }
   if (llvm::Error err = engine->invokePacked(name, call->arguments()))
     return failAll("running @" + name +
                    " failed: " + llvm::toString(std::move(err)));
-  if (ga_step_leave(signatureText.c_str(), call->results(),
-                    inputPointers.data(), outputPointers.data(),
-                    &status) != GA_OK)
+  int32_t left =
+      cuda ? cuda->leave(text, call->results(), deviceInputs.data(),
+                         outputPointers.data(), &status)
+           : ga_step_leave(text, call->results(), inputPointers.data(),
+                           outputPointers.data(), &status);
+  if (left != GA_OK)
     return failAll("step " + Twine(step) + ": " +
                    ga::stepFailure(signature, status, argumentFiles));
   double ms = msSince(start);
@@ -580,6 +661,17 @@ int Trainer::train() {
   if (firstStep > steps && reporter)
     outs() << "already at step " << firstStep - 1 << " (--steps " << steps
            << "): nothing to run\n";
+  if (reporter && firstStep <= steps) {
+    // The step's own buffers at their most (not its arguments and results,
+    // nor, on a device, their copies and cuBLAS's workspace).
+    ga_memory memory;
+    if (cuda)
+      cuda->stats(&memory);
+    else
+      ga_memory_stats(&memory);
+    outs() << "step_peak_bytes: " << memory.peak_bytes
+           << (cuda ? " (device memory)" : "") << "\n";
+  }
   return 0;
 }
 

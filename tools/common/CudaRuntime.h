@@ -1,0 +1,73 @@
+//===- CudaRuntime.h - The CUDA runtime's entry points for a JIT ----------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// What ga-run and ga-train, which JIT-compile a step for target=cuda, call
+// in libga_cuda_runtime themselves (the step's code calls the rest): the
+// step's entry (its inputs copied to the device) and exit (its results
+// back), the device's name and its memory statistics. The tool defines
+// GA_CUDA_RUNTIME_LIBRARY, the runtime's path.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TOOLS_COMMON_CUDARUNTIME_H
+#define GA_TOOLS_COMMON_CUDARUNTIME_H
+
+#include "ga/Runtime/ga_step.h"
+
+#include "llvm/ADT/Twine.h"
+
+#include <cstdint>
+#include <string>
+
+#include <dlfcn.h>
+
+namespace ga::tool {
+
+/// The entry points of libga_cuda_runtime that a tool calls.
+struct CudaRuntime {
+  using Enter = int32_t (*)(const char *, const void *const *, void *const *,
+                            ga_status *, void **);
+  using Leave = int32_t (*)(const char *, const int64_t *, void *const *,
+                            void *const *, ga_status *);
+  using Name = const char *(*)(const char **);
+  using Stats = void (*)(ga_memory *);
+  Enter enter = nullptr;
+  Leave leave = nullptr;
+  Name name = nullptr;
+  Stats stats = nullptr;
+};
+
+/// Loads the CUDA runtime and checks that a device is there; "" on
+/// success, else why not ("@STEP runs on a CUDA device: no CUDA device:
+/// ...").
+inline std::string loadCudaRuntime(const std::string &stepName,
+                                   CudaRuntime &cuda) {
+  void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  if (!handle)
+    return (llvm::Twine("cannot load the CUDA runtime ") +
+            GA_CUDA_RUNTIME_LIBRARY + ": " + dlerror())
+        .str();
+  cuda.enter =
+      reinterpret_cast<CudaRuntime::Enter>(dlsym(handle, "ga_cuda_step_enter"));
+  cuda.leave =
+      reinterpret_cast<CudaRuntime::Leave>(dlsym(handle, "ga_cuda_step_leave"));
+  cuda.name =
+      reinterpret_cast<CudaRuntime::Name>(dlsym(handle, "ga_cuda_device_name"));
+  cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
+      dlsym(handle, "ga_cuda_memory_stats"));
+  if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
+    return (llvm::Twine(GA_CUDA_RUNTIME_LIBRARY) +
+            " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
+            "ga_cuda_device_name or ga_cuda_memory_stats")
+        .str();
+  const char *reason = nullptr;
+  if (!cuda.name(&reason))
+    return "@" + stepName +
+           " runs on a CUDA device: " + (reason ? reason : "no CUDA device");
+  return "";
+}
+
+} // namespace ga::tool
+
+#endif // GA_TOOLS_COMMON_CUDARUNTIME_H
