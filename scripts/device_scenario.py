@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""A training step of real size fitted into a GPU of fixed size, end to end,
+measured on the driver stand-in.
+
+  python3 scripts/device_scenario.py [--build build] [--workdir DIR]
+      [--budget-gib 16] [--batch 32] [--layers 24] [--dim 1024]
+      [--heads 16] [--ffn 4096] [--seq 1024] [--vocab 50304]
+
+The default is GPT-2 355M's shape (24 layers, D 1024, 16 heads, F 4096,
+S 1024, V 50304) trained with AdamW (the whole step: forward, backward,
+clipping to a global norm, AdamW; examples/gen_tiny_gpt.py --train) at a
+global batch of 32 sequences, on a GPU of 16 GiB:
+
+  1. `ga-compile --target=cuda` with `memory-budget=BYTES
+     microbatches=auto`: train-plan-remat chooses the micro-batch count k
+     and the checkpoints for the least estimated time within the device
+     budget (parameters, gradients, AdamW moments, activations, cuBLAS's
+     workspace, the caching allocator's blocks) and says why (its remark,
+     printed);
+  2. the step library runs once through the Python binding against the
+     driver stand-in (test/cuda-mock: device memory that the host cannot
+     touch, every allocation counted, kernels not run), its inputs zeros;
+     the stand-in's high-water mark of device memory is the measurement.
+
+Prints the choice, the predicted and the measured peak; exits 1 when the
+measurement exceeds the budget or differs from the prediction. Not a test
+(minutes, and the inputs' 5.7 GB copied into the stand-in's memory);
+test/Integration/device-budget.test checks the same claims at small sizes.
+"""
+
+import argparse
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import time
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+RUN = """
+import sys, numpy as np
+sys.path.insert(0, sys.argv[1])
+import ga_step
+step = ga_step.load(sys.argv[2])
+args = [np.zeros(s.shape, s.numpy_dtype) for s in step.signature.inputs]
+step(*args)
+"""
+
+
+def main():
+    p = argparse.ArgumentParser(
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--build", default=os.path.join(ROOT, "build"))
+    p.add_argument("--workdir", default=None)
+    p.add_argument("--budget-gib", type=float, default=16.0)
+    for name, default in (("batch", 32), ("layers", 24), ("dim", 1024),
+                          ("heads", 16), ("ffn", 4096), ("seq", 1024),
+                          ("vocab", 50304)):
+        p.add_argument(f"--{name}", type=int, default=default)
+    args = p.parse_args()
+    work = args.workdir or tempfile.mkdtemp(prefix="ga-device-scenario-")
+    os.makedirs(work, exist_ok=True)
+    budget = int(args.budget_gib * 2**30)
+    shape = (f"B {args.batch}, S {args.seq}, V {args.vocab}, D {args.dim}, "
+             f"H {args.heads}, F {args.ffn}, L {args.layers}")
+    print(f"device_scenario: GPT training step ({shape}), AdamW, under a "
+          f"device budget of {args.budget_gib:g} GiB ({budget} bytes)",
+          flush=True)
+
+    step = os.path.join(work, "step.mlir")
+    with open(step, "w") as f:
+        subprocess.run(
+            [sys.executable, os.path.join(ROOT, "examples", "gen_tiny_gpt.py"),
+             "--train", "--batch", str(args.batch), "--seq", str(args.seq),
+             "--vocab", str(args.vocab), "--dim", str(args.dim), "--heads",
+             str(args.heads), "--ffn", str(args.ffn), "--layers",
+             str(args.layers)], stdout=f, check=True)
+    lib = os.path.join(work, "libstep_cuda.so")
+    start = time.time()
+    done = subprocess.run(
+        [os.path.join(args.build, "bin", "ga-compile"), "--target=cuda", step,
+         "-o", lib, "--pipeline-options",
+         f"check-labels=false memory-budget={budget} microbatches=auto"],
+        capture_output=True, text=True)
+    compiled = time.time() - start
+    remark = re.search(r"remark: (train-plan-remat: .*)", done.stderr)
+    if done.returncode != 0:
+        sys.exit(f"device_scenario: ga-compile failed:\n{done.stderr}")
+    if not remark:
+        sys.exit("device_scenario: no train-plan-remat remark in:\n"
+                 f"{done.stderr}")
+    text = remark.group(1)
+    k = re.search(r"microbatches (\d+) chosen", text)
+    plan = re.search(r"(\d+) checkpoints over (\d+) units \(recomputed "
+                     r"([\d.]+)% of the forward work\)", text)
+    predicted = re.search(r"planned peak (\d+) bytes", text)
+    if not (k and plan and predicted):
+        sys.exit(f"device_scenario: cannot read the plan from: {text}")
+    predicted = int(predicted.group(1))
+    print(f"compiled in {compiled:.0f} s; the planner: {text}", flush=True)
+
+    log = os.path.join(work, "mock.log")
+    mock = os.path.join(args.build, "test", "cuda-mock")
+    env = dict(os.environ, GA_CUBLAS_LIBRARY=os.path.join(mock, "libcuda.so.1"),
+               GA_MOCK_CUDA_LOG=log, LD_LIBRARY_PATH=mock)
+    start = time.time()
+    subprocess.run([sys.executable, "-c", RUN,
+                    os.path.join(ROOT, "python"), lib], env=env, check=True)
+    with open(log) as f:
+        measured = re.search(r"^peak device bytes: (\d+)", f.read(), re.M)
+    if not measured:
+        sys.exit(f"device_scenario: no device peak in {log}")
+    measured = int(measured.group(1))
+    gib = 2**30
+    print(f"ran on the driver stand-in in {time.time() - start:.0f} s")
+    print(f"choice: k = {k.group(1)} micro-batches of "
+          f"{args.batch // int(k.group(1))} sequences, {plan.group(1)} "
+          f"checkpoint(s) over {plan.group(2)} unit(s), recomputation "
+          f"{plan.group(3)}% of the forward work; predicted "
+          f"{predicted / gib:.2f} GiB, measured {measured / gib:.2f} GiB "
+          f"({measured} bytes), budget {args.budget_gib:g} GiB")
+    if measured > budget or measured != predicted:
+        print("device_scenario: FAIL: the measured peak "
+              + ("exceeds the budget" if measured > budget
+                 else "is not the predicted one"))
+        return 1
+    print("device_scenario: ok: the measured peak is the predicted one, "
+          "within the budget")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
