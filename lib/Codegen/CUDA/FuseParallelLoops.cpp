@@ -7,8 +7,9 @@
 // ga-gpu-fuse-parallel-loops, and the fusion step of
 // ga-gpu-map-parallel-loops: two parallel loop nests of the host code, next
 // to each other (only allocations, deallocations, which move after the
-// fused loop, and operations without memory effects between them) and over
-// the same iteration space, become one loop whose
+// fused loop but never past an allocation of their block size, and
+// operations without memory effects between them) and over the same
+// iteration space, become one loop whose
 // iterations run the first body and then the second, so that they launch
 // one kernel instead of two. The fill of a reduction's accumulator and the
 // reduction, the statistics of a row and the elementwise operations that
@@ -30,6 +31,7 @@
 
 #include "Utils.h"
 #include "ga/Codegen/CUDA/Passes.h"
+#include "ga/Runtime/ga_cuda.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -244,6 +246,16 @@ ownElement(const Access &access, scf::ParallelOp loop) {
   return dims;
 }
 
+/// The block the CUDA runtime's caching allocator gives a buffer of `type`
+/// (its bytes rounded up to 512), or nothing for a dynamic shape.
+std::optional<int64_t> deviceBlock(MemRefType type) {
+  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+    return std::nullopt;
+  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
+  return static_cast<int64_t>(
+      ga_cuda_block_bytes(static_cast<size_t>((bits + 7) / 8)));
+}
+
 /// Whether both loops have no results, no mapping yet, no parallel loop
 /// inside, and the same bounds and steps.
 bool sameIterationSpace(scf::ParallelOp a, scf::ParallelOp b) {
@@ -363,11 +375,22 @@ unsigned ga::cuda::fuseParallelLoops(Region &region) {
         frees.push_back(free);
         continue;
       }
-      // A new buffer (before any deallocation since `previous`, whose
-      // memory it could take), or an operation without memory effects,
-      // may stay before the fused loop.
-      if ((isa<memref::AllocOp>(op) && frees.empty()) ||
-          (op.getNumRegions() == 0 && isMemoryEffectFree(&op)))
+      // A new buffer, or an operation without memory effects, may stay
+      // before the fused loop; a buffer allocated after a deallocation
+      // that moves past it only when the two are blocks of different sizes
+      // in the CUDA runtime's caching allocator, which gives a freed block
+      // only to an allocation of its size: then every size's most blocks
+      // at once, and so the device's peak, stay the same.
+      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
+        std::optional<int64_t> block = deviceBlock(alloc.getType());
+        if (block && llvm::all_of(frees, [&](memref::DeallocOp free) {
+              std::optional<int64_t> freed =
+                  deviceBlock(cast<MemRefType>(free.getMemref().getType()));
+              return freed && *freed != *block;
+            }))
+          continue;
+      }
+      if (op.getNumRegions() == 0 && isMemoryEffectFree(&op))
         continue;
       previous = nullptr;
       frees.clear();

@@ -22,9 +22,10 @@ mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
 
 /// Fuses each parallel loop nest of the host code in `region` into the next
 /// one where ga-gpu-fuse-parallel-loops' conditions hold (same iteration
-/// space, only allocations, deallocations (moved after the fused loop) and
-/// operations without memory effects between them, shared buffers touched
-/// only at each iteration's own element);
+/// space, only allocations, deallocations (moved after the fused loop, past
+/// allocations of other block sizes only) and operations without memory
+/// effects between them, shared buffers touched only at each iteration's
+/// own element);
 /// returns how many loops were fused away.
 unsigned fuseParallelLoops(mlir::Region &region);
 

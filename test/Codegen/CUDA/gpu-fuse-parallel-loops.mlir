@@ -352,8 +352,9 @@ func.func @overlapping_vectors(%x: memref<68xf32>) {
 
 // -----
 
-// A call between the loops, an allocation after a deallocation (it could
-// take the freed memory), a call inside a body (effects unknown): apart.
+// A call between the loops, an allocation after a deallocation of its
+// block size (it could take the freed memory), a call inside a body
+// (effects unknown): apart.
 // CHECK-LABEL: func.func @barriers
 // CHECK-COUNT-4: scf.parallel
 func.func private @opaque()
@@ -459,6 +460,40 @@ func.func @mapped_and_nested(%y: memref<8xf32>) {
       memref.store %w, %y[%i] : memref<8xf32>
       scf.reduce
     }
+  }
+  return
+}
+
+// -----
+
+// An allocation after a deallocation of another block size (2048 and 512
+// bytes): the caching allocator would not give it the freed block, so the
+// deallocation moves past it, after the fused loop.
+// CHECK-LABEL: func.func @free_of_another_size
+// CHECK:       memref.alloc() : memref<128xf32>
+// CHECK:       scf.parallel
+// CHECK:       }
+// CHECK-NEXT:  memref.dealloc
+// CHECK-NOT:   scf.parallel
+func.func @free_of_another_size(%y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %f = arith.constant 1.0 : f32
+  %a = memref.alloc() : memref<512xf32>
+  %b = memref.alloc() : memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %a[%i] : memref<512xf32>
+    memref.store %v, %b[%i] : memref<8xf32>
+    scf.reduce
+  }
+  memref.dealloc %a : memref<512xf32>
+  %c = memref.alloc() : memref<128xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %b[%i] : memref<8xf32>
+    memref.store %v, %c[%i] : memref<128xf32>
+    memref.store %v, %y[%i] : memref<8xf32>
+    scf.reduce
   }
   return
 }
