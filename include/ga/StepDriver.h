@@ -16,6 +16,9 @@
 #include <memory>
 #include <string>
 
+namespace llvm {
+class Module;
+} // namespace llvm
 namespace mlir {
 class SourceMgrDiagnosticHandler;
 } // namespace mlir
@@ -45,6 +48,17 @@ std::unique_ptr<StepModule> loadStepModule(mlir::MLIRContext &context,
                                            llvm::StringRef file,
                                            llvm::StringRef entryName,
                                            std::string &error);
+
+/// Moves each alloca of constant size that is not in its function's entry
+/// block, and whose uses (through GEPs and casts) are all in its own block,
+/// into the entry block: one slot reused by every execution of the block
+/// instead of a new one each time. The host code of a CUDA step builds
+/// each launch's argument array with such allocas (MLIR's lowering of
+/// gpu.launch_func, at the launch); inside the micro-batch loop they grew
+/// the stack by every launch's arrays at every micro-batch, until a large
+/// step overflowed it. A use in another block (a pointer carried to the
+/// next iteration) keeps the alloca where it is. Returns how many moved.
+unsigned hoistBlockLocalAllocas(llvm::Module &module);
 
 } // namespace ga
 

@@ -15,6 +15,10 @@
 #include "mlir/Support/FileUtilities.h"
 #include "mlir/Target/LLVMIR/Dialect/All.h"
 
+#include "llvm/IR/Constants.h"
+#include "llvm/IR/Instructions.h"
+#include "llvm/IR/Module.h"
+
 using namespace mlir;
 
 std::unique_ptr<MLIRContext> ga::makeStepContext() {
@@ -59,4 +63,43 @@ std::unique_ptr<ga::StepModule> ga::loadStepModule(MLIRContext &context,
     return nullptr;
   step->name = SymbolTable::getSymbolName(step->entry).str();
   return step;
+}
+
+unsigned ga::hoistBlockLocalAllocas(llvm::Module &module) {
+  unsigned moved = 0;
+  for (llvm::Function &function : module) {
+    if (function.isDeclaration())
+      continue;
+    llvm::BasicBlock &entry = function.getEntryBlock();
+    for (llvm::BasicBlock &block : function) {
+      if (&block == &entry)
+        continue;
+      for (llvm::Instruction &inst : llvm::make_early_inc_range(block)) {
+        auto *alloca = llvm::dyn_cast<llvm::AllocaInst>(&inst);
+        if (!alloca || !llvm::isa<llvm::ConstantInt>(alloca->getArraySize()) ||
+            alloca->isUsedWithInAlloca())
+          continue;
+        // Every use, through address computations, in this block.
+        llvm::SmallVector<llvm::Instruction *> work = {alloca};
+        bool local = true;
+        while (!work.empty() && local) {
+          llvm::Instruction *value = work.pop_back_val();
+          for (llvm::User *user : value->users()) {
+            auto *use = llvm::dyn_cast<llvm::Instruction>(user);
+            if (!use || use->getParent() != &block) {
+              local = false;
+              break;
+            }
+            if (llvm::isa<llvm::GetElementPtrInst, llvm::CastInst>(use))
+              work.push_back(use);
+          }
+        }
+        if (!local)
+          continue;
+        alloca->moveBefore(entry.getFirstInsertionPt());
+        ++moved;
+      }
+    }
+  }
+  return moved;
 }

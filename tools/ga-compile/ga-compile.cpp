@@ -382,6 +382,9 @@ int StepCompiler::translate() {
   llvmModule = translateModuleToLLVMIR(*step->module, llvmContext, name);
   if (!llvmModule)
     return fail("translating '" + inputFile + "' to LLVM IR failed");
+  // The launches' argument arrays, made in the micro-batch loop, allocated
+  // once (see ga::hoistBlockLocalAllocas).
+  ga::hoistBlockLocalAllocas(*llvmModule);
   translateMs = msSince(translateStart);
   return 0;
 }

@@ -324,6 +324,9 @@ Expected<std::unique_ptr<ExecutionEngine>> jitCompile(ModuleOp module,
   // are bitwise the same.
   auto optimize = makeOptimizingTransformer(optLevel, 0, nullptr);
   auto transformer = [&optimize](llvm::Module *module) -> llvm::Error {
+    // The launches' argument arrays, made in the micro-batch loop,
+    // allocated once (see ga::hoistBlockLocalAllocas).
+    ga::hoistBlockLocalAllocas(*module);
     if (llvm::Error error = optimize(module))
       return error;
     for (llvm::Function &function : *module)

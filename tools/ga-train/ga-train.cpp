@@ -465,7 +465,13 @@ int Trainer::jitCompile() {
   llvm::InitializeNativeTargetAsmPrinter();
   auto start = Clock::now();
   ExecutionEngineOptions engineOptions;
-  auto transformer = makeOptimizingTransformer(2, 0, nullptr);
+  auto optimize = makeOptimizingTransformer(2, 0, nullptr);
+  auto transformer = [&optimize](llvm::Module *module) -> llvm::Error {
+    // The launches' argument arrays, made in the micro-batch loop,
+    // allocated once (see ga::hoistBlockLocalAllocas).
+    ga::hoistBlockLocalAllocas(*module);
+    return optimize(module);
+  };
   engineOptions.transformer = transformer;
   SmallVector<llvm::StringRef> runtimeLibs = {GA_RUNTIME_LIBRARY,
                                               GA_OPENMP_RUNTIME};
