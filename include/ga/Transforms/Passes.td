@@ -593,6 +593,23 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     # remark: train-plan-remat: budget 150000 bytes; microbatches 4 chosen of
     #   k=1: no plan found within the budget; ...; k=4: 69.6% recomputed, ...
     ```
+
+    A budget of device memory, as `--ga-pipeline="target=cuda
+    memory-budget=B"` plans it (the candidates compiled for CUDA, measured
+    in the caching allocator's blocks, cuBLAS's 32 MiB workspace beside
+    them):
+
+    ```sh
+    ga-opt examples/mlp_train.mlir --train-plan-remat="memory-budget=33870000 \
+      device-allocator=true device-fixed-bytes=33554432 \
+      pipeline-options='target=cuda check-labels=false buffers-only=true'"
+    # remark: train-plan-remat: budget 33870000 bytes; 6 units; without new
+    #   checkpoints 33892352 bytes; 1 checkpoints over 3 units (recomputed
+    #   33.7% of the forward work); planned peak 33859072 bytes; ...
+    ```
+
+    (the driver stand-in measures 33,859,072 bytes for that plan:
+    `test/Tools/ga-train-cuda.test`).
   }];
   let options = [
     Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
