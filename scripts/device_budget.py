@@ -82,6 +82,7 @@ class Case:
             [os.path.join(self.bin, "ga-compile"), "--target=cuda",
              self.source, "-o", lib, "--pipeline-options", options],
             capture_output=True, text=True)
+        self.stderr = done.stderr
         planned = re.search(r"planned peak (\d+) bytes", done.stderr)
         self.chosen = re.search(r"microbatches (\d+) chosen", done.stderr)
         smallest = re.search(r"the smallest peak the planner reaches is "

@@ -37,6 +37,8 @@ import tempfile
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from device_budget import Case  # noqa: E402
 
 RUN = """
 import sys, numpy as np
@@ -77,41 +79,35 @@ def main():
              "--vocab", str(args.vocab), "--dim", str(args.dim), "--heads",
              str(args.heads), "--ffn", str(args.ffn), "--layers",
              str(args.layers)], stdout=f, check=True)
-    lib = os.path.join(work, "libstep_cuda.so")
+    # The compile and the stand-in's environment as device_budget.py's.
+    case = Case("step", step, argparse.Namespace(build=args.build,
+                                                 workdir=work))
     start = time.time()
-    done = subprocess.run(
-        [os.path.join(args.build, "bin", "ga-compile"), "--target=cuda", step,
-         "-o", lib, "--pipeline-options",
-         f"check-labels=false memory-budget={budget} microbatches=auto"],
-        capture_output=True, text=True)
+    lib, predicted, _ = case.compile(budget, auto=True)
     compiled = time.time() - start
-    remark = re.search(r"remark: (train-plan-remat: .*)", done.stderr)
-    if done.returncode != 0:
-        sys.exit(f"device_scenario: ga-compile failed:\n{done.stderr}")
-    if not remark:
-        sys.exit("device_scenario: no train-plan-remat remark in:\n"
-                 f"{done.stderr}")
-    text = remark.group(1)
-    k = re.search(r"microbatches (\d+) chosen", text)
-    plan = re.search(r"(\d+) checkpoints over (\d+) units \(recomputed "
-                     r"([\d.]+)% of the forward work\)", text)
-    predicted = re.search(r"planned peak (\d+) bytes", text)
-    if not (k and plan and predicted):
-        sys.exit(f"device_scenario: cannot read the plan from: {text}")
-    predicted = int(predicted.group(1))
-    print(f"compiled in {compiled:.0f} s; the planner: {text}", flush=True)
+    if lib is None:
+        sys.exit(f"device_scenario: ga-compile failed:\n{case.stderr}")
+    remark = re.search(r"remark: (train-plan-remat: .*)", case.stderr)
+    plan = remark and re.search(r"(\d+) checkpoints over (\d+) units "
+                                r"\(recomputed ([\d.]+)% of the forward "
+                                r"work\)", remark.group(1))
+    if not (plan and case.chosen and predicted):
+        sys.exit("device_scenario: cannot read the plan from:\n"
+                 f"{case.stderr}")
+    k = case.chosen
+    print(f"compiled in {compiled:.0f} s; the planner: {remark.group(1)}",
+          flush=True)
 
-    log = os.path.join(work, "mock.log")
-    mock = os.path.join(args.build, "test", "cuda-mock")
-    env = dict(os.environ, GA_CUBLAS_LIBRARY=os.path.join(mock, "libcuda.so.1"),
-               GA_MOCK_CUDA_LOG=log, LD_LIBRARY_PATH=mock)
+    # Zeros in memory rather than device_budget.py's .npy files (5.7 GB of
+    # inputs at the default size).
     start = time.time()
     subprocess.run([sys.executable, "-c", RUN,
-                    os.path.join(ROOT, "python"), lib], env=env, check=True)
-    with open(log) as f:
+                    os.path.join(ROOT, "python"), lib], env=case.env,
+                   check=True)
+    with open(case.log) as f:
         measured = re.search(r"^peak device bytes: (\d+)", f.read(), re.M)
     if not measured:
-        sys.exit(f"device_scenario: no device peak in {log}")
+        sys.exit(f"device_scenario: no device peak in {case.log}")
     measured = int(measured.group(1))
     gib = 2**30
     print(f"ran on the driver stand-in in {time.time() - start:.0f} s")

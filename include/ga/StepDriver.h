@@ -57,8 +57,8 @@ std::unique_ptr<StepModule> loadStepModule(mlir::MLIRContext &context,
 /// gpu.launch_func, at the launch); inside the micro-batch loop they grew
 /// the stack by every launch's arrays at every micro-batch, until a large
 /// step overflowed it. A use in another block (a pointer carried to the
-/// next iteration) keeps the alloca where it is. Returns how many moved.
-unsigned hoistBlockLocalAllocas(llvm::Module &module);
+/// next iteration) keeps the alloca where it is.
+void hoistBlockLocalAllocas(llvm::Module &module);
 
 } // namespace ga
 

@@ -65,8 +65,7 @@ std::unique_ptr<ga::StepModule> ga::loadStepModule(MLIRContext &context,
   return step;
 }
 
-unsigned ga::hoistBlockLocalAllocas(llvm::Module &module) {
-  unsigned moved = 0;
+void ga::hoistBlockLocalAllocas(llvm::Module &module) {
   for (llvm::Function &function : module) {
     if (function.isDeclaration())
       continue;
@@ -97,9 +96,7 @@ unsigned ga::hoistBlockLocalAllocas(llvm::Module &module) {
         if (!local)
           continue;
         alloca->moveBefore(entry.getFirstInsertionPt());
-        ++moved;
       }
     }
   }
-  return moved;
 }

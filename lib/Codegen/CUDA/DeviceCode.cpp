@@ -158,19 +158,6 @@ struct GaGpuDeviceCodePass
     return success();
   }
 
-  /// The buffer a view is of (through views and casts).
-  static Value rootOf(Value value) {
-    while (Operation *def = value.getDefiningOp()) {
-      if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-        value = view.getViewSource();
-      else if (auto cast = dyn_cast<memref::CastOp>(def))
-        value = cast.getSource();
-      else
-        break;
-    }
-    return value;
-  }
-
   /// A loop nest whose innermost loop's iterations touch disjoint elements
   /// (the embedding gradient: grad[token[b, s], d] += dx[b, s, d], with d
   /// innermost) runs with one thread per iteration of that loop, each
@@ -209,7 +196,7 @@ struct GaGpuDeviceCodePass
         return false;
       if (auto store = dyn_cast<memref::StoreOp>(inside)) {
         ValueRange indices = store.getIndices();
-        Value root = rootOf(store.getMemRef());
+        Value root = viewSource(store.getMemRef());
         if (indices.empty() || indices.back() != iv || stored.count(root))
           return false;
         stored[root] = indices;
@@ -224,7 +211,7 @@ struct GaGpuDeviceCodePass
     if (stored.empty())
       return false;
     for (memref::LoadOp load : loads) {
-      Value root = rootOf(load.getMemRef());
+      Value root = viewSource(load.getMemRef());
       auto it = stored.find(root);
       if (it == stored.end())
         continue;

@@ -30,8 +30,8 @@
 //===----------------------------------------------------------------------===//
 
 #include "Utils.h"
+#include "ga/Analysis/BufferMemory.h"
 #include "ga/Codegen/CUDA/Passes.h"
-#include "ga/Runtime/ga_cuda.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -55,17 +55,6 @@ namespace ga {
 using namespace mlir;
 
 namespace {
-
-/// The buffer `v` is a view of.
-Value rootOf(Value v) {
-  while (Operation *def = v.getDefiningOp()) {
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      break;
-    v = view.getViewSource();
-  }
-  return v;
-}
 
 bool isAllocation(Value v) {
   return v.getDefiningOp<memref::AllocOp>() ||
@@ -246,14 +235,15 @@ ownElement(const Access &access, scf::ParallelOp loop) {
   return dims;
 }
 
-/// The block the CUDA runtime's caching allocator gives a buffer of `type`
-/// (its bytes rounded up to 512), or nothing for a dynamic shape.
-std::optional<int64_t> deviceBlock(MemRefType type) {
-  if (!type.hasStaticShape() || !type.getElementType().isIntOrFloat())
+/// The block the CUDA runtime's caching allocator gives `alloc`, as the
+/// memory model of device budgets counts it (its bytes and alignment,
+/// rounded up to 512), or nothing for a dynamic shape.
+std::optional<int64_t> deviceBlock(memref::AllocOp alloc) {
+  std::optional<int64_t> bytes =
+      ga::allocationBytes(alloc.getType(), alloc.getAlignment().value_or(0));
+  if (!bytes)
     return std::nullopt;
-  int64_t bits = type.getNumElements() * type.getElementTypeBitWidth();
-  return static_cast<int64_t>(
-      ga_cuda_block_bytes(static_cast<size_t>((bits + 7) / 8)));
+  return ga::deviceBlockBytes(*bytes);
 }
 
 /// Whether both loops have no results, no mapping yet, no parallel loop
@@ -288,8 +278,8 @@ bool canFuse(scf::ParallelOp first, scf::ParallelOp second) {
     return false;
   for (const Access &x : *a) {
     for (const Access &y : *b) {
-      if ((!x.write && !y.write) ||
-          !mayAlias(rootOf(x.memref), rootOf(y.memref)))
+      if ((!x.write && !y.write) || !mayAlias(ga::cuda::viewSource(x.memref),
+                                              ga::cuda::viewSource(y.memref)))
         continue;
       if (x.memref != y.memref || x.type != y.type)
         return false;
@@ -335,7 +325,7 @@ struct GaGpuFuseParallelLoopsPass
 
 } // namespace
 
-unsigned ga::cuda::fuseParallelLoops(Region &region) {
+void ga::cuda::fuseParallelLoops(Region &region) {
   // The blocks of host code outside parallel loops (collected first: a
   // fusion erases a loop and the blocks inside it).
   SmallVector<Block *> blocks;
@@ -345,7 +335,6 @@ unsigned ga::cuda::fuseParallelLoops(Region &region) {
         !parent->getParentOfType<scf::ParallelOp>())
       blocks.push_back(block);
   });
-  unsigned fused = 0;
   for (Block *block : blocks) {
     scf::ParallelOp previous;
     // The deallocations since `previous`: they move after the fused loop.
@@ -359,10 +348,9 @@ unsigned ga::cuda::fuseParallelLoops(Region &region) {
         }
         if (previous && canFuse(previous, loop)) {
           fuseInto(previous, loop);
-          ++fused;
-          // Freed after the fused loop instead of between the two: no
-          // allocation lies between their old and new places, so the
-          // memory the step holds at each allocation is the same.
+          // Freed after the fused loop instead of between the two: only
+          // allocations of other block sizes lie between their old and new
+          // places (below), so the device's peak is the same.
           for (memref::DeallocOp free : llvm::reverse(frees))
             free->moveAfter(loop);
         } else {
@@ -382,10 +370,12 @@ unsigned ga::cuda::fuseParallelLoops(Region &region) {
       // only to an allocation of its size: then every size's most blocks
       // at once, and so the device's peak, stay the same.
       if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        std::optional<int64_t> block = deviceBlock(alloc.getType());
+        std::optional<int64_t> block = deviceBlock(alloc);
         if (block && llvm::all_of(frees, [&](memref::DeallocOp free) {
+              auto freedAlloc =
+                  free.getMemref().getDefiningOp<memref::AllocOp>();
               std::optional<int64_t> freed =
-                  deviceBlock(cast<MemRefType>(free.getMemref().getType()));
+                  freedAlloc ? deviceBlock(freedAlloc) : std::nullopt;
               return freed && *freed != *block;
             }))
           continue;
@@ -396,5 +386,4 @@ unsigned ga::cuda::fuseParallelLoops(Region &region) {
       frees.clear();
     }
   }
-  return fused;
 }

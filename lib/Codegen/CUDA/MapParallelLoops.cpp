@@ -55,15 +55,7 @@ std::optional<int64_t> tripCount(scf::ParallelOp loop, unsigned d) {
 /// allocator, whose blocks are 256-byte aligned (a step's arguments, which
 /// a caller may pass at any offset, are not).
 bool viewOfAllocation(Value buffer) {
-  while (Operation *def = buffer.getDefiningOp()) {
-    if (isa<memref::AllocOp>(def))
-      return true;
-    auto view = dyn_cast<ViewLikeOpInterface>(def);
-    if (!view)
-      return false;
-    buffer = view.getViewSource();
-  }
-  return false;
+  return isa_and_nonnull<memref::AllocOp>(viewSource(buffer).getDefiningOp());
 }
 
 /// Whether `map`, over `n` loops, reads the innermost loop as its

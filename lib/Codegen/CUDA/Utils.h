@@ -10,11 +10,16 @@
 
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/Operation.h"
+#include "mlir/IR/Value.h"
 
 namespace ga::cuda {
 
 /// Whether `op` is device code: inside a gpu.launch or a gpu.module.
 bool insideKernel(mlir::Operation *op);
+
+/// The buffer `value` is a view of (through every ViewLikeOpInterface
+/// operation: subviews, reshapes, casts).
+mlir::Value viewSource(mlir::Value value);
 
 /// A gpu.launch of one thread before `op`; returns its terminator.
 mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
@@ -25,9 +30,8 @@ mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
 /// space, only allocations, deallocations (moved after the fused loop, past
 /// allocations of other block sizes only) and operations without memory
 /// effects between them, shared buffers touched only at each iteration's
-/// own element);
-/// returns how many loops were fused away.
-unsigned fuseParallelLoops(mlir::Region &region);
+/// own element).
+void fuseParallelLoops(mlir::Region &region);
 
 } // namespace ga::cuda
 

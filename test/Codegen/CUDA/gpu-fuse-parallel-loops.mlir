@@ -497,3 +497,33 @@ func.func @free_of_another_size(%y: memref<8xf32>) {
   }
   return
 }
+
+// -----
+
+// Block sizes as the runtime and the memory model count them, alignment
+// included: 960 + 64 and 500 + 64 bytes are both 1024-byte blocks (without
+// the alignment they would be 1024 and 512), so the deallocation cannot
+// move past the allocation. Apart.
+// CHECK-LABEL: func.func @aligned_same_block
+// CHECK-COUNT-2: scf.parallel
+func.func @aligned_same_block(%y: memref<8xf32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %a = memref.alloc() {alignment = 64 : i64} : memref<240xf32>
+  %b = memref.alloc() : memref<8xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %a[%i] : memref<240xf32>
+    memref.store %v, %b[%i] : memref<8xf32>
+    scf.reduce
+  }
+  memref.dealloc %a : memref<240xf32>
+  %c = memref.alloc() {alignment = 64 : i64} : memref<125xf32>
+  scf.parallel (%i) = (%c0) to (%c8) step (%c1) {
+    %v = memref.load %b[%i] : memref<8xf32>
+    memref.store %v, %c[%i] : memref<125xf32>
+    memref.store %v, %y[%i] : memref<8xf32>
+    scf.reduce
+  }
+  return
+}
