@@ -286,6 +286,8 @@ void Decomposability::classify(Operation *op) {
     return setAll(op, get(detached.getInput()), dep);
   if (auto ce = dyn_cast<CrossEntropyOp>(op))
     return visitCrossEntropy(ce, dep);
+  if (auto attention = dyn_cast<AttentionOp>(op))
+    return visitAttention(attention, dep);
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return visitLinalg(linalgOp, dep, anySum, captured);
   if (visitShapeOp(op, dep, anyPerExample))
@@ -348,6 +350,29 @@ void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
   // The count depends on the labels alone.
   if (ce.getCount() && overBatch)
     classes[ce.getCount()] = batchSum();
+}
+
+/// Attention mixes positions within an example, never examples: per-example
+/// (along dimension 0) when its query, keys and values all are, invariant
+/// when none is.
+void Decomposability::visitAttention(AttentionOp attention, bool dep) {
+  unsigned perExampleOperands = 0;
+  for (Value v : attention->getOperands()) {
+    BatchClass c = get(v);
+    if (c.kind == BatchClass::BatchSum ||
+        (c.kind == BatchClass::PerExample && c.batchDim != 0))
+      return setMixed(attention, "its batch dimension is not the examples "
+                                 "of the batch");
+    perExampleOperands += c.kind == BatchClass::PerExample;
+  }
+  if (perExampleOperands == 0)
+    return setAll(attention, BatchClass(), dep);
+  if (perExampleOperands != attention->getNumOperands())
+    return setMixed(attention,
+                    "attends from the batch's examples to keys or values "
+                    "that do not come from the batch: a micro-batch would "
+                    "take only some of their rows");
+  setAll(attention, perExample(0), dep);
 }
 
 /// A structured op: per-example along the loop that meets the batch

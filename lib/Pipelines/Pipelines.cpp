@@ -94,6 +94,11 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
       return failure();
     }
   }
+  if (attentionKeyTile < 0) {
+    errors << "attention-key-tile must be 0 (off) or positive, got "
+           << attentionKeyTile.getValue();
+    return failure();
+  }
   if (lossChunkRows < 0) {
     errors << "loss-chunk-rows must be 0 (off) or positive, got "
            << lossChunkRows.getValue();
@@ -196,6 +201,14 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   // (convert-train-to-linalg).
   if (options.sliceMatmulRows)
     pm.addPass(createGaSliceMatmulRowsPass());
+  // Attention as one op, before the planner, which then counts what its
+  // gradient reads (the operands and the log-sum-exp, not the
+  // probabilities).
+  if (options.attentionKeyTile > 0) {
+    TrainRaiseAttentionPassOptions attention;
+    attention.keyTile = options.attentionKeyTile;
+    pm.addPass(createTrainRaiseAttentionPass(attention));
+  }
   // Rematerialization next: the planner compiles each candidate with this
   // pipeline (without a budget) and reads its peak from the memory model.
   if (options.memoryBudget > 0) {

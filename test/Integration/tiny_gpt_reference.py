@@ -86,6 +86,9 @@ def main():
     parser.add_argument("--ga-run", required=True)
     parser.add_argument("--example", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--ga-run-arg", action="append", default=[],
+                        help="an option of ga-run for both compiles (e.g. "
+                             "--attention-key-tile=4)")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
 
@@ -113,7 +116,8 @@ def main():
 
     inputs = [params[n] for n, _ in PARAMS] + [tokens, labels]
     res64, _ = run_ga_run(args.ga_run, path64, inputs,
-                          os.path.join(args.workdir, "f64"))
+                          os.path.join(args.workdir, "f64"),
+                          extra=args.ga_run_arg)
     check = Checker("tiny_gpt")
     loss_ref = forward(params, tokens, labels)
     check.close("float64 loss vs NumPy", res64[0], loss_ref, rtol=1e-9)
@@ -134,7 +138,8 @@ def main():
     inputs32 = [params[n].astype(np.float32) for n, _ in PARAMS] + \
         [tokens, labels]
     res32, _ = run_ga_run(args.ga_run, args.example, inputs32,
-                          os.path.join(args.workdir, "f32"))
+                          os.path.join(args.workdir, "f32"),
+                          extra=args.ga_run_arg)
     params32 = {n: params[n].astype(np.float32).astype(np.float64)
                 for n, _ in PARAMS}
     check.close("float32 loss vs NumPy float64", res32[0],

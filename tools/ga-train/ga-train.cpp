@@ -151,7 +151,8 @@ static cl::opt<int> threadCount(
     cl::cat(category));
 // The pipeline's options: --pipeline-options, and --naive and
 // --memory-budget declared from GaPipelineOptions itself.
-static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget"});
+static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget",
+                                                  "attention-key-tile"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).
 static cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),

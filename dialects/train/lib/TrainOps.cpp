@@ -305,6 +305,101 @@ LogicalResult CrossEntropyGradOp::verify() {
 }
 
 //===----------------------------------------------------------------------===//
+// AttentionOp, AttentionGradOp
+//===----------------------------------------------------------------------===//
+
+/// Checks what train.attention and its gradient share (the operands' shapes
+/// and types, the attributes) and returns the types of `out` and `lse`.
+static LogicalResult verifyAttentionOperands(Operation *op, Value query,
+                                             Value key, Value value,
+                                             bool causal, int64_t keyTile,
+                                             RankedTensorType &out,
+                                             RankedTensorType &lse) {
+  auto emit = [&]() { return op->emitOpError(); };
+  auto q = cast<RankedTensorType>(query.getType());
+  auto k = cast<RankedTensorType>(key.getType());
+  auto v = cast<RankedTensorType>(value.getType());
+  const char *names[] = {"query", "key", "value"};
+  RankedTensorType types[] = {q, k, v};
+  for (auto [name, type] : llvm::zip(names, types)) {
+    if (type.getRank() != 4 || !isa<FloatType>(type.getElementType()) ||
+        !type.hasStaticShape())
+      return emit() << name
+                    << " must be a static rank-4 float tensor [batch, "
+                       "position, head, feature], got "
+                    << type;
+    if (type.getElementType() != q.getElementType())
+      return emit() << name << " must have the query's element type "
+                    << q.getElementType() << ", got " << type;
+  }
+  if (k.getDimSize(0) != q.getDimSize(0) ||
+      k.getDimSize(2) != q.getDimSize(2) || k.getDimSize(3) != q.getDimSize(3))
+    return emit() << "key must have the query's batch, heads and features "
+                     "(["
+                  << q.getDimSize(0) << ", T, " << q.getDimSize(2) << ", "
+                  << q.getDimSize(3) << "]), got " << k;
+  if (v.getDimSize(0) != k.getDimSize(0) ||
+      v.getDimSize(1) != k.getDimSize(1) || v.getDimSize(2) != k.getDimSize(2))
+    return emit() << "value must have the key's batch, positions and heads (["
+                  << k.getDimSize(0) << ", " << k.getDimSize(1) << ", "
+                  << k.getDimSize(2) << ", E]), got " << v;
+  if (causal && k.getDimSize(1) != q.getDimSize(1))
+    return emit() << "is causal but has " << q.getDimSize(1) << " queries and "
+                  << k.getDimSize(1)
+                  << " keys (causal attention needs as many of each)";
+  if (keyTile < 0 || (keyTile > 0 && k.getDimSize(1) % keyTile != 0))
+    return emit() << "key_tile = " << keyTile
+                  << " must be 0 (one tile) or divide the " << k.getDimSize(1)
+                  << " keys";
+  out = RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
+      q.getElementType());
+  lse = RankedTensorType::get(
+      {q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)}, q.getElementType());
+  return success();
+}
+
+LogicalResult AttentionOp::verify() {
+  RankedTensorType out, lse;
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getKeyTile(), out, lse)))
+    return failure();
+  if (getOut().getType() != out)
+    return emitOpError() << "out must be " << out << ", got "
+                         << getOut().getType();
+  if (getLse().getType() != lse)
+    return emitOpError() << "lse must be " << lse << " [batch, head, query], "
+                         << "got " << getLse().getType();
+  return success();
+}
+
+LogicalResult AttentionGradOp::verify() {
+  RankedTensorType out, lse;
+  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                     getCausal(), getKeyTile(), out, lse)))
+    return failure();
+  if (getOut().getType() != out)
+    return emitOpError() << "out must be " << out << ", got "
+                         << getOut().getType();
+  if (getDout().getType() != out)
+    return emitOpError() << "dout must have the out's type " << out << ", got "
+                         << getDout().getType();
+  if (getLse().getType() != lse)
+    return emitOpError() << "lse must be " << lse << ", got "
+                         << getLse().getType();
+  if (Value dlse = getDlse(); dlse && dlse.getType() != lse)
+    return emitOpError() << "dlse must have the lse's type " << lse << ", got "
+                         << dlse.getType();
+  Value operands[] = {getQuery(), getKey(), getValue()};
+  const char *names[] = {"dquery", "dkey", "dvalue"};
+  for (auto [operand, result, name] : llvm::zip(operands, getResults(), names))
+    if (result.getType() != operand.getType())
+      return emitOpError() << name << " must have its operand's type "
+                           << operand.getType() << ", got " << result.getType();
+  return success();
+}
+
+//===----------------------------------------------------------------------===//
 // CheckpointOp
 //===----------------------------------------------------------------------===//
 

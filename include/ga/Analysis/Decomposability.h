@@ -36,6 +36,7 @@ namespace train {
 class StepOp;
 class CheckpointOp;
 class CrossEntropyOp;
+class AttentionOp;
 } // namespace train
 
 struct BatchClass {
@@ -99,6 +100,7 @@ private:
   void classify(mlir::Operation *op);
   void visitCheckpoint(train::CheckpointOp checkpoint);
   void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
+  void visitAttention(train::AttentionOp attention, bool dep);
   /// `captured`: the values its body reads from above.
   void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum,
                    llvm::ArrayRef<mlir::Value> captured);

@@ -23,6 +23,10 @@ namespace ga {
 /// Adds the patterns that lower train.cross_entropy to linalg on tensors.
 void populateTrainToLinalgPatterns(mlir::RewritePatternSet &patterns);
 
+/// train.attention and train.attention_grad as loops over key tiles
+/// (AttentionToLinalg.cpp).
+void populateAttentionToLinalgPatterns(mlir::RewritePatternSet &patterns);
+
 /// Lowers every `train.cross_entropy_grad` under `root` (static shapes)
 /// together with the `train.cross_entropy` on the same logits, labels and
 /// ignore_index before it in its block, if there is one: the row statistics

@@ -65,6 +65,14 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "cores (ga-gpu-gemm-to-blas allow-tf32; faster, 10-bit "
                      "mantissas in the products); default float32"),
       llvm::cl::init(false)};
+  Option<int64_t> attentionKeyTile{
+      *this, "attention-key-tile",
+      llvm::cl::desc("Raise causal attention to train.attention "
+                     "(train-raise-attention), computed over tiles of at "
+                     "most this many keys with an online softmax and "
+                     "recomputed tile by tile in the backward pass, so that "
+                     "no [B, H, S, S] tensor is stored; 0: off"),
+      llvm::cl::init(0)};
   Option<int64_t> lossChunkRows{
       *this, "loss-chunk-rows",
       llvm::cl::desc("Compute the LM head, the loss and the products that "

@@ -53,6 +53,48 @@ def GaSliceMatmulRowsPass : Pass<"ga-slice-matmul-rows"> {
   ];
 }
 
+def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
+  let summary = "Raise causal multi-head attention written in linalg to train.attention";
+  let description = [{
+    Finds attention written as linalg (the form of ga-opt's generator,
+    `examples/gen_tiny_gpt.py`): the scores, a contraction of the queries
+    and keys over the features, each product scaled; optionally a causal
+    mask (`select(j > i, c, s)`); the softmax over the keys (the row's
+    maximum, `exp(s - max)`, their sum, the division); and the contraction
+    of the probabilities with the values, with the queries, keys and values
+    `[batch, position, head, feature]`. When every intermediate is used only
+    by the next step, the chain becomes one `train.attention`, whose
+    lowering never makes the `[B, H, S, T]` scores (online softmax over
+    tiles of keys) and whose gradient recomputes them tile by tile instead
+    of saving the probabilities for the backward pass.
+
+    The tile is the largest divisor of the key count not above `key-tile`.
+    The values change by the rounding of the online softmax (the
+    probabilities are rescaled at each tile): `test/Integration` states the
+    difference to the unfused step.
+
+    ```mlir
+    %s = linalg.generic {...} ins(%q, %k) outs(%zero)      // sum_d q k * scale
+    %m = linalg.generic {...} ins(%s) outs(%e0)            // j > i ? -1e9 : s
+    %mx = linalg.generic {...} ins(%m) outs(%lowest)       // max over j
+    %x = linalg.generic {...} ins(%m, %mx) outs(%e1)       // exp(m - mx)
+    %sum = linalg.generic {...} ins(%x) outs(%zero1)       // sum over j
+    %p = linalg.generic {...} ins(%x, %sum) outs(%e2)      // x / sum
+    %o = linalg.generic {...} ins(%p, %v) outs(%zero2)     // sum_j p v
+    ```
+
+    becomes `%o, %lse = train.attention %q, %k, %v {scale = ..., causal,
+    masked_score = -1.0e9, key_tile = ...}`. In `--ga-pipeline` with
+    `attention-key-tile=N` (N > 0), before the remat planner, which then
+    sees the smaller memory of the backward pass.
+  }];
+  let options = [
+    Option<"keyTile", "key-tile", "int64_t", /*default=*/"128",
+           "the most keys per tile of the online softmax">
+  ];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
 def TrainRecordSignaturesPass : Pass<"train-record-signatures", "::mlir::ModuleOp"> {
   let summary = "Record each function's tensor signature for ga-run";
   let description = [{

@@ -33,7 +33,8 @@ struct ConvertTrainToLinalgPass
     target.addIllegalOp<ga::train::CrossEntropyOp,
                         ga::train::CrossEntropyGradOp, ga::train::GlobalNormOp,
                         ga::train::ClipByGlobalNormOp, ga::train::SgdOp,
-                        ga::train::AdamWOp, ga::train::StopGradientOp>();
+                        ga::train::AdamWOp, ga::train::StopGradientOp,
+                        ga::train::AttentionOp, ga::train::AttentionGradOp>();
     target.markUnknownOpDynamicallyLegal([](Operation *) { return true; });
     // The patterns need static shapes; say so on the op rather than leave
     // the conversion to report a bare failure to legalize it.

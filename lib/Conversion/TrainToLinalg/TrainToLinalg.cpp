@@ -607,6 +607,7 @@ void ga::populateTrainToLinalgPatterns(RewritePatternSet &patterns) {
   patterns.add<CrossEntropyToLinalg, CrossEntropyGradToLinalg,
                GlobalNormToLinalg, ClipByGlobalNormToLinalg, SgdToLinalg,
                AdamWToLinalg, StopGradientToOperand>(patterns.getContext());
+  populateAttentionToLinalgPatterns(patterns);
 }
 
 void ga::lowerPairedCrossEntropies(Operation *root) {

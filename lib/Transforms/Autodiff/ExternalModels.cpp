@@ -71,7 +71,8 @@ template <typename... Ops> struct NamedLinalgModels {
   }
 };
 
-/// tensor slicing and reshaping ops and train.cross_entropy.
+/// tensor slicing and reshaping ops, train.cross_entropy and
+/// train.attention.
 template <typename OpTy>
 struct TensorModel
     : DifferentiableOpInterface::ExternalModel<TensorModel<OpTy>, OpTy> {
@@ -88,6 +89,12 @@ struct TensorModel
     if (auto ce = dyn_cast<train::CrossEntropyOp>(op)) {
       needs.operands[ce.getLogitsMutable().getOperandNumber()] = true;
       needs.operands[ce.getLabelsMutable().getOperandNumber()] = true;
+    }
+    // The attention's gradient recomputes the probabilities tile by tile
+    // from the operands and the log-sum-exp, and reads the output.
+    if (isa<train::AttentionOp>(op)) {
+      needs.operands.assign(op->getNumOperands(), true);
+      needs.results.assign(op->getNumResults(), true);
     }
     return needs;
   }
@@ -152,6 +159,7 @@ void ga::registerDifferentiableOpInterfaceExternalModels(
   registry.addExtension(+[](MLIRContext *ctx, train::TrainDialect *) {
     train::CrossEntropyOp::attachInterface<TensorModel<train::CrossEntropyOp>>(
         *ctx);
+    train::AttentionOp::attachInterface<TensorModel<train::AttentionOp>>(*ctx);
     train::CheckpointOp::attachInterface<CheckpointModel>(*ctx);
     train::StopGradientOp::attachInterface<StopGradientModel>(*ctx);
   });

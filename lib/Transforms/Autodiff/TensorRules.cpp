@@ -8,8 +8,8 @@
 // slice is an insertion into zeros (or an in-place addition into the
 // adjoint accumulated so far), that of an insertion is a slice, that of a
 // concatenation is a slice per input, and expand/collapse invert each
-// other. train.cross_entropy gets
-// train.cross_entropy_grad.
+// other. train.cross_entropy gets train.cross_entropy_grad, and
+// train.attention train.attention_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -25,12 +25,39 @@ namespace ga::ad {
 bool hasTensorRule(Operation *op) {
   return isa<tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
              tensor::ExpandShapeOp, tensor::CollapseShapeOp,
-             train::CrossEntropyOp>(op);
+             train::CrossEntropyOp, train::AttentionOp>(op);
+}
+
+/// train.attention_grad, from the cotangents of the output and of the
+/// log-sum-exp (either may be absent: the output's is then zero).
+static LogicalResult adjointAttention(train::AttentionOp op, Sweep &sweep) {
+  OpBuilder &b = sweep.builder;
+  Location loc = op.getLoc();
+  Value dout = sweep.getAdjoint(op.getOut());
+  Value dlse = sweep.getAdjoint(op.getLse());
+  if (!dout && !dlse)
+    return success();
+  if (!dout)
+    dout = zerosLike(b, loc, op.getOut().getType());
+  auto grad = train::AttentionGradOp::create(
+      b, loc,
+      TypeRange{op.getQuery().getType(), op.getKey().getType(),
+                op.getValue().getType()},
+      op.getQuery(), op.getKey(), op.getValue(), op.getOut(), op.getLse(), dout,
+      dlse, op.getScaleAttr(), op.getCausalAttr(), op.getMaskedScoreAttr(),
+      op.getKeyTileAttr());
+  Value operands[] = {op.getQuery(), op.getKey(), op.getValue()};
+  for (auto [operand, gradient] : llvm::zip(operands, grad.getResults()))
+    if (sweep.isActive(operand))
+      sweep.addAdjoint(loc, operand, gradient);
+  return success();
 }
 
 LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
   OpBuilder &b = sweep.builder;
   Location loc = op->getLoc();
+  if (auto attention = dyn_cast<train::AttentionOp>(op))
+    return adjointAttention(attention, sweep);
   Value dy = sweep.getAdjoint(op->getResult(0));
   if (!dy)
     return success();

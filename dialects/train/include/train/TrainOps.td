@@ -263,6 +263,121 @@ def Train_CrossEntropyGradOp : Train_Op<"cross_entropy_grad", [Pure]> {
 }
 
 //===----------------------------------------------------------------------===//
+// train.attention
+//===----------------------------------------------------------------------===//
+
+def Train_AttentionOp : Train_Op<"attention", [Pure]> {
+  let summary = "Multi-head scaled dot-product attention over key tiles";
+  let description = [{
+    The attention of `query` [B, S, H, D] over `key` [B, T, H, D] and
+    `value` [B, T, H, E] (batch, position, head, feature; all of one float
+    type), head by head:
+
+    * `s[b, h, i, j] = sum_d (query[b, i, h, d] * key[b, j, h, d]) * scale`
+      (each product scaled, then summed over `d` in order);
+    * with `causal` (then `S = T`), `s[b, h, i, j] = masked_score` where
+      `j > i`: a query does not see the keys after it;
+    * `out[b, i, h, e] = sum_j softmax_j(s[b, h, i, :])[j] * value[b, j, h, e]`;
+    * `lse[b, h, i] = log(sum_j exp(s[b, h, i, j]))`, the row's
+      log-sum-exp, which the gradient (`train.attention_grad`) reads instead
+      of the probabilities.
+
+    `convert-train-to-linalg` computes it over tiles of `key_tile` keys
+    (online softmax, as flash attention does: a running maximum and sum per
+    row, the partial output rescaled at each tile), so that no `[B, H, S,
+    T]` tensor is ever made: the largest is `[B, H, S, key_tile]`.
+    `key_tile = 0` takes all keys in one tile. `train-raise-attention`
+    writes this op for the attention that ga-opt's generator and front end
+    emit as linalg.
+
+    Example:
+
+    ```mlir
+    %out, %lse = train.attention %q, %k, %v
+        {scale = 0.125 : f64, causal, masked_score = -1.0e9 : f64,
+         key_tile = 64 : i64}
+        : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
+           tensor<8x1024x12x64xf32>)
+        -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    F64Attr:$scale,
+    UnitAttr:$causal,
+    DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
+    DefaultValuedAttr<I64Attr, "0">:$key_tile);
+  let results = (outs AnyRankedTensor:$out, AnyRankedTensor:$lse);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.attention_grad
+//===----------------------------------------------------------------------===//
+
+def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure]> {
+  let summary = "Gradient of train.attention, recomputed over key tiles";
+  let description = [{
+    The adjoint of `train.attention` that `train-differentiate` emits: given
+    the forward's operands, its results `out` and `lse`, the cotangent
+    `dout` of `out` and optionally `dlse` of `lse`, the gradients with
+    respect to `query`, `key` and `value`. With `p = exp(s - lse)` the
+    probabilities (recomputed, tile by tile, from the query, the keys and
+    `lse`) and `delta[b, h, i] = sum_e dout[b, i, h, e] * out[b, i, h, e] -
+    dlse[b, h, i]`:
+
+    * `dvalue[b, j, h, e] = sum_i p[b, h, i, j] * dout[b, i, h, e]`;
+    * `ds[b, h, i, j] = p[b, h, i, j] * (sum_e dout[b, i, h, e] *
+      value[b, j, h, e] - delta[b, h, i])` (zero where masked);
+    * `dquery[b, i, h, d] = sum_j ds[b, h, i, j] * key[b, j, h, d] * scale`,
+      `dkey[b, j, h, d] = sum_i ds[b, h, i, j] * query[b, i, h, d] * scale`.
+
+    The attributes must match the differentiated `train.attention`; like
+    it, the lowering holds at most `[B, H, S, key_tile]` at a time.
+
+    Example:
+
+    ```mlir
+    %dq, %dk, %dv = train.attention_grad %q, %k, %v, %out, %lse, %dout
+        {scale = 0.125 : f64, causal, key_tile = 64 : i64}
+        : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
+           tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
+           tensor<8x12x1024xf32>, tensor<8x1024x12x64xf32>)
+        -> (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
+            tensor<8x1024x12x64xf32>)
+    ```
+  }];
+
+  let arguments = (ins
+    AnyRankedTensor:$query,
+    AnyRankedTensor:$key,
+    AnyRankedTensor:$value,
+    AnyRankedTensor:$out,
+    AnyRankedTensor:$lse,
+    AnyRankedTensor:$dout,
+    Optional<AnyRankedTensor>:$dlse,
+    F64Attr:$scale,
+    UnitAttr:$causal,
+    DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
+    DefaultValuedAttr<I64Attr, "0">:$key_tile);
+  let results = (outs AnyRankedTensor:$dquery, AnyRankedTensor:$dkey,
+                      AnyRankedTensor:$dvalue);
+
+  let assemblyFormat = [{
+    $query `,` $key `,` $value `,` $out `,` $lse `,` $dout (`,` $dlse^)?
+    attr-dict `:` functional-type(operands, results)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
 // train.checkpoint
 //===----------------------------------------------------------------------===//
 
