@@ -25,7 +25,8 @@ the micro-batch count with the checkpoints). The inputs
 are zeros of the signature's shapes: the stand-in runs no kernel.
 
   python3 scripts/device_budget.py --build build --workdir /tmp/budget
-        [--cases mlp,tiny_gpt,mlp_train,tiny_gpt_train,gpt12] [--check]
+        [--cases mlp,tiny_gpt,mlp_train,tiny_gpt_train,gpt12,
+                 tiny_gpt_attention] [--check]
 """
 
 import argparse
@@ -55,7 +56,13 @@ def sources(workdir):
             "tiny_gpt": os.path.join(examples, "tiny_gpt.mlir"),
             "mlp_train": os.path.join(examples, "mlp_train.mlir"),
             "tiny_gpt_train": os.path.join(examples, "tiny_gpt_train.mlir"),
-            "gpt12": deep}
+            "gpt12": deep,
+            "tiny_gpt_attention": os.path.join(examples, "tiny_gpt.mlir")}
+
+
+# Cases that compile a source with more pipeline options: the tiny GPT's
+# attention as train.attention over tiles of 4 keys.
+CASE_OPTIONS = {"tiny_gpt_attention": "attention-key-tile=4"}
 
 
 class Case:
@@ -75,7 +82,7 @@ class Case:
         lib = os.path.join(self.args.workdir,
                            f"lib{self.name}_{budget}{'_auto' if auto else ''}"
                            ".so")
-        options = "check-labels=false" + (
+        options = "check-labels=false " + CASE_OPTIONS.get(self.name, "") + (
             f" memory-budget={budget}" if budget else "") + (
             " microbatches=auto" if auto else "")
         done = subprocess.run(

@@ -329,7 +329,7 @@ struct TrainRaiseAttentionPass
     if (keyTile < 1) {
       getOperation()->emitError()
           << "train-raise-attention: key-tile must be positive, got "
-          << keyTile;
+          << keyTile.getValue();
       return signalPassFailure();
     }
     SmallVector<Chain> chains;

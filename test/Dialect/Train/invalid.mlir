@@ -887,6 +887,122 @@ func.func @ce_grad_result(%l: tensor<4x5xf32>, %y: tensor<4xi64>, %d: tensor<f32
 }
 
 //===----------------------------------------------------------------------===//
+// train.attention, train.attention_grad
+//===----------------------------------------------------------------------===//
+
+func.func @att_rank(%q: tensor<2x4x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{query must be a static rank-4 float tensor [batch, position, head, feature], got 'tensor<2x4x8xf32>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_element(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf64>) {
+  // expected-error @below {{value must have the query's element type 'f32', got 'tensor<2x4x3x8xf64>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf64>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_key(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x2x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{key must have the query's batch, heads and features ([2, T, 3, 8]), got 'tensor<2x4x2x8xf32>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x2x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_value(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x5x3x8xf32>) {
+  // expected-error @below {{value must have the key's batch, positions and heads ([2, 4, 3, E]), got 'tensor<2x5x3x8xf32>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x5x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_causal(%q: tensor<2x4x3x8xf32>, %k: tensor<2x6x3x8xf32>, %v: tensor<2x6x3x8xf32>) {
+  // expected-error @below {{is causal but has 4 queries and 6 keys (causal attention needs as many of each)}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64, causal} : (tensor<2x4x3x8xf32>, tensor<2x6x3x8xf32>, tensor<2x6x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_tile(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{key_tile = 3 must be 0 (one tile) or divide the 4 keys}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64, key_tile = 3 : i64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_out(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{out must be 'tensor<2x4x3x8xf32>', got 'tensor<2x4x3x5xf32>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x5xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_lse(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{lse must be 'tensor<2x3x4xf32>' [batch, head, query], got 'tensor<2x4x3xf32>'}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_shape(%a: tensor<2x4x8xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{query must be a static rank-4 float tensor [batch, position, head, feature], got 'tensor<2x4x8xf32>'}}
+  %a0, %a1, %a2 = train.attention_grad %a, %k, %k, %k, %l, %k {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_out(%o5: tensor<2x4x3x5xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{out must be 'tensor<2x4x3x8xf32>', got 'tensor<2x4x3x5xf32>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %o5, %l, %k {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_dout(%o5: tensor<2x4x3x5xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{dout must have the out's type 'tensor<2x4x3x8xf32>', got 'tensor<2x4x3x5xf32>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l, %o5 {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x5xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_lse(%l2: tensor<2x4x3xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{lse must be 'tensor<2x3x4xf32>', got 'tensor<2x4x3xf32>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l2, %k {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_dlse(%l2: tensor<2x4x3xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{dlse must have the lse's type 'tensor<2x3x4xf32>', got 'tensor<2x4x3xf32>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l, %k, %l2 {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_result(%k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
+  // expected-error @below {{dkey must have its operand's type 'tensor<2x4x3x8xf32>', got 'tensor<2x4x3x8xf64>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l, %k {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf64>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
+//===----------------------------------------------------------------------===//
 // train.check_labels
 //===----------------------------------------------------------------------===//
 

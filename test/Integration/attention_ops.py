@@ -1,0 +1,116 @@
+"""train.attention and train.attention_grad, lowered over key tiles and run
+by ga-run in float64, against an independent NumPy float64 model.
+
+For each configuration (causal or not, as many keys as queries or not,
+value features other than the query's, one tile, tiles of one key, with and
+without a cotangent of the log-sum-exp):
+
+- out and lse against NumPy's softmax attention: relative 1e-12 (the same
+  function in another order; error ~1e-15);
+- dquery, dkey and dvalue against central finite differences of
+  L = sum(out * dout) + sum(lse * dlse) in NumPy along a random direction
+  per operand: relative 1e-6 + absolute 1e-9 (truncation ~1e-10 at e =
+  1e-5); a wrong rule is off by O(1).
+"""
+
+import argparse
+import os
+
+import numpy as np
+
+from reference_harness import Checker, run_ga_run
+
+# name, causal, B, S (queries), T (keys), H, D, E, key_tile, scale, dlse
+CONFIGS = [
+    ("causal_tiles", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True),
+    ("cross_tiles", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True),
+    ("causal_one_tile", True, 1, 6, 6, 2, 4, 4, 0, 0.5, False),
+    ("causal_single_keys", True, 2, 5, 5, 1, 2, 3, 1, 1.0, True),
+]
+MASKED = -1.0e9
+
+
+def forward(q, k, v, causal, scale):
+    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.triu(np.ones((n, n), bool), k=1), MASKED, s)
+    m = s.max(axis=-1, keepdims=True)
+    e = np.exp(s - m)
+    total = e.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhij,bjhe->bihe", e / total, v)
+    lse = (m + np.log(total))[..., 0]
+    return out, lse
+
+
+def program(cfg):
+    name, causal, b, s, t, h, d, e, tile, scale, dlse = cfg
+    q = f"tensor<{b}x{s}x{h}x{d}xf64>"
+    k = f"tensor<{b}x{t}x{h}x{d}xf64>"
+    v = f"tensor<{b}x{t}x{h}x{e}xf64>"
+    o = f"tensor<{b}x{s}x{h}x{e}xf64>"
+    r = f"tensor<{b}x{h}x{s}xf64>"
+    attrs = f"scale = {scale!r} : f64, key_tile = {tile} : i64" + (
+        ", causal" if causal else "")
+    extra = f", %dl: {r}" if dlse else ""
+    dl = ", %dl" if dlse else ""
+    dlt = f", {r}" if dlse else ""
+    return f"""
+func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %do: {o}{extra})
+    -> ({o}, {r}, {q}, {k}, {v}) {{
+  %o, %lse = train.attention %q, %k, %v {{{attrs}}}
+      : ({q}, {k}, {v}) -> ({o}, {r})
+  %dq, %dk, %dv = train.attention_grad %q, %k, %v, %o, %lse, %do{dl} {{{attrs}}}
+      : ({q}, {k}, {v}, {o}, {r}, {o}{dlt}) -> ({q}, {k}, {v})
+  return %o, %lse, %dq, %dk, %dv : {o}, {r}, {q}, {k}, {v}
+}}
+"""
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    rng = np.random.default_rng(11)
+    check = Checker("attention")
+    for cfg in CONFIGS:
+        name, causal, b, s, t, h, d, e, tile, scale, has_dlse = cfg
+        q = rng.standard_normal((b, s, h, d))
+        k = rng.standard_normal((b, t, h, d))
+        v = rng.standard_normal((b, t, h, e))
+        dout = rng.standard_normal((b, s, h, e))
+        dlse = rng.standard_normal((b, h, s)) if has_dlse else np.zeros(
+            (b, h, s))
+        path = os.path.join(args.workdir, name + ".mlir")
+        with open(path, "w") as f:
+            f.write(program(cfg))
+        inputs = [q, k, v, dout] + ([dlse] if has_dlse else [])
+        got, _ = run_ga_run(args.ga_run, path, inputs,
+                            os.path.join(args.workdir, name))
+        out, lse = forward(q, k, v, causal, scale)
+        check.close(f"{name}: out", got[0], out, rtol=1e-12)
+        check.close(f"{name}: lse", got[1], lse, rtol=1e-12)
+
+        def loss(qq, kk, vv):
+            o, l = forward(qq, kk, vv, causal, scale)
+            return float(np.sum(o * dout) + np.sum(l * dlse))
+
+        eps = 1e-5
+        operands = [q, k, v]
+        for i, what in enumerate(["dquery", "dkey", "dvalue"]):
+            direction = rng.standard_normal(operands[i].shape)
+            plus = list(operands)
+            minus = list(operands)
+            plus[i] = operands[i] + eps * direction
+            minus[i] = operands[i] - eps * direction
+            fd = (loss(*plus) - loss(*minus)) / (2 * eps)
+            ad = float(np.sum(got[2 + i] * direction))
+            check.close(f"{name}: {what} along a random direction (FD)", ad,
+                        fd, rtol=1e-6, atol=1e-9)
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()
