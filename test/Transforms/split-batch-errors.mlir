@@ -158,3 +158,30 @@ func.func @per_example_aux(%w: tensor<4x3xf32>, %x: tensor<8x4xf32>, %y: tensor<
   }
   return %loss, %gw, %out : tensor<f32>, tensor<4x3xf32>, tensor<8x3xf32>
 }
+
+// -----
+
+
+// Queries from the batch attending to keys that are parameters: a
+// micro-batch would take only some of the keys' rows.
+func.func @keys_not_from_batch(%w: tensor<2x2xf32>, %kv: tensor<4x4x1x2xf32>, %x: tensor<4x4x2xf32>, %y: tensor<4x4xi64>) -> (tensor<f32>, tensor<2x2xf32>, tensor<4x4x1x2xf32>) {
+  // expected-note @+1 {{the train.step being split}}
+  %loss, %gw, %gkv = train.step params(%w, %kv : tensor<2x2xf32>, tensor<4x4x1x2xf32>) batch(%x, %y : tensor<4x4x2xf32>, tensor<4x4xi64>)
+      attributes {microbatches = 2 : i64} -> tensor<f32> grads(tensor<2x2xf32>, tensor<4x4x1x2xf32>) {
+  ^bb0(%pw: tensor<2x2xf32>, %pkv: tensor<4x4x1x2xf32>, %bx3: tensor<4x4x2xf32>, %by2: tensor<4x4xi64>):
+    %bx = tensor.collapse_shape %bx3 [[0, 1], [2]] : tensor<4x4x2xf32> into tensor<16x2xf32>
+    %by = tensor.collapse_shape %by2 [[0, 1]] : tensor<4x4xi64> into tensor<16xi64>
+    %zero = arith.constant 0.0 : f32
+    %init = tensor.empty() : tensor<16x2xf32>
+    %acc = linalg.fill ins(%zero : f32) outs(%init : tensor<16x2xf32>) -> tensor<16x2xf32>
+    %h = linalg.matmul ins(%bx, %pw : tensor<16x2xf32>, tensor<2x2xf32>) outs(%acc : tensor<16x2xf32>) -> tensor<16x2xf32>
+    %q = tensor.expand_shape %h [[0, 1], [2, 3]] output_shape [4, 4, 1, 2] : tensor<16x2xf32> into tensor<4x4x1x2xf32>
+    // expected-error @below {{cannot split this step into 1 rank(s) x 2 micro-batch(es) exactly: this operation attends from the batch's examples to keys or values that do not come from the batch: a micro-batch would take only some of their rows}}
+    %o, %lse = train.attention %q, %pkv, %pkv {scale = 0.5 : f64, causal}
+        : (tensor<4x4x1x2xf32>, tensor<4x4x1x2xf32>, tensor<4x4x1x2xf32>) -> (tensor<4x4x1x2xf32>, tensor<4x1x4xf32>)
+    %flat = tensor.collapse_shape %o [[0, 1], [2, 3]] : tensor<4x4x1x2xf32> into tensor<16x2xf32>
+    %s = train.cross_entropy sum %flat, %by ignore_index = -100 : (tensor<16x2xf32>, tensor<16xi64>) -> tensor<f32>
+    train.yield %s : tensor<f32>
+  }
+  return %loss, %gw, %gkv : tensor<f32>, tensor<2x2xf32>, tensor<4x4x1x2xf32>
+}
