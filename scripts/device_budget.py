@@ -66,8 +66,12 @@ CASE_OPTIONS = {"tiny_gpt_attention": "attention-key-tile=4"}
 
 
 class Case:
-    def __init__(self, name, source, args):
+    def __init__(self, name, source, args, options=None):
+        """`options`: more --ga-pipeline options (default: CASE_OPTIONS's
+        for `name`)."""
         self.name, self.source, self.args = name, source, args
+        self.options = (CASE_OPTIONS.get(name, "") if options is None
+                        else options)
         self.bin = os.path.join(args.build, "bin")
         mock = os.path.join(args.build, "test", "cuda-mock")
         self.log = os.path.join(args.workdir, f"{name}.mock.log")
@@ -82,7 +86,7 @@ class Case:
         lib = os.path.join(self.args.workdir,
                            f"lib{self.name}_{budget}{'_auto' if auto else ''}"
                            ".so")
-        options = "check-labels=false " + CASE_OPTIONS.get(self.name, "") + (
+        options = f"check-labels=false {self.options}" + (
             f" memory-budget={budget}" if budget else "") + (
             " microbatches=auto" if auto else "")
         done = subprocess.run(

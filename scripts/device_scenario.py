@@ -5,6 +5,7 @@ measured on the driver stand-in.
   python3 scripts/device_scenario.py [--build build] [--workdir DIR]
       [--budget-gib 16] [--batch 32] [--layers 24] [--dim 1024]
       [--heads 16] [--ffn 4096] [--seq 1024] [--vocab 50304]
+      [--attention-key-tile N]
 
 The default is GPT-2 355M's shape (24 layers, D 1024, 16 heads, F 4096,
 S 1024, V 50304) trained with AdamW (the whole step: forward, backward,
@@ -21,6 +22,9 @@ global batch of 32 sequences, on a GPU of 16 GiB:
      driver stand-in (test/cuda-mock: device memory that the host cannot
      touch, every allocation counted, kernels not run), its inputs zeros;
      the stand-in's high-water mark of device memory is the measurement.
+
+With --attention-key-tile N, the attention is computed over tiles of N keys
+(train.attention: no [B, H, S, S] scores stored for the backward pass).
 
 Prints the choice, the predicted and the measured peak; exits 1 when the
 measurement exceeds the budget or differs from the prediction. Not a test
@@ -61,12 +65,17 @@ def main():
                           ("heads", 16), ("ffn", 4096), ("seq", 1024),
                           ("vocab", 50304)):
         p.add_argument(f"--{name}", type=int, default=default)
+    p.add_argument("--attention-key-tile", type=int, default=0,
+                   help="attention over tiles of this many keys (0: as "
+                        "written)")
     args = p.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="ga-device-scenario-")
     os.makedirs(work, exist_ok=True)
     budget = int(args.budget_gib * 2**30)
     shape = (f"B {args.batch}, S {args.seq}, V {args.vocab}, D {args.dim}, "
              f"H {args.heads}, F {args.ffn}, L {args.layers}")
+    if args.attention_key_tile:
+        shape += f"; attention over tiles of {args.attention_key_tile} keys"
     print(f"device_scenario: GPT training step ({shape}), AdamW, under a "
           f"device budget of {args.budget_gib:g} GiB ({budget} bytes)",
           flush=True)
@@ -80,8 +89,9 @@ def main():
              str(args.heads), "--ffn", str(args.ffn), "--layers",
              str(args.layers)], stdout=f, check=True)
     # The compile and the stand-in's environment as device_budget.py's.
-    case = Case("step", step, argparse.Namespace(build=args.build,
-                                                 workdir=work))
+    case = Case("step", step,
+                argparse.Namespace(build=args.build, workdir=work),
+                options=f"attention-key-tile={args.attention_key_tile}")
     start = time.time()
     lib, predicted, _ = case.compile(budget, auto=True)
     compiled = time.time() - start

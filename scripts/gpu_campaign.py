@@ -23,6 +23,8 @@ markdown report.
         bf16/   the medium size and GPT-2 124M's shape (B 4 and 16) with
                 bf16 GEMMs (gpu-bf16=true);
         large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
+        attention/  GPT-2 124M's shape at B 8 with the attention over
+                tiles of 128 keys (attention-key-tile=128), float32;
         this script and cuda_gemm_check.py.
   python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
       (there) runs, in this order: the device's facts (nvidia-smi, ldd of
@@ -34,9 +36,10 @@ markdown report.
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
-      and bf16), and last the float32 benchmark at B 8 and 16. `--only
-      STAGE,...` runs some stages (device, steps, gemm, bench, graph,
-      bf16, profile, large).
+      and bf16), then the float32 benchmark at B 8 and 16, and last B 8
+      with the attention over key tiles. `--only STAGE,...` runs some
+      stages (device, steps, gemm, bench, graph, bf16, profile, large,
+      attention).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
       the float32 benchmark of the report in DIR (campaign.md and
       campaign.log) as a markdown table, written into or checked against
@@ -94,6 +97,11 @@ def prepare(args):
         ("large", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "large"),
                    "--chip", args.chip, "--sizes", "gpt2_b8,gpt2_b16"]),
+        ("attention", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                       "--build", build, "--out",
+                       os.path.join(out, "attention"), "--chip", args.chip,
+                       "--sizes", "gpt2_b8", "--pipeline-options",
+                       "attention-key-tile=128"]),
     ]
     for name, cmd in steps:
         start = time.time()
@@ -247,7 +255,12 @@ def run(args):
                     [py, os.path.join(root, "large", "bench_cuda.py"), "run",
                      "--repeat", "5", "--tolerance", "1e-3"], env=env,
                     budget=240)
-    write_report(c, args, facts, check, bench, graph, bf16, profile, large)
+    attention = c.stage("attention", ATTENTION,
+                        [py, os.path.join(root, "attention", "bench_cuda.py"),
+                         "run", "--repeat", "5", "--tolerance", "1e-3"],
+                        env=env, budget=150, must_pass=False)
+    write_report(c, args, facts, check, bench, graph, bf16, profile, large,
+                 attention)
     return 1 if c.failed else 0
 
 
@@ -270,9 +283,11 @@ print("loss", step.summary(r)[0], flush=True)
 
 
 LARGE = "benchmark at B 8 and 16, float32"
+ATTENTION = "benchmark at B 8, attention over tiles of 128 keys, float32"
 
 
-def write_report(c, args, facts, check, bench, graph, bf16, profile, large):
+def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
+                 attention):
     now = datetime.datetime.now(datetime.timezone.utc)
     device = "?"
     if facts:
@@ -294,6 +309,8 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile, large):
                 ("Benchmark, bf16", bf16, "ga-opt CUDA benchmark"),
                 ("Kernel profile of the 124M step", profile, None),
                 ("Benchmark at B 8 and 16, float32", large,
+                 "ga-opt CUDA benchmark"),
+                ("Benchmark at B 8, attention over key tiles", attention,
                  "ga-opt CUDA benchmark")):
             if not text:
                 continue
