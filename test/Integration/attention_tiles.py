@@ -24,26 +24,14 @@ NumPy model are tiny_gpt_reference.py's (attention-tiles.test runs it with
 import argparse
 import os
 import re
-import subprocess
-import sys
 
 import numpy as np
 
+from cuda_emulate import emulate
 from reference_harness import (Checker, padded_example_inputs, run_ga_run,
                                with_schedule)
 
 SCALAR = ["--vectorize=false", "--parallel=false"]
-
-
-def emulate(args, path, out, options, inputs):
-    emulated = out + ".mlir"
-    done = subprocess.run(
-        [args.ga_opt, path,
-         f"--ga-pipeline=target=cuda gpu-emulate=true {options}", "-o",
-         emulated], capture_output=True, text=True)
-    if done.returncode != 0:
-        sys.exit(f"FAIL: {path} {options}: ga-opt failed:\n{done.stderr}")
-    return run_ga_run(args.ga_run, emulated, inputs, out)[0]
 
 
 def main():

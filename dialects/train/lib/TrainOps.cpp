@@ -308,11 +308,14 @@ LogicalResult CrossEntropyGradOp::verify() {
 // AttentionOp, AttentionGradOp
 //===----------------------------------------------------------------------===//
 
-/// Checks what train.attention and its gradient share (the operands' shapes
-/// and types, the attributes) and returns the types of `out` and `lse`.
+/// Checks what train.attention and its gradient share: the operands'
+/// shapes and types, the attributes, and the types of `outValue` and
+/// `lseValue` (the forward's results; the gradient's operands), which it
+/// also returns.
 static LogicalResult verifyAttentionOperands(Operation *op, Value query,
                                              Value key, Value value,
                                              bool causal, int64_t keyTile,
+                                             Value outValue, Value lseValue,
                                              RankedTensorType &out,
                                              RankedTensorType &lse) {
   auto emit = [&]() { return op->emitOpError(); };
@@ -356,37 +359,30 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
       q.getElementType());
   lse = RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(2), q.getDimSize(1)}, q.getElementType());
+  if (outValue.getType() != out)
+    return emit() << "out must be " << out << ", got " << outValue.getType();
+  if (lseValue.getType() != lse)
+    return emit() << "lse must be " << lse << " [batch, head, query], got "
+                  << lseValue.getType();
   return success();
 }
 
 LogicalResult AttentionOp::verify() {
   RankedTensorType out, lse;
-  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getCausal(), getKeyTile(), out, lse)))
-    return failure();
-  if (getOut().getType() != out)
-    return emitOpError() << "out must be " << out << ", got "
-                         << getOut().getType();
-  if (getLse().getType() != lse)
-    return emitOpError() << "lse must be " << lse << " [batch, head, query], "
-                         << "got " << getLse().getType();
-  return success();
+  return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
+                                 getCausal(), getKeyTile(), getOut(), getLse(),
+                                 out, lse);
 }
 
 LogicalResult AttentionGradOp::verify() {
   RankedTensorType out, lse;
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getCausal(), getKeyTile(), out, lse)))
+                                     getCausal(), getKeyTile(), getOut(),
+                                     getLse(), out, lse)))
     return failure();
-  if (getOut().getType() != out)
-    return emitOpError() << "out must be " << out << ", got "
-                         << getOut().getType();
   if (getDout().getType() != out)
     return emitOpError() << "dout must have the out's type " << out << ", got "
                          << getDout().getType();
-  if (getLse().getType() != lse)
-    return emitOpError() << "lse must be " << lse << ", got "
-                         << getLse().getType();
   if (Value dlse = getDlse(); dlse && dlse.getType() != lse)
     return emitOpError() << "dlse must have the lse's type " << lse << ", got "
                          << dlse.getType();

@@ -979,7 +979,7 @@ func.func @att_grad_dout(%o5: tensor<2x4x3x5xf32>, %k: tensor<2x4x3x8xf32>, %l: 
 // -----
 
 func.func @att_grad_lse(%l2: tensor<2x4x3xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
-  // expected-error @below {{lse must be 'tensor<2x3x4xf32>', got 'tensor<2x4x3xf32>'}}
+  // expected-error @below {{lse must be 'tensor<2x3x4xf32>' [batch, head, query], got 'tensor<2x4x3xf32>'}}
   %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l2, %k {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
   return
 }
