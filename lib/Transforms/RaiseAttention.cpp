@@ -18,6 +18,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -295,26 +296,6 @@ std::optional<Chain> matchChain(linalg::GenericOp context) {
   return c;
 }
 
-/// Erases `op` and the fill and empty tensor of its init that nothing else
-/// reads.
-void eraseWithInit(Operation *op) {
-  SmallVector<Value> inits;
-  if (auto dps = dyn_cast<DestinationStyleOpInterface>(op))
-    inits.assign(dps.getDpsInits().begin(), dps.getDpsInits().end());
-  op->erase();
-  for (Value init : inits) {
-    Operation *def = init.getDefiningOp();
-    if (!def || !def->use_empty() || !isPure(def))
-      continue;
-    SmallVector<Value> operands(def->getOperands());
-    def->erase();
-    for (Value operand : operands)
-      if (Operation *inner = operand.getDefiningOp();
-          inner && inner->use_empty() && isa<tensor::EmptyOp>(inner))
-        inner->erase();
-  }
-}
-
 int64_t largestDivisorAtMost(int64_t n, int64_t bound) {
   for (int64_t t = std::min(n, bound); t > 1; --t)
     if (n % t == 0)
@@ -356,12 +337,9 @@ struct TrainRaiseAttentionPass
         b.getF64FloatAttr(c.maskedScore.value_or(-1.0e9)),
         b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)));
     c.context->getResult(0).replaceAllUsesWith(attention.getOut());
-    for (Operation *op :
-         {c.context.getOperation(), c.probs.getOperation(),
-          c.sum.getOperation(), c.exp.getOperation(), c.rowMax.getOperation(),
-          c.mask.getOperation(), c.scores.getOperation()})
-      if (op)
-        eraseWithInit(op);
+    // The chain, from the last, with its fills and empty tensors: each
+    // intermediate had its successor for only user.
+    ga::eraseWithDeadProducers(c.context);
   }
 };
 

@@ -16,6 +16,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
@@ -163,15 +164,9 @@ static void narrow(RowSlice match) {
   match.slice->erase();
   if (match.expand)
     match.expand->erase();
-  auto oldFill = matmul.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
-  matmul->erase();
-  // The full-size fill and its tensor.empty, if nothing else reads them.
-  if (!oldFill || !oldFill->use_empty())
-    return;
-  Operation *empty = oldFill.getOutputs()[0].getDefiningOp();
-  oldFill->erase();
-  if (empty && empty->use_empty() && isPure(empty))
-    empty->erase();
+  // With the full-size fill and its tensor.empty, if nothing else reads
+  // them.
+  ga::eraseWithDeadProducers(matmul);
 }
 
 namespace {

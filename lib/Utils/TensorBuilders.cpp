@@ -99,3 +99,17 @@ SmallVector<Value> ga::elementwise(
       });
   return SmallVector<Value>(generic.getResults());
 }
+
+void ga::eraseWithDeadProducers(Operation *op) {
+  SmallVector<Operation *> worklist{op};
+  while (!worklist.empty()) {
+    Operation *next = worklist.pop_back_val();
+    SmallVector<Value> operands(next->getOperands());
+    next->erase();
+    for (Value operand : operands)
+      if (Operation *def = operand.getDefiningOp();
+          def && def->use_empty() && isPure(def) &&
+          !llvm::is_contained(worklist, def))
+        worklist.push_back(def);
+  }
+}

@@ -58,6 +58,11 @@ elementwise(mlir::OpBuilder &b, mlir::Location loc,
                 mlir::OpBuilder &, mlir::Location, mlir::ValueRange)>
                 fn);
 
+/// Erases `op` (whose results have no uses), then every pure operation
+/// that this leaves without uses among the producers of its operands,
+/// transitively: a replaced computation with its fills and empty tensors.
+void eraseWithDeadProducers(mlir::Operation *op);
+
 } // namespace ga
 
 #endif // GA_UTILS_TENSORBUILDERS_H

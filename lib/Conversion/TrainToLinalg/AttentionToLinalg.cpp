@@ -176,11 +176,10 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
     auto loop = scf::ForOp::create(
         rewriter, loc, a.index(0), a.index(a.keys), a.index(a.tile),
         ValueRange{m0, l0, acc0},
-        [&](OpBuilder &nb, Location nl, Value offset, ValueRange iter) {
-          AttentionBuilder t = a;
-          OpBuilder::InsertionGuard guard(rewriter);
-          rewriter.setInsertionPoint(nb.getInsertionBlock(),
-                                     nb.getInsertionPoint());
+        [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
+          // scf.for builds its body with the builder it is created with:
+          // `rewriter`, which `a` builds with, is inside the body here.
+          AttentionBuilder &t = a;
           Value m = iter[0], l = iter[1], acc = iter[2];
           Value kt = t.keyTile(op.getKey(), offset);
           Value vt = t.keyTile(op.getValue(), offset);
@@ -320,11 +319,10 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
     auto loop = scf::ForOp::create(
         rewriter, loc, a.index(0), a.index(a.keys), a.index(a.tile),
         ValueRange{dq0, dk0, dv0},
-        [&](OpBuilder &nb, Location nl, Value offset, ValueRange iter) {
-          AttentionBuilder t = a;
-          OpBuilder::InsertionGuard guard(rewriter);
-          rewriter.setInsertionPoint(nb.getInsertionBlock(),
-                                     nb.getInsertionPoint());
+        [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
+          // scf.for builds its body with the builder it is created with:
+          // `rewriter`, which `a` builds with, is inside the body here.
+          AttentionBuilder &t = a;
           Value kt = t.keyTile(op.getKey(), offset);
           Value vt = t.keyTile(op.getValue(), offset);
           Value s = t.scores(op.getQuery(), kt);
