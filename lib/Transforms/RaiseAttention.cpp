@@ -11,9 +11,13 @@
 // computes it over key tiles (online softmax) and the gradient recomputes
 // the probabilities tile by tile from the row's log-sum-exp.
 //
-// The match is structural: each generic's indexing maps (in whatever loop
-// order), iterator kinds and body, and each intermediate used only by the
-// next step of the chain.
+// Two forms: the generator's seven generics, and the importer's (PyTorch
+// through ga-import and ga-legalize-import), with transposes and batch
+// matmuls over [B * H, ...]. The match is structural: each generic's
+// indexing maps (in whatever loop order), iterator kinds and body, and each
+// intermediate used only by the next step of the chain. A causal mask is
+// checked by value: its condition is traced to a function of the position
+// and evaluated at every (query, key).
 //
 //===----------------------------------------------------------------------===//
 
@@ -162,32 +166,6 @@ template <typename OpTy> bool combinesInputAndOutput(linalg::GenericOp g) {
                 (isArg(op.getLhs(), g, 1) && isArg(op.getRhs(), g, 0)));
 }
 
-/// select(j > i, c, s): returns c.
-std::optional<double> matchCausalMask(linalg::GenericOp g) {
-  if (!isRowwise(g, 1))
-    return std::nullopt;
-  auto select = dyn_cast_or_null<arith::SelectOp>(yieldedOp(g));
-  if (!select || !isArg(select.getFalseValue(), g, 0))
-    return std::nullopt;
-  std::optional<double> masked = floatConstant(select.getTrueValue());
-  auto cmp = select.getCondition().getDefiningOp<arith::CmpIOp>();
-  if (!masked || !cmp)
-    return std::nullopt;
-  auto indexOf = [](Value v) -> int64_t {
-    auto index = v.getDefiningOp<linalg::IndexOp>();
-    return index ? static_cast<int64_t>(index.getDim()) : -1;
-  };
-  int64_t lhs = indexOf(cmp.getLhs()), rhs = indexOf(cmp.getRhs());
-  using P = arith::CmpIPredicate;
-  P pred = cmp.getPredicate();
-  bool keyAfterQuery =
-      ((pred == P::ugt || pred == P::sgt) && lhs == 3 && rhs == 2) ||
-      ((pred == P::ult || pred == P::slt) && lhs == 2 && rhs == 3);
-  if (!keyAfterQuery)
-    return std::nullopt;
-  return masked;
-}
-
 linalg::GenericOp producer(Value v) {
   return v.getDefiningOp<linalg::GenericOp>();
 }
@@ -200,17 +178,431 @@ bool hasUsers(Value v, ArrayRef<Operation *> users) {
                       [&](Operation *u) { return llvm::is_contained(got, u); });
 }
 
-/// The seven generics of one attention, from the last.
+/// An integer function of a position (i, j): what linalg.index, integer
+/// constants and arith compute from it, through the generics over [i, j]
+/// that feed each other. Nodes are in post-order.
+struct IndexFunction {
+  enum Kind { Const, I, J, Add, Sub, Cmp, Xor, And, Or, Select };
+  struct Node {
+    Kind kind;
+    int64_t value = 0;
+    arith::CmpIPredicate pred = arith::CmpIPredicate::eq;
+    int a = -1, b = -1, c = -1;
+  };
+  SmallVector<Node> nodes;
+
+  int add(Node n) {
+    nodes.push_back(n);
+    return static_cast<int>(nodes.size()) - 1;
+  }
+
+  /// The value of node `root` at (i, j) (booleans are 0 and 1).
+  int64_t eval(int root, int64_t i, int64_t j,
+               SmallVectorImpl<int64_t> &vals) const {
+    vals.resize(nodes.size());
+    for (auto [n, node] : llvm::enumerate(nodes)) {
+      int64_t x = node.a >= 0 ? vals[node.a] : 0;
+      int64_t y = node.b >= 0 ? vals[node.b] : 0;
+      auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
+      using P = arith::CmpIPredicate;
+      switch (node.kind) {
+      case Const:
+        vals[n] = node.value;
+        break;
+      case I:
+        vals[n] = i;
+        break;
+      case J:
+        vals[n] = j;
+        break;
+      case Add:
+        vals[n] = x + y;
+        break;
+      case Sub:
+        vals[n] = x - y;
+        break;
+      case Xor:
+        vals[n] = x ^ y;
+        break;
+      case And:
+        vals[n] = x & y;
+        break;
+      case Or:
+        vals[n] = x | y;
+        break;
+      case Select:
+        vals[n] = x ? y : vals[node.c];
+        break;
+      case Cmp:
+        switch (node.pred) {
+        case P::eq:
+          vals[n] = x == y;
+          break;
+        case P::ne:
+          vals[n] = x != y;
+          break;
+        case P::slt:
+          vals[n] = x < y;
+          break;
+        case P::sle:
+          vals[n] = x <= y;
+          break;
+        case P::sgt:
+          vals[n] = x > y;
+          break;
+        case P::sge:
+          vals[n] = x >= y;
+          break;
+        case P::ult:
+          vals[n] = ux < uy;
+          break;
+        case P::ule:
+          vals[n] = ux <= uy;
+          break;
+        case P::ugt:
+          vals[n] = ux > uy;
+          break;
+        case P::uge:
+          vals[n] = ux >= uy;
+          break;
+        }
+        break;
+      }
+      if (n == static_cast<size_t>(root))
+        break;
+    }
+    return vals[root];
+  }
+};
+
+/// The generic over [i, j] (two loops, the identity as its output's map)
+/// that computes `tensor`, or null.
+linalg::GenericOp positionGeneric(Value tensor) {
+  linalg::GenericOp p = producer(tensor);
+  if (!p || p.getNumLoops() != 2 || p.getNumDpsInits() != 1 ||
+      p->getNumResults() != 1 ||
+      !dimsAre(p.getIndexingMapsArray().back(), {0, 1}))
+    return nullptr;
+  return p;
+}
+
+Value yieldedValue(linalg::GenericOp g) {
+  return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
+}
+
+/// The tensor an input argument of `g` reads at (i, j), where loops iDim
+/// and jDim are i and j; null for another argument or map.
+Value inputAtPosition(Value v, linalg::GenericOp g, unsigned iDim,
+                      unsigned jDim) {
+  auto arg = dyn_cast<BlockArgument>(v);
+  if (!arg || arg.getOwner() != g.getBody() ||
+      arg.getArgNumber() >= static_cast<unsigned>(g.getNumDpsInputs()))
+    return {};
+  OpOperand *operand = g.getDpsInputOperand(arg.getArgNumber());
+  if (!dimsAre(g.getMatchingIndexingMap(operand), {iDim, jDim}))
+    return {};
+  return operand->get();
+}
+
+/// Traces `v`, an integer in the body of `g` whose loops iDim and jDim are
+/// the position (i, j), into `f`: the node, or -1 where it depends on
+/// anything but the position and constants.
+int traceIndex(Value v, linalg::GenericOp g, unsigned iDim, unsigned jDim,
+               IndexFunction &f, unsigned depth = 0) {
+  using F = IndexFunction;
+  if (depth > 64 || !v.getType().isIntOrIndex())
+    return -1;
+  auto leaf = [&](int64_t value) { return f.add({F::Const, value}); };
+  if (isa<BlockArgument>(v)) {
+    Value tensor = inputAtPosition(v, g, iDim, jDim);
+    if (!tensor)
+      return -1;
+    DenseIntElementsAttr splat;
+    if (matchPattern(tensor, m_Constant(&splat)) && splat.isSplat()) {
+      APInt value = splat.getSplatValue<APInt>();
+      return leaf(value.getBitWidth() == 1 ? value.getZExtValue()
+                                           : value.getSExtValue());
+    }
+    linalg::GenericOp p = positionGeneric(tensor);
+    return p ? traceIndex(yieldedValue(p), p, 0, 1, f, depth + 1) : -1;
+  }
+  IntegerAttr constant;
+  if (matchPattern(v, m_Constant(&constant))) {
+    APInt value = constant.getValue();
+    return leaf(value.getBitWidth() == 1 ? value.getZExtValue()
+                                         : value.getSExtValue());
+  }
+  Operation *op = v.getDefiningOp();
+  if (auto index = dyn_cast<linalg::IndexOp>(op)) {
+    if (index->getParentOp() != g.getOperation())
+      return -1;
+    if (index.getDim() == iDim)
+      return f.add({F::I});
+    if (index.getDim() == jDim)
+      return f.add({F::J});
+    return -1;
+  }
+  // Casts that keep the value (a boolean stays 0 or 1).
+  if (isa<arith::IndexCastOp, arith::ExtUIOp>(op) ||
+      (isa<arith::ExtSIOp>(op) &&
+       op->getOperand(0).getType().getIntOrFloatBitWidth() > 1))
+    return traceIndex(op->getOperand(0), g, iDim, jDim, f, depth + 1);
+  auto binary = [&](F::Kind kind) {
+    int a = traceIndex(op->getOperand(0), g, iDim, jDim, f, depth + 1);
+    int b =
+        a < 0 ? -1 : traceIndex(op->getOperand(1), g, iDim, jDim, f, depth + 1);
+    if (b < 0)
+      return -1;
+    F::Node node{kind};
+    node.a = a;
+    node.b = b;
+    if (auto cmp = dyn_cast<arith::CmpIOp>(op))
+      node.pred = cmp.getPredicate();
+    return f.add(node);
+  };
+  if (isa<arith::AddIOp>(op))
+    return binary(F::Add);
+  if (isa<arith::SubIOp>(op))
+    return binary(F::Sub);
+  if (isa<arith::XOrIOp>(op))
+    return binary(F::Xor);
+  if (isa<arith::AndIOp>(op))
+    return binary(F::And);
+  if (isa<arith::OrIOp>(op))
+    return binary(F::Or);
+  if (isa<arith::CmpIOp>(op))
+    return binary(F::Cmp);
+  if (auto select = dyn_cast<arith::SelectOp>(op)) {
+    int c = traceIndex(select.getCondition(), g, iDim, jDim, f, depth + 1);
+    int t =
+        c < 0 ? -1
+              : traceIndex(select.getTrueValue(), g, iDim, jDim, f, depth + 1);
+    int e =
+        t < 0 ? -1
+              : traceIndex(select.getFalseValue(), g, iDim, jDim, f, depth + 1);
+    if (e < 0)
+      return -1;
+    F::Node node{F::Select};
+    node.a = c;
+    node.b = t;
+    node.c = e;
+    return f.add(node);
+  }
+  return -1;
+}
+
+/// A float mask at (i, j): select(cond, ifTrue, ifFalse) of constants, in
+/// `g` or in the generic over [i, j] that computes an input of it.
+struct FloatMask {
+  IndexFunction cond;
+  int root = -1;
+  double ifTrue = 0, ifFalse = 0;
+};
+
+std::optional<FloatMask> traceFloatMask(Value v, linalg::GenericOp g,
+                                        unsigned iDim, unsigned jDim,
+                                        unsigned depth = 0) {
+  if (depth > 8)
+    return std::nullopt;
+  if (isa<BlockArgument>(v)) {
+    linalg::GenericOp p = positionGeneric(inputAtPosition(v, g, iDim, jDim));
+    if (!p)
+      return std::nullopt;
+    return traceFloatMask(yieldedValue(p), p, 0, 1, depth + 1);
+  }
+  auto select = v.getDefiningOp<arith::SelectOp>();
+  if (!select)
+    return std::nullopt;
+  std::optional<double> t = floatConstant(select.getTrueValue());
+  std::optional<double> e = floatConstant(select.getFalseValue());
+  if (!t || !e)
+    return std::nullopt;
+  FloatMask m;
+  m.ifTrue = *t;
+  m.ifFalse = *e;
+  m.root = traceIndex(select.getCondition(), g, iDim, jDim, m.cond);
+  if (m.root < 0)
+    return std::nullopt;
+  return m;
+}
+
+/// Whether `keeps(i, j)` is j <= i at every position of [S, T].
+bool isCausal(int64_t queries, int64_t keys,
+              function_ref<bool(int64_t, int64_t)> keeps) {
+  if (queries != keys)
+    return false;
+  for (int64_t i = 0; i < queries; ++i)
+    for (int64_t j = 0; j < keys; ++j)
+      if (keeps(i, j) != (j <= i))
+        return false;
+  return true;
+}
+
+/// A causal mask on the scores [B, H, S, T] (loops 2 and 3 are i and j):
+/// select(hidden, c, s) or select(visible, s, c) (c then the masked score),
+/// or s + m with m 0 where visible and at most -1e30 where hidden (then
+/// s + m rounds to m, the masked score), where the condition or m is a
+/// function of the position (linalg.index, or tensors over [S, T] that
+/// generics compute from it). The function is evaluated at every position
+/// and must keep exactly the keys j <= i.
+struct Mask {
+  Value scores;
+  double masked;
+};
+
+std::optional<Mask> matchCausalMask(linalg::GenericOp g) {
+  if (!hasShape(g, g.getNumDpsInputs(), 0) || g.getNumLoops() != 4 ||
+      g.getNumDpsInputs() < 1 || g.getNumDpsInputs() > 2 ||
+      !dimsAre(g.getIndexingMapsArray().back(), {0, 1, 2, 3}))
+    return std::nullopt;
+  // The scores: the one input read at [b, h, i, j].
+  std::optional<unsigned> scores;
+  for (OpOperand *input : g.getDpsInputOperands()) {
+    if (!dimsAre(g.getMatchingIndexingMap(input), {0, 1, 2, 3}))
+      continue;
+    if (scores)
+      return std::nullopt;
+    scores = input->getOperandNumber();
+  }
+  if (!scores)
+    return std::nullopt;
+  auto shape = cast<ShapedType>(g->getResult(0).getType()).getShape();
+  Value y = yieldedValue(g);
+  SmallVector<int64_t> vals;
+  if (auto select = y.getDefiningOp<arith::SelectOp>()) {
+    bool hiddenWhenTrue = isArg(select.getFalseValue(), g, *scores);
+    if (!hiddenWhenTrue && !isArg(select.getTrueValue(), g, *scores))
+      return std::nullopt;
+    std::optional<double> masked = floatConstant(
+        hiddenWhenTrue ? select.getTrueValue() : select.getFalseValue());
+    IndexFunction cond;
+    int root = traceIndex(select.getCondition(), g, 2, 3, cond);
+    if (!masked || root < 0 ||
+        !isCausal(
+            shape[2], shape[3],
+            [&](int64_t i, int64_t j) {
+              return (cond.eval(root, i, j, vals) != 0) != hiddenWhenTrue;
+            }))
+      return std::nullopt;
+    return Mask{g.getDpsInputs()[*scores], *masked};
+  }
+  auto add = y.getDefiningOp<arith::AddFOp>();
+  if (!add)
+    return std::nullopt;
+  Value other = isArg(add.getLhs(), g, *scores)   ? add.getRhs()
+                : isArg(add.getRhs(), g, *scores) ? add.getLhs()
+                                                  : Value();
+  std::optional<FloatMask> m =
+      other ? traceFloatMask(other, g, 2, 3) : std::nullopt;
+  if (!m)
+    return std::nullopt;
+  // The visible keys add exactly zero; the hidden ones a value that every
+  // finite score rounds to.
+  bool visibleWhenTrue = m->ifTrue == 0.0;
+  double masked = visibleWhenTrue ? m->ifFalse : m->ifTrue;
+  if ((visibleWhenTrue ? m->ifTrue : m->ifFalse) != 0.0 || !(masked <= -1e30))
+    return std::nullopt;
+  if (!isCausal(shape[2], shape[3], [&](int64_t i, int64_t j) {
+        return (m->cond.eval(m->root, i, j, vals) != 0) == visibleWhenTrue;
+      }))
+    return std::nullopt;
+  return Mask{g.getDpsInputs()[*scores], masked};
+}
+
+/// One attention: the op whose result the attention's output replaces,
+/// and what train.attention takes.
 struct Chain {
-  linalg::GenericOp scores, mask, rowMax, exp, sum, probs, context;
+  Operation *last = nullptr;
   double scale = 1.0;
   std::optional<double> maskedScore;
   Value query, key, value;
+  /// The scores the softmax reads (after the mask).
+  Value maskedScores;
 };
 
+/// probs = exp(s - max_j s) / sum_j exp(s - max_j s) over the last loop of
+/// [B, H, S, T], used only by `user`: sets c.maskedScores to s, which only
+/// the softmax and `moreReaders` read. The subtraction is in the
+/// exponential's generic or a generic of its own.
+bool matchSoftmax(Value probsValue, Operation *user, Chain &c,
+                  ArrayRef<Operation *> moreReaders = {}) {
+  linalg::GenericOp probs = producer(probsValue);
+  if (!probs || !isRowwise(probs, 2) || !hasUsers(probsValue, {user}))
+    return false;
+  auto div = dyn_cast_or_null<arith::DivFOp>(yieldedOp(probs));
+  if (!div || !isArg(div.getLhs(), probs, 0) || !isArg(div.getRhs(), probs, 1))
+    return false;
+  linalg::GenericOp exp = producer(probs.getDpsInputs()[0]);
+  linalg::GenericOp sum = producer(probs.getDpsInputs()[1]);
+  // sum over the keys of exp, from zero.
+  if (!sum || !isRowReduction(sum) || fillValue(sum.getDpsInits()[0]) != 0.0 ||
+      !combinesInputAndOutput<arith::AddFOp>(sum) ||
+      !hasUsers(sum->getResult(0), {probs}))
+    return false;
+  if (!exp || sum.getDpsInputs()[0] != exp->getResult(0) ||
+      !hasUsers(exp->getResult(0), {sum, probs}))
+    return false;
+  auto e = dyn_cast_or_null<math::ExpOp>(yieldedOp(exp));
+  if (!e)
+    return false;
+  // exp(s - max) in one generic, or exp(d) of d = s - max.
+  linalg::GenericOp sub = exp;
+  arith::SubFOp difference;
+  if (isRowwise(exp, 1) && isArg(e.getOperand(), exp, 0)) {
+    sub = producer(exp.getDpsInputs()[0]);
+    if (!sub || !hasUsers(sub->getResult(0), {exp}))
+      return false;
+    difference = dyn_cast_or_null<arith::SubFOp>(yieldedOp(sub));
+  } else {
+    difference = e.getOperand().getDefiningOp<arith::SubFOp>();
+  }
+  if (!difference || !isRowwise(sub, 2) ||
+      !isArg(difference.getLhs(), sub, 0) ||
+      !isArg(difference.getRhs(), sub, 1))
+    return false;
+  Value scores = sub.getDpsInputs()[0];
+  linalg::GenericOp rowMax = producer(sub.getDpsInputs()[1]);
+  // The maximum over the keys, from at most the lowest float.
+  std::optional<double> lowest =
+      rowMax ? fillValue(rowMax.getDpsInits()[0]) : std::nullopt;
+  SmallVector<Operation *> readers{rowMax, sub};
+  readers.append(moreReaders.begin(), moreReaders.end());
+  if (!rowMax || !isRowReduction(rowMax) || !lowest || *lowest > -3.0e38 ||
+      rowMax.getDpsInputs()[0] != scores ||
+      !(combinesInputAndOutput<arith::MaximumFOp>(rowMax) ||
+        combinesInputAndOutput<arith::MaxNumFOp>(rowMax)) ||
+      !hasUsers(rowMax->getResult(0), {sub}) || !hasUsers(scores, readers))
+    return false;
+  c.maskedScores = scores;
+  return true;
+}
+
+/// An optional causal mask on `scores`: steps over it (the scores must then
+/// have no other reader) and sets c.maskedScore.
+bool unmask(Value &scores, Chain &c) {
+  linalg::GenericOp g = producer(scores);
+  std::optional<Mask> mask = g ? matchCausalMask(g) : std::nullopt;
+  if (!mask)
+    return true;
+  c.maskedScore = mask->masked;
+  scores = mask->scores;
+  return scores.hasOneUse();
+}
+
+/// The chain's query, key, value and output of one float type.
+std::optional<Chain> oneFloatType(Chain &c) {
+  Type element = cast<ShapedType>(c.query.getType()).getElementType();
+  for (Value v : {c.key, c.value, Value(c.last->getResult(0))})
+    if (cast<ShapedType>(v.getType()).getElementType() != element)
+      return std::nullopt;
+  return c;
+}
+
+/// The generator's form (examples/gen_tiny_gpt.py): generics throughout,
+/// the queries, keys and values read in place as [B, S, H, D].
 std::optional<Chain> matchChain(linalg::GenericOp context) {
   Chain c;
-  c.context = context;
+  c.last = context;
   std::optional<Contraction> ctx = matchContraction(context);
   if (!ctx || ctx->scale != 1.0 || context.getNumLoops() != 5)
     return std::nullopt;
@@ -224,61 +616,19 @@ std::optional<Chain> matchChain(linalg::GenericOp context) {
     return std::nullopt;
   c.value = context.getDpsInputs()[1];
 
-  // probs = exp / sum.
-  c.probs = producer(context.getDpsInputs()[0]);
-  if (!c.probs || !isRowwise(c.probs, 2) ||
-      !hasUsers(c.probs->getResult(0), {context}))
+  if (!matchSoftmax(context.getDpsInputs()[0], context, c))
     return std::nullopt;
-  auto div = dyn_cast_or_null<arith::DivFOp>(yieldedOp(c.probs));
-  if (!div || !isArg(div.getLhs(), c.probs, 0) ||
-      !isArg(div.getRhs(), c.probs, 1))
+  Value scores = c.maskedScores;
+  if (!unmask(scores, c))
     return std::nullopt;
-  c.exp = producer(c.probs.getDpsInputs()[0]);
-  c.sum = producer(c.probs.getDpsInputs()[1]);
-  // sum over the keys of exp, from zero.
-  if (!c.sum || !isRowReduction(c.sum) ||
-      fillValue(c.sum.getDpsInits()[0]) != 0.0 ||
-      !combinesInputAndOutput<arith::AddFOp>(c.sum) ||
-      !hasUsers(c.sum->getResult(0), {c.probs}))
-    return std::nullopt;
-  // exp = exp(scores - max).
-  if (!c.exp || !isRowwise(c.exp, 2) ||
-      c.sum.getDpsInputs()[0] != c.exp->getResult(0) ||
-      !hasUsers(c.exp->getResult(0), {c.sum, c.probs}))
-    return std::nullopt;
-  auto exp = dyn_cast_or_null<math::ExpOp>(yieldedOp(c.exp));
-  auto sub = exp ? exp.getOperand().getDefiningOp<arith::SubFOp>() : nullptr;
-  if (!sub || !isArg(sub.getLhs(), c.exp, 0) || !isArg(sub.getRhs(), c.exp, 1))
-    return std::nullopt;
-  Value scores = c.exp.getDpsInputs()[0];
-  c.rowMax = producer(c.exp.getDpsInputs()[1]);
-  // The maximum over the keys, from at most the lowest float.
-  std::optional<double> lowest =
-      c.rowMax ? fillValue(c.rowMax.getDpsInits()[0]) : std::nullopt;
-  if (!c.rowMax || !isRowReduction(c.rowMax) || !lowest || *lowest > -3.0e38 ||
-      c.rowMax.getDpsInputs()[0] != scores ||
-      !(combinesInputAndOutput<arith::MaximumFOp>(c.rowMax) ||
-        combinesInputAndOutput<arith::MaxNumFOp>(c.rowMax)) ||
-      !hasUsers(c.rowMax->getResult(0), {c.exp}) ||
-      !hasUsers(scores, {c.rowMax, c.exp}))
-    return std::nullopt;
-  // An optional causal mask.
-  if (linalg::GenericOp mask = producer(scores)) {
-    if ((c.maskedScore = matchCausalMask(mask))) {
-      c.mask = mask;
-      scores = mask.getDpsInputs()[0];
-      if (!scores.hasOneUse())
-        return std::nullopt;
-    }
-  }
   // scores[b, h, i, j] = sum_d query[b, i, h, d] * key[b, j, h, d] * scale.
-  c.scores = producer(scores);
-  if (!c.scores || c.scores.getNumLoops() != 5)
+  linalg::GenericOp product = producer(scores);
+  if (!product || product.getNumLoops() != 5)
     return std::nullopt;
-  std::optional<Contraction> s = matchContraction(c.scores);
+  std::optional<Contraction> s = matchContraction(product);
   if (!s)
     return std::nullopt;
-  maps = c.scores.getIndexingMapsArray();
+  maps = product.getIndexingMapsArray();
   std::optional<SmallVector<unsigned>> so = dimsOf(maps[2]);
   r = s->reduction;
   if (!so || so->size() != 4 ||
@@ -286,14 +636,216 @@ std::optional<Chain> matchChain(linalg::GenericOp context) {
       !dimsAre(maps[1], {(*so)[0], (*so)[3], (*so)[1], r}))
     return std::nullopt;
   c.scale = s->scale;
-  c.query = c.scores.getDpsInputs()[0];
-  c.key = c.scores.getDpsInputs()[1];
-  // One float type throughout.
-  Type element = cast<ShapedType>(c.query.getType()).getElementType();
-  for (Value v : {c.key, c.value, Value(c.context->getResult(0))})
-    if (cast<ShapedType>(v.getType()).getElementType() != element)
+  c.query = product.getDpsInputs()[0];
+  c.key = product.getDpsInputs()[1];
+  return oneFloatType(c);
+}
+
+/// The [B, H, X, Y] view of a [B, X, H, Y] tensor (permutation [0, 2, 1,
+/// 3]), or its [B, H, Y, X] view ([0, 2, 3, 1]), maybe times a constant:
+/// linalg.transpose, or a generic that reads the permuted input.
+struct HeadView {
+  Value source;
+  double scale = 1.0;
+};
+
+std::optional<HeadView> matchHeadView(Value v, ArrayRef<int64_t> perm) {
+  if (auto t = v.getDefiningOp<linalg::TransposeOp>()) {
+    if (t.getPermutation() != perm)
       return std::nullopt;
-  return c;
+    return HeadView{t.getInput()};
+  }
+  linalg::GenericOp g = producer(v);
+  if (!g || !hasShape(g, 1, 0) || g.getNumLoops() != 4)
+    return std::nullopt;
+  // Loop i is the input's dimension perm[i].
+  SmallVector<unsigned> inputDims(4);
+  for (unsigned i = 0; i < 4; ++i)
+    inputDims[perm[i]] = i;
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (!dimsAre(maps[0], inputDims) || !dimsAre(maps[1], {0, 1, 2, 3}))
+    return std::nullopt;
+  Value y = yieldedValue(g);
+  HeadView view{g.getDpsInputs()[0]};
+  if (isArg(y, g, 0))
+    return view;
+  auto mul = y.getDefiningOp<arith::MulFOp>();
+  std::optional<double> factor;
+  if (mul && isArg(mul.getLhs(), g, 0))
+    factor = floatConstant(mul.getRhs());
+  else if (mul && isArg(mul.getRhs(), g, 0))
+    factor = floatConstant(mul.getLhs());
+  if (!factor)
+    return std::nullopt;
+  view.scale = *factor;
+  return view;
+}
+
+bool isHeadsReassociation(ArrayRef<ReassociationIndices> r) {
+  return r.size() == 3 && r[0] == ReassociationIndices{0, 1} &&
+         r[1] == ReassociationIndices{2} && r[2] == ReassociationIndices{3};
+}
+
+/// A batch matmul over the heads: expand_shape([B * H, X, Z] -> [B, H, X,
+/// Z]) of linalg.batch_matmul(collapse_shape(lhs), collapse_shape(rhs))
+/// from zero, lhs [B, H, X, Y] and rhs [B, H, Y, Z]. Its result is read
+/// only by the expansion.
+struct HeadProduct {
+  Value lhs, rhs;
+  linalg::BatchMatmulOp matmul;
+};
+
+std::optional<HeadProduct> matchHeadProduct(Value v) {
+  auto expand = v.getDefiningOp<tensor::ExpandShapeOp>();
+  if (!expand || expand.getResultType().getRank() != 4 ||
+      !isHeadsReassociation(expand.getReassociationIndices()))
+    return std::nullopt;
+  auto matmul = expand.getSrc().getDefiningOp<linalg::BatchMatmulOp>();
+  if (!matmul || !expand.getSrc().hasOneUse() ||
+      matmul.getIndexingMapsArray() !=
+          linalg::BatchMatmulOp::getDefaultIndexingMaps(matmul.getContext()) ||
+      fillValue(matmul.getDpsInits()[0]) != 0.0)
+    return std::nullopt;
+  HeadProduct p{{}, {}, matmul};
+  ArrayRef<int64_t> heads = expand.getResultType().getShape().take_front(2);
+  for (auto [operand, into] :
+       llvm::zip(matmul.getDpsInputs(), SmallVector<Value *>{&p.lhs, &p.rhs})) {
+    auto collapse = operand.getDefiningOp<tensor::CollapseShapeOp>();
+    if (!collapse || collapse.getSrcType().getRank() != 4 ||
+        !isHeadsReassociation(collapse.getReassociationIndices()) ||
+        collapse.getSrcType().getShape().take_front(2) != heads)
+      return std::nullopt;
+    *into = collapse.getSrc();
+  }
+  Type element = expand.getResultType().getElementType();
+  for (Value x : {p.lhs, p.rhs})
+    if (cast<ShapedType>(x.getType()).getElementType() != element)
+      return std::nullopt;
+  return p;
+}
+
+/// select(all_j s == -inf, 0, p): PyTorch's scaled_dot_product_attention
+/// gives rows without a visible key zeros instead of NaN. With a causal
+/// mask every row sees its own key, whose score is finite for finite
+/// queries and keys, so that the guard never selects.
+struct NoKeyGuard {
+  linalg::GenericOp select, compare;
+  Value probs, scores;
+};
+
+std::optional<NoKeyGuard> matchNoKeyGuard(Value v) {
+  linalg::GenericOp g = producer(v);
+  if (!g || !hasShape(g, 2, 0) || g.getNumLoops() != 4)
+    return std::nullopt;
+  SmallVector<AffineMap> maps = g.getIndexingMapsArray();
+  if (!dimsAre(maps[0], {0, 1, 2}) || !dimsAre(maps[1], {0, 1, 2, 3}) ||
+      !dimsAre(maps[2], {0, 1, 2, 3}))
+    return std::nullopt;
+  auto select = dyn_cast_or_null<arith::SelectOp>(yieldedOp(g));
+  if (!select || !isArg(select.getCondition(), g, 0) ||
+      floatConstant(select.getTrueValue()) != 0.0 ||
+      !isArg(select.getFalseValue(), g, 1))
+    return std::nullopt;
+  // all_j: a reduction with `and` from true.
+  linalg::GenericOp all = producer(g.getDpsInputs()[0]);
+  auto fill =
+      all ? all.getDpsInits()[0].getDefiningOp<linalg::FillOp>() : nullptr;
+  if (!all || !isRowReduction(all) || !fill ||
+      !matchPattern(fill.getInputs()[0], m_One()) ||
+      !combinesInputAndOutput<arith::AndIOp>(all) ||
+      !hasUsers(all->getResult(0), {g}))
+    return std::nullopt;
+  // s == -inf, perhaps in a wider type.
+  linalg::GenericOp compare = producer(all.getDpsInputs()[0]);
+  if (!compare || !isRowwise(compare, 1) ||
+      !hasUsers(compare->getResult(0), {all}))
+    return std::nullopt;
+  auto cmp = dyn_cast_or_null<arith::CmpFOp>(yieldedOp(compare));
+  if (!cmp || cmp.getPredicate() != arith::CmpFPredicate::OEQ)
+    return std::nullopt;
+  Value score = cmp.getLhs();
+  std::optional<double> bound = floatConstant(cmp.getRhs());
+  if (auto ext = score.getDefiningOp<arith::ExtFOp>())
+    score = ext.getIn();
+  if (!isArg(score, compare, 0) || !bound ||
+      *bound != -std::numeric_limits<double>::infinity())
+    return std::nullopt;
+  return NoKeyGuard{g, compare, g.getDpsInputs()[1], compare.getDpsInputs()[0]};
+}
+
+/// The importer's form (PyTorch's attention through torch-mlir and
+/// ga-legalize-import): the heads moved before the positions (transposes,
+/// each maybe scaled), batch matmuls over [B * H, ...], the scores maybe
+/// scaled, a causal mask (a boolean or additive tensor over [S, T]), the
+/// softmax with the subtraction in a generic of its own, perhaps
+/// scaled_dot_product_attention's guard, and the output moved back to [B,
+/// S, H, E].
+std::optional<Chain> matchImportChain(linalg::BatchMatmulOp context) {
+  Chain c;
+  if (!context->getResult(0).hasOneUse())
+    return std::nullopt;
+  auto expand =
+      dyn_cast<tensor::ExpandShapeOp>(*context->getResult(0).user_begin());
+  std::optional<HeadProduct> pv =
+      expand ? matchHeadProduct(expand.getResult()) : std::nullopt;
+  if (!pv || !expand->hasOneUse())
+    return std::nullopt;
+  // out[b, i, h, e]: the product moved back.
+  c.last = *expand->user_begin();
+  if (c.last->getNumResults() != 1)
+    return std::nullopt;
+  std::optional<HeadView> back =
+      matchHeadView(c.last->getResult(0), {0, 2, 1, 3});
+  std::optional<HeadView> value = matchHeadView(pv->rhs, {0, 2, 1, 3});
+  if (!back || back->source != expand.getResult() || back->scale != 1.0 ||
+      !value || value->scale != 1.0)
+    return std::nullopt;
+  c.value = value->source;
+  // The probabilities, perhaps behind the guard.
+  Value probs = pv->lhs;
+  Operation *probsUser = context.getDpsInputs()[0].getDefiningOp();
+  std::optional<NoKeyGuard> guard = matchNoKeyGuard(probs);
+  SmallVector<Operation *> guardReaders;
+  if (guard) {
+    if (!hasUsers(probs, {probsUser}))
+      return std::nullopt;
+    probsUser = guard->select;
+    probs = guard->probs;
+    guardReaders.push_back(guard->compare);
+  }
+  if (!matchSoftmax(probs, probsUser, c, guardReaders) ||
+      (guard && guard->scores != c.maskedScores))
+    return std::nullopt;
+  Value scores = c.maskedScores;
+  // The guard is dropped only where every row sees a key.
+  if (!unmask(scores, c) || (guard && !c.maskedScore))
+    return std::nullopt;
+  // An optional scale of the scores.
+  if (linalg::GenericOp g = producer(scores); g && isRowwise(g, 1)) {
+    auto mul = dyn_cast_or_null<arith::MulFOp>(yieldedOp(g));
+    std::optional<double> factor;
+    if (mul && isArg(mul.getLhs(), g, 0))
+      factor = floatConstant(mul.getRhs());
+    else if (mul && isArg(mul.getRhs(), g, 0))
+      factor = floatConstant(mul.getLhs());
+    if (factor) {
+      c.scale = *factor;
+      scores = g.getDpsInputs()[0];
+      if (!scores.hasOneUse())
+        return std::nullopt;
+    }
+  }
+  std::optional<HeadProduct> qk = matchHeadProduct(scores);
+  if (!qk)
+    return std::nullopt;
+  std::optional<HeadView> query = matchHeadView(qk->lhs, {0, 2, 1, 3});
+  std::optional<HeadView> key = matchHeadView(qk->rhs, {0, 2, 3, 1});
+  if (!query || !key)
+    return std::nullopt;
+  c.query = query->source;
+  c.key = key->source;
+  c.scale *= query->scale * key->scale;
+  return oneFloatType(c);
 }
 
 int64_t largestDivisorAtMost(int64_t n, int64_t bound) {
@@ -314,8 +866,13 @@ struct TrainRaiseAttentionPass
       return signalPassFailure();
     }
     SmallVector<Chain> chains;
-    getOperation()->walk([&](linalg::GenericOp g) {
-      if (std::optional<Chain> chain = matchChain(g))
+    getOperation()->walk([&](Operation *op) {
+      std::optional<Chain> chain;
+      if (auto g = dyn_cast<linalg::GenericOp>(op))
+        chain = matchChain(g);
+      else if (auto matmul = dyn_cast<linalg::BatchMatmulOp>(op))
+        chain = matchImportChain(matmul);
+      if (chain)
         chains.push_back(*chain);
     });
     for (Chain &c : chains)
@@ -323,23 +880,22 @@ struct TrainRaiseAttentionPass
   }
 
   void raise(Chain &c) {
-    OpBuilder b(c.context);
+    OpBuilder b(c.last);
     auto query = cast<RankedTensorType>(c.query.getType());
     auto key = cast<RankedTensorType>(c.key.getType());
     auto lseType = RankedTensorType::get(
         {query.getDimSize(0), query.getDimSize(2), query.getDimSize(1)},
         query.getElementType());
     auto attention = ga::train::AttentionOp::create(
-        b, c.context.getLoc(),
-        TypeRange{c.context->getResult(0).getType(), lseType}, c.query, c.key,
-        c.value, b.getF64FloatAttr(c.scale),
+        b, c.last->getLoc(), TypeRange{c.last->getResult(0).getType(), lseType},
+        c.query, c.key, c.value, b.getF64FloatAttr(c.scale),
         c.maskedScore ? b.getUnitAttr() : nullptr,
         b.getF64FloatAttr(c.maskedScore.value_or(-1.0e9)),
         b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)));
-    c.context->getResult(0).replaceAllUsesWith(attention.getOut());
+    c.last->getResult(0).replaceAllUsesWith(attention.getOut());
     // The chain, from the last, with its fills and empty tensors: each
     // intermediate had its successor for only user.
-    ga::eraseWithDeadProducers(c.context);
+    ga::eraseWithDeadProducers(c.last);
   }
 };
 

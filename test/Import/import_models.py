@@ -509,8 +509,11 @@ def balance_per_forward(outputs, mb, batch, rows, k):
 # from transformers are scored as their own loss scores them, on the labels
 # shifted by one (shift_labels).
 MODELS = {"mlp": (MLP, mlp_batch, {}),
-          "nanogpt": (NanoGPT, gpt_batch, {}),
-          "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch, {}),
+          # attention_tiles: (tile, layers): compiled again with
+          # attention-key-tile=tile, every layer's attention raised.
+          "nanogpt": (NanoGPT, gpt_batch, {"attention_tiles": (8, 2)}),
+          "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch,
+                           {"attention_tiles": (8, 2)}),
           "gpt2": (gpt2, gpt2_batch, {"shift_labels": True}),
           "llama": (llama, gpt2_batch, {"shift_labels": True}),
           "bert": (bert, bert_batch, {
@@ -684,6 +687,44 @@ def trainer_reference(model, batch, names, fn, k, model_inputs=None):
     return loss, [g.numpy() for g in grads]
 
 
+def check_attention_tiles(name, step, work, ga_opt, run, check, printed, got,
+                          loss64, grads64, floor, tile, layers):
+    """The importer's attention raised (train-raise-attention) and computed
+    over tiles of `tile` keys: every layer's attention becomes one
+    train.attention; the loss and gradients stay within 1e-5 of PyTorch's
+    float64 (and differ from the step as written: the tiles ran); k = 2
+    micro-batches give the tiled step's bits; the measured peak falls."""
+    src = os.path.join(work, "k1.mlir")
+    done = subprocess.run([ga_opt, src, "--ga-legalize-import",
+                           f"--train-raise-attention=key-tile={tile}"],
+                          capture_output=True, text=True)
+    raised = done.stdout.count("train.attention ")
+    check(f"{name}: train-raise-attention raises {raised} attentions "
+          f"(expected {layers})", done.returncode == 0 and raised == layers,
+          done.stderr[-2000:])
+    more = f"attention-key-tile={tile}"
+    tiled = run("k1-tiles", step.mlir, more=more,
+                run_flags=("--report-memory",))
+    if tiled is None:
+        return
+    err = max([abs(float(tiled[0]) - loss64) / abs(loss64)] +
+              [np.linalg.norm(g - g64) / max(np.linalg.norm(g64), floor)
+               for g, g64 in zip(tiled[1:], grads64)])
+    check(f"{name}: tiles of {tile} keys: loss and gradients within "
+          f"{err:.2e} of float64 (tolerance 1e-5)", err <= 1e-5)
+    check(f"{name}: tiles of {tile} keys: not the bits of the step as "
+          "written", not all(np.array_equal(a, b)
+                             for a, b in zip(tiled, got)))
+    split = run("k2-tiles", step.reschedule(2).mlir, more=more)
+    if split is not None:
+        check(f"{name}: tiles of {tile} keys: k = 2 bitwise k = 1",
+              all(np.array_equal(a, b) for a, b in zip(split, tiled)))
+    peaks = [int(re.search(r"step_peak_bytes: (\d+)", printed[tag])
+                 .group(1)) for tag in ("k1", "k1-tiles")]
+    check(f"{name}: tiles of {tile} keys: the step's measured peak "
+          f"{peaks[0]} -> {peaks[1]} B", peaks[1] < peaks[0])
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__)
     for flag in ("--ga-opt", "--ga-run", "--python", "--workdir"):
@@ -729,6 +770,7 @@ def main():
         # the trainers' formulas, measured below.
         described = options.pop("table", None)
         trainers = options.pop("trainers", [])
+        attention_tiles = options.pop("attention_tiles", None)
         row = {"name": name, "pipeline": extra}
         if described:
             row.update(zip(("loss", "issues", "ga_opt"), described))
@@ -744,10 +786,13 @@ def main():
 
         compiled = {}
 
-        def run(tag, text, flags=(), launcher="", more=""):
+        printed = {}
+
+        def run(tag, text, flags=(), launcher="", more="", run_flags=()):
             """Compiles `text` (with the pipeline options `more`) and runs
-            it on the example: the results, or None (a failed check) when
-            either fails. The compiler's messages: compiled[tag]."""
+            it on the example (ga-run with `run_flags`): the results, or
+            None (a failed check) when either fails. The compiler's
+            messages: compiled[tag]; ga-run's output: printed[tag]."""
             src = os.path.join(work, f"{tag}.mlir")
             with open(src, "w") as f:
                 f.write(text)
@@ -764,8 +809,9 @@ def main():
                 return None
             out = os.path.join(work, f"{tag}.out")
             done = subprocess.run(shlex.split(launcher) + [
-                args.ga_run, lowered, *paths, "--out-dir", out],
-                capture_output=True, text=True)
+                args.ga_run, lowered, *paths, "--out-dir", out,
+                *run_flags], capture_output=True, text=True)
+            printed[tag] = done.stdout
             check(f"{name}: {tag} runs", done.returncode == 0,
                   done.stderr[-3000:])
             if done.returncode:
@@ -775,7 +821,8 @@ def main():
             return [np.load(os.path.join(out, f"result{i}.npy"))
                     for i in range(count)]
 
-        got = run("k1", step.mlir)
+        memory = ("--report-memory",) if attention_tiles else ()
+        got = run("k1", step.mlir, run_flags=memory)
         if got is None:
             continue
         loss64, grads64 = reference(model, batch, step.param_names,
@@ -812,6 +859,10 @@ def main():
                   "(tolerance 1e-5)", err <= 1e-5 and g.shape == g64.shape,
                   f"shape {g.shape}, expected {g64.shape}")
             row["float64"] = max(row["float64"], err)
+        if attention_tiles:
+            check_attention_tiles(name, step, work, args.ga_opt, run, check,
+                                  printed, got, loss64, grads64, floor,
+                                  *attention_tiles)
         if not args.splits:
             continue
 

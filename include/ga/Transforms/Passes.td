@@ -84,9 +84,29 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
     ```
 
     becomes `%o, %lse = train.attention %q, %k, %v {scale = ..., causal,
-    masked_score = -1.0e9, key_tile = ...}`. In `--ga-pipeline` with
-    `attention-key-tile=N` (N > 0), before the remat planner, which then
-    sees the smaller memory of the backward pass.
+    masked_score = -1.0e9, key_tile = ...}`.
+
+    The importer's form (PyTorch through `ga-import` and
+    `ga-legalize-import`: nanoGPT's `masked_fill` attention and
+    `scaled_dot_product_attention`) is raised too: the queries, keys and
+    values moved to `[B, H, ...]` by `linalg.transpose` or a permuting
+    generic (each maybe times a constant, which joins the scale), two
+    `linalg.batch_matmul` over `[B * H, ...]` between `collapse_shape` and
+    `expand_shape`, the scores maybe scaled, the causal mask added (0 where
+    visible, at most -1e30 where hidden, which every finite score rounds to)
+    or selected, the softmax with its subtraction in a generic of its own,
+    `scaled_dot_product_attention`'s guard `select(all_j s == -inf, 0, p)`
+    (dropped only under a causal mask: every row then sees its own key),
+    and the output moved back to `[B, S, H, E]`.
+
+    A mask is causal when it keeps exactly the keys `j <= i`: its condition
+    (or additive tensor) is traced through `linalg.index`, integer
+    constants, integer arith and the generics over `[S, T]` that compute it,
+    and evaluated at every position. A mask that depends on anything else
+    (a padding mask read from the batch) is not raised.
+
+    In `--ga-pipeline` with `attention-key-tile=N` (N > 0), before the remat
+    planner, which then sees the smaller memory of the backward pass.
   }];
   let options = [
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"128",

@@ -1,0 +1,736 @@
+// RUN: ga-opt %s -split-input-file --train-raise-attention="key-tile=3" | FileCheck %s
+
+// The importer's attention (PyTorch through torch-mlir and
+// ga-legalize-import, as test/Import/Inputs/export-nanogpt-sdpa.mlir has
+// it): heads moved before positions, batch matmuls over [B * H, ...], a
+// causal mask over [S, T] computed from linalg.index, the softmax with its
+// subtraction in a generic of its own, the output moved back. Each mask is
+// evaluated at every (query, key); only j <= i is causal.
+
+// scaled_dot_product_attention: q and k each scaled by 0.5 on the way,
+// the mask added (0 or -inf), the guard for rows without a key.
+// CHECK-LABEL: func.func @sdpa
+// CHECK-SAME: (%[[Q:.+]]: tensor<1x4x2x2xf32>, %[[K:.+]]: tensor<1x4x2x2xf32>, %[[V:.+]]: tensor<1x4x2x2xf32>)
+// CHECK-NOT: linalg
+// CHECK-NOT: tensor.
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+
+// nanoGPT's masked_fill: transposes, the scores scaled after the product,
+// select(not (j - i <= 0), -inf, s).
+// CHECK-LABEL: func.func @masked_fill
+// CHECK-NOT: linalg
+// CHECK-NOT: tensor.
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+
+// j - i < 0: the diagonal is hidden too, not the causal mask.
+// CHECK-LABEL: func.func @mask_hides_diagonal
+// CHECK-NOT: train.attention
+// CHECK-COUNT-2: linalg.batch_matmul
+// CHECK-NOT: train.attention
+
+// The guard without a mask could select (a row of -inf scores): kept.
+// CHECK-LABEL: func.func @guard_without_mask
+// CHECK-NOT: train.attention
+// CHECK-COUNT-2: linalg.batch_matmul
+// CHECK-NOT: train.attention
+
+// The probabilities are returned too: they must exist.
+// CHECK-LABEL: func.func @probs_returned
+// CHECK-NOT: train.attention
+// CHECK-COUNT-2: linalg.batch_matmul
+// CHECK-NOT: train.attention
+
+// A mask that hides the past (j - i >= 0 selects -inf): kept.
+// CHECK-LABEL: func.func @mask_hides_past
+// CHECK-NOT: train.attention
+// CHECK-COUNT-2: linalg.batch_matmul
+// CHECK-NOT: train.attention
+
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @sdpa(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x2xf32>
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x2x4xf32>
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi sle, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %fme = tensor.empty() : tensor<4x4xf32>
+    %fm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%fme : tensor<4x4xf32>) {
+    ^bb0(%in: i1, %out: f32):
+      %y = arith.select %in, %zero, %ninf : f32
+      linalg.yield %y : f32
+    } -> tensor<4x4xf32>
+    %mse = tensor.empty() : tensor<1x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#id4, #st4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk, %fm : tensor<1x2x4x4xf32>, tensor<4x4xf32>) outs(%mse : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.addf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %isninfe = tensor.empty() : tensor<1x2x4x4xi1>
+    %isninf = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%isninfe : tensor<1x2x4x4xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %w = arith.extf %in : f32 to f64
+      %y = arith.cmpf oeq, %w, %ninf64 : f64
+      linalg.yield %y : i1
+    } -> tensor<1x2x4x4xi1>
+    %alle = tensor.empty() : tensor<1x2x4xi1>
+    %all0 = linalg.fill ins(%true : i1) outs(%alle : tensor<1x2x4xi1>) -> tensor<1x2x4xi1>
+    %all = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x4x4xi1>) outs(%all0 : tensor<1x2x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.andi %in, %out : i1
+      linalg.yield %y : i1
+    } -> tensor<1x2x4xi1>
+    %gde = tensor.empty() : tensor<1x2x4x4xf32>
+    %gd = linalg.generic {indexing_maps = [#row4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %pr : tensor<1x2x4xi1>, tensor<1x2x4x4xf32>) outs(%gde : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %zero, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %gd [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @masked_fill(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.transpose ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.transpose ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) permutation = [0, 2, 3, 1]
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %sce = tensor.empty() : tensor<1x2x4x4xf32>
+    %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<1x2x4x4xf32>) outs(%sce : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %quarter : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi sle, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %hm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.xori %in, %true : i1
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %mse = tensor.empty() : tensor<1x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#st4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%hm, %sc : tensor<4x4xi1>, tensor<1x2x4x4xf32>) outs(%mse : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %ninf, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %pr [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @mask_hides_diagonal(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x2xf32>
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x2x4xf32>
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi slt, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %fme = tensor.empty() : tensor<4x4xf32>
+    %fm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%fme : tensor<4x4xf32>) {
+    ^bb0(%in: i1, %out: f32):
+      %y = arith.select %in, %zero, %ninf : f32
+      linalg.yield %y : f32
+    } -> tensor<4x4xf32>
+    %mse = tensor.empty() : tensor<1x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#id4, #st4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk, %fm : tensor<1x2x4x4xf32>, tensor<4x4xf32>) outs(%mse : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.addf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %isninfe = tensor.empty() : tensor<1x2x4x4xi1>
+    %isninf = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%isninfe : tensor<1x2x4x4xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %w = arith.extf %in : f32 to f64
+      %y = arith.cmpf oeq, %w, %ninf64 : f64
+      linalg.yield %y : i1
+    } -> tensor<1x2x4x4xi1>
+    %alle = tensor.empty() : tensor<1x2x4xi1>
+    %all0 = linalg.fill ins(%true : i1) outs(%alle : tensor<1x2x4xi1>) -> tensor<1x2x4xi1>
+    %all = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x4x4xi1>) outs(%all0 : tensor<1x2x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.andi %in, %out : i1
+      linalg.yield %y : i1
+    } -> tensor<1x2x4xi1>
+    %gde = tensor.empty() : tensor<1x2x4x4xf32>
+    %gd = linalg.generic {indexing_maps = [#row4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %pr : tensor<1x2x4xi1>, tensor<1x2x4x4xf32>) outs(%gde : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %zero, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %gd [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @guard_without_mask(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x2xf32>
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x2x4xf32>
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%qk : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %isninfe = tensor.empty() : tensor<1x2x4x4xi1>
+    %isninf = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<1x2x4x4xf32>) outs(%isninfe : tensor<1x2x4x4xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %w = arith.extf %in : f32 to f64
+      %y = arith.cmpf oeq, %w, %ninf64 : f64
+      linalg.yield %y : i1
+    } -> tensor<1x2x4x4xi1>
+    %alle = tensor.empty() : tensor<1x2x4xi1>
+    %all0 = linalg.fill ins(%true : i1) outs(%alle : tensor<1x2x4xi1>) -> tensor<1x2x4xi1>
+    %all = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x4x4xi1>) outs(%all0 : tensor<1x2x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.andi %in, %out : i1
+      linalg.yield %y : i1
+    } -> tensor<1x2x4xi1>
+    %gde = tensor.empty() : tensor<1x2x4x4xf32>
+    %gd = linalg.generic {indexing_maps = [#row4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %pr : tensor<1x2x4xi1>, tensor<1x2x4x4xf32>) outs(%gde : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %zero, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %gd [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<1x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @probs_returned(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>, tensor<1x2x4x4xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x2xf32>
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %half : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x2x4xf32>
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi sle, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %fme = tensor.empty() : tensor<4x4xf32>
+    %fm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%fme : tensor<4x4xf32>) {
+    ^bb0(%in: i1, %out: f32):
+      %y = arith.select %in, %zero, %ninf : f32
+      linalg.yield %y : f32
+    } -> tensor<4x4xf32>
+    %mse = tensor.empty() : tensor<1x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#id4, #st4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk, %fm : tensor<1x2x4x4xf32>, tensor<4x4xf32>) outs(%mse : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.addf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %isninfe = tensor.empty() : tensor<1x2x4x4xi1>
+    %isninf = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%isninfe : tensor<1x2x4x4xi1>) {
+    ^bb0(%in: f32, %out: i1):
+      %w = arith.extf %in : f32 to f64
+      %y = arith.cmpf oeq, %w, %ninf64 : f64
+      linalg.yield %y : i1
+    } -> tensor<1x2x4x4xi1>
+    %alle = tensor.empty() : tensor<1x2x4xi1>
+    %all0 = linalg.fill ins(%true : i1) outs(%alle : tensor<1x2x4xi1>) -> tensor<1x2x4xi1>
+    %all = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%isninf : tensor<1x2x4x4xi1>) outs(%all0 : tensor<1x2x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.andi %in, %out : i1
+      linalg.yield %y : i1
+    } -> tensor<1x2x4xi1>
+    %gde = tensor.empty() : tensor<1x2x4x4xf32>
+    %gd = linalg.generic {indexing_maps = [#row4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%all, %pr : tensor<1x2x4xi1>, tensor<1x2x4x4xf32>) outs(%gde : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %zero, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %gd [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o, %pr : tensor<1x4x2x2xf32>, tensor<1x2x4x4xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @mask_hides_past(%q: tensor<1x4x2x2xf32>, %k: tensor<1x4x2x2xf32>, %v: tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %qse = tensor.empty() : tensor<1x2x4x2xf32>
+    %qs = linalg.transpose ins(%q : tensor<1x4x2x2xf32>) outs(%qse : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %kse = tensor.empty() : tensor<1x2x2x4xf32>
+    %ks = linalg.transpose ins(%k : tensor<1x4x2x2xf32>) outs(%kse : tensor<1x2x2x4xf32>) permutation = [0, 2, 3, 1]
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<1x2x2x4xf32> into tensor<2x2x4xf32>
+    %qke = tensor.empty() : tensor<2x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<2x4x2xf32>, tensor<2x2x4xf32>) outs(%qkz : tensor<2x4x4xf32>) -> tensor<2x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [1, 2, 4, 4] : tensor<2x4x4xf32> into tensor<1x2x4x4xf32>
+    %sce = tensor.empty() : tensor<1x2x4x4xf32>
+    %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<1x2x4x4xf32>) outs(%sce : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %quarter : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi sge, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %hm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.xori %in, %true : i1
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %mse = tensor.empty() : tensor<1x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#st4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%hm, %sc : tensor<4x4xi1>, tensor<1x2x4x4xf32>) outs(%mse : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %ninf, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<1x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<1x2x4x4xf32>) outs(%mx0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %sube = tensor.empty() : tensor<1x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%sube : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %exe = tensor.empty() : tensor<1x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<1x2x4x4xf32>) outs(%exe : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %sme = tensor.empty() : tensor<1x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<1x2x4xf32>) -> tensor<1x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<1x2x4x4xf32>) outs(%sm0 : tensor<1x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4xf32>
+    %pre = tensor.empty() : tensor<1x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<1x2x4x4xf32>, tensor<1x2x4xf32>) outs(%pre : tensor<1x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<1x2x4x4xf32>
+    %vte = tensor.empty() : tensor<1x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<1x4x2x2xf32>) outs(%vte : tensor<1x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %pr [[0, 1], [2], [3]] : tensor<1x2x4x4xf32> into tensor<2x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<1x2x4x2xf32> into tensor<2x4x2xf32>
+    %pve = tensor.empty() : tensor<2x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<2x4x4xf32>, tensor<2x4x2xf32>) outs(%pvz : tensor<2x4x2xf32>) -> tensor<2x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [1, 2, 4, 2] : tensor<2x4x2xf32> into tensor<1x2x4x2xf32>
+    %oe = tensor.empty() : tensor<1x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<1x2x4x2xf32>) outs(%oe : tensor<1x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<1x4x2x2xf32>
+}
