@@ -178,11 +178,16 @@ bool hasUsers(Value v, ArrayRef<Operation *> users) {
                       [&](Operation *u) { return llvm::is_contained(got, u); });
 }
 
-/// An integer function of a position (i, j): what linalg.index, integer
-/// constants and arith compute from it, through the generics over [i, j]
-/// that feed each other. Nodes are in post-order.
+/// What a loop of a mask's generic, or a dimension of a tensor it reads,
+/// stands for.
+enum class Role { Unit, Batch, Query, Key, Other };
+
+/// An integer function of a position (i, j) and of `seen`, the key mask's
+/// element at (b, j) where it reads one: what linalg.index, integer
+/// constants and arith compute, through the generics that feed each other.
+/// Nodes are in post-order.
 struct IndexFunction {
-  enum Kind { Const, I, J, Add, Sub, Cmp, Xor, And, Or, Select };
+  enum Kind { Const, I, J, Seen, Add, Sub, Cmp, Xor, And, Or, Select };
   struct Node {
     Kind kind;
     int64_t value = 0;
@@ -190,14 +195,16 @@ struct IndexFunction {
     int a = -1, b = -1, c = -1;
   };
   SmallVector<Node> nodes;
+  /// The [B, T] i1 tensor that the Seen nodes read.
+  Value keyMask;
 
   int add(Node n) {
     nodes.push_back(n);
     return static_cast<int>(nodes.size()) - 1;
   }
 
-  /// The value of node `root` at (i, j) (booleans are 0 and 1).
-  int64_t eval(int root, int64_t i, int64_t j,
+  /// The value of node `root` (booleans are 0 and 1).
+  int64_t eval(int root, int64_t i, int64_t j, int64_t seen,
                SmallVectorImpl<int64_t> &vals) const {
     vals.resize(nodes.size());
     for (auto [n, node] : llvm::enumerate(nodes)) {
@@ -214,6 +221,9 @@ struct IndexFunction {
         break;
       case J:
         vals[n] = j;
+        break;
+      case Seen:
+        vals[n] = seen;
         break;
       case Add:
         vals[n] = x + y;
@@ -275,124 +285,178 @@ struct IndexFunction {
   }
 };
 
-/// The generic over [i, j] (two loops, the identity as its output's map)
-/// that computes `tensor`, or null.
-linalg::GenericOp positionGeneric(Value tensor) {
-  linalg::GenericOp p = producer(tensor);
-  if (!p || p.getNumLoops() != 2 || p.getNumDpsInits() != 1 ||
-      p->getNumResults() != 1 ||
-      !dimsAre(p.getIndexingMapsArray().back(), {0, 1}))
-    return nullptr;
-  return p;
-}
-
 Value yieldedValue(linalg::GenericOp g) {
   return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
 }
 
-/// The tensor an input argument of `g` reads at (i, j), where loops iDim
-/// and jDim are i and j; null for another argument or map.
-Value inputAtPosition(Value v, linalg::GenericOp g, unsigned iDim,
-                      unsigned jDim) {
+/// The tensor that input argument `v` of `g` reads and the roles of its
+/// dimensions (a dimension of size 1 is a unit); none for another argument
+/// or a map that is not a projection.
+std::optional<std::pair<Value, SmallVector<Role>>>
+inputRoles(Value v, linalg::GenericOp g, ArrayRef<Role> roles) {
   auto arg = dyn_cast<BlockArgument>(v);
   if (!arg || arg.getOwner() != g.getBody() ||
       arg.getArgNumber() >= static_cast<unsigned>(g.getNumDpsInputs()))
-    return {};
+    return std::nullopt;
   OpOperand *operand = g.getDpsInputOperand(arg.getArgNumber());
-  if (!dimsAre(g.getMatchingIndexingMap(operand), {iDim, jDim}))
-    return {};
-  return operand->get();
+  auto type = dyn_cast<RankedTensorType>(operand->get().getType());
+  if (!type)
+    return std::nullopt;
+  AffineMap map = g.getMatchingIndexingMap(operand);
+  SmallVector<Role> dims;
+  for (auto [size, e] : llvm::zip(type.getShape(), map.getResults())) {
+    auto dim = dyn_cast<AffineDimExpr>(e);
+    if (size == 1)
+      dims.push_back(Role::Unit);
+    else if (dim)
+      dims.push_back(roles[dim.getPosition()]);
+    else
+      return std::nullopt;
+  }
+  return std::make_pair(operand->get(), dims);
 }
 
-/// Traces `v`, an integer in the body of `g` whose loops iDim and jDim are
-/// the position (i, j), into `f`: the node, or -1 where it depends on
-/// anything but the position and constants.
-int traceIndex(Value v, linalg::GenericOp g, unsigned iDim, unsigned jDim,
-               IndexFunction &f, unsigned depth = 0) {
+/// The generic that computes `tensor`, whose loops then stand for the
+/// roles of its output's dimensions (an identity map), or null.
+linalg::GenericOp rolesOfProducer(Value tensor, ArrayRef<Role> dims) {
+  linalg::GenericOp p = producer(tensor);
+  if (!p || p.getNumDpsInits() != 1 || p->getNumResults() != 1 ||
+      p.getNumLoops() != dims.size())
+    return nullptr;
+  SmallVector<unsigned> identity =
+      llvm::to_vector(llvm::seq<unsigned>(0, dims.size()));
+  return dimsAre(p.getIndexingMapsArray().back(), identity) ? p : nullptr;
+}
+
+/// The roles of a collapse_shape's source dimensions: each group holds at
+/// most one dimension larger than 1, which takes the group's role.
+std::optional<SmallVector<Role>> collapsedRoles(tensor::CollapseShapeOp c,
+                                                ArrayRef<Role> dims) {
+  ArrayRef<int64_t> shape = c.getSrcType().getShape();
+  SmallVector<Role> source(shape.size(), Role::Unit);
+  for (auto [group, role] : llvm::zip(c.getReassociationIndices(), dims)) {
+    unsigned large = 0;
+    for (int64_t d : group)
+      if (shape[d] != 1) {
+        source[d] = role;
+        ++large;
+      }
+    if (large > 1)
+      return std::nullopt;
+  }
+  return source;
+}
+
+int traceIndex(Value v, linalg::GenericOp g, ArrayRef<Role> roles,
+               IndexFunction &f, unsigned depth = 0);
+
+int64_t constantValue(const APInt &value) {
+  return value.getBitWidth() == 1 ? static_cast<int64_t>(value.getZExtValue())
+                                  : value.getSExtValue();
+}
+
+/// Traces `tensor`, read at dimensions standing for `dims`: a splat
+/// constant, the generic that computes it, a collapse_shape of unit
+/// dimensions, or else, for an i1 tensor [B, T] read at (b, j), the key
+/// mask.
+int traceTensor(Value tensor, ArrayRef<Role> dims, IndexFunction &f,
+                unsigned depth) {
+  DenseIntElementsAttr splat;
+  if (matchPattern(tensor, m_Constant(&splat)) && splat.isSplat())
+    return f.add(
+        {IndexFunction::Const, constantValue(splat.getSplatValue<APInt>())});
+  Value keyMask = f.keyMask;
+  if (linalg::GenericOp p = rolesOfProducer(tensor, dims)) {
+    int node = traceIndex(yieldedValue(p), p, dims, f, depth + 1);
+    if (node >= 0)
+      return node;
+  } else if (auto c = tensor.getDefiningOp<tensor::CollapseShapeOp>()) {
+    if (std::optional<SmallVector<Role>> source = collapsedRoles(c, dims)) {
+      int node = traceTensor(c.getSrc(), *source, f, depth + 1);
+      if (node >= 0)
+        return node;
+    }
+  }
+  f.keyMask = keyMask;
+  auto type = cast<RankedTensorType>(tensor.getType());
+  // (A batch of one example reads its only row as a unit.)
+  if (!type.getElementType().isInteger(1) || dims.size() != 2 ||
+      (dims[0] != Role::Batch && dims[0] != Role::Unit) ||
+      dims[1] != Role::Key || (f.keyMask && f.keyMask != tensor))
+    return -1;
+  f.keyMask = tensor;
+  return f.add({IndexFunction::Seen});
+}
+
+/// Traces `v`, an integer in the body of `g` whose loops stand for
+/// `roles`, into `f`: the node, or -1 where it depends on anything but the
+/// position, constants and a key mask.
+int traceIndex(Value v, linalg::GenericOp g, ArrayRef<Role> roles,
+               IndexFunction &f, unsigned depth) {
   using F = IndexFunction;
   if (depth > 64 || !v.getType().isIntOrIndex())
     return -1;
-  auto leaf = [&](int64_t value) { return f.add({F::Const, value}); };
   if (isa<BlockArgument>(v)) {
-    Value tensor = inputAtPosition(v, g, iDim, jDim);
-    if (!tensor)
-      return -1;
-    DenseIntElementsAttr splat;
-    if (matchPattern(tensor, m_Constant(&splat)) && splat.isSplat()) {
-      APInt value = splat.getSplatValue<APInt>();
-      return leaf(value.getBitWidth() == 1 ? value.getZExtValue()
-                                           : value.getSExtValue());
-    }
-    linalg::GenericOp p = positionGeneric(tensor);
-    return p ? traceIndex(yieldedValue(p), p, 0, 1, f, depth + 1) : -1;
+    auto input = inputRoles(v, g, roles);
+    return input ? traceTensor(input->first, input->second, f, depth + 1) : -1;
   }
   IntegerAttr constant;
-  if (matchPattern(v, m_Constant(&constant))) {
-    APInt value = constant.getValue();
-    return leaf(value.getBitWidth() == 1 ? value.getZExtValue()
-                                         : value.getSExtValue());
-  }
+  if (matchPattern(v, m_Constant(&constant)))
+    return f.add({F::Const, constantValue(constant.getValue())});
   Operation *op = v.getDefiningOp();
   if (auto index = dyn_cast<linalg::IndexOp>(op)) {
     if (index->getParentOp() != g.getOperation())
       return -1;
-    if (index.getDim() == iDim)
+    switch (roles[index.getDim()]) {
+    case Role::Query:
       return f.add({F::I});
-    if (index.getDim() == jDim)
+    case Role::Key:
       return f.add({F::J});
-    return -1;
+    case Role::Unit:
+      return f.add({F::Const, 0});
+    default:
+      return -1;
+    }
   }
   // Casts that keep the value (a boolean stays 0 or 1).
   if (isa<arith::IndexCastOp, arith::ExtUIOp>(op) ||
       (isa<arith::ExtSIOp>(op) &&
        op->getOperand(0).getType().getIntOrFloatBitWidth() > 1))
-    return traceIndex(op->getOperand(0), g, iDim, jDim, f, depth + 1);
-  auto binary = [&](F::Kind kind) {
-    int a = traceIndex(op->getOperand(0), g, iDim, jDim, f, depth + 1);
-    int b =
-        a < 0 ? -1 : traceIndex(op->getOperand(1), g, iDim, jDim, f, depth + 1);
-    if (b < 0)
-      return -1;
-    F::Node node{kind};
-    node.a = a;
-    node.b = b;
-    if (auto cmp = dyn_cast<arith::CmpIOp>(op))
-      node.pred = cmp.getPredicate();
-    return f.add(node);
-  };
+    return traceIndex(op->getOperand(0), g, roles, f, depth + 1);
+  F::Node node{F::Const};
   if (isa<arith::AddIOp>(op))
-    return binary(F::Add);
-  if (isa<arith::SubIOp>(op))
-    return binary(F::Sub);
-  if (isa<arith::XOrIOp>(op))
-    return binary(F::Xor);
-  if (isa<arith::AndIOp>(op))
-    return binary(F::And);
-  if (isa<arith::OrIOp>(op))
-    return binary(F::Or);
-  if (isa<arith::CmpIOp>(op))
-    return binary(F::Cmp);
-  if (auto select = dyn_cast<arith::SelectOp>(op)) {
-    int c = traceIndex(select.getCondition(), g, iDim, jDim, f, depth + 1);
-    int t =
-        c < 0 ? -1
-              : traceIndex(select.getTrueValue(), g, iDim, jDim, f, depth + 1);
-    int e =
-        t < 0 ? -1
-              : traceIndex(select.getFalseValue(), g, iDim, jDim, f, depth + 1);
-    if (e < 0)
-      return -1;
-    F::Node node{F::Select};
-    node.a = c;
-    node.b = t;
-    node.c = e;
-    return f.add(node);
+    node.kind = F::Add;
+  else if (isa<arith::SubIOp>(op))
+    node.kind = F::Sub;
+  else if (isa<arith::XOrIOp>(op))
+    node.kind = F::Xor;
+  else if (isa<arith::AndIOp>(op))
+    node.kind = F::And;
+  else if (isa<arith::OrIOp>(op))
+    node.kind = F::Or;
+  else if (auto cmp = dyn_cast<arith::CmpIOp>(op)) {
+    node.kind = F::Cmp;
+    node.pred = cmp.getPredicate();
+  } else if (isa<arith::SelectOp>(op)) {
+    node.kind = F::Select;
+  } else {
+    return -1;
   }
-  return -1;
+  SmallVector<int> args;
+  for (Value operand : op->getOperands()) {
+    args.push_back(traceIndex(operand, g, roles, f, depth + 1));
+    if (args.back() < 0)
+      return -1;
+  }
+  node.a = args[0];
+  node.b = args[1];
+  if (args.size() > 2)
+    node.c = args[2];
+  return f.add(node);
 }
 
-/// A float mask at (i, j): select(cond, ifTrue, ifFalse) of constants, in
-/// `g` or in the generic over [i, j] that computes an input of it.
+/// A float mask: select(cond, ifTrue, ifFalse) of constants, in `g` or in
+/// the generics (and unit collapses) that compute an input of it.
 struct FloatMask {
   IndexFunction cond;
   int root = -1;
@@ -400,15 +464,26 @@ struct FloatMask {
 };
 
 std::optional<FloatMask> traceFloatMask(Value v, linalg::GenericOp g,
-                                        unsigned iDim, unsigned jDim,
+                                        ArrayRef<Role> roles,
                                         unsigned depth = 0) {
   if (depth > 8)
     return std::nullopt;
   if (isa<BlockArgument>(v)) {
-    linalg::GenericOp p = positionGeneric(inputAtPosition(v, g, iDim, jDim));
+    auto input = inputRoles(v, g, roles);
+    if (!input)
+      return std::nullopt;
+    auto [tensor, dims] = *input;
+    while (auto c = tensor.getDefiningOp<tensor::CollapseShapeOp>()) {
+      std::optional<SmallVector<Role>> source = collapsedRoles(c, dims);
+      if (!source)
+        return std::nullopt;
+      tensor = c.getSrc();
+      dims = *source;
+    }
+    linalg::GenericOp p = rolesOfProducer(tensor, dims);
     if (!p)
       return std::nullopt;
-    return traceFloatMask(yieldedValue(p), p, 0, 1, depth + 1);
+    return traceFloatMask(yieldedValue(p), p, dims, depth + 1);
   }
   auto select = v.getDefiningOp<arith::SelectOp>();
   if (!select)
@@ -420,37 +495,43 @@ std::optional<FloatMask> traceFloatMask(Value v, linalg::GenericOp g,
   FloatMask m;
   m.ifTrue = *t;
   m.ifFalse = *e;
-  m.root = traceIndex(select.getCondition(), g, iDim, jDim, m.cond);
+  m.root = traceIndex(select.getCondition(), g, roles, m.cond);
   if (m.root < 0)
     return std::nullopt;
   return m;
 }
 
-/// Whether `keeps(i, j)` is j <= i at every position of [S, T].
-bool isCausal(int64_t queries, int64_t keys,
-              function_ref<bool(int64_t, int64_t)> keeps) {
-  if (queries != keys)
+/// Whether `seen(i, j, k)` shows exactly the keys of a causal mask (or,
+/// with `causal` false, every key) where the key mask's element k is true,
+/// and, with a key mask, none where it is false.
+bool showsExactly(bool causal, bool keyMask, int64_t queries, int64_t keys,
+                  function_ref<bool(int64_t, int64_t, int64_t)> seen) {
+  if (causal && queries != keys)
     return false;
   for (int64_t i = 0; i < queries; ++i)
     for (int64_t j = 0; j < keys; ++j)
-      if (keeps(i, j) != (j <= i))
+      if (seen(i, j, 1) != (!causal || j <= i) || (keyMask && seen(i, j, 0)))
         return false;
   return true;
 }
 
-/// A causal mask on the scores [B, H, S, T] (loops 2 and 3 are i and j):
-/// select(hidden, c, s) or select(visible, s, c) (c then the masked score),
-/// or s + m with m 0 where visible and at most -1e30 where hidden (then
-/// s + m rounds to m, the masked score), where the condition or m is a
-/// function of the position (linalg.index, or tensors over [S, T] that
-/// generics compute from it). The function is evaluated at every position
-/// and must keep exactly the keys j <= i.
+/// A mask on the scores [B, H, S, T]: select(hidden, c, s) or select(seen,
+/// s, c) (c then the masked score), or s + m with m 0 where seen and at
+/// most -1e30 where hidden (then s + m rounds to m, the masked score). The
+/// condition, or m, is traced to a function of the position (linalg.index,
+/// or tensors that generics compute from it) and of a key mask [B, T] (an
+/// i1 tensor read at (b, j)), and evaluated at every position with the key
+/// mask's element true and false: the keys seen must be exactly j <= i
+/// (causal) where the key mask is true, or, without the causal part, every
+/// key where it is true; none where it is false.
 struct Mask {
   Value scores;
   double masked;
+  bool causal;
+  Value keyMask;
 };
 
-std::optional<Mask> matchCausalMask(linalg::GenericOp g) {
+std::optional<Mask> matchMask(linalg::GenericOp g) {
   if (!hasShape(g, g.getNumDpsInputs(), 0) || g.getNumLoops() != 4 ||
       g.getNumDpsInputs() < 1 || g.getNumDpsInputs() > 2 ||
       !dimsAre(g.getIndexingMapsArray().back(), {0, 1, 2, 3}))
@@ -467,46 +548,60 @@ std::optional<Mask> matchCausalMask(linalg::GenericOp g) {
   if (!scores)
     return std::nullopt;
   auto shape = cast<ShapedType>(g->getResult(0).getType()).getShape();
+  const Role roles[] = {Role::Batch, Role::Other, Role::Query, Role::Key};
+  IndexFunction cond;
+  int root = -1;
+  // Whether a key is seen where the condition is true.
+  bool seenWhenTrue = false;
+  double masked = 0;
   Value y = yieldedValue(g);
-  SmallVector<int64_t> vals;
   if (auto select = y.getDefiningOp<arith::SelectOp>()) {
     bool hiddenWhenTrue = isArg(select.getFalseValue(), g, *scores);
     if (!hiddenWhenTrue && !isArg(select.getTrueValue(), g, *scores))
       return std::nullopt;
-    std::optional<double> masked = floatConstant(
+    std::optional<double> c = floatConstant(
         hiddenWhenTrue ? select.getTrueValue() : select.getFalseValue());
-    IndexFunction cond;
-    int root = traceIndex(select.getCondition(), g, 2, 3, cond);
-    if (!masked || root < 0 ||
-        !isCausal(
-            shape[2], shape[3],
-            [&](int64_t i, int64_t j) {
-              return (cond.eval(root, i, j, vals) != 0) != hiddenWhenTrue;
-            }))
+    if (!c)
       return std::nullopt;
-    return Mask{g.getDpsInputs()[*scores], *masked};
+    masked = *c;
+    seenWhenTrue = !hiddenWhenTrue;
+    root = traceIndex(select.getCondition(), g, roles, cond);
+  } else if (auto add = y.getDefiningOp<arith::AddFOp>()) {
+    Value other = isArg(add.getLhs(), g, *scores)   ? add.getRhs()
+                  : isArg(add.getRhs(), g, *scores) ? add.getLhs()
+                                                    : Value();
+    std::optional<FloatMask> m =
+        other ? traceFloatMask(other, g, roles) : std::nullopt;
+    if (!m)
+      return std::nullopt;
+    // The seen keys add exactly zero; the hidden ones a value that every
+    // finite score rounds to.
+    seenWhenTrue = m->ifTrue == 0.0;
+    masked = seenWhenTrue ? m->ifFalse : m->ifTrue;
+    if ((seenWhenTrue ? m->ifTrue : m->ifFalse) != 0.0 || !(masked <= -1e30))
+      return std::nullopt;
+    cond = std::move(m->cond);
+    root = m->root;
   }
-  auto add = y.getDefiningOp<arith::AddFOp>();
-  if (!add)
+  if (root < 0)
     return std::nullopt;
-  Value other = isArg(add.getLhs(), g, *scores)   ? add.getRhs()
-                : isArg(add.getRhs(), g, *scores) ? add.getLhs()
-                                                  : Value();
-  std::optional<FloatMask> m =
-      other ? traceFloatMask(other, g, 2, 3) : std::nullopt;
-  if (!m)
-    return std::nullopt;
-  // The visible keys add exactly zero; the hidden ones a value that every
-  // finite score rounds to.
-  bool visibleWhenTrue = m->ifTrue == 0.0;
-  double masked = visibleWhenTrue ? m->ifFalse : m->ifTrue;
-  if ((visibleWhenTrue ? m->ifTrue : m->ifFalse) != 0.0 || !(masked <= -1e30))
-    return std::nullopt;
-  if (!isCausal(shape[2], shape[3], [&](int64_t i, int64_t j) {
-        return (m->cond.eval(m->root, i, j, vals) != 0) == visibleWhenTrue;
-      }))
-    return std::nullopt;
-  return Mask{g.getDpsInputs()[*scores], masked};
+  SmallVector<int64_t> vals;
+  auto seen = [&](int64_t i, int64_t j, int64_t k) {
+    return (cond.eval(root, i, j, k, vals) != 0) == seenWhenTrue;
+  };
+  bool keyMask = static_cast<bool>(cond.keyMask);
+  for (bool causal : {true, false}) {
+    if (!causal && !keyMask)
+      continue;
+    if (!showsExactly(causal, keyMask, shape[2], shape[3], seen))
+      continue;
+    // The key mask is the op's operand: [B, T], not broadcast over B.
+    if (keyMask && cast<ShapedType>(cond.keyMask.getType()).getShape() !=
+                       ArrayRef<int64_t>{shape[0], shape[3]})
+      return std::nullopt;
+    return Mask{g.getDpsInputs()[*scores], masked, causal, cond.keyMask};
+  }
+  return std::nullopt;
 }
 
 /// One attention: the op whose result the attention's output replaces,
@@ -515,7 +610,8 @@ struct Chain {
   Operation *last = nullptr;
   double scale = 1.0;
   std::optional<double> maskedScore;
-  Value query, key, value;
+  bool causal = false;
+  Value query, key, value, keyMask;
   /// The scores the softmax reads (after the mask).
   Value maskedScores;
 };
@@ -577,14 +673,16 @@ bool matchSoftmax(Value probsValue, Operation *user, Chain &c,
   return true;
 }
 
-/// An optional causal mask on `scores`: steps over it (the scores must then
-/// have no other reader) and sets c.maskedScore.
+/// An optional mask on `scores`: steps over it (the scores must then have
+/// no other reader) and sets what the attention takes of it.
 bool unmask(Value &scores, Chain &c) {
   linalg::GenericOp g = producer(scores);
-  std::optional<Mask> mask = g ? matchCausalMask(g) : std::nullopt;
+  std::optional<Mask> mask = g ? matchMask(g) : std::nullopt;
   if (!mask)
     return true;
   c.maskedScore = mask->masked;
+  c.causal = mask->causal;
+  c.keyMask = mask->keyMask;
   scores = mask->scores;
   return scores.hasOneUse();
 }
@@ -817,8 +915,8 @@ std::optional<Chain> matchImportChain(linalg::BatchMatmulOp context) {
       (guard && guard->scores != c.maskedScores))
     return std::nullopt;
   Value scores = c.maskedScores;
-  // The guard is dropped only where every row sees a key.
-  if (!unmask(scores, c) || (guard && !c.maskedScore))
+  // The guard is dropped only where every row sees a key: its own.
+  if (!unmask(scores, c) || (guard && (!c.causal || c.keyMask)))
     return std::nullopt;
   // An optional scale of the scores.
   if (linalg::GenericOp g = producer(scores); g && isRowwise(g, 1)) {
@@ -888,8 +986,8 @@ struct TrainRaiseAttentionPass
         query.getElementType());
     auto attention = ga::train::AttentionOp::create(
         b, c.last->getLoc(), TypeRange{c.last->getResult(0).getType(), lseType},
-        c.query, c.key, c.value, b.getF64FloatAttr(c.scale),
-        c.maskedScore ? b.getUnitAttr() : nullptr,
+        c.query, c.key, c.value, c.keyMask, b.getF64FloatAttr(c.scale),
+        c.causal ? b.getUnitAttr() : nullptr,
         b.getF64FloatAttr(c.maskedScore.value_or(-1.0e9)),
         b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)));
     c.last->getResult(0).replaceAllUsesWith(attention.getOut());

@@ -231,6 +231,19 @@ def gpt2_batch(gen):
     return batch
 
 
+def gpt2_padded_batch(gen):
+    """Padding hidden by the attention mask and without labels: rows 1 and
+    3 padded on the left (12 and 23 tokens: their real queries would see
+    the padding without the mask, their padding queries see no key), row 2
+    on the right (5 tokens)."""
+    batch = gpt2_batch(gen)
+    for row, pad in ((1, slice(0, 12)), (2, slice(27, 32)),
+                     (3, slice(0, 23))):
+        batch["attention_mask"][row, pad] = 0
+        batch["labels"][row, pad] = -100
+    return batch
+
+
 def llama():
     """transformers' LlamaForCausalLM: RMSNorm, SwiGLU, rotary embeddings,
     grouped-query attention (4 heads, 2 key-value heads)."""
@@ -515,6 +528,9 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "nanogpt_sdpa": (lambda: NanoGPT(sdpa=True), gpt_batch,
                            {"attention_tiles": (8, 2)}),
           "gpt2": (gpt2, gpt2_batch, {"shift_labels": True}),
+          # The attention mask as a key mask of train.attention.
+          "gpt2_padded": (gpt2, gpt2_padded_batch,
+                          {"shift_labels": True, "attention_tiles": (8, 2)}),
           "llama": (llama, gpt2_batch, {"shift_labels": True}),
           "bert": (bert, bert_batch, {
               "table": ("masked-LM over the masked 15% (`BertForMaskedLM`)",

@@ -3,7 +3,9 @@ by ga-run in float64, against an independent NumPy float64 model.
 
 For each configuration (causal or not, as many keys as queries or not,
 value features other than the query's, one tile, tiles of one key, with and
-without a cotangent of the log-sum-exp):
+without a cotangent of the log-sum-exp, with a key mask: left padding whose
+queries see no key at all, a hidden key in the middle, an example that
+hides every key):
 
 - out and lse against NumPy's softmax attention: relative 1e-12 (the same
   function in another order; error ~1e-15);
@@ -20,21 +22,30 @@ import numpy as np
 
 from reference_harness import Checker, run_ga_run
 
-# name, causal, B, S (queries), T (keys), H, D, E, key_tile, scale, dlse
+# name, causal, B, S (queries), T (keys), H, D, E, key_tile, scale, dlse,
+# key mask (the keys each example shows, or None)
 CONFIGS = [
-    ("causal_tiles", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True),
-    ("cross_tiles", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True),
-    ("causal_one_tile", True, 1, 6, 6, 2, 4, 4, 0, 0.5, False),
-    ("causal_single_keys", True, 2, 5, 5, 1, 2, 3, 1, 1.0, True),
+    ("causal_tiles", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True, None),
+    ("cross_tiles", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True, None),
+    ("causal_one_tile", True, 1, 6, 6, 2, 4, 4, 0, 0.5, False, None),
+    ("causal_single_keys", True, 2, 5, 5, 1, 2, 3, 1, 1.0, True, None),
+    ("causal_key_mask", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True,
+     [[1, 1, 1, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1]]),
+    ("cross_key_mask", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True,
+     [[1, 0, 1, 1, 0, 1], [0, 0, 0, 0, 0, 0]]),
 ]
 MASKED = -1.0e9
 
 
-def forward(q, k, v, causal, scale):
+def forward(q, k, v, causal, scale, key_mask=None):
+    """A hidden score is the constant MASKED (a row that sees no key weighs
+    every key alike)."""
     s = np.einsum("bihd,bjhd->bhij", q, k) * scale
     if causal:
         n = q.shape[1]
         s = np.where(np.triu(np.ones((n, n), bool), k=1), MASKED, s)
+    if key_mask is not None:
+        s = np.where(~key_mask[:, None, None, :], MASKED, s)
     m = s.max(axis=-1, keepdims=True)
     e = np.exp(s - m)
     total = e.sum(axis=-1, keepdims=True)
@@ -44,7 +55,7 @@ def forward(q, k, v, causal, scale):
 
 
 def program(cfg):
-    name, causal, b, s, t, h, d, e, tile, scale, dlse = cfg
+    name, causal, b, s, t, h, d, e, tile, scale, dlse, key_mask = cfg
     q = f"tensor<{b}x{s}x{h}x{d}xf64>"
     k = f"tensor<{b}x{t}x{h}x{d}xf64>"
     v = f"tensor<{b}x{t}x{h}x{e}xf64>"
@@ -52,16 +63,21 @@ def program(cfg):
     r = f"tensor<{b}x{h}x{s}xf64>"
     attrs = f"scale = {scale!r} : f64, key_tile = {tile} : i64" + (
         ", causal" if causal else "")
-    extra = f", %dl: {r}" if dlse else ""
+    m = f"tensor<{b}x{t}xi1>"
+    extra = (f", %dl: {r}" if dlse else "") + (
+        f", %km: {m}" if key_mask else "")
     dl = ", %dl" if dlse else ""
     dlt = f", {r}" if dlse else ""
+    km = " key_mask %km" if key_mask else ""
+    kmt = f", {m}" if key_mask else ""
     return f"""
 func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %do: {o}{extra})
     -> ({o}, {r}, {q}, {k}, {v}) {{
-  %o, %lse = train.attention %q, %k, %v {{{attrs}}}
-      : ({q}, {k}, {v}) -> ({o}, {r})
-  %dq, %dk, %dv = train.attention_grad %q, %k, %v, %o, %lse, %do{dl} {{{attrs}}}
-      : ({q}, {k}, {v}, {o}, {r}, {o}{dlt}) -> ({q}, {k}, {v})
+  %o, %lse = train.attention %q, %k, %v{km} {{{attrs}}}
+      : ({q}, {k}, {v}{kmt}) -> ({o}, {r})
+  %dq, %dk, %dv = train.attention_grad %q, %k, %v, %o, %lse, %do{dl}{km}
+      {{{attrs}}} : ({q}, {k}, {v}, {o}, {r}, {o}{dlt}{kmt})
+      -> ({q}, {k}, {v})
   return %o, %lse, %dq, %dk, %dv : {o}, {r}, {q}, {k}, {v}
 }}
 """
@@ -76,7 +92,8 @@ def main():
     rng = np.random.default_rng(11)
     check = Checker("attention")
     for cfg in CONFIGS:
-        name, causal, b, s, t, h, d, e, tile, scale, has_dlse = cfg
+        name, causal, b, s, t, h, d, e, tile, scale, has_dlse, mask = cfg
+        key_mask = None if mask is None else np.array(mask, bool)
         q = rng.standard_normal((b, s, h, d))
         k = rng.standard_normal((b, t, h, d))
         v = rng.standard_normal((b, t, h, e))
@@ -86,16 +103,20 @@ def main():
         path = os.path.join(args.workdir, name + ".mlir")
         with open(path, "w") as f:
             f.write(program(cfg))
-        inputs = [q, k, v, dout] + ([dlse] if has_dlse else [])
+        inputs = [q, k, v, dout] + ([dlse] if has_dlse else []) + (
+            [key_mask] if mask else [])
         got, _ = run_ga_run(args.ga_run, path, inputs,
                             os.path.join(args.workdir, name))
-        out, lse = forward(q, k, v, causal, scale)
+        out, lse = forward(q, k, v, causal, scale, key_mask)
         check.close(f"{name}: out", got[0], out, rtol=1e-12)
         check.close(f"{name}: lse", got[1], lse, rtol=1e-12)
 
         def loss(qq, kk, vv):
-            o, l = forward(qq, kk, vv, causal, scale)
-            return float(np.sum(o * dout) + np.sum(l * dlse))
+            # lse - lse(q, k): a row that sees no key has lse = MASKED +
+            # log T, a constant of size 1e9 whose rounding would swamp the
+            # differences.
+            o, l = forward(qq, kk, vv, causal, scale, key_mask)
+            return float(np.sum(o * dout) + np.sum((l - lse) * dlse))
 
         eps = 1e-5
         operands = [q, k, v]

@@ -312,12 +312,11 @@ LogicalResult CrossEntropyGradOp::verify() {
 /// shapes and types, the attributes, and the types of `outValue` and
 /// `lseValue` (the forward's results; the gradient's operands), which it
 /// also returns.
-static LogicalResult verifyAttentionOperands(Operation *op, Value query,
-                                             Value key, Value value,
-                                             bool causal, int64_t keyTile,
-                                             Value outValue, Value lseValue,
-                                             RankedTensorType &out,
-                                             RankedTensorType &lse) {
+static LogicalResult
+verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
+                        Value keyMask, bool causal, int64_t keyTile,
+                        Value outValue, Value lseValue, RankedTensorType &out,
+                        RankedTensorType &lse) {
   auto emit = [&]() { return op->emitOpError(); };
   auto q = cast<RankedTensorType>(query.getType());
   auto k = cast<RankedTensorType>(key.getType());
@@ -346,6 +345,16 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
     return emit() << "value must have the key's batch, positions and heads (["
                   << k.getDimSize(0) << ", " << k.getDimSize(1) << ", "
                   << k.getDimSize(2) << ", E]), got " << v;
+  if (keyMask) {
+    auto mask = cast<RankedTensorType>(keyMask.getType());
+    auto expected =
+        RankedTensorType::get({k.getDimSize(0), k.getDimSize(1)},
+                              IntegerType::get(op->getContext(), 1));
+    if (mask != expected)
+      return emit() << "key_mask must be " << expected
+                    << " [batch, key] (true where the key is seen), got "
+                    << mask;
+  }
   if (causal && k.getDimSize(1) != q.getDimSize(1))
     return emit() << "is causal but has " << q.getDimSize(1) << " queries and "
                   << k.getDimSize(1)
@@ -370,15 +379,15 @@ static LogicalResult verifyAttentionOperands(Operation *op, Value query,
 LogicalResult AttentionOp::verify() {
   RankedTensorType out, lse;
   return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                 getCausal(), getKeyTile(), getOut(), getLse(),
-                                 out, lse);
+                                 getKeyMask(), getCausal(), getKeyTile(),
+                                 getOut(), getLse(), out, lse);
 }
 
 LogicalResult AttentionGradOp::verify() {
   RankedTensorType out, lse;
   if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getCausal(), getKeyTile(), getOut(),
-                                     getLse(), out, lse)))
+                                     getKeyMask(), getCausal(), getKeyTile(),
+                                     getOut(), getLse(), out, lse)))
     return failure();
   if (getDout().getType() != out)
     return emitOpError() << "dout must have the out's type " << out << ", got "

@@ -99,11 +99,16 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
     (dropped only under a causal mask: every row then sees its own key),
     and the output moved back to `[B, S, H, E]`.
 
-    A mask is causal when it keeps exactly the keys `j <= i`: its condition
-    (or additive tensor) is traced through `linalg.index`, integer
-    constants, integer arith and the generics over `[S, T]` that compute it,
-    and evaluated at every position. A mask that depends on anything else
-    (a padding mask read from the batch) is not raised.
+    A mask is traced, condition or additive tensor, through `linalg.index`,
+    integer constants, integer arith, unit `collapse_shape`s and the
+    generics that compute it, to a function of the position and of at most
+    one i1 tensor `[B, T]` read at `(b, j)` (transformers' attention mask of
+    the batch, `!= 0`), which becomes the op's `key_mask`. The function is
+    evaluated at every position, with the key mask's element true and
+    false: the keys seen must be exactly `j <= i` (causal), or every key,
+    where the key mask is true, and none where it is false. Anything else
+    (a mask read at the query, a mask that hides the diagonal) stays as
+    written, as does the guard with a key mask (a row may then see no key).
 
     In `--ga-pipeline` with `attention-key-tile=N` (N > 0), before the remat
     planner, which then sees the smaller memory of the backward pass.

@@ -52,12 +52,14 @@ struct AttentionBuilder {
   int64_t batch, queries, heads, features, keys, valueFeatures, tile;
   double scale, maskedScore;
   bool causal;
+  /// [B, T] i1, true where the key is seen; null without one.
+  Value keyMask;
 
   template <typename OpTy>
   AttentionBuilder(OpBuilder &b, OpTy op)
       : b(b), loc(op.getLoc()), scale(op.getScale().convertToDouble()),
         maskedScore(op.getMaskedScore().convertToDouble()),
-        causal(op.getCausal()) {
+        causal(op.getCausal()), keyMask(op.getKeyMask()) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
     auto v = cast<RankedTensorType>(op.getValue().getType());
@@ -121,18 +123,56 @@ struct AttentionBuilder {
                                          sizes, strides);
   }
 
-  /// The score at (i, j + offset) of a body whose loops 2 and 3 are i and
-  /// j: masked where the key comes after the query.
-  Value mask(OpBuilder &nb, Location nl, Value score, Value offset) {
-    if (!causal)
+  /// Whether the key (j + offset) is hidden from the query i, in a body
+  /// whose loops 2 and 3 are i and j and whose argument `seen` (null
+  /// without a key mask) is the key mask's element; null when nothing is
+  /// masked.
+  Value hidden(OpBuilder &nb, Location nl, Value offset, Value seen) {
+    Value hide;
+    if (causal) {
+      Value i = linalg::IndexOp::create(nb, nl, 2);
+      Value j = linalg::IndexOp::create(nb, nl, 3);
+      Value key = arith::AddIOp::create(nb, nl, j, offset);
+      hide = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, key, i);
+    }
+    if (seen) {
+      Value unseen = arith::XOrIOp::create(
+          nb, nl, seen,
+          arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
+      hide = hide ? arith::OrIOp::create(nb, nl, hide, unseen).getResult()
+                  : unseen;
+    }
+    return hide;
+  }
+
+  /// The score, masked_score where hidden.
+  Value mask(OpBuilder &nb, Location nl, Value score, Value offset,
+             Value seen) {
+    Value hide = hidden(nb, nl, offset, seen);
+    if (!hide)
       return score;
-    Value i = linalg::IndexOp::create(nb, nl, 2);
-    Value j = linalg::IndexOp::create(nb, nl, 3);
-    Value key = arith::AddIOp::create(nb, nl, j, offset);
-    Value future =
-        arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, key, i);
-    return arith::SelectOp::create(nb, nl, future,
-                                   constant(nb, nl, maskedScore), score);
+    return arith::SelectOp::create(nb, nl, hide, constant(nb, nl, maskedScore),
+                                   score);
+  }
+
+  /// Appends the key mask's tile at `offset` to a generic over (b, h, i,
+  /// j) with `inputs` and `maps` (the output's map last): returns the
+  /// body argument's position, or -1 without a key mask.
+  int withKeyMask(SmallVectorImpl<Value> &inputs,
+                  SmallVectorImpl<AffineMap> &maps, Value offset) {
+    if (!keyMask)
+      return -1;
+    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset};
+    SmallVector<OpFoldResult> sizes{b.getIndexAttr(batch),
+                                    b.getIndexAttr(tile)};
+    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+    inputs.push_back(tensor::ExtractSliceOp::create(b, loc, keyMask, offsets,
+                                                    sizes, strides));
+    maps.insert(maps.end() - 1, map(4, {0, 3}));
+    return static_cast<int>(inputs.size()) - 1;
+  }
+  static Value arg(ValueRange args, int position) {
+    return position < 0 ? Value() : args[position];
   }
 
   /// s[b, h, i, j] = sum_d (q[b, i, h, d] * k_t[b, j, h, d]) * scale.
@@ -187,12 +227,15 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
           // The tile's maximum; m' = max(m, it) is recomputed where read,
           // and m is overwritten last, so that every carried value is
           // updated in place.
+          SmallVector<Value> maxInputs{s};
+          SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
+          int seenAt = t.withKeyMask(maxInputs, maxMaps, offset);
           Value tileMax = t.generic(
-              t.fill(rowShape, -std::numeric_limits<float>::max()),
-              ValueRange{s}, {t.id4(), t.row4()}, {kPar, kPar, kPar, kRed},
+              t.fill(rowShape, -std::numeric_limits<float>::max()), maxInputs,
+              maxMaps, {kPar, kPar, kPar, kRed},
               [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset);
-                return arith::MaximumFOp::create(bb, bl, x, args[1])
+                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
+                return arith::MaximumFOp::create(bb, bl, x, args.back())
                     .getResult();
               });
           auto newMax = [&](OpBuilder &bb, Location bl, Value old,
@@ -210,12 +253,14 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                 .getResult();
           };
           // p = exp(masked s - m').
+          SmallVector<Value> pInputs{s, m, tileMax};
+          SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(), t.id4()};
+          seenAt = t.withKeyMask(pInputs, pMaps, offset);
           Value p = t.generic(
-              t.empty({t.batch, t.heads, t.queries, t.tile}),
-              ValueRange{s, m, tileMax}, {t.id4(), t.row4(), t.row4(), t.id4()},
+              t.empty({t.batch, t.heads, t.queries, t.tile}), pInputs, pMaps,
               {kPar, kPar, kPar, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset);
+                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
                 Value mx = newMax(bb, bl, args[1], args[2]);
                 return math::ExpOp::create(bb, bl,
                                            arith::SubFOp::create(bb, bl, x, mx))
@@ -328,11 +373,13 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
           Value s = t.scores(op.getQuery(), kt);
           SmallVector<int64_t> tileShape{t.batch, t.heads, t.queries, t.tile};
           // p = exp(masked s - lse).
+          SmallVector<Value> pInputs{s, op.getLse()};
+          SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
+          int seenAt = t.withKeyMask(pInputs, pMaps, offset);
           Value p = t.generic(
-              t.empty(tileShape), ValueRange{s, op.getLse()},
-              {t.id4(), t.row4(), t.id4()}, {kPar, kPar, kPar, kPar},
+              t.empty(tileShape), pInputs, pMaps, {kPar, kPar, kPar, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset);
+                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
                 return math::ExpOp::create(
                            bb, bl, arith::SubFOp::create(bb, bl, x, args[1]))
                     .getResult();
@@ -362,13 +409,24 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
                         {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 3, 1, 4}),
                          t.map(5, {0, 1, 2, 3})},
                         {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
-          // ds = p * (dp - delta).
+          // ds = p * (dp - delta), zero where masked: a masked score is a
+          // constant. (Under a causal mask alone p is zero there: every
+          // row sees its own key. With a key mask a row may see none and
+          // weigh every key alike.)
+          SmallVector<Value> dsInputs{p, dp, delta};
+          SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(), t.id4()};
+          seenAt = t.withKeyMask(dsInputs, dsMaps, offset);
           Value ds = t.generic(
-              t.empty(tileShape), ValueRange{p, dp, delta},
-              {t.id4(), t.id4(), t.row4(), t.id4()}, {kPar, kPar, kPar, kPar},
+              t.empty(tileShape), dsInputs, dsMaps, {kPar, kPar, kPar, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange args) {
                 Value diff = arith::SubFOp::create(bb, bl, args[1], args[2]);
-                return arith::MulFOp::create(bb, bl, args[0], diff).getResult();
+                Value d = arith::MulFOp::create(bb, bl, args[0], diff);
+                if (seenAt < 0)
+                  return d;
+                return arith::SelectOp::create(
+                           bb, bl, t.hidden(bb, bl, offset, args[seenAt]),
+                           t.constant(bb, bl, 0.0), d)
+                    .getResult();
               });
           // dq[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d] scale;
           // loops (b, i, h, d, j).

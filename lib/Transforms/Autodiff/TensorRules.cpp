@@ -44,8 +44,8 @@ static LogicalResult adjointAttention(train::AttentionOp op, Sweep &sweep) {
       TypeRange{op.getQuery().getType(), op.getKey().getType(),
                 op.getValue().getType()},
       op.getQuery(), op.getKey(), op.getValue(), op.getOut(), op.getLse(), dout,
-      dlse, op.getScaleAttr(), op.getCausalAttr(), op.getMaskedScoreAttr(),
-      op.getKeyTileAttr());
+      dlse, op.getKeyMask(), op.getScaleAttr(), op.getCausalAttr(),
+      op.getMaskedScoreAttr(), op.getKeyTileAttr());
   Value operands[] = {op.getQuery(), op.getKey(), op.getValue()};
   for (auto [operand, gradient] : llvm::zip(operands, grad.getResults()))
     if (sweep.isActive(operand))

@@ -38,3 +38,29 @@ func.func @attention(%q: tensor<2x8x3x4xf32>, %k: tensor<2x8x3x4xf32>, %v: tenso
       -> (tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>)
   return %o, %dq, %dk, %dv : tensor<2x8x3x5xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>
 }
+
+// With a key mask: each generic that masks reads the mask's tile [B, 2] at
+// (b, j); a key is hidden where it comes after the query or the mask is
+// false; the backward pass's ds is zero where hidden.
+// CHECK-LABEL: func.func @key_mask
+// CHECK: scf.for %[[T:.+]] = %{{.+}} to %c8 step %c2
+// CHECK: %[[MT:.+]] = tensor.extract_slice %[[M:arg[0-9]+]][0, %[[T]]] [2, 2] [1, 1] : tensor<2x8xi1> to tensor<2x2xi1>
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[MT]] : tensor<2x3x8x2xf32>, tensor<2x2xi1>)
+// CHECK: arith.cmpi ugt
+// CHECK: %[[UNSEEN:.+]] = arith.xori
+// CHECK: %[[HIDE:.+]] = arith.ori %{{.+}}, %[[UNSEEN]]
+// CHECK: arith.select %[[HIDE]]
+// CHECK: scf.for %[[T2:.+]] = %{{.+}} to %c8{{.*}} step %c2
+// CHECK: tensor.extract_slice %[[M]][0, %[[T2]]] [2, 2] [1, 1]
+// CHECK: arith.mulf
+// CHECK: arith.ori
+// CHECK: arith.select %{{.+}}, %cst{{.*}}, %{{.+}} : f32
+func.func @key_mask(%q: tensor<2x8x3x4xf32>, %k: tensor<2x8x3x4xf32>, %v: tensor<2x8x3x5xf32>, %do: tensor<2x8x3x5xf32>, %m: tensor<2x8xi1>)
+    -> (tensor<2x8x3x5xf32>, tensor<2x8x3x4xf32>) {
+  %o, %lse = train.attention %q, %k, %v key_mask %m {scale = 0.5 : f64, causal, key_tile = 2 : i64}
+      : (tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>, tensor<2x8xi1>) -> (tensor<2x8x3x5xf32>, tensor<2x3x8xf32>)
+  %dq, %dk, %dv = train.attention_grad %q, %k, %v, %o, %lse, %do key_mask %m {scale = 0.5 : f64, causal, key_tile = 2 : i64}
+      : (tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>, tensor<2x8x3x5xf32>, tensor<2x3x8xf32>, tensor<2x8x3x5xf32>, tensor<2x8xi1>)
+      -> (tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>)
+  return %o, %dq : tensor<2x8x3x5xf32>, tensor<2x8x3x4xf32>
+}

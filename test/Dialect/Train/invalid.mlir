@@ -954,6 +954,22 @@ func.func @att_lse(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<
 
 // -----
 
+func.func @att_key_mask(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>, %m: tensor<2x3xi1>) {
+  // expected-error @below {{key_mask must be 'tensor<2x4xi1>' [batch, key] (true where the key is seen), got 'tensor<2x3xi1>'}}
+  %o, %l = train.attention %q, %k, %v key_mask %m {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3xi1>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
+func.func @att_grad_key_mask(%k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>, %m: tensor<2x4xi8>) {
+  // expected-error @below {{key_mask must be 'tensor<2x4xi1>' [batch, key] (true where the key is seen), got 'tensor<2x4xi8>'}}
+  %a0, %a1, %a2 = train.attention_grad %k, %k, %k, %k, %l, %k key_mask %m {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>, tensor<2x4xi8>) -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)
+  return
+}
+
+// -----
+
 func.func @att_grad_shape(%a: tensor<2x4x8xf32>, %k: tensor<2x4x3x8xf32>, %l: tensor<2x3x4xf32>) {
   // expected-error @below {{query must be a static rank-4 float tensor [batch, position, head, feature], got 'tensor<2x4x8xf32>'}}
   %a0, %a1, %a2 = train.attention_grad %a, %k, %k, %k, %l, %k {scale = 1.0 : f64} : (tensor<2x4x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x3x4xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>)

@@ -234,9 +234,12 @@ func.func @cross_entropy_grad(%l: tensor<8x3xf32>, %y: tensor<8xi64>, %d: tensor
 // CHECK: train.attention %{{.+}}, %{{.+}}, %{{.+}} {scale = 1.000000e+00 : f64} : (tensor<2x4x3x8xf32>, tensor<2x6x3x8xf32>, tensor<2x6x3x5xf32>)
 // CHECK: train.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal, key_tile = 2 : i64, scale = 5.000000e-01 : f64}
 // CHECK: train.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}}, %{{.+}} {causal, scale = 5.000000e-01 : f64}
+// CHECK: %[[O:.+]], %[[L:.+]] = train.attention %{{.+}}, %{{.+}}, %{{.+}} key_mask %[[M:.+]] {causal, scale = 5.000000e-01 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4xi1>)
+// CHECK: train.attention_grad %{{.+}}, %{{.+}}, %{{.+}}, %[[O]], %[[L]], %{{.+}}, %{{.+}} key_mask %[[M]] {causal, scale = 5.000000e-01 : f64}
 func.func @attention(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x5xf32>,
-                     %k6: tensor<2x6x3x8xf32>, %v6: tensor<2x6x3x5xf32>, %do: tensor<2x4x3x5xf32>, %dl: tensor<2x3x4xf32>)
-    -> (tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) {
+                     %k6: tensor<2x6x3x8xf32>, %v6: tensor<2x6x3x5xf32>, %do: tensor<2x4x3x5xf32>, %dl: tensor<2x3x4xf32>,
+                     %m: tensor<2x4xi1>)
+    -> (tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) {
   %o, %lse = train.attention %q, %k, %v {scale = 0.5 : f64, causal, masked_score = -1.0e4 : f64, key_tile = 2 : i64}
       : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>) -> (tensor<2x4x3x5xf32>, tensor<2x3x4xf32>)
   %o6, %lse6 = train.attention %q, %k6, %v6 {scale = 1.0 : f64}
@@ -247,7 +250,12 @@ func.func @attention(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tenso
   %dq2, %dk2, %dv2 = train.attention_grad %q, %k, %v, %o, %lse, %do, %dl {scale = 0.5 : f64, causal}
       : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x3x4xf32>, tensor<2x4x3x5xf32>, tensor<2x3x4xf32>)
       -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>)
-  return %o, %o6, %dq, %dq2 : tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>
+  %om, %lm = train.attention %q, %k, %v key_mask %m {scale = 0.5 : f64, causal}
+      : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4xi1>) -> (tensor<2x4x3x5xf32>, tensor<2x3x4xf32>)
+  %dq3, %dk3, %dv3 = train.attention_grad %q, %k, %v, %om, %lm, %do, %dl key_mask %m {scale = 0.5 : f64, causal}
+      : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x3x4xf32>, tensor<2x4x3x5xf32>, tensor<2x3x4xf32>, tensor<2x4xi1>)
+      -> (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x5xf32>)
+  return %o, %o6, %dq, %dq2, %dq3 : tensor<2x4x3x5xf32>, tensor<2x4x3x5xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>
 }
 
 // CHECK-LABEL: func.func @check_labels

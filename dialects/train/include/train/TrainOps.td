@@ -277,6 +277,9 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
       (each product scaled, then summed over `d` in order);
     * with `causal` (then `S = T`), `s[b, h, i, j] = masked_score` where
       `j > i`: a query does not see the keys after it;
+    * with `key_mask` [B, T] (i1), `s[b, h, i, j] = masked_score` where
+      `key_mask[b, j]` is false: padding that no query sees (a row that sees
+      no key at all then weighs every key alike);
     * `out[b, i, h, e] = sum_j softmax_j(s[b, h, i, :])[j] * value[b, j, h, e]`;
     * `lse[b, h, i] = log(sum_j exp(s[b, h, i, j]))`, the row's
       log-sum-exp, which the gradient (`train.attention_grad`) reads instead
@@ -306,6 +309,7 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
     AnyRankedTensor:$query,
     AnyRankedTensor:$key,
     AnyRankedTensor:$value,
+    Optional<AnyRankedTensor>:$key_mask,
     F64Attr:$scale,
     UnitAttr:$causal,
     DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
@@ -313,7 +317,8 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
   let results = (outs AnyRankedTensor:$out, AnyRankedTensor:$lse);
 
   let assemblyFormat = [{
-    $query `,` $key `,` $value attr-dict `:` functional-type(operands, results)
+    $query `,` $key `,` $value (`key_mask` $key_mask^)? attr-dict `:`
+    functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
@@ -322,7 +327,8 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
 // train.attention_grad
 //===----------------------------------------------------------------------===//
 
-def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure]> {
+def Train_AttentionGradOp : Train_Op<"attention_grad",
+                                    [Pure, AttrSizedOperandSegments]> {
   let summary = "Gradient of train.attention, recomputed over key tiles";
   let description = [{
     The adjoint of `train.attention` that `train-differentiate` emits: given
@@ -335,11 +341,13 @@ def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure]> {
 
     * `dvalue[b, j, h, e] = sum_i p[b, h, i, j] * dout[b, i, h, e]`;
     * `ds[b, h, i, j] = p[b, h, i, j] * (sum_e dout[b, i, h, e] *
-      value[b, j, h, e] - delta[b, h, i])` (zero where masked);
+      value[b, j, h, e] - delta[b, h, i])` (zero where masked: a masked
+      score is the constant `masked_score`);
     * `dquery[b, i, h, d] = sum_j ds[b, h, i, j] * key[b, j, h, d] * scale`,
       `dkey[b, j, h, d] = sum_i ds[b, h, i, j] * query[b, i, h, d] * scale`.
 
-    The attributes must match the differentiated `train.attention`; like
+    The attributes and `key_mask` must match the differentiated
+    `train.attention`; like
     it, the lowering holds at most `[B, H, S, key_tile]` at a time.
 
     Example:
@@ -363,6 +371,7 @@ def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure]> {
     AnyRankedTensor:$lse,
     AnyRankedTensor:$dout,
     Optional<AnyRankedTensor>:$dlse,
+    Optional<AnyRankedTensor>:$key_mask,
     F64Attr:$scale,
     UnitAttr:$causal,
     DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
@@ -372,7 +381,7 @@ def Train_AttentionGradOp : Train_Op<"attention_grad", [Pure]> {
 
   let assemblyFormat = [{
     $query `,` $key `,` $value `,` $out `,` $lse `,` $dout (`,` $dlse^)?
-    attr-dict `:` functional-type(operands, results)
+    (`key_mask` $key_mask^)? attr-dict `:` functional-type(operands, results)
   }];
   let hasVerifier = 1;
 }
