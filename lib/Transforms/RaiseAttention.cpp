@@ -604,6 +604,19 @@ std::optional<Mask> matchMask(linalg::GenericOp g) {
   return std::nullopt;
 }
 
+/// An operand of train.attention ([B, X, H, Y]) as the importer's matmuls
+/// read it: `source` in that layout already (through a view, maybe times a
+/// constant), head-major [B, H, X, Y] (transposed when raised: the queries
+/// after rotary embeddings), or grouped [B, G, R, X, Y] (keys and values
+/// of grouped-query attention, each repeated for R heads: collapsed to the
+/// G R heads, then transposed).
+struct HeadOperand {
+  enum Layout { PositionMajor, HeadMajor, Grouped };
+  Layout layout = PositionMajor;
+  Value source;
+  double scale = 1.0;
+};
+
 /// One attention: the op whose result the attention's output replaces,
 /// and what train.attention takes.
 struct Chain {
@@ -611,7 +624,8 @@ struct Chain {
   double scale = 1.0;
   std::optional<double> maskedScore;
   bool causal = false;
-  Value query, key, value, keyMask;
+  HeadOperand query, key, value;
+  Value keyMask;
   /// The scores the softmax reads (after the mask).
   Value maskedScores;
 };
@@ -689,8 +703,8 @@ bool unmask(Value &scores, Chain &c) {
 
 /// The chain's query, key, value and output of one float type.
 std::optional<Chain> oneFloatType(Chain &c) {
-  Type element = cast<ShapedType>(c.query.getType()).getElementType();
-  for (Value v : {c.key, c.value, Value(c.last->getResult(0))})
+  Type element = cast<ShapedType>(c.query.source.getType()).getElementType();
+  for (Value v : {c.key.source, c.value.source, Value(c.last->getResult(0))})
     if (cast<ShapedType>(v.getType()).getElementType() != element)
       return std::nullopt;
   return c;
@@ -712,7 +726,7 @@ std::optional<Chain> matchChain(linalg::GenericOp context) {
       !dimsAre(maps[0], {(*o)[0], (*o)[2], (*o)[1], r}) ||
       !dimsAre(maps[1], {(*o)[0], r, (*o)[2], (*o)[3]}))
     return std::nullopt;
-  c.value = context.getDpsInputs()[1];
+  c.value.source = context.getDpsInputs()[1];
 
   if (!matchSoftmax(context.getDpsInputs()[0], context, c))
     return std::nullopt;
@@ -734,8 +748,8 @@ std::optional<Chain> matchChain(linalg::GenericOp context) {
       !dimsAre(maps[1], {(*so)[0], (*so)[3], (*so)[1], r}))
     return std::nullopt;
   c.scale = s->scale;
-  c.query = product.getDpsInputs()[0];
-  c.key = product.getDpsInputs()[1];
+  c.query.source = product.getDpsInputs()[0];
+  c.key.source = product.getDpsInputs()[1];
   return oneFloatType(c);
 }
 
@@ -785,11 +799,11 @@ bool isHeadsReassociation(ArrayRef<ReassociationIndices> r) {
 }
 
 /// A batch matmul over the heads: expand_shape([B * H, X, Z] -> [B, H, X,
-/// Z]) of linalg.batch_matmul(collapse_shape(lhs), collapse_shape(rhs))
-/// from zero, lhs [B, H, X, Y] and rhs [B, H, Y, Z]. Its result is read
-/// only by the expansion.
+/// Z]) of linalg.batch_matmul(lhs, rhs) from zero, lhs [B * H, X, Y] and
+/// rhs [B * H, Y, Z]. Its result is read only by the expansion.
 struct HeadProduct {
   Value lhs, rhs;
+  int64_t batch, heads;
   linalg::BatchMatmulOp matmul;
 };
 
@@ -804,22 +818,25 @@ std::optional<HeadProduct> matchHeadProduct(Value v) {
           linalg::BatchMatmulOp::getDefaultIndexingMaps(matmul.getContext()) ||
       fillValue(matmul.getDpsInits()[0]) != 0.0)
     return std::nullopt;
-  HeadProduct p{{}, {}, matmul};
-  ArrayRef<int64_t> heads = expand.getResultType().getShape().take_front(2);
-  for (auto [operand, into] :
-       llvm::zip(matmul.getDpsInputs(), SmallVector<Value *>{&p.lhs, &p.rhs})) {
-    auto collapse = operand.getDefiningOp<tensor::CollapseShapeOp>();
-    if (!collapse || collapse.getSrcType().getRank() != 4 ||
-        !isHeadsReassociation(collapse.getReassociationIndices()) ||
-        collapse.getSrcType().getShape().take_front(2) != heads)
-      return std::nullopt;
-    *into = collapse.getSrc();
-  }
+  ArrayRef<int64_t> shape = expand.getResultType().getShape();
+  HeadProduct p{matmul.getDpsInputs()[0], matmul.getDpsInputs()[1], shape[0],
+                shape[1], matmul};
   Type element = expand.getResultType().getElementType();
   for (Value x : {p.lhs, p.rhs})
     if (cast<ShapedType>(x.getType()).getElementType() != element)
       return std::nullopt;
   return p;
+}
+
+/// The [B, H, X, Y] tensor that `v` [B * H, X, Y] collapses, or null.
+Value uncollapsedHeads(Value v, int64_t batch, int64_t heads) {
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (!collapse || collapse.getSrcType().getRank() != 4 ||
+      !isHeadsReassociation(collapse.getReassociationIndices()) ||
+      collapse.getSrcType().getShape().take_front(2) !=
+          ArrayRef<int64_t>{batch, heads})
+    return {};
+  return collapse.getSrc();
 }
 
 /// select(all_j s == -inf, 0, p): PyTorch's scaled_dot_product_attention
@@ -871,6 +888,35 @@ std::optional<NoKeyGuard> matchNoKeyGuard(Value v) {
   return NoKeyGuard{g, compare, g.getDpsInputs()[1], compare.getDpsInputs()[0]};
 }
 
+/// `v`, an operand [B * H, X, Y] of a heads' matmul (with `keys`, [B * H, Y,
+/// X]: the keys transposed for the scores).
+std::optional<HeadOperand> matchHeadOperand(Value v, int64_t batch,
+                                            int64_t heads, bool keys) {
+  if (Value t = uncollapsedHeads(v, batch, heads)) {
+    if (std::optional<HeadView> view =
+            matchHeadView(t, keys ? ArrayRef<int64_t>{0, 2, 3, 1}
+                                  : ArrayRef<int64_t>{0, 2, 1, 3}))
+      return HeadOperand{HeadOperand::PositionMajor, view->source, view->scale};
+    if (!keys)
+      return HeadOperand{HeadOperand::HeadMajor, t};
+    // [B, H, Y, X]: the head-major keys [B, H, X, Y] transposed.
+    auto transpose = t.getDefiningOp<linalg::TransposeOp>();
+    if (!transpose ||
+        transpose.getPermutation() != ArrayRef<int64_t>{0, 1, 3, 2})
+      return std::nullopt;
+    return HeadOperand{HeadOperand::HeadMajor, transpose.getInput()};
+  }
+  auto collapse = v.getDefiningOp<tensor::CollapseShapeOp>();
+  if (keys || !collapse || collapse.getSrcType().getRank() != 5)
+    return std::nullopt;
+  ArrayRef<int64_t> shape = collapse.getSrcType().getShape();
+  SmallVector<ReassociationIndices> r = collapse.getReassociationIndices();
+  if (r.size() != 3 || r[0] != ReassociationIndices{0, 1, 2} ||
+      shape[0] != batch || shape[1] * shape[2] != heads)
+    return std::nullopt;
+  return HeadOperand{HeadOperand::Grouped, collapse.getSrc()};
+}
+
 /// The importer's form (PyTorch's attention through torch-mlir and
 /// ga-legalize-import): the heads moved before the positions (transposes,
 /// each maybe scaled), batch matmuls over [B * H, ...], the scores maybe
@@ -894,14 +940,17 @@ std::optional<Chain> matchImportChain(linalg::BatchMatmulOp context) {
     return std::nullopt;
   std::optional<HeadView> back =
       matchHeadView(c.last->getResult(0), {0, 2, 1, 3});
-  std::optional<HeadView> value = matchHeadView(pv->rhs, {0, 2, 1, 3});
+  std::optional<HeadOperand> value =
+      matchHeadOperand(pv->rhs, pv->batch, pv->heads, /*keys=*/false);
   if (!back || back->source != expand.getResult() || back->scale != 1.0 ||
       !value || value->scale != 1.0)
     return std::nullopt;
-  c.value = value->source;
+  c.value = *value;
   // The probabilities, perhaps behind the guard.
-  Value probs = pv->lhs;
-  Operation *probsUser = context.getDpsInputs()[0].getDefiningOp();
+  Value probs = uncollapsedHeads(pv->lhs, pv->batch, pv->heads);
+  Operation *probsUser = pv->lhs.getDefiningOp();
+  if (!probs)
+    return std::nullopt;
   std::optional<NoKeyGuard> guard = matchNoKeyGuard(probs);
   SmallVector<Operation *> guardReaders;
   if (guard) {
@@ -936,12 +985,14 @@ std::optional<Chain> matchImportChain(linalg::BatchMatmulOp context) {
   std::optional<HeadProduct> qk = matchHeadProduct(scores);
   if (!qk)
     return std::nullopt;
-  std::optional<HeadView> query = matchHeadView(qk->lhs, {0, 2, 1, 3});
-  std::optional<HeadView> key = matchHeadView(qk->rhs, {0, 2, 3, 1});
+  std::optional<HeadOperand> query =
+      matchHeadOperand(qk->lhs, qk->batch, qk->heads, /*keys=*/false);
+  std::optional<HeadOperand> key =
+      matchHeadOperand(qk->rhs, qk->batch, qk->heads, /*keys=*/true);
   if (!query || !key)
     return std::nullopt;
-  c.query = query->source;
-  c.key = key->source;
+  c.query = *query;
+  c.key = *key;
   c.scale *= query->scale * key->scale;
   return oneFloatType(c);
 }
@@ -977,16 +1028,37 @@ struct TrainRaiseAttentionPass
       raise(c);
   }
 
+  /// The operand in the layout train.attention takes, [B, X, H, Y].
+  static Value materialize(OpBuilder &b, Location loc, const HeadOperand &o) {
+    Value v = o.source;
+    if (o.layout == HeadOperand::Grouped)
+      v = tensor::CollapseShapeOp::create(
+          b, loc, v, ArrayRef<ReassociationIndices>{{0}, {1, 2}, {3}, {4}});
+    if (o.layout == HeadOperand::PositionMajor)
+      return v;
+    auto type = cast<RankedTensorType>(v.getType());
+    ArrayRef<int64_t> shape = type.getShape();
+    Value init = tensor::EmptyOp::create(
+        b, loc, ArrayRef<int64_t>{shape[0], shape[2], shape[1], shape[3]},
+        type.getElementType());
+    return linalg::TransposeOp::create(b, loc, v, init,
+                                       ArrayRef<int64_t>{0, 2, 1, 3})
+        ->getResult(0);
+  }
+
   void raise(Chain &c) {
     OpBuilder b(c.last);
-    auto query = cast<RankedTensorType>(c.query.getType());
-    auto key = cast<RankedTensorType>(c.key.getType());
+    Location loc = c.last->getLoc();
+    Value q = materialize(b, loc, c.query), k = materialize(b, loc, c.key),
+          v = materialize(b, loc, c.value);
+    auto query = cast<RankedTensorType>(q.getType());
+    auto key = cast<RankedTensorType>(k.getType());
     auto lseType = RankedTensorType::get(
         {query.getDimSize(0), query.getDimSize(2), query.getDimSize(1)},
         query.getElementType());
     auto attention = ga::train::AttentionOp::create(
-        b, c.last->getLoc(), TypeRange{c.last->getResult(0).getType(), lseType},
-        c.query, c.key, c.value, c.keyMask, b.getF64FloatAttr(c.scale),
+        b, loc, TypeRange{c.last->getResult(0).getType(), lseType}, q, k, v,
+        c.keyMask, b.getF64FloatAttr(c.scale),
         c.causal ? b.getUnitAttr() : nullptr,
         b.getF64FloatAttr(c.maskedScore.value_or(-1.0e9)),
         b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)));

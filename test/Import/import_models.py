@@ -244,6 +244,17 @@ def gpt2_padded_batch(gen):
     return batch
 
 
+def right_padded_batch(gen):
+    """Rows of 32, 20, 27 and 9 tokens, padded on the right (every query
+    sees its row's first token: transformers' Llama in float64 gives the
+    rows of left padding, which see no key, NaN)."""
+    batch = gpt2_batch(gen)
+    for row, length in enumerate((32, 20, 27, 9)):
+        batch["attention_mask"][row, length:] = 0
+        batch["labels"][row, length:] = -100
+    return batch
+
+
 def llama():
     """transformers' LlamaForCausalLM: RMSNorm, SwiGLU, rotary embeddings,
     grouped-query attention (4 heads, 2 key-value heads)."""
@@ -532,6 +543,10 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "gpt2_padded": (gpt2, gpt2_padded_batch,
                           {"shift_labels": True, "attention_tiles": (8, 2)}),
           "llama": (llama, gpt2_batch, {"shift_labels": True}),
+          # Grouped-query attention after rotary embeddings: the keys and
+          # values repeated to the heads, the queries transposed back.
+          "llama_padded": (llama, right_padded_batch,
+                           {"shift_labels": True, "attention_tiles": (8, 2)}),
           "bert": (bert, bert_batch, {
               "table": ("masked-LM over the masked 15% (`BertForMaskedLM`)",
                         "", "proves: a token mean over the masked tokens")}),

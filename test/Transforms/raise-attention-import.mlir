@@ -73,6 +73,19 @@
 // CHECK-COUNT-2: linalg.batch_matmul
 // CHECK-NOT: train.attention
 
+// transformers' Llama: the queries head-major after rotary embeddings
+// (transposed back), grouped-query keys and values [B, G, R, T, D]
+// (collapsed to the G R heads, then transposed).
+// CHECK-LABEL: func.func @grouped
+// CHECK-SAME: (%[[Q4:.+]]: tensor<2x2x4x2xf32>, %[[K5:.+]]: tensor<2x1x2x4x2xf32>, %[[V5:.+]]: tensor<2x1x2x4x2xf32>)
+// CHECK: %[[K4:.+]] = tensor.collapse_shape %[[K5]] {{\[\[}}0], [1, 2], [3], [4]]
+// CHECK: %[[Q:.+]] = linalg.transpose ins(%[[Q4]] : tensor<2x2x4x2xf32>) outs(%{{.+}} : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[K:.+]] = linalg.transpose ins(%[[K4]] : tensor<2x2x4x2xf32>) outs(%{{.+}} : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[V4:.+]] = tensor.collapse_shape %[[V5]] {{\[\[}}0], [1, 2], [3], [4]]
+// CHECK: %[[V:.+]] = linalg.transpose ins(%[[V4]] : tensor<2x2x4x2xf32>) outs(%{{.+}} : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 #st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
@@ -1112,6 +1125,107 @@ func.func @key_mask_guard(%q: tensor<2x4x2x2xf32>, %k: tensor<2x4x2x2xf32>, %v: 
     %vt = linalg.transpose ins(%v : tensor<2x4x2x2xf32>) outs(%vte : tensor<2x2x4x2xf32>) permutation = [0, 2, 1, 3]
     %pvca = tensor.collapse_shape %gd [[0, 1], [2], [3]] : tensor<2x2x4x4xf32> into tensor<4x4x4xf32>
     %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<2x2x4x2xf32> into tensor<4x4x2xf32>
+    %pve = tensor.empty() : tensor<4x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<4x4x4xf32>, tensor<4x4x2xf32>) outs(%pvz : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [2, 2, 4, 2] : tensor<4x4x2xf32> into tensor<2x2x4x2xf32>
+    %oe = tensor.empty() : tensor<2x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<2x2x4x2xf32>) outs(%oe : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<2x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+func.func @grouped(%q4: tensor<2x2x4x2xf32>, %k5: tensor<2x1x2x4x2xf32>, %v5: tensor<2x1x2x4x2xf32>) -> (tensor<2x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %k4 = tensor.collapse_shape %k5 [[0], [1, 2], [3], [4]] : tensor<2x1x2x4x2xf32> into tensor<2x2x4x2xf32>
+    %kse = tensor.empty() : tensor<2x2x2x4xf32>
+    %ks = linalg.transpose ins(%k4 : tensor<2x2x4x2xf32>) outs(%kse : tensor<2x2x2x4xf32>) permutation = [0, 1, 3, 2]
+    %qkca = tensor.collapse_shape %q4 [[0, 1], [2], [3]] : tensor<2x2x4x2xf32> into tensor<4x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<2x2x2x4xf32> into tensor<4x2x4xf32>
+    %qke = tensor.empty() : tensor<4x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<4x4x2xf32>, tensor<4x2x4xf32>) outs(%qkz : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [2, 2, 4, 4] : tensor<4x4x4xf32> into tensor<2x2x4x4xf32>
+    %sce = tensor.empty() : tensor<2x2x4x4xf32>
+    %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<2x2x4x4xf32>) outs(%sce : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %quarter : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %dme = tensor.empty() : tensor<4x4xi64>
+    %dm = linalg.generic {indexing_maps = [#id2], iterator_types = ["parallel", "parallel"]} outs(%dme : tensor<4x4xi64>) {
+    ^bb0(%out: i64):
+      %i = linalg.index 0 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 1 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.subi %jj, %ii : i64
+      linalg.yield %y : i64
+    } -> tensor<4x4xi64>
+    %vme = tensor.empty() : tensor<4x4xi1>
+    %vm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%dm : tensor<4x4xi64>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi sle, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %hm = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%vm : tensor<4x4xi1>) outs(%vme : tensor<4x4xi1>) {
+    ^bb0(%in: i1, %out: i1):
+      %y = arith.xori %in, %true : i1
+      linalg.yield %y : i1
+    } -> tensor<4x4xi1>
+    %mse = tensor.empty() : tensor<2x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#st4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%hm, %sc : tensor<4x4xi1>, tensor<2x2x4x4xf32>) outs(%mse : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: i1, %in1: f32, %out: f32):
+      %y = arith.select %in, %ninf, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<2x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<2x2x4x4xf32>) outs(%mx0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4xf32>
+    %sube = tensor.empty() : tensor<2x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<2x2x4x4xf32>, tensor<2x2x4xf32>) outs(%sube : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %exe = tensor.empty() : tensor<2x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<2x2x4x4xf32>) outs(%exe : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %sme = tensor.empty() : tensor<2x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<2x2x4x4xf32>) outs(%sm0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4xf32>
+    %pre = tensor.empty() : tensor<2x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<2x2x4x4xf32>, tensor<2x2x4xf32>) outs(%pre : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %pvca = tensor.collapse_shape %pr [[0, 1], [2], [3]] : tensor<2x2x4x4xf32> into tensor<4x4x4xf32>
+    %pvcb = tensor.collapse_shape %v5 [[0, 1, 2], [3], [4]] : tensor<2x1x2x4x2xf32> into tensor<4x4x2xf32>
     %pve = tensor.empty() : tensor<4x4x2xf32>
     %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
     %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<4x4x4xf32>, tensor<4x4x2xf32>) outs(%pvz : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>

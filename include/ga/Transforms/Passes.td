@@ -88,11 +88,15 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
 
     The importer's form (PyTorch through `ga-import` and
     `ga-legalize-import`: nanoGPT's `masked_fill` attention and
-    `scaled_dot_product_attention`) is raised too: the queries, keys and
-    values moved to `[B, H, ...]` by `linalg.transpose` or a permuting
-    generic (each maybe times a constant, which joins the scale), two
-    `linalg.batch_matmul` over `[B * H, ...]` between `collapse_shape` and
-    `expand_shape`, the scores maybe scaled, the causal mask added (0 where
+    `scaled_dot_product_attention`, transformers' GPT-2 and Llama) is raised
+    too: the queries, keys and values moved to `[B, H, ...]` by
+    `linalg.transpose` or a permuting generic (each maybe times a constant,
+    which joins the scale), or computed head-major (Llama's rotary
+    embeddings: transposed back when raised), or grouped `[B, G, R, T, D]`
+    (grouped-query attention's repeated keys and values: collapsed to the
+    `G R` heads and transposed), two `linalg.batch_matmul` over `[B * H,
+    ...]` between `collapse_shape` and `expand_shape`, the scores maybe
+    scaled, the causal mask added (0 where
     visible, at most -1e30 where hidden, which every finite score rounds to)
     or selected, the softmax with its subtraction in a generic of its own,
     `scaled_dot_product_attention`'s guard `select(all_j s == -inf, 0, p)`
