@@ -72,6 +72,21 @@ private:
       return std::nullopt;
     return it->second;
   }
+  /// An index known here: a constant, a loop's induction variable in the
+  /// iteration being run, or arithmetic of known ones (a loop over the
+  /// tiles of an attention that a causal mask bounds by the outer loop's
+  /// tile).
+  std::optional<int64_t> indexOf(Value value) const {
+    if (auto constant = value.getDefiningOp<arith::ConstantIndexOp>())
+      return constant.value();
+    auto it = indices.find(value);
+    if (it == indices.end())
+      return std::nullopt;
+    return it->second;
+  }
+  /// Records the value of index arithmetic on known indices (forgets it
+  /// where an operand is unknown): whether `op` is such arithmetic.
+  bool runIndexArithmetic(Operation &op);
   void bind(Value to, Value from) {
     if (isa<BaseMemRefType>(to.getType()))
       roots[to] = rootOf(from);
@@ -86,6 +101,7 @@ private:
   ga::BufferMemoryProfile &profile;
   llvm::DenseMap<Value, int64_t> roots;
   llvm::DenseMap<Value, bool> bools;
+  llvm::DenseMap<Value, int64_t> indices;
   llvm::DenseMap<Operation *, bool> heapCache;
   std::vector<Buffer> buffers;
   int64_t current = 0;
@@ -237,6 +253,8 @@ LogicalResult Simulator::runOp(Operation &op) {
     }
     return success();
   }
+  if (runIndexArithmetic(op))
+    return success();
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return runFor(loop);
   if (auto branch = dyn_cast<scf::IfOp>(op))
@@ -268,10 +286,39 @@ LogicalResult Simulator::runOp(Operation &op) {
   return success();
 }
 
-static std::optional<int64_t> constantIndex(Value value) {
-  if (auto constant = value.getDefiningOp<arith::ConstantIndexOp>())
-    return constant.value();
-  return std::nullopt;
+bool Simulator::runIndexArithmetic(Operation &op) {
+  if (op.getNumResults() != 1 || op.getNumOperands() != 2 ||
+      !op.getResult(0).getType().isIndex() ||
+      !isa<arith::AddIOp, arith::SubIOp, arith::MulIOp, arith::DivUIOp,
+           arith::MinUIOp, arith::MaxUIOp, arith::MinSIOp, arith::MaxSIOp>(op))
+    return false;
+  Value result = op.getResult(0);
+  std::optional<int64_t> a = indexOf(op.getOperand(0));
+  std::optional<int64_t> b = indexOf(op.getOperand(1));
+  if (!a || !b || (isa<arith::DivUIOp>(op) && *b == 0)) {
+    indices.erase(result);
+    return true;
+  }
+  auto ua = static_cast<uint64_t>(*a), ub = static_cast<uint64_t>(*b);
+  int64_t value = 0;
+  if (isa<arith::AddIOp>(op))
+    value = *a + *b;
+  else if (isa<arith::SubIOp>(op))
+    value = *a - *b;
+  else if (isa<arith::MulIOp>(op))
+    value = *a * *b;
+  else if (isa<arith::DivUIOp>(op))
+    value = static_cast<int64_t>(ua / ub);
+  else if (isa<arith::MinUIOp>(op))
+    value = static_cast<int64_t>(std::min(ua, ub));
+  else if (isa<arith::MaxUIOp>(op))
+    value = static_cast<int64_t>(std::max(ua, ub));
+  else if (isa<arith::MinSIOp>(op))
+    value = std::min(*a, *b);
+  else
+    value = std::max(*a, *b);
+  indices[result] = value;
+  return true;
 }
 
 LogicalResult Simulator::runFor(scf::ForOp loop) {
@@ -287,11 +334,13 @@ LogicalResult Simulator::runFor(scf::ForOp loop) {
     }
     return success();
   }
-  std::optional<int64_t> lower = constantIndex(loop.getLowerBound());
-  std::optional<int64_t> upper = constantIndex(loop.getUpperBound());
-  std::optional<int64_t> step = constantIndex(loop.getStep());
+  std::optional<int64_t> lower = indexOf(loop.getLowerBound());
+  std::optional<int64_t> upper = indexOf(loop.getUpperBound());
+  std::optional<int64_t> step = indexOf(loop.getStep());
   if (!lower || !upper || !step || *step <= 0)
-    return loop.emitError("the memory model needs constant bounds on a loop "
+    return loop.emitError("the memory model needs bounds it can compute "
+                          "(constants, enclosing loops' induction "
+                          "variables, index arithmetic of them) on a loop "
                           "that allocates");
   for (auto [argument, init] :
        llvm::zip(loop.getRegionIterArgs(), loop.getInits()))
@@ -299,6 +348,7 @@ LogicalResult Simulator::runFor(scf::ForOp loop) {
   SmallVector<int64_t> yieldRoots;
   SmallVector<std::optional<bool>> yieldBools;
   for (int64_t i = *lower; i < *upper; i += *step) {
+    indices[loop.getInductionVar()] = i;
     if (failed(runBlock(*body, &yieldRoots, &yieldBools)))
       return failure();
     for (auto [index, argument] : llvm::enumerate(loop.getRegionIterArgs())) {

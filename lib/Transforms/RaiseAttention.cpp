@@ -1061,7 +1061,9 @@ struct TrainRaiseAttentionPass
         c.keyMask, b.getF64FloatAttr(c.scale),
         c.causal ? b.getUnitAttr() : nullptr,
         b.getF64FloatAttr(c.maskedScore.value_or(-1.0e9)),
-        b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)));
+        b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)),
+        b.getI64IntegerAttr(
+            largestDivisorAtMost(query.getDimSize(1), keyTile)));
     c.last->getResult(0).replaceAllUsesWith(attention.getOut());
     // The chain, from the last, with its fills and empty tensors: each
     // intermediate had its successor for only user.

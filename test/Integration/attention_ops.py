@@ -2,7 +2,8 @@
 by ga-run in float64, against an independent NumPy float64 model.
 
 For each configuration (causal or not, as many keys as queries or not,
-value features other than the query's, one tile, tiles of one key, with and
+value features other than the query's, one tile, tiles of one key, query
+tiles larger and smaller than the key tiles, with and
 without a cotangent of the log-sum-exp, with a key mask: left padding whose
 queries see no key at all, a hidden key in the middle, an example that
 hides every key):
@@ -22,30 +23,32 @@ import numpy as np
 
 from reference_harness import Checker, run_ga_run
 
-# name, causal, B, S (queries), T (keys), H, D, E, key_tile, scale, dlse,
-# key mask (the keys each example shows, or None)
+# name, causal, B, S (queries), T (keys), H, D, E, key_tile, query_tile,
+# scale, dlse, key mask (the keys each example shows, or None)
 CONFIGS = [
-    ("causal_tiles", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True, None),
-    ("cross_tiles", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True, None),
-    ("causal_one_tile", True, 1, 6, 6, 2, 4, 4, 0, 0.5, False, None),
-    ("causal_single_keys", True, 2, 5, 5, 1, 2, 3, 1, 1.0, True, None),
-    ("causal_key_mask", True, 2, 8, 8, 3, 4, 5, 2, 0.5, True,
+    ("causal_tiles", True, 2, 8, 8, 3, 4, 5, 2, 4, 0.5, True, None),
+    ("causal_wide_keys", True, 2, 8, 8, 2, 3, 3, 4, 2, 0.7, True, None),
+    ("cross_tiles", False, 2, 4, 6, 2, 3, 5, 3, 2, 0.3, True, None),
+    ("causal_one_tile", True, 1, 6, 6, 2, 4, 4, 0, 0, 0.5, False, None),
+    ("causal_single_keys", True, 2, 5, 5, 1, 2, 3, 1, 1, 1.0, True, None),
+    ("causal_key_mask", True, 2, 8, 8, 3, 4, 5, 2, 1, 0.5, True,
      [[1, 1, 1, 0, 1, 1, 1, 1], [0, 0, 0, 1, 1, 1, 1, 1]]),
-    ("cross_key_mask", False, 2, 4, 6, 2, 3, 5, 3, 0.3, True,
+    ("cross_key_mask", False, 2, 4, 6, 2, 3, 5, 3, 4, 0.3, True,
      [[1, 0, 1, 1, 0, 1], [0, 0, 0, 0, 0, 0]]),
 ]
 MASKED = -1.0e9
 
 
 def forward(q, k, v, causal, scale, key_mask=None):
-    """A hidden score is the constant MASKED (a row that sees no key weighs
-    every key alike)."""
+    """A score that the key mask hides is the constant MASKED (a row that
+    sees no key weighs those keys alike); a key after the query has no part
+    in its softmax."""
     s = np.einsum("bihd,bjhd->bhij", q, k) * scale
-    if causal:
-        n = q.shape[1]
-        s = np.where(np.triu(np.ones((n, n), bool), k=1), MASKED, s)
     if key_mask is not None:
         s = np.where(~key_mask[:, None, None, :], MASKED, s)
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
     m = s.max(axis=-1, keepdims=True)
     e = np.exp(s - m)
     total = e.sum(axis=-1, keepdims=True)
@@ -55,13 +58,14 @@ def forward(q, k, v, causal, scale, key_mask=None):
 
 
 def program(cfg):
-    name, causal, b, s, t, h, d, e, tile, scale, dlse, key_mask = cfg
+    name, causal, b, s, t, h, d, e, tile, qtile, scale, dlse, key_mask = cfg
     q = f"tensor<{b}x{s}x{h}x{d}xf64>"
     k = f"tensor<{b}x{t}x{h}x{d}xf64>"
     v = f"tensor<{b}x{t}x{h}x{e}xf64>"
     o = f"tensor<{b}x{s}x{h}x{e}xf64>"
     r = f"tensor<{b}x{h}x{s}xf64>"
-    attrs = f"scale = {scale!r} : f64, key_tile = {tile} : i64" + (
+    attrs = (f"scale = {scale!r} : f64, key_tile = {tile} : i64, "
+             f"query_tile = {qtile} : i64") + (
         ", causal" if causal else "")
     m = f"tensor<{b}x{t}xi1>"
     extra = (f", %dl: {r}" if dlse else "") + (
@@ -92,7 +96,8 @@ def main():
     rng = np.random.default_rng(11)
     check = Checker("attention")
     for cfg in CONFIGS:
-        name, causal, b, s, t, h, d, e, tile, scale, has_dlse, mask = cfg
+        (name, causal, b, s, t, h, d, e, tile, qtile, scale, has_dlse,
+         mask) = cfg
         key_mask = None if mask is None else np.array(mask, bool)
         q = rng.standard_normal((b, s, h, d))
         k = rng.standard_normal((b, t, h, d))

@@ -13,7 +13,7 @@
 // CHECK-SAME: (%[[Q:.+]]: tensor<1x4x2x2xf32>, %[[K:.+]]: tensor<1x4x2x2xf32>, %[[V:.+]]: tensor<1x4x2x2xf32>)
 // CHECK-NOT: linalg
 // CHECK-NOT: tensor.
-// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
 
 // nanoGPT's masked_fill: transposes, the scores scaled after the product,
@@ -21,7 +21,7 @@
 // CHECK-LABEL: func.func @masked_fill
 // CHECK-NOT: linalg
 // CHECK-NOT: tensor.
-// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
 
 // j - i < 0: the diagonal is hidden too, not the causal mask.
@@ -57,7 +57,7 @@
 // CHECK: %[[SEEN:.+]] = linalg.generic {{.*}} ins(%[[AM]] : tensor<2x4xi64>) outs(%{{.+}} : tensor<2x4xi1>)
 // CHECK: } -> tensor<2x4xi1>
 // CHECK-NOT: linalg
-// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} key_mask %[[SEEN]] {causal, key_tile = 2 : i64, masked_score = -3.4028234663852886E+38 : f64, scale = 2.500000e-01 : f64}
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} key_mask %[[SEEN]] {causal, key_tile = 2 : i64, masked_score = -3.4028234663852886E+38 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
 
 // The same mask read at (b, i): it hides queries, not keys. Kept.
@@ -83,7 +83,7 @@
 // CHECK: %[[K:.+]] = linalg.transpose ins(%[[K4]] : tensor<2x2x4x2xf32>) outs(%{{.+}} : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
 // CHECK: %[[V4:.+]] = tensor.collapse_shape %[[V5]] {{\[\[}}0], [1, 2], [3], [4]]
 // CHECK: %[[V:.+]] = linalg.transpose ins(%[[V4]] : tensor<2x2x4x2xf32>) outs(%{{.+}} : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
-// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, scale = 2.500000e-01 : f64}
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
 
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>

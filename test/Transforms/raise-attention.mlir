@@ -10,19 +10,19 @@
 // CHECK-LABEL: func.func @causal
 // CHECK-SAME: (%[[Q:.+]]: tensor<1x4x2x2xf32>, %[[K:.+]]: tensor<1x4x2x2xf32>, %[[V:.+]]: tensor<1x4x2x2xf32>)
 // CHECK-NOT: linalg
-// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, scale = 0.70710676908493042 : f64} : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>, tensor<1x2x4xf32>)
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, query_tile = 2 : i64, scale = 0.70710676908493042 : f64} : (tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>, tensor<1x4x2x2xf32>) -> (tensor<1x4x2x2xf32>, tensor<1x2x4xf32>)
 // CHECK-NEXT: return %[[O]]
 
 // The scores without a scale: scale = 1.
 // CHECK-LABEL: func.func @no_scale
 // CHECK-NOT: linalg
-// CHECK: train.attention {{.*}} {causal, key_tile = 2 : i64, scale = 1.000000e+00 : f64}
+// CHECK: train.attention {{.*}} {causal, key_tile = 2 : i64, query_tile = 2 : i64, scale = 1.000000e+00 : f64}
 // CHECK-NEXT: return
 
 // No mask: not causal.
 // CHECK-LABEL: func.func @no_mask
 // CHECK-NOT: linalg
-// CHECK: train.attention {{.*}} {key_tile = 2 : i64, scale = 0.70710676908493042 : f64}
+// CHECK: train.attention {{.*}} {key_tile = 2 : i64, query_tile = 2 : i64, scale = 0.70710676908493042 : f64}
 // CHECK-NEXT: return
 
 // The probabilities are also returned: they must exist, nothing is raised.

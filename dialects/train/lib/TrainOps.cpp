@@ -315,8 +315,8 @@ LogicalResult CrossEntropyGradOp::verify() {
 static LogicalResult
 verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
                         Value keyMask, bool causal, int64_t keyTile,
-                        Value outValue, Value lseValue, RankedTensorType &out,
-                        RankedTensorType &lse) {
+                        int64_t queryTile, Value outValue, Value lseValue,
+                        RankedTensorType &out, RankedTensorType &lse) {
   auto emit = [&]() { return op->emitOpError(); };
   auto q = cast<RankedTensorType>(query.getType());
   auto k = cast<RankedTensorType>(key.getType());
@@ -363,6 +363,10 @@ verifyAttentionOperands(Operation *op, Value query, Value key, Value value,
     return emit() << "key_tile = " << keyTile
                   << " must be 0 (one tile) or divide the " << k.getDimSize(1)
                   << " keys";
+  if (queryTile < 0 || (queryTile > 0 && q.getDimSize(1) % queryTile != 0))
+    return emit() << "query_tile = " << queryTile
+                  << " must be 0 (one tile) or divide the " << q.getDimSize(1)
+                  << " queries";
   out = RankedTensorType::get(
       {q.getDimSize(0), q.getDimSize(1), q.getDimSize(2), v.getDimSize(3)},
       q.getElementType());
@@ -380,14 +384,14 @@ LogicalResult AttentionOp::verify() {
   RankedTensorType out, lse;
   return verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
                                  getKeyMask(), getCausal(), getKeyTile(),
-                                 getOut(), getLse(), out, lse);
+                                 getQueryTile(), getOut(), getLse(), out, lse);
 }
 
 LogicalResult AttentionGradOp::verify() {
   RankedTensorType out, lse;
-  if (failed(verifyAttentionOperands(*this, getQuery(), getKey(), getValue(),
-                                     getKeyMask(), getCausal(), getKeyTile(),
-                                     getOut(), getLse(), out, lse)))
+  if (failed(verifyAttentionOperands(
+          *this, getQuery(), getKey(), getValue(), getKeyMask(), getCausal(),
+          getKeyTile(), getQueryTile(), getOut(), getLse(), out, lse)))
     return failure();
   if (getDout().getType() != out)
     return emitOpError() << "dout must have the out's type " << out << ", got "

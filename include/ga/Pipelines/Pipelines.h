@@ -69,9 +69,10 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
       *this, "attention-key-tile",
       llvm::cl::desc("Raise causal attention to train.attention "
                      "(train-raise-attention), computed over tiles of at "
-                     "most this many keys with an online softmax and "
-                     "recomputed tile by tile in the backward pass, so that "
-                     "no [B, H, S, S] tensor is stored; 0: off"),
+                     "most this many queries and keys with an online softmax "
+                     "and recomputed tile by tile in the backward pass, so "
+                     "that no [B, H, S, S] tensor is stored and a causal "
+                     "attention skips the tiles after the diagonal; 0: off"),
       llvm::cl::init(0)};
   Option<int64_t> lossChunkRows{
       *this, "loss-chunk-rows",

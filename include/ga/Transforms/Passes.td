@@ -68,7 +68,8 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
     tiles of keys) and whose gradient recomputes them tile by tile instead
     of saving the probabilities for the backward pass.
 
-    The tile is the largest divisor of the key count not above `key-tile`.
+    The key tile is the largest divisor of the key count not above
+    `key-tile`, the query tile that of the query count.
     The values change by the rounding of the online softmax (the
     probabilities are rescaled at each tile): `test/Integration` states the
     difference to the unfused step.
@@ -119,7 +120,7 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
   }];
   let options = [
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"128",
-           "the most keys per tile of the online softmax">
+           "the most queries and keys per tile of the online softmax">
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }

@@ -4,19 +4,23 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// train.attention and train.attention_grad become an scf.for over tiles of
-// keys whose body is linalg on tensors, so that no [B, H, S, T] tensor is
-// made: the largest is [B, H, S, key_tile].
+// train.attention and train.attention_grad become scf.for loops over tiles
+// of queries and keys whose bodies are linalg on tensors, so that no [B, H,
+// S, T] tensor is made: the largest is [B, H, query_tile, key_tile]. A
+// causal attention visits only the tiles on and below the diagonal: the
+// query tile at q0 reads the keys before q0 + query_tile, and the key tile
+// at k0 is read by the queries from the query tile that holds k0 on.
 //
-// Forward (online softmax): per row a running maximum m and sum l, and the
-// unnormalized output; at each tile
+// Forward, per query tile (online softmax): per row a running maximum m
+// and sum l, and the unnormalized output; at each key tile
 //   m' = max(m, max_j s),  p = exp(s - m'),  a = exp(m - m'),
 //   l' = l * a + sum_j p,  acc' = acc * a + sum_j p v;
 // after the last, out = acc / l and lse = m + log(l).
 //
-// Backward (recomputing per tile): delta = sum_e dout out - dlse, then at
-// each tile p = exp(s - lse), dv_t = p^T dout, ds = p (dout v_t^T - delta),
-// dq += ds k_t scale, dk_t = ds^T q scale.
+// Backward, per key tile (recomputing per query tile): delta = sum_e dout
+// out - dlse, then at each query tile p = exp(s - lse), dv_t += p^T dout,
+// ds = p (dout v_t^T - delta), dq_q += ds k_t scale, dk_t += ds^T q_q
+// scale.
 //
 //===----------------------------------------------------------------------===//
 
@@ -49,7 +53,7 @@ struct AttentionBuilder {
   OpBuilder &b;
   Location loc;
   Type f;
-  int64_t batch, queries, heads, features, keys, valueFeatures, tile;
+  int64_t batch, queries, heads, features, keys, valueFeatures, tile, qtile;
   double scale, maskedScore;
   bool causal;
   /// [B, T] i1, true where the key is seen; null without one.
@@ -71,6 +75,7 @@ struct AttentionBuilder {
     keys = k.getDimSize(1);
     valueFeatures = v.getDimSize(3);
     tile = op.getKeyTile() > 0 ? op.getKeyTile() : keys;
+    qtile = op.getQueryTile() > 0 ? op.getQueryTile() : queries;
   }
 
   AffineMap map(unsigned loops, ArrayRef<unsigned> dims) {
@@ -99,60 +104,108 @@ struct AttentionBuilder {
         .getResult(0);
   }
 
-  /// The key tile starting at `offset` of `tensor` [B, T, H, X].
-  Value keyTile(Value tensor, Value offset) {
+  /// `size` elements of dimension `dim` of `tensor` from `offset`.
+  Value slice(Value tensor, unsigned dim, Value offset, int64_t size) {
     auto type = cast<RankedTensorType>(tensor.getType());
-    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset,
-                                      b.getIndexAttr(0), b.getIndexAttr(0)};
-    SmallVector<OpFoldResult> sizes{b.getIndexAttr(batch), b.getIndexAttr(tile),
-                                    b.getIndexAttr(heads),
-                                    b.getIndexAttr(type.getDimSize(3))};
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
+    SmallVector<OpFoldResult> sizes;
+    for (int64_t extent : type.getShape())
+      sizes.push_back(b.getIndexAttr(extent));
+    offsets[dim] = offset;
+    sizes[dim] = b.getIndexAttr(size);
     return tensor::ExtractSliceOp::create(b, loc, tensor, offsets, sizes,
                                           strides);
   }
-  Value insertKeyTile(Value tileValue, Value into, Value offset) {
-    auto type = cast<RankedTensorType>(tileValue.getType());
-    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset,
-                                      b.getIndexAttr(0), b.getIndexAttr(0)};
+  /// `part` written into `into` from `offset` along dimension `dim`.
+  Value insert(Value part, Value into, unsigned dim, Value offset) {
+    auto type = cast<RankedTensorType>(part.getType());
+    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
+    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
     SmallVector<OpFoldResult> sizes;
-    for (int64_t size : type.getShape())
-      sizes.push_back(b.getIndexAttr(size));
-    SmallVector<OpFoldResult> strides(4, b.getIndexAttr(1));
-    return tensor::InsertSliceOp::create(b, loc, tileValue, into, offsets,
-                                         sizes, strides);
+    for (int64_t extent : type.getShape())
+      sizes.push_back(b.getIndexAttr(extent));
+    offsets[dim] = offset;
+    return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                         strides);
+  }
+  /// The key tile at `offset` of `tensor` [B, T, H, X].
+  Value keyTile(Value tensor, Value offset) {
+    return slice(tensor, 1, offset, tile);
+  }
+  /// The query tile at `offset` of `tensor` [B, S, H, X].
+  Value queryTile(Value tensor, Value offset) {
+    return slice(tensor, 1, offset, qtile);
+  }
+  /// The query tile at `offset` of a row statistic [B, H, S].
+  Value rowTile(Value tensor, Value offset) {
+    return slice(tensor, 2, offset, qtile);
   }
 
-  /// Whether the key (j + offset) is hidden from the query i, in a body
-  /// whose loops 2 and 3 are i and j and whose argument `seen` (null
-  /// without a key mask) is the key mask's element; null when nothing is
-  /// masked.
-  Value hidden(OpBuilder &nb, Location nl, Value offset, Value seen) {
-    Value hide;
-    if (causal) {
-      Value i = linalg::IndexOp::create(nb, nl, 2);
-      Value j = linalg::IndexOp::create(nb, nl, 3);
-      Value key = arith::AddIOp::create(nb, nl, j, offset);
-      hide = arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, key, i);
-    }
-    if (seen) {
-      Value unseen = arith::XOrIOp::create(
-          nb, nl, seen,
-          arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
-      hide = hide ? arith::OrIOp::create(nb, nl, hide, unseen).getResult()
-                  : unseen;
-    }
-    return hide;
+  /// The end of the keys that the query tile at `queryOffset` sees: all
+  /// keys, or with `causal` those up to its last query, rounded up to a
+  /// whole key tile.
+  Value keyEnd(Value queryOffset) {
+    if (!causal)
+      return index(keys);
+    Value last =
+        arith::AddIOp::create(b, loc, queryOffset, index(qtile - 1 + tile));
+    Value tiles = arith::DivUIOp::create(b, loc, last, index(tile));
+    Value end = arith::MulIOp::create(b, loc, tiles, index(tile));
+    return arith::MinUIOp::create(b, loc, end, index(keys));
+  }
+  /// The first query that sees a key of the tile at `keyOffset`: the first
+  /// query, or with `causal` that of the query tile holding the key.
+  Value queryBegin(Value keyOffset) {
+    if (!causal)
+      return index(0);
+    Value tiles = arith::DivUIOp::create(b, loc, keyOffset, index(qtile));
+    return arith::MulIOp::create(b, loc, tiles, index(qtile));
   }
 
-  /// The score, masked_score where hidden.
-  Value mask(OpBuilder &nb, Location nl, Value score, Value offset,
-             Value seen) {
-    Value hide = hidden(nb, nl, offset, seen);
-    if (!hide)
-      return score;
-    return arith::SelectOp::create(nb, nl, hide, constant(nb, nl, maskedScore),
-                                   score);
+  /// In a body whose loops 2 and 3 are i and j: whether the key (j +
+  /// offset) comes after the query (i + queryOffset), with `causal`; null
+  /// without.
+  Value future(OpBuilder &nb, Location nl, Value queryOffset, Value offset) {
+    if (!causal)
+      return {};
+    Value i = linalg::IndexOp::create(nb, nl, 2);
+    Value j = linalg::IndexOp::create(nb, nl, 3);
+    Value query = arith::AddIOp::create(nb, nl, i, queryOffset);
+    Value key = arith::AddIOp::create(nb, nl, j, offset);
+    return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, key, query);
+  }
+  /// Whether the key mask's element `seen` (null without a key mask) hides
+  /// the key; null without.
+  Value unseen(OpBuilder &nb, Location nl, Value seen) {
+    if (!seen)
+      return {};
+    return arith::XOrIOp::create(
+        nb, nl, seen, arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
+  }
+  /// Whether the key is hidden either way; null when nothing is masked.
+  Value hidden(OpBuilder &nb, Location nl, Value queryOffset, Value offset,
+               Value seen) {
+    Value after = future(nb, nl, queryOffset, offset);
+    Value hide = unseen(nb, nl, seen);
+    if (after && hide)
+      return arith::OrIOp::create(nb, nl, after, hide);
+    return after ? after : hide;
+  }
+
+  /// The score as the softmax takes it: masked_score where the key mask
+  /// hides the key, -inf after the query (no part of its softmax, so that
+  /// the tiles after the diagonal need not be visited).
+  Value mask(OpBuilder &nb, Location nl, Value score, Value queryOffset,
+             Value offset, Value seen) {
+    if (Value hide = unseen(nb, nl, seen))
+      score = arith::SelectOp::create(nb, nl, hide,
+                                      constant(nb, nl, maskedScore), score);
+    if (Value after = future(nb, nl, queryOffset, offset))
+      score = arith::SelectOp::create(
+          nb, nl, after,
+          constant(nb, nl, -std::numeric_limits<double>::infinity()), score);
+    return score;
   }
 
   /// Appends the key mask's tile at `offset` to a generic over (b, h, i,
@@ -175,11 +228,11 @@ struct AttentionBuilder {
     return position < 0 ? Value() : args[position];
   }
 
-  /// s[b, h, i, j] = sum_d (q[b, i, h, d] * k_t[b, j, h, d]) * scale.
-  Value scores(Value query, Value keyTileValue) {
+  /// s[b, h, i, j] = sum_d (q_q[b, i, h, d] * k_t[b, j, h, d]) * scale.
+  Value scores(Value queryTileValue, Value keyTileValue) {
     return generic(
-        fill({batch, heads, queries, tile}, 0.0),
-        ValueRange{query, keyTileValue},
+        fill({batch, heads, qtile, tile}, 0.0),
+        ValueRange{queryTileValue, keyTileValue},
         {map(5, {0, 2, 1, 4}), map(5, {0, 3, 1, 4}), map(5, {0, 1, 2, 3})},
         {kPar, kPar, kPar, kPar, kRed},
         [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -208,122 +261,146 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                                 PatternRewriter &rewriter) const override {
     AttentionBuilder a(rewriter, op);
     Location loc = op.getLoc();
-    SmallVector<int64_t> rowShape{a.batch, a.heads, a.queries};
-    SmallVector<int64_t> outShape{a.batch, a.queries, a.heads, a.valueFeatures};
-    Value m0 = a.fill(rowShape, -std::numeric_limits<float>::max());
-    Value l0 = a.fill(rowShape, 0.0);
-    Value acc0 = a.fill(outShape, 0.0);
-    auto loop = scf::ForOp::create(
-        rewriter, loc, a.index(0), a.index(a.keys), a.index(a.tile),
-        ValueRange{m0, l0, acc0},
-        [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
+    SmallVector<int64_t> rowShape{a.batch, a.heads, a.qtile};
+    SmallVector<int64_t> outTileShape{a.batch, a.qtile, a.heads,
+                                      a.valueFeatures};
+    Value out0 = a.empty({a.batch, a.queries, a.heads, a.valueFeatures});
+    Value lse0 = a.empty({a.batch, a.heads, a.queries});
+    auto queries = scf::ForOp::create(
+        rewriter, loc, a.index(0), a.index(a.queries), a.index(a.qtile),
+        ValueRange{out0, lse0},
+        [&](OpBuilder &, Location ql, Value queryOffset, ValueRange outer) {
           // scf.for builds its body with the builder it is created with:
           // `rewriter`, which `a` builds with, is inside the body here.
           AttentionBuilder &t = a;
-          Value m = iter[0], l = iter[1], acc = iter[2];
-          Value kt = t.keyTile(op.getKey(), offset);
-          Value vt = t.keyTile(op.getValue(), offset);
-          Value s = t.scores(op.getQuery(), kt);
-          // The tile's maximum; m' = max(m, it) is recomputed where read,
-          // and m is overwritten last, so that every carried value is
-          // updated in place.
-          SmallVector<Value> maxInputs{s};
-          SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
-          int seenAt = t.withKeyMask(maxInputs, maxMaps, offset);
-          Value tileMax = t.generic(
-              t.fill(rowShape, -std::numeric_limits<float>::max()), maxInputs,
-              maxMaps, {kPar, kPar, kPar, kRed},
+          Value qt = t.queryTile(op.getQuery(), queryOffset);
+          Value m0 = t.fill(rowShape, -std::numeric_limits<float>::max());
+          Value l0 = t.fill(rowShape, 0.0);
+          Value acc0 = t.fill(outTileShape, 0.0);
+          auto keys = scf::ForOp::create(
+              rewriter, ql, t.index(0), t.keyEnd(queryOffset), t.index(t.tile),
+              ValueRange{m0, l0, acc0},
+              [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
+                Value m = iter[0], l = iter[1], acc = iter[2];
+                Value kt = t.keyTile(op.getKey(), offset);
+                Value vt = t.keyTile(op.getValue(), offset);
+                Value s = t.scores(qt, kt);
+                // The tile's maximum; m' = max(m, it) is recomputed where
+                // read, and m is overwritten last, so that every carried
+                // value is updated in place.
+                SmallVector<Value> maxInputs{s};
+                SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
+                int seenAt = t.withKeyMask(maxInputs, maxMaps, offset);
+                Value tileMax = t.generic(
+                    t.fill(rowShape, -std::numeric_limits<float>::max()),
+                    maxInputs, maxMaps, {kPar, kPar, kPar, kRed},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
+                                       t.arg(args, seenAt));
+                      return arith::MaximumFOp::create(bb, bl, x, args.back())
+                          .getResult();
+                    });
+                auto newMax = [&](OpBuilder &bb, Location bl, Value old,
+                                  Value tileValue) {
+                  return arith::MaximumFOp::create(bb, bl, old, tileValue)
+                      .getResult();
+                };
+                // exp(m - m').
+                auto rescale = [&](OpBuilder &bb, Location bl, Value old,
+                                   Value tileValue) {
+                  return math::ExpOp::create(
+                             bb, bl,
+                             arith::SubFOp::create(
+                                 bb, bl, old, newMax(bb, bl, old, tileValue)))
+                      .getResult();
+                };
+                // p = exp(masked s - m').
+                SmallVector<Value> pInputs{s, m, tileMax};
+                SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(),
+                                             t.id4()};
+                seenAt = t.withKeyMask(pInputs, pMaps, offset);
+                Value p = t.generic(
+                    t.empty({t.batch, t.heads, t.qtile, t.tile}), pInputs,
+                    pMaps, {kPar, kPar, kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
+                                       t.arg(args, seenAt));
+                      Value mx = newMax(bb, bl, args[1], args[2]);
+                      return math::ExpOp::create(
+                                 bb, bl, arith::SubFOp::create(bb, bl, x, mx))
+                          .getResult();
+                    });
+                // l' = l * exp(m - m') + sum_j p.
+                AffineMap r3 = t.map(3, {0, 1, 2});
+                Value lScaled = t.generic(
+                    l, ValueRange{m, tileMax}, {r3, r3, r3}, {kPar, kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      return arith::MulFOp::create(
+                                 bb, bl, args[2],
+                                 rescale(bb, bl, args[0], args[1]))
+                          .getResult();
+                    });
+                Value lNew = t.generic(
+                    lScaled, ValueRange{p}, {t.id4(), t.row4()},
+                    {kPar, kPar, kPar, kRed},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      return arith::AddFOp::create(bb, bl, args[1], args[0])
+                          .getResult();
+                    });
+                // acc' = acc * exp(m - m') + sum_j p v_t.
+                Value accScaled =
+                    t.generic(acc, ValueRange{m, tileMax},
+                              {t.rowOfBihe(), t.rowOfBihe(), t.bihe()},
+                              {kPar, kPar, kPar, kPar},
+                              [&](OpBuilder &bb, Location bl, ValueRange args) {
+                                return arith::MulFOp::create(
+                                           bb, bl, args[2],
+                                           rescale(bb, bl, args[0], args[1]))
+                                    .getResult();
+                              });
+                Value accNew = t.generic(
+                    accScaled, ValueRange{p, vt},
+                    {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
+                     t.map(5, {0, 1, 2, 3})},
+                    {kPar, kPar, kPar, kPar, kRed},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      Value pv =
+                          arith::MulFOp::create(bb, bl, args[0], args[1]);
+                      return arith::AddFOp::create(bb, bl, args[2], pv)
+                          .getResult();
+                    });
+                Value mNew = t.generic(
+                    m, ValueRange{tileMax}, {r3, r3}, {kPar, kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      return newMax(bb, bl, args[1], args[0]);
+                    });
+                scf::YieldOp::create(rewriter, nl,
+                                     ValueRange{mNew, lNew, accNew});
+              });
+          Value m = keys.getResult(0), l = keys.getResult(1),
+                acc = keys.getResult(2);
+          Value outTile = t.generic(
+              t.empty(outTileShape), ValueRange{acc, l},
+              {t.bihe(), t.rowOfBihe(), t.bihe()}, {kPar, kPar, kPar, kPar},
               [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
-                return arith::MaximumFOp::create(bb, bl, x, args.back())
+                return arith::DivFOp::create(bb, bl, args[0], args[1])
                     .getResult();
               });
-          auto newMax = [&](OpBuilder &bb, Location bl, Value old,
-                            Value tileValue) {
-            return arith::MaximumFOp::create(bb, bl, old, tileValue)
-                .getResult();
-          };
-          // exp(m - m').
-          auto rescale = [&](OpBuilder &bb, Location bl, Value old,
-                             Value tileValue) {
-            return math::ExpOp::create(
-                       bb, bl,
-                       arith::SubFOp::create(bb, bl, old,
-                                             newMax(bb, bl, old, tileValue)))
-                .getResult();
-          };
-          // p = exp(masked s - m').
-          SmallVector<Value> pInputs{s, m, tileMax};
-          SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(), t.id4()};
-          seenAt = t.withKeyMask(pInputs, pMaps, offset);
-          Value p = t.generic(
-              t.empty({t.batch, t.heads, t.queries, t.tile}), pInputs, pMaps,
-              {kPar, kPar, kPar, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
-                Value mx = newMax(bb, bl, args[1], args[2]);
-                return math::ExpOp::create(bb, bl,
-                                           arith::SubFOp::create(bb, bl, x, mx))
-                    .getResult();
-              });
-          // l' = l * exp(m - m') + sum_j p.
           AffineMap r3 = t.map(3, {0, 1, 2});
-          Value lScaled = t.generic(
-              l, ValueRange{m, tileMax}, {r3, r3, r3}, {kPar, kPar, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                return arith::MulFOp::create(bb, bl, args[2],
-                                             rescale(bb, bl, args[0], args[1]))
-                    .getResult();
-              });
-          Value lNew =
-              t.generic(lScaled, ValueRange{p}, {t.id4(), t.row4()},
-                        {kPar, kPar, kPar, kRed},
+          Value lseTile =
+              t.generic(t.empty(rowShape), ValueRange{m, l}, {r3, r3, r3},
+                        {kPar, kPar, kPar},
                         [&](OpBuilder &bb, Location bl, ValueRange args) {
-                          return arith::AddFOp::create(bb, bl, args[1], args[0])
+                          return arith::AddFOp::create(
+                                     bb, bl, args[0],
+                                     math::LogOp::create(bb, bl, args[1]))
                               .getResult();
                         });
-          // acc' = acc * exp(m - m') + sum_j p v_t.
-          Value accScaled = t.generic(
-              acc, ValueRange{m, tileMax},
-              {t.rowOfBihe(), t.rowOfBihe(), t.bihe()},
-              {kPar, kPar, kPar, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                return arith::MulFOp::create(bb, bl, args[2],
-                                             rescale(bb, bl, args[0], args[1]))
-                    .getResult();
-              });
-          Value accNew = t.generic(
-              accScaled, ValueRange{p, vt},
-              {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
-               t.map(5, {0, 1, 2, 3})},
-              {kPar, kPar, kPar, kPar, kRed},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value pv = arith::MulFOp::create(bb, bl, args[0], args[1]);
-                return arith::AddFOp::create(bb, bl, args[2], pv).getResult();
-              });
-          Value mNew =
-              t.generic(m, ValueRange{tileMax}, {r3, r3}, {kPar, kPar, kPar},
-                        [&](OpBuilder &bb, Location bl, ValueRange args) {
-                          return newMax(bb, bl, args[1], args[0]);
-                        });
-          scf::YieldOp::create(rewriter, nl, ValueRange{mNew, lNew, accNew});
+          Value out = t.insert(outTile, outer[0], 1, queryOffset);
+          Value lse = t.insert(lseTile, outer[1], 2, queryOffset);
+          scf::YieldOp::create(rewriter, ql, ValueRange{out, lse});
         });
-    Value m = loop.getResult(0), l = loop.getResult(1), acc = loop.getResult(2);
-    Value out = a.generic(
-        a.empty(outShape), ValueRange{acc, l},
-        {a.bihe(), a.rowOfBihe(), a.bihe()}, {kPar, kPar, kPar, kPar},
-        [&](OpBuilder &bb, Location bl, ValueRange args) {
-          return arith::DivFOp::create(bb, bl, args[0], args[1]).getResult();
-        });
-    AffineMap r3 = a.map(3, {0, 1, 2});
-    Value lse = a.generic(
-        a.empty(rowShape), ValueRange{m, l}, {r3, r3, r3}, {kPar, kPar, kPar},
-        [&](OpBuilder &bb, Location bl, ValueRange args) {
-          return arith::AddFOp::create(bb, bl, args[0],
-                                       math::LogOp::create(bb, bl, args[1]))
-              .getResult();
-        });
-    rewriter.replaceOp(op, ValueRange{out, lse});
+    rewriter.replaceOp(op, queries.getResults());
     return success();
   }
 };
@@ -361,92 +438,114 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
     // Every key tile of dk and dv is written once.
     Value dk0 = a.empty(kType.getShape());
     Value dv0 = a.empty(vType.getShape());
-    auto loop = scf::ForOp::create(
+    auto sumOfProducts = [&](OpBuilder &bb, Location bl, ValueRange args) {
+      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
+      return arith::AddFOp::create(bb, bl, args[2], prod).getResult();
+    };
+    auto scaledSum = [&](OpBuilder &bb, Location bl, ValueRange args) {
+      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
+      Value scaled =
+          arith::MulFOp::create(bb, bl, prod, a.constant(bb, bl, a.scale));
+      return arith::AddFOp::create(bb, bl, args[2], scaled).getResult();
+    };
+    auto keys = scf::ForOp::create(
         rewriter, loc, a.index(0), a.index(a.keys), a.index(a.tile),
         ValueRange{dq0, dk0, dv0},
-        [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
+        [&](OpBuilder &, Location kl, Value offset, ValueRange outer) {
           // scf.for builds its body with the builder it is created with:
           // `rewriter`, which `a` builds with, is inside the body here.
           AttentionBuilder &t = a;
           Value kt = t.keyTile(op.getKey(), offset);
           Value vt = t.keyTile(op.getValue(), offset);
-          Value s = t.scores(op.getQuery(), kt);
-          SmallVector<int64_t> tileShape{t.batch, t.heads, t.queries, t.tile};
-          // p = exp(masked s - lse).
-          SmallVector<Value> pInputs{s, op.getLse()};
-          SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
-          int seenAt = t.withKeyMask(pInputs, pMaps, offset);
-          Value p = t.generic(
-              t.empty(tileShape), pInputs, pMaps, {kPar, kPar, kPar, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value x = t.mask(bb, bl, args[0], offset, t.arg(args, seenAt));
-                return math::ExpOp::create(
-                           bb, bl, arith::SubFOp::create(bb, bl, x, args[1]))
-                    .getResult();
+          Value dkt0 = t.fill({t.batch, t.tile, t.heads, t.features}, 0.0);
+          Value dvt0 = t.fill({t.batch, t.tile, t.heads, t.valueFeatures}, 0.0);
+          auto queries = scf::ForOp::create(
+              rewriter, kl, t.queryBegin(offset), t.index(t.queries),
+              t.index(t.qtile), ValueRange{outer[0], dkt0, dvt0},
+              [&](OpBuilder &, Location nl, Value queryOffset,
+                  ValueRange iter) {
+                Value qt = t.queryTile(op.getQuery(), queryOffset);
+                Value doutTile = t.queryTile(op.getDout(), queryOffset);
+                Value lseTile = t.rowTile(op.getLse(), queryOffset);
+                Value deltaTile = t.rowTile(delta, queryOffset);
+                Value s = t.scores(qt, kt);
+                SmallVector<int64_t> tileShape{t.batch, t.heads, t.qtile,
+                                               t.tile};
+                // p = exp(masked s - lse).
+                SmallVector<Value> pInputs{s, lseTile};
+                SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
+                int seenAt = t.withKeyMask(pInputs, pMaps, offset);
+                Value p = t.generic(
+                    t.empty(tileShape), pInputs, pMaps,
+                    {kPar, kPar, kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
+                                       t.arg(args, seenAt));
+                      return math::ExpOp::create(
+                                 bb, bl,
+                                 arith::SubFOp::create(bb, bl, x, args[1]))
+                          .getResult();
+                    });
+                // dv_t[b, j, h, e] += sum_i p[b, h, i, j] dout[b, i, h, e];
+                // loops (b, j, h, e, i).
+                Value dvt =
+                    t.generic(iter[2], ValueRange{p, doutTile},
+                              {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
+                               t.map(5, {0, 1, 2, 3})},
+                              {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
+                // dp[b, h, i, j] = sum_e dout[b, i, h, e] v_t[b, j, h, e].
+                Value dp =
+                    t.generic(t.fill(tileShape, 0.0), ValueRange{doutTile, vt},
+                              {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 3, 1, 4}),
+                               t.map(5, {0, 1, 2, 3})},
+                              {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
+                // ds = p * (dp - delta), zero where masked: a masked score
+                // is a constant. (Under a causal mask alone p is zero
+                // there: every row sees its own key. With a key mask a row
+                // may see no key and weigh every key alike.)
+                SmallVector<Value> dsInputs{p, dp, deltaTile};
+                SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(),
+                                              t.id4()};
+                seenAt = t.withKeyMask(dsInputs, dsMaps, offset);
+                Value ds = t.generic(
+                    t.empty(tileShape), dsInputs, dsMaps,
+                    {kPar, kPar, kPar, kPar},
+                    [&](OpBuilder &bb, Location bl, ValueRange args) {
+                      Value diff =
+                          arith::SubFOp::create(bb, bl, args[1], args[2]);
+                      Value d = arith::MulFOp::create(bb, bl, args[0], diff);
+                      if (seenAt < 0)
+                        return d;
+                      return arith::SelectOp::create(
+                                 bb, bl,
+                                 t.hidden(bb, bl, queryOffset, offset,
+                                          args[seenAt]),
+                                 t.constant(bb, bl, 0.0), d)
+                          .getResult();
+                    });
+                // dq_q[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d]
+                // scale; loops (b, i, h, d, j).
+                Value dqTile = t.generic(
+                    t.queryTile(iter[0], queryOffset), ValueRange{ds, kt},
+                    {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
+                     t.map(5, {0, 1, 2, 3})},
+                    {kPar, kPar, kPar, kPar, kRed}, scaledSum);
+                Value dq = t.insert(dqTile, iter[0], 1, queryOffset);
+                // dk_t[b, j, h, d] += sum_i ds[b, h, i, j] q_q[b, i, h, d]
+                // scale; loops (b, j, h, d, i).
+                Value dkt =
+                    t.generic(iter[1], ValueRange{ds, qt},
+                              {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
+                               t.map(5, {0, 1, 2, 3})},
+                              {kPar, kPar, kPar, kPar, kRed}, scaledSum);
+                scf::YieldOp::create(rewriter, nl, ValueRange{dq, dkt, dvt});
               });
-          auto sumOfProducts = [&](OpBuilder &bb, Location bl,
-                                   ValueRange args) {
-            Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
-            return arith::AddFOp::create(bb, bl, args[2], prod).getResult();
-          };
-          auto scaledSum = [&](OpBuilder &bb, Location bl, ValueRange args) {
-            Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
-            Value scaled = arith::MulFOp::create(bb, bl, prod,
-                                                 t.constant(bb, bl, t.scale));
-            return arith::AddFOp::create(bb, bl, args[2], scaled).getResult();
-          };
-          // dv_t[b, j, h, e] = sum_i p[b, h, i, j] dout[b, i, h, e]; loops
-          // (b, j, h, e, i).
-          Value dvt = t.generic(
-              t.fill({t.batch, t.tile, t.heads, t.valueFeatures}, 0.0),
-              ValueRange{p, op.getDout()},
-              {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
-               t.map(5, {0, 1, 2, 3})},
-              {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
-          // dp[b, h, i, j] = sum_e dout[b, i, h, e] v_t[b, j, h, e].
-          Value dp =
-              t.generic(t.fill(tileShape, 0.0), ValueRange{op.getDout(), vt},
-                        {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 3, 1, 4}),
-                         t.map(5, {0, 1, 2, 3})},
-                        {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
-          // ds = p * (dp - delta), zero where masked: a masked score is a
-          // constant. (Under a causal mask alone p is zero there: every
-          // row sees its own key. With a key mask a row may see none and
-          // weigh every key alike.)
-          SmallVector<Value> dsInputs{p, dp, delta};
-          SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(), t.id4()};
-          seenAt = t.withKeyMask(dsInputs, dsMaps, offset);
-          Value ds = t.generic(
-              t.empty(tileShape), dsInputs, dsMaps, {kPar, kPar, kPar, kPar},
-              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                Value diff = arith::SubFOp::create(bb, bl, args[1], args[2]);
-                Value d = arith::MulFOp::create(bb, bl, args[0], diff);
-                if (seenAt < 0)
-                  return d;
-                return arith::SelectOp::create(
-                           bb, bl, t.hidden(bb, bl, offset, args[seenAt]),
-                           t.constant(bb, bl, 0.0), d)
-                    .getResult();
-              });
-          // dq[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d] scale;
-          // loops (b, i, h, d, j).
-          Value dq = t.generic(iter[0], ValueRange{ds, kt},
-                               {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
-                                t.map(5, {0, 1, 2, 3})},
-                               {kPar, kPar, kPar, kPar, kRed}, scaledSum);
-          // dk_t[b, j, h, d] = sum_i ds[b, h, i, j] q[b, i, h, d] scale;
-          // loops (b, j, h, d, i).
-          Value dkt =
-              t.generic(t.fill({t.batch, t.tile, t.heads, t.features}, 0.0),
-                        ValueRange{ds, op.getQuery()},
-                        {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
-                         t.map(5, {0, 1, 2, 3})},
-                        {kPar, kPar, kPar, kPar, kRed}, scaledSum);
-          Value dk = t.insertKeyTile(dkt, iter[1], offset);
-          Value dv = t.insertKeyTile(dvt, iter[2], offset);
-          scf::YieldOp::create(rewriter, nl, ValueRange{dq, dk, dv});
+          Value dk = t.insert(queries.getResult(1), outer[1], 1, offset);
+          Value dv = t.insert(queries.getResult(2), outer[2], 1, offset);
+          scf::YieldOp::create(rewriter, kl,
+                               ValueRange{queries.getResult(0), dk, dv});
         });
-    rewriter.replaceOp(op, loop.getResults());
+    rewriter.replaceOp(op, keys.getResults());
     return success();
   }
 };

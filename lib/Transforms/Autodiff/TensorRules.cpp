@@ -45,7 +45,7 @@ static LogicalResult adjointAttention(train::AttentionOp op, Sweep &sweep) {
                 op.getValue().getType()},
       op.getQuery(), op.getKey(), op.getValue(), op.getOut(), op.getLse(), dout,
       dlse, op.getKeyMask(), op.getScaleAttr(), op.getCausalAttr(),
-      op.getMaskedScoreAttr(), op.getKeyTileAttr());
+      op.getMaskedScoreAttr(), op.getKeyTileAttr(), op.getQueryTileAttr());
   Value operands[] = {op.getQuery(), op.getKey(), op.getValue()};
   for (auto [operand, gradient] : llvm::zip(operands, grad.getResults()))
     if (sweep.isActive(operand))

@@ -275,21 +275,24 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
 
     * `s[b, h, i, j] = sum_d (query[b, i, h, d] * key[b, j, h, d]) * scale`
       (each product scaled, then summed over `d` in order);
-    * with `causal` (then `S = T`), `s[b, h, i, j] = masked_score` where
-      `j > i`: a query does not see the keys after it;
     * with `key_mask` [B, T] (i1), `s[b, h, i, j] = masked_score` where
       `key_mask[b, j]` is false: padding that no query sees (a row that sees
-      no key at all then weighs every key alike);
+      no key at all then weighs alike the keys the causal mask leaves it);
+    * with `causal` (then `S = T`), `s[b, h, i, j] = -inf` where `j > i`: the
+      keys after a query are no part of its softmax (where a row sees a key,
+      the same as any `masked_score` that its exponential rounds to zero);
     * `out[b, i, h, e] = sum_j softmax_j(s[b, h, i, :])[j] * value[b, j, h, e]`;
     * `lse[b, h, i] = log(sum_j exp(s[b, h, i, j]))`, the row's
       log-sum-exp, which the gradient (`train.attention_grad`) reads instead
       of the probabilities.
 
-    `convert-train-to-linalg` computes it over tiles of `key_tile` keys
-    (online softmax, as flash attention does: a running maximum and sum per
-    row, the partial output rescaled at each tile), so that no `[B, H, S,
-    T]` tensor is ever made: the largest is `[B, H, S, key_tile]`.
-    `key_tile = 0` takes all keys in one tile. `train-raise-attention`
+    `convert-train-to-linalg` computes it over tiles of `query_tile`
+    queries and `key_tile` keys (online softmax, as flash attention does: a
+    running maximum and sum per row, the partial output rescaled at each
+    key tile), so that no `[B, H, S, T]` tensor is ever made: the largest is
+    `[B, H, query_tile, key_tile]`; a causal attention visits only the
+    tiles on and below the diagonal. A tile of 0 takes all queries or keys
+    in one. `train-raise-attention`
     writes this op for the attention that ga-opt's generator and front end
     emit as linalg.
 
@@ -313,7 +316,8 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
     F64Attr:$scale,
     UnitAttr:$causal,
     DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
-    DefaultValuedAttr<I64Attr, "0">:$key_tile);
+    DefaultValuedAttr<I64Attr, "0">:$key_tile,
+    DefaultValuedAttr<I64Attr, "0">:$query_tile);
   let results = (outs AnyRankedTensor:$out, AnyRankedTensor:$lse);
 
   let assemblyFormat = [{
@@ -347,8 +351,9 @@ def Train_AttentionGradOp : Train_Op<"attention_grad",
       `dkey[b, j, h, d] = sum_i ds[b, h, i, j] * query[b, i, h, d] * scale`.
 
     The attributes and `key_mask` must match the differentiated
-    `train.attention`; like
-    it, the lowering holds at most `[B, H, S, key_tile]` at a time.
+    `train.attention`; like it, the lowering holds at most `[B, H,
+    query_tile, key_tile]` at a time (its loop runs over the key tiles, and
+    for each over the query tiles that see them).
 
     Example:
 
@@ -375,7 +380,8 @@ def Train_AttentionGradOp : Train_Op<"attention_grad",
     F64Attr:$scale,
     UnitAttr:$causal,
     DefaultValuedAttr<F64Attr, "-1.0e9">:$masked_score,
-    DefaultValuedAttr<I64Attr, "0">:$key_tile);
+    DefaultValuedAttr<I64Attr, "0">:$key_tile,
+    DefaultValuedAttr<I64Attr, "0">:$query_tile);
   let results = (outs AnyRankedTensor:$dquery, AnyRankedTensor:$dkey,
                       AnyRankedTensor:$dvalue);
 
