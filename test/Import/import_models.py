@@ -741,18 +741,18 @@ def check_attention_tiles(name, step, work, ga_opt, run, check, printed, got,
     err = max([abs(float(tiled[0]) - loss64) / abs(loss64)] +
               [np.linalg.norm(g - g64) / max(np.linalg.norm(g64), floor)
                for g, g64 in zip(tiled[1:], grads64)])
-    check(f"{name}: tiles of {tile} keys: loss and gradients within "
+    check(f"{name}: tiles of {tile} queries and keys: loss and gradients within "
           f"{err:.2e} of float64 (tolerance 1e-5)", err <= 1e-5)
-    check(f"{name}: tiles of {tile} keys: not the bits of the step as "
+    check(f"{name}: tiles of {tile} queries and keys: not the bits of the step as "
           "written", not all(np.array_equal(a, b)
                              for a, b in zip(tiled, got)))
     split = run("k2-tiles", step.reschedule(2).mlir, more=more)
     if split is not None:
-        check(f"{name}: tiles of {tile} keys: k = 2 bitwise k = 1",
+        check(f"{name}: tiles of {tile} queries and keys: k = 2 bitwise k = 1",
               all(np.array_equal(a, b) for a, b in zip(split, tiled)))
     peaks = [int(re.search(r"step_peak_bytes: (\d+)", printed[tag])
                  .group(1)) for tag in ("k1", "k1-tiles")]
-    check(f"{name}: tiles of {tile} keys: the step's measured peak "
+    check(f"{name}: tiles of {tile} queries and keys: the step's measured peak "
           f"{peaks[0]} -> {peaks[1]} B", peaks[1] < peaks[0])
 
 
