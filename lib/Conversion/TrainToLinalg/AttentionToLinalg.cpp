@@ -163,69 +163,107 @@ struct AttentionBuilder {
     return arith::MulIOp::create(b, loc, tiles, index(qtile));
   }
 
-  /// In a body whose loops 2 and 3 are i and j: whether the key (j +
-  /// offset) comes after the query (i + queryOffset), with `causal`; null
-  /// without.
-  Value future(OpBuilder &nb, Location nl, Value queryOffset, Value offset) {
-    if (!causal)
-      return {};
-    Value i = linalg::IndexOp::create(nb, nl, 2);
-    Value j = linalg::IndexOp::create(nb, nl, 3);
-    Value query = arith::AddIOp::create(nb, nl, i, queryOffset);
-    Value key = arith::AddIOp::create(nb, nl, j, offset);
-    return arith::CmpIOp::create(nb, nl, arith::CmpIPredicate::ugt, key, query);
+  /// The masks of the tile pair at (queryOffset, offset), as float tiles
+  /// that the tile's generics read (their bodies then hold neither
+  /// linalg.index nor i1 tensors, and vectorize): `bias` [query_tile,
+  /// key_tile], -inf where the key comes after the query and 0 elsewhere
+  /// (with `causal`), and `keep` [B, key_tile], 1 where the key mask shows
+  /// the key and 0 where it hides it (with a key mask). Each is made by a
+  /// small generic of its own.
+  struct Masks {
+    Value bias, keep;
+  };
+  Masks masks(Value queryOffset, Value offset) {
+    Masks m;
+    if (causal)
+      m.bias = generic(
+          empty({qtile, tile}), ValueRange{}, {map(2, {0, 1})}, {kPar, kPar},
+          [&](OpBuilder &nb, Location nl, ValueRange) {
+            Value i = linalg::IndexOp::create(nb, nl, 0);
+            Value j = linalg::IndexOp::create(nb, nl, 1);
+            Value query = arith::AddIOp::create(nb, nl, i, queryOffset);
+            Value key = arith::AddIOp::create(nb, nl, j, offset);
+            Value after = arith::CmpIOp::create(
+                nb, nl, arith::CmpIPredicate::ugt, key, query);
+            return arith::SelectOp::create(
+                       nb, nl, after,
+                       constant(nb, nl,
+                                -std::numeric_limits<double>::infinity()),
+                       constant(nb, nl, 0.0))
+                .getResult();
+          });
+    if (keyMask) {
+      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset};
+      SmallVector<OpFoldResult> sizes{b.getIndexAttr(batch),
+                                      b.getIndexAttr(tile)};
+      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
+      Value seen = tensor::ExtractSliceOp::create(b, loc, keyMask, offsets,
+                                                  sizes, strides);
+      m.keep = generic(empty({batch, tile}), ValueRange{seen},
+                       {map(2, {0, 1}), map(2, {0, 1})}, {kPar, kPar},
+                       [&](OpBuilder &nb, Location nl, ValueRange args) {
+                         return arith::SelectOp::create(nb, nl, args[0],
+                                                        constant(nb, nl, 1.0),
+                                                        constant(nb, nl, 0.0))
+                             .getResult();
+                       });
+    }
+    return m;
   }
-  /// Whether the key mask's element `seen` (null without a key mask) hides
-  /// the key; null without.
-  Value unseen(OpBuilder &nb, Location nl, Value seen) {
-    if (!seen)
-      return {};
-    return arith::XOrIOp::create(
-        nb, nl, seen, arith::ConstantOp::create(nb, nl, nb.getBoolAttr(true)));
-  }
-  /// Whether the key is hidden either way; null when nothing is masked.
-  Value hidden(OpBuilder &nb, Location nl, Value queryOffset, Value offset,
-               Value seen) {
-    Value after = future(nb, nl, queryOffset, offset);
-    Value hide = unseen(nb, nl, seen);
-    if (after && hide)
-      return arith::OrIOp::create(nb, nl, after, hide);
-    return after ? after : hide;
+
+  /// The body arguments of the masks in a generic over (b, h, i, j).
+  struct MaskArgs {
+    int bias = -1, keep = -1;
+  };
+  /// Appends the masks to a generic's `inputs` and `maps` (the output's
+  /// map last).
+  MaskArgs withMasks(const Masks &m, SmallVectorImpl<Value> &inputs,
+                     SmallVectorImpl<AffineMap> &maps) {
+    MaskArgs at;
+    if (m.bias) {
+      inputs.push_back(m.bias);
+      maps.insert(maps.end() - 1, map(4, {2, 3}));
+      at.bias = static_cast<int>(inputs.size()) - 1;
+    }
+    if (m.keep) {
+      inputs.push_back(m.keep);
+      maps.insert(maps.end() - 1, map(4, {0, 3}));
+      at.keep = static_cast<int>(inputs.size()) - 1;
+    }
+    return at;
   }
 
   /// The score as the softmax takes it: masked_score where the key mask
   /// hides the key, -inf after the query (no part of its softmax, so that
-  /// the tiles after the diagonal need not be visited).
-  Value mask(OpBuilder &nb, Location nl, Value score, Value queryOffset,
-             Value offset, Value seen) {
-    if (Value hide = unseen(nb, nl, seen))
-      score = arith::SelectOp::create(nb, nl, hide,
+  /// the tiles after the diagonal need not be visited): select(keep == 0,
+  /// masked_score, s) + bias, the bias 0 or -inf.
+  Value mask(OpBuilder &nb, Location nl, Value score, ValueRange args,
+             MaskArgs at) {
+    if (at.keep >= 0) {
+      Value unseen =
+          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                args[at.keep], constant(nb, nl, 0.0));
+      score = arith::SelectOp::create(nb, nl, unseen,
                                       constant(nb, nl, maskedScore), score);
-    if (Value after = future(nb, nl, queryOffset, offset))
-      score = arith::SelectOp::create(
-          nb, nl, after,
-          constant(nb, nl, -std::numeric_limits<double>::infinity()), score);
+    }
+    if (at.bias >= 0)
+      score = arith::AddFOp::create(nb, nl, score, args[at.bias]);
     return score;
   }
-
-  /// Appends the key mask's tile at `offset` to a generic over (b, h, i,
-  /// j) with `inputs` and `maps` (the output's map last): returns the
-  /// body argument's position, or -1 without a key mask.
-  int withKeyMask(SmallVectorImpl<Value> &inputs,
-                  SmallVectorImpl<AffineMap> &maps, Value offset) {
-    if (!keyMask)
-      return -1;
-    SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset};
-    SmallVector<OpFoldResult> sizes{b.getIndexAttr(batch),
-                                    b.getIndexAttr(tile)};
-    SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-    inputs.push_back(tensor::ExtractSliceOp::create(b, loc, keyMask, offsets,
-                                                    sizes, strides));
-    maps.insert(maps.end() - 1, map(4, {0, 3}));
-    return static_cast<int>(inputs.size()) - 1;
-  }
-  static Value arg(ValueRange args, int position) {
-    return position < 0 ? Value() : args[position];
+  /// Whether either mask hides the key; null when there is none.
+  Value hidden(OpBuilder &nb, Location nl, ValueRange args, MaskArgs at) {
+    Value hide;
+    if (at.bias >= 0)
+      hide = arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OLT,
+                                   args[at.bias], constant(nb, nl, 0.0));
+    if (at.keep >= 0) {
+      Value unseen =
+          arith::CmpFOp::create(nb, nl, arith::CmpFPredicate::OEQ,
+                                args[at.keep], constant(nb, nl, 0.0));
+      hide = hide ? arith::OrIOp::create(nb, nl, hide, unseen).getResult()
+                  : unseen;
+    }
+    return hide;
   }
 
   /// s[b, h, i, j] = sum_d (q_q[b, i, h, d] * k_t[b, j, h, d]) * scale.
@@ -288,15 +326,16 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                 // The tile's maximum; m' = max(m, it) is recomputed where
                 // read, and m is overwritten last, so that every carried
                 // value is updated in place.
+                AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
                 SmallVector<Value> maxInputs{s};
                 SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
-                int seenAt = t.withKeyMask(maxInputs, maxMaps, offset);
+                AttentionBuilder::MaskArgs maxAt =
+                    t.withMasks(masks, maxInputs, maxMaps);
                 Value tileMax = t.generic(
                     t.fill(rowShape, -std::numeric_limits<float>::max()),
                     maxInputs, maxMaps, {kPar, kPar, kPar, kRed},
                     [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
-                                       t.arg(args, seenAt));
+                      Value x = t.mask(bb, bl, args[0], args, maxAt);
                       return arith::MaximumFOp::create(bb, bl, x, args.back())
                           .getResult();
                     });
@@ -318,13 +357,13 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                 SmallVector<Value> pInputs{s, m, tileMax};
                 SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(),
                                              t.id4()};
-                seenAt = t.withKeyMask(pInputs, pMaps, offset);
+                AttentionBuilder::MaskArgs pAt =
+                    t.withMasks(masks, pInputs, pMaps);
                 Value p = t.generic(
                     t.empty({t.batch, t.heads, t.qtile, t.tile}), pInputs,
                     pMaps, {kPar, kPar, kPar, kPar},
                     [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
-                                       t.arg(args, seenAt));
+                      Value x = t.mask(bb, bl, args[0], args, pAt);
                       Value mx = newMax(bb, bl, args[1], args[2]);
                       return math::ExpOp::create(
                                  bb, bl, arith::SubFOp::create(bb, bl, x, mx))
@@ -472,15 +511,16 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
                 SmallVector<int64_t> tileShape{t.batch, t.heads, t.qtile,
                                                t.tile};
                 // p = exp(masked s - lse).
+                AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
                 SmallVector<Value> pInputs{s, lseTile};
                 SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
-                int seenAt = t.withKeyMask(pInputs, pMaps, offset);
+                AttentionBuilder::MaskArgs pAt =
+                    t.withMasks(masks, pInputs, pMaps);
                 Value p = t.generic(
                     t.empty(tileShape), pInputs, pMaps,
                     {kPar, kPar, kPar, kPar},
                     [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], queryOffset, offset,
-                                       t.arg(args, seenAt));
+                      Value x = t.mask(bb, bl, args[0], args, pAt);
                       return math::ExpOp::create(
                                  bb, bl,
                                  arith::SubFOp::create(bb, bl, x, args[1]))
@@ -506,7 +546,10 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
                 SmallVector<Value> dsInputs{p, dp, deltaTile};
                 SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(),
                                               t.id4()};
-                seenAt = t.withKeyMask(dsInputs, dsMaps, offset);
+                // (The causal bias alone needs nothing here.)
+                AttentionBuilder::MaskArgs dsAt;
+                if (masks.keep)
+                  dsAt = t.withMasks(masks, dsInputs, dsMaps);
                 Value ds = t.generic(
                     t.empty(tileShape), dsInputs, dsMaps,
                     {kPar, kPar, kPar, kPar},
@@ -514,13 +557,11 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
                       Value diff =
                           arith::SubFOp::create(bb, bl, args[1], args[2]);
                       Value d = arith::MulFOp::create(bb, bl, args[0], diff);
-                      if (seenAt < 0)
+                      Value hide = t.hidden(bb, bl, args, dsAt);
+                      if (!hide)
                         return d;
-                      return arith::SelectOp::create(
-                                 bb, bl,
-                                 t.hidden(bb, bl, queryOffset, offset,
-                                          args[seenAt]),
-                                 t.constant(bb, bl, 0.0), d)
+                      return arith::SelectOp::create(bb, bl, hide,
+                                                     t.constant(bb, bl, 0.0), d)
                           .getResult();
                     });
                 // dq_q[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d]

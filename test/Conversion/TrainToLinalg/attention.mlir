@@ -23,13 +23,18 @@
 // CHECK: scf.for %[[T:.+]] = %{{.+}} to %[[BOUND]] step %c2{{.*}} iter_args({{.*}}) -> (tensor<2x3x4xf32>, tensor<2x3x4xf32>, tensor<2x4x3x5xf32>)
 // CHECK: tensor.extract_slice %{{.+}}[0, %[[T]], 0, 0] [2, 2, 3, 4] [1, 1, 1, 1] : tensor<2x8x3x4xf32> to tensor<2x2x3x4xf32>
 // CHECK: tensor.extract_slice %{{.+}}[0, %[[T]], 0, 0] [2, 2, 3, 5] [1, 1, 1, 1] : tensor<2x8x3x5xf32> to tensor<2x2x3x5xf32>
-// The causal mask at the query's and the key's positions in the sequence.
-// CHECK: %[[I:.+]] = linalg.index 2
-// CHECK: %[[J:.+]] = linalg.index 3
+// The causal mask at the query's and the key's positions in the sequence,
+// as a [4, 2] bias tile (-inf after the query, else 0) that the tile's
+// generics add to the scores: their bodies hold no linalg.index.
+// CHECK: -> tensor<2x3x4x2xf32>
+// CHECK: %[[BIAS:.+]] = linalg.generic {{.*}} outs(%{{.+}} : tensor<4x2xf32>)
+// CHECK: %[[I:.+]] = linalg.index 0
+// CHECK: %[[J:.+]] = linalg.index 1
 // CHECK: %[[QUERY:.+]] = arith.addi %[[I]], %[[Q0]]
 // CHECK: %[[KEY:.+]] = arith.addi %[[J]], %[[T]]
 // CHECK: arith.cmpi ugt, %[[KEY]], %[[QUERY]]
-// CHECK: -> tensor<2x3x4x2xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[BIAS]] : tensor<2x3x4x2xf32>, tensor<4x2xf32>)
+// CHECK-NOT: linalg.index
 // CHECK: scf.yield
 // After the key tiles: out = acc / l, lse = m + log(l), written at q0.
 // CHECK: arith.divf
@@ -59,20 +64,23 @@ func.func @attention(%q: tensor<2x8x3x4xf32>, %k: tensor<2x8x3x4xf32>, %v: tenso
   return %o, %dq, %dk, %dv : tensor<2x8x3x5xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>
 }
 
-// With a key mask: each generic that masks reads the mask's tile [B, 2] at
-// (b, j); a key the mask hides scores masked_score, a key after the query
+// With a key mask: its tile [B, 2] at the key tile becomes a float tile, 1
+// where shown and 0 where hidden, that the masking generics read at (b,
+// j); a key the mask hides scores masked_score, a key after the query
 // -inf; the backward pass's ds is zero where either hides.
 // CHECK-LABEL: func.func @key_mask
 // CHECK: scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %c2
 // CHECK: %[[MT:.+]] = tensor.extract_slice %[[M:arg[0-9]+]][0, %[[T]]] [2, 2] [1, 1] : tensor<2x8xi1> to tensor<2x2xi1>
-// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %[[MT]] : tensor<2x3x4x2xf32>, tensor<2x2xi1>)
-// CHECK: %[[UNSEEN:.+]] = arith.xori
+// CHECK: %[[KEEP:.+]] = linalg.generic {{.*}} ins(%[[MT]] : tensor<2x2xi1>) outs(%{{.+}} : tensor<2x2xf32>)
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %[[KEEP]] : tensor<2x3x4x2xf32>, tensor<4x2xf32>, tensor<2x2xf32>)
+// CHECK: %[[UNSEEN:.+]] = arith.cmpf oeq
 // CHECK: %[[MASKED:.+]] = arith.select %[[UNSEEN]], %cst{{.*}}, %{{.+}} : f32
-// CHECK: %[[AFTER:.+]] = arith.cmpi ugt
-// CHECK: arith.select %[[AFTER]], %cst{{.*}}, %[[MASKED]] : f32
+// CHECK: arith.addf %[[MASKED]]
 // CHECK: scf.for %[[T2:.+]] = %{{.+}} to %c8{{.*}} step %c2
 // CHECK: tensor.extract_slice %[[M]][0, %[[T2]]] [2, 2] [1, 1]
 // CHECK: arith.mulf
+// CHECK: arith.cmpf olt
+// CHECK: arith.cmpf oeq
 // CHECK: arith.ori
 // CHECK: arith.select %{{.+}}, %cst{{.*}}, %{{.+}} : f32
 func.func @key_mask(%q: tensor<2x8x3x4xf32>, %k: tensor<2x8x3x4xf32>, %v: tensor<2x8x3x5xf32>, %do: tensor<2x8x3x5xf32>, %m: tensor<2x8xi1>)
