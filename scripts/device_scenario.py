@@ -23,8 +23,9 @@ global batch of 32 sequences, on a GPU of 16 GiB:
      touch, every allocation counted, kernels not run), its inputs zeros;
      the stand-in's high-water mark of device memory is the measurement.
 
-With --attention-key-tile N, the attention is computed over tiles of N keys
-(train.attention: no [B, H, S, S] scores stored for the backward pass).
+With --attention-key-tile N, the attention is computed over tiles of N
+queries and keys (train.attention: no [B, H, S, S] scores stored for the
+backward pass).
 
 Prints the choice, the predicted and the measured peak; exits 1 when the
 measurement exceeds the budget or differs from the prediction. Not a test
@@ -66,8 +67,8 @@ def main():
                           ("vocab", 50304)):
         p.add_argument(f"--{name}", type=int, default=default)
     p.add_argument("--attention-key-tile", type=int, default=0,
-                   help="attention over tiles of this many keys (0: as "
-                        "written)")
+                   help="attention over tiles of this many queries and "
+                        "keys (0: as written)")
     args = p.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="ga-device-scenario-")
     os.makedirs(work, exist_ok=True)
@@ -75,7 +76,8 @@ def main():
     shape = (f"B {args.batch}, S {args.seq}, V {args.vocab}, D {args.dim}, "
              f"H {args.heads}, F {args.ffn}, L {args.layers}")
     if args.attention_key_tile:
-        shape += f"; attention over tiles of {args.attention_key_tile} keys"
+        shape += (f"; attention over tiles of {args.attention_key_tile} "
+                  "queries and keys")
     print(f"device_scenario: GPT training step ({shape}), AdamW, under a "
           f"device budget of {args.budget_gib:g} GiB ({budget} bytes)",
           flush=True)

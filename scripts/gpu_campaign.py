@@ -24,7 +24,8 @@ markdown report.
                 bf16 GEMMs (gpu-bf16=true);
         large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
         attention/  GPT-2 124M's shape at B 8 with the attention over
-                tiles of 128 keys (attention-key-tile=128), float32;
+                tiles of 128 queries and keys (attention-key-tile=128),
+                float32;
         this script and cuda_gemm_check.py.
   python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
       (there) runs, in this order: the device's facts (nvidia-smi, ldd of
@@ -37,8 +38,8 @@ markdown report.
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
       and bf16), then the float32 benchmark at B 8 and 16, and last B 8
-      with the attention over key tiles. `--only STAGE,...` runs some
-      stages (device, steps, gemm, bench, graph, bf16, profile, large,
+      with the attention over query and key tiles. `--only STAGE,...`
+      runs some stages (device, steps, gemm, bench, graph, bf16, profile, large,
       attention).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
       the float32 benchmark of the report in DIR (campaign.md and
@@ -283,7 +284,8 @@ print("loss", step.summary(r)[0], flush=True)
 
 
 LARGE = "benchmark at B 8 and 16, float32"
-ATTENTION = "benchmark at B 8, attention over tiles of 128 keys, float32"
+ATTENTION = ("benchmark at B 8, attention over tiles of 128 queries and "
+             "keys, float32")
 
 
 def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
@@ -310,7 +312,8 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
                 ("Kernel profile of the 124M step", profile, None),
                 ("Benchmark at B 8 and 16, float32", large,
                  "ga-opt CUDA benchmark"),
-                ("Benchmark at B 8, attention over key tiles", attention,
+                ("Benchmark at B 8, attention over query and key tiles",
+                 attention,
                  "ga-opt CUDA benchmark")):
             if not text:
                 continue
