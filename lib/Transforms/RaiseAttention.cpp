@@ -210,8 +210,6 @@ struct IndexFunction {
     for (auto [n, node] : llvm::enumerate(nodes)) {
       int64_t x = node.a >= 0 ? vals[node.a] : 0;
       int64_t y = node.b >= 0 ? vals[node.b] : 0;
-      auto ux = static_cast<uint64_t>(x), uy = static_cast<uint64_t>(y);
-      using P = arith::CmpIPredicate;
       switch (node.kind) {
       case Const:
         vals[n] = node.value;
@@ -244,38 +242,8 @@ struct IndexFunction {
         vals[n] = x ? y : vals[node.c];
         break;
       case Cmp:
-        switch (node.pred) {
-        case P::eq:
-          vals[n] = x == y;
-          break;
-        case P::ne:
-          vals[n] = x != y;
-          break;
-        case P::slt:
-          vals[n] = x < y;
-          break;
-        case P::sle:
-          vals[n] = x <= y;
-          break;
-        case P::sgt:
-          vals[n] = x > y;
-          break;
-        case P::sge:
-          vals[n] = x >= y;
-          break;
-        case P::ult:
-          vals[n] = ux < uy;
-          break;
-        case P::ule:
-          vals[n] = ux <= uy;
-          break;
-        case P::ugt:
-          vals[n] = ux > uy;
-          break;
-        case P::uge:
-          vals[n] = ux >= uy;
-          break;
-        }
+        vals[n] = arith::applyCmpPredicate(node.pred, APInt(64, x, true),
+                                           APInt(64, y, true));
         break;
       }
       if (n == static_cast<size_t>(root))

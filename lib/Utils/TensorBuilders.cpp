@@ -113,3 +113,36 @@ void ga::eraseWithDeadProducers(Operation *op) {
         worklist.push_back(def);
   }
 }
+
+/// The offsets (zero but `offset` along `dim`), sizes (`type`'s) and unit
+/// strides of a slice of `type` along `dim`.
+static void sliceAlongParts(OpBuilder &b, RankedTensorType type, unsigned dim,
+                            OpFoldResult offset,
+                            SmallVectorImpl<OpFoldResult> &offsets,
+                            SmallVectorImpl<OpFoldResult> &sizes,
+                            SmallVectorImpl<OpFoldResult> &strides) {
+  offsets.assign(type.getRank(), b.getIndexAttr(0));
+  strides.assign(type.getRank(), b.getIndexAttr(1));
+  for (int64_t extent : type.getShape())
+    sizes.push_back(b.getIndexAttr(extent));
+  offsets[dim] = offset;
+}
+
+Value ga::sliceAlong(OpBuilder &b, Location loc, Value tensor, unsigned dim,
+                     OpFoldResult offset, int64_t size) {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  sliceAlongParts(b, cast<RankedTensorType>(tensor.getType()), dim, offset,
+                  offsets, sizes, strides);
+  sizes[dim] = b.getIndexAttr(size);
+  return tensor::ExtractSliceOp::create(b, loc, tensor, offsets, sizes,
+                                        strides);
+}
+
+Value ga::insertAlong(OpBuilder &b, Location loc, Value part, Value into,
+                      unsigned dim, OpFoldResult offset) {
+  SmallVector<OpFoldResult> offsets, sizes, strides;
+  sliceAlongParts(b, cast<RankedTensorType>(part.getType()), dim, offset,
+                  offsets, sizes, strides);
+  return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
+                                       strides);
+}

@@ -63,6 +63,18 @@ elementwise(mlir::OpBuilder &b, mlir::Location loc,
 /// transitively: a replaced computation with its fills and empty tensors.
 void eraseWithDeadProducers(mlir::Operation *op);
 
+/// `size` elements of dimension `dim` of the ranked tensor `tensor` from
+/// `offset`, every other dimension whole (tensor.extract_slice).
+mlir::Value sliceAlong(mlir::OpBuilder &b, mlir::Location loc,
+                       mlir::Value tensor, unsigned dim,
+                       mlir::OpFoldResult offset, int64_t size);
+
+/// `part` written into `into` from `offset` along dimension `dim`, every
+/// other dimension whole (tensor.insert_slice).
+mlir::Value insertAlong(mlir::OpBuilder &b, mlir::Location loc,
+                        mlir::Value part, mlir::Value into, unsigned dim,
+                        mlir::OpFoldResult offset);
+
 } // namespace ga
 
 #endif // GA_UTILS_TENSORBUILDERS_H

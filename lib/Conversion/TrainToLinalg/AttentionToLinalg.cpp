@@ -104,30 +104,11 @@ struct AttentionBuilder {
         .getResult(0);
   }
 
-  /// `size` elements of dimension `dim` of `tensor` from `offset`.
   Value slice(Value tensor, unsigned dim, Value offset, int64_t size) {
-    auto type = cast<RankedTensorType>(tensor.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t extent : type.getShape())
-      sizes.push_back(b.getIndexAttr(extent));
-    offsets[dim] = offset;
-    sizes[dim] = b.getIndexAttr(size);
-    return tensor::ExtractSliceOp::create(b, loc, tensor, offsets, sizes,
-                                          strides);
+    return ga::sliceAlong(b, loc, tensor, dim, offset, size);
   }
-  /// `part` written into `into` from `offset` along dimension `dim`.
   Value insert(Value part, Value into, unsigned dim, Value offset) {
-    auto type = cast<RankedTensorType>(part.getType());
-    SmallVector<OpFoldResult> offsets(type.getRank(), b.getIndexAttr(0));
-    SmallVector<OpFoldResult> strides(type.getRank(), b.getIndexAttr(1));
-    SmallVector<OpFoldResult> sizes;
-    for (int64_t extent : type.getShape())
-      sizes.push_back(b.getIndexAttr(extent));
-    offsets[dim] = offset;
-    return tensor::InsertSliceOp::create(b, loc, part, into, offsets, sizes,
-                                         strides);
+    return ga::insertAlong(b, loc, part, into, dim, offset);
   }
   /// The key tile at `offset` of `tensor` [B, T, H, X].
   Value keyTile(Value tensor, Value offset) {
@@ -193,12 +174,7 @@ struct AttentionBuilder {
                 .getResult();
           });
     if (keyMask) {
-      SmallVector<OpFoldResult> offsets{b.getIndexAttr(0), offset};
-      SmallVector<OpFoldResult> sizes{b.getIndexAttr(batch),
-                                      b.getIndexAttr(tile)};
-      SmallVector<OpFoldResult> strides(2, b.getIndexAttr(1));
-      Value seen = tensor::ExtractSliceOp::create(b, loc, keyMask, offsets,
-                                                  sizes, strides);
+      Value seen = slice(keyMask, 1, offset, tile);
       m.keep = generic(empty({batch, tile}), ValueRange{seen},
                        {map(2, {0, 1}), map(2, {0, 1})}, {kPar, kPar},
                        [&](OpBuilder &nb, Location nl, ValueRange args) {
@@ -369,16 +345,22 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                                  bb, bl, arith::SubFOp::create(bb, bl, x, mx))
                           .getResult();
                     });
+                // x * exp(m - m') for each x of `init` (the row's l, or
+                // its acc).
+                auto rescaled = [&](Value init, AffineMap row, AffineMap out) {
+                  return t.generic(
+                      init, ValueRange{m, tileMax}, {row, row, out},
+                      SmallVector<IteratorType>(out.getNumDims(), kPar),
+                      [&](OpBuilder &bb, Location bl, ValueRange args) {
+                        return arith::MulFOp::create(
+                                   bb, bl, args[2],
+                                   rescale(bb, bl, args[0], args[1]))
+                            .getResult();
+                      });
+                };
                 // l' = l * exp(m - m') + sum_j p.
                 AffineMap r3 = t.map(3, {0, 1, 2});
-                Value lScaled = t.generic(
-                    l, ValueRange{m, tileMax}, {r3, r3, r3}, {kPar, kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      return arith::MulFOp::create(
-                                 bb, bl, args[2],
-                                 rescale(bb, bl, args[0], args[1]))
-                          .getResult();
-                    });
+                Value lScaled = rescaled(l, r3, r3);
                 Value lNew = t.generic(
                     lScaled, ValueRange{p}, {t.id4(), t.row4()},
                     {kPar, kPar, kPar, kRed},
@@ -387,16 +369,7 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
                           .getResult();
                     });
                 // acc' = acc * exp(m - m') + sum_j p v_t.
-                Value accScaled =
-                    t.generic(acc, ValueRange{m, tileMax},
-                              {t.rowOfBihe(), t.rowOfBihe(), t.bihe()},
-                              {kPar, kPar, kPar, kPar},
-                              [&](OpBuilder &bb, Location bl, ValueRange args) {
-                                return arith::MulFOp::create(
-                                           bb, bl, args[2],
-                                           rescale(bb, bl, args[0], args[1]))
-                                    .getResult();
-                              });
+                Value accScaled = rescaled(acc, t.rowOfBihe(), t.bihe());
                 Value accNew = t.generic(
                     accScaled, ValueRange{p, vt},
                     {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
