@@ -292,6 +292,16 @@ def bert_batch(gen):
     return batch
 
 
+def bert_padded_batch(gen):
+    """bert_batch with rows 2 and 3 padded on the right (27 and 9 tokens),
+    the padding hidden by the attention mask and without labels."""
+    batch = bert_batch(gen)
+    for row, length in ((2, 27), (3, 9)):
+        batch["attention_mask"][row, length:] = 0
+        batch["labels"][row, length:] = -100
+    return batch
+
+
 def token_mean_ce(outputs, batch):
     """The loss as trainers write it: F.cross_entropy's mean over the valid
     labels, in PyTorch (exported and judged by ga-opt, not replaced)."""
@@ -550,6 +560,9 @@ MODELS = {"mlp": (MLP, mlp_batch, {}),
           "bert": (bert, bert_batch, {
               "table": ("masked-LM over the masked 15% (`BertForMaskedLM`)",
                         "", "proves: a token mean over the masked tokens")}),
+          # Not causal: the attention mask alone, as a key mask.
+          "bert_padded": (bert, bert_padded_batch,
+                          {"attention_tiles": (8, 2)}),
           # The loss written in PyTorch (the others: train.cross_entropy).
           "mlp_torch_loss": (MLP, mlp_batch, {
               "loss_fn": token_mean_ce,

@@ -86,6 +86,16 @@
 // CHECK: %[[O:.+]], %{{.+}} = train.attention %[[Q]], %[[K]], %[[V]] {causal, key_tile = 2 : i64, masked_score = 0xFFF0000000000000 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
 // CHECK-NEXT: return %[[O]]
 
+// transformers' BERT: the attention mask alone (its "causal" part all
+// true): not causal, with a key mask.
+// CHECK-LABEL: func.func @key_mask_only
+// CHECK-SAME: %[[AM:[^:]+]]: tensor<2x4xi64>)
+// CHECK: %[[SEEN:.+]] = linalg.generic {{.*}} ins(%[[AM]] : tensor<2x4xi64>) outs(%{{.+}} : tensor<2x4xi1>)
+// CHECK: } -> tensor<2x4xi1>
+// CHECK-NOT: linalg
+// CHECK: %[[O:.+]], %{{.+}} = train.attention %{{.+}}, %{{.+}}, %{{.+}} key_mask %[[SEEN]] {key_tile = 2 : i64, masked_score = -3.4028234663852886E+38 : f64, query_tile = 2 : i64, scale = 2.500000e-01 : f64}
+// CHECK-NEXT: return %[[O]]
+
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
 #st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
@@ -1226,6 +1236,120 @@ func.func @grouped(%q4: tensor<2x2x4x2xf32>, %k5: tensor<2x1x2x4x2xf32>, %v5: te
     } -> tensor<2x2x4x4xf32>
     %pvca = tensor.collapse_shape %pr [[0, 1], [2], [3]] : tensor<2x2x4x4xf32> into tensor<4x4x4xf32>
     %pvcb = tensor.collapse_shape %v5 [[0, 1, 2], [3], [4]] : tensor<2x1x2x4x2xf32> into tensor<4x4x2xf32>
+    %pve = tensor.empty() : tensor<4x4x2xf32>
+    %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
+    %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<4x4x4xf32>, tensor<4x4x2xf32>) outs(%pvz : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
+    %pv = tensor.expand_shape %pvm [[0, 1], [2], [3]] output_shape [2, 2, 4, 2] : tensor<4x4x2xf32> into tensor<2x2x4x2xf32>
+    %oe = tensor.empty() : tensor<2x4x2x2xf32>
+    %o = linalg.transpose ins(%pv : tensor<2x2x4x2xf32>) outs(%oe : tensor<2x4x2x2xf32>) permutation = [0, 2, 1, 3]
+    return %o : tensor<2x4x2x2xf32>
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+#st4 = affine_map<(d0, d1, d2, d3) -> (d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+#bst4 = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+
+func.func @key_mask_only(%q: tensor<2x4x2x2xf32>, %k: tensor<2x4x2x2xf32>, %v: tensor<2x4x2x2xf32>, %am: tensor<2x4xi64>) -> (tensor<2x4x2x2xf32>) {
+    %zero = arith.constant 0.0 : f32
+    %lowest = arith.constant 0xFF800000 : f32
+    %ninf = arith.constant 0xFF800000 : f32
+    %ninf64 = arith.constant 0xFFF0000000000000 : f64
+    %half = arith.constant 0.5 : f32
+    %quarter = arith.constant 0.25 : f32
+    %c0 = arith.constant 0 : i64
+    %true = arith.constant true
+    %min = arith.constant -3.40282347E+38 : f32
+    %qse = tensor.empty() : tensor<2x2x4x2xf32>
+    %qs = linalg.transpose ins(%q : tensor<2x4x2x2xf32>) outs(%qse : tensor<2x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %kse = tensor.empty() : tensor<2x2x2x4xf32>
+    %ks = linalg.transpose ins(%k : tensor<2x4x2x2xf32>) outs(%kse : tensor<2x2x2x4xf32>) permutation = [0, 2, 3, 1]
+    %qkca = tensor.collapse_shape %qs [[0, 1], [2], [3]] : tensor<2x2x4x2xf32> into tensor<4x4x2xf32>
+    %qkcb = tensor.collapse_shape %ks [[0, 1], [2], [3]] : tensor<2x2x2x4xf32> into tensor<4x2x4xf32>
+    %qke = tensor.empty() : tensor<4x4x4xf32>
+    %qkz = linalg.fill ins(%zero : f32) outs(%qke : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+    %qkm = linalg.batch_matmul ins(%qkca, %qkcb : tensor<4x4x2xf32>, tensor<4x2x4xf32>) outs(%qkz : tensor<4x4x4xf32>) -> tensor<4x4x4xf32>
+    %qk = tensor.expand_shape %qkm [[0, 1], [2], [3]] output_shape [2, 2, 4, 4] : tensor<4x4x4xf32> into tensor<2x2x4x4xf32>
+    %sce = tensor.empty() : tensor<2x2x4x4xf32>
+    %sc = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%qk : tensor<2x2x4x4xf32>) outs(%sce : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.mulf %in, %quarter : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %seene = tensor.empty() : tensor<2x4xi1>
+    %seen = linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%am : tensor<2x4xi64>) outs(%seene : tensor<2x4xi1>) {
+    ^bb0(%in: i64, %out: i1):
+      %y = arith.cmpi ne, %in, %c0 : i64
+      linalg.yield %y : i1
+    } -> tensor<2x4xi1>
+    %cme = tensor.empty() : tensor<1x1x4x4xi1>
+    %cm = linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%cme : tensor<1x1x4x4xi1>) {
+    ^bb0(%out: i1):
+      %i = linalg.index 2 : index
+      %ii = arith.index_cast %i : index to i64
+      %j = linalg.index 3 : index
+      %jj = arith.index_cast %j : index to i64
+      %y = arith.constant true
+      linalg.yield %y : i1
+    } -> tensor<1x1x4x4xi1>
+    %bme = tensor.empty() : tensor<2x1x4x4xi1>
+    %bm = linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d1, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d3)>, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%cm, %seen : tensor<1x1x4x4xi1>, tensor<2x4xi1>) outs(%bme : tensor<2x1x4x4xi1>) {
+    ^bb0(%in: i1, %in1: i1, %out: i1):
+      %y = arith.andi %in, %in1 : i1
+      linalg.yield %y : i1
+    } -> tensor<2x1x4x4xi1>
+    %fme = tensor.empty() : tensor<2x1x4x4xf32>
+    %fm4 = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%bm : tensor<2x1x4x4xi1>) outs(%fme : tensor<2x1x4x4xf32>) {
+    ^bb0(%in: i1, %out: f32):
+      %y = arith.select %in, %zero, %min : f32
+      linalg.yield %y : f32
+    } -> tensor<2x1x4x4xf32>
+    %fm = tensor.collapse_shape %fm4 [[0], [1, 2], [3]] : tensor<2x1x4x4xf32> into tensor<2x4x4xf32>
+    %mse = tensor.empty() : tensor<2x2x4x4xf32>
+    %ms = linalg.generic {indexing_maps = [#id4, #bst4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sc, %fm : tensor<2x2x4x4xf32>, tensor<2x4x4xf32>) outs(%mse : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.addf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %mxe = tensor.empty() : tensor<2x2x4xf32>
+    %mx0 = linalg.fill ins(%lowest : f32) outs(%mxe : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+    %mx = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ms : tensor<2x2x4x4xf32>) outs(%mx0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.maximumf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4xf32>
+    %sube = tensor.empty() : tensor<2x2x4x4xf32>
+    %sub = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ms, %mx : tensor<2x2x4x4xf32>, tensor<2x2x4xf32>) outs(%sube : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.subf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %exe = tensor.empty() : tensor<2x2x4x4xf32>
+    %ex = linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%sub : tensor<2x2x4x4xf32>) outs(%exe : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = math.exp %in : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %sme = tensor.empty() : tensor<2x2x4xf32>
+    %sm0 = linalg.fill ins(%zero : f32) outs(%sme : tensor<2x2x4xf32>) -> tensor<2x2x4xf32>
+    %sm = linalg.generic {indexing_maps = [#id4, #row4], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%ex : tensor<2x2x4x4xf32>) outs(%sm0 : tensor<2x2x4xf32>) {
+    ^bb0(%in: f32, %out: f32):
+      %y = arith.addf %in, %out : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4xf32>
+    %pre = tensor.empty() : tensor<2x2x4x4xf32>
+    %pr = linalg.generic {indexing_maps = [#id4, #row4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%ex, %sm : tensor<2x2x4x4xf32>, tensor<2x2x4xf32>) outs(%pre : tensor<2x2x4x4xf32>) {
+    ^bb0(%in: f32, %in1: f32, %out: f32):
+      %y = arith.divf %in, %in1 : f32
+      linalg.yield %y : f32
+    } -> tensor<2x2x4x4xf32>
+    %vte = tensor.empty() : tensor<2x2x4x2xf32>
+    %vt = linalg.transpose ins(%v : tensor<2x4x2x2xf32>) outs(%vte : tensor<2x2x4x2xf32>) permutation = [0, 2, 1, 3]
+    %pvca = tensor.collapse_shape %pr [[0, 1], [2], [3]] : tensor<2x2x4x4xf32> into tensor<4x4x4xf32>
+    %pvcb = tensor.collapse_shape %vt [[0, 1], [2], [3]] : tensor<2x2x4x2xf32> into tensor<4x4x2xf32>
     %pve = tensor.empty() : tensor<4x4x2xf32>
     %pvz = linalg.fill ins(%zero : f32) outs(%pve : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>
     %pvm = linalg.batch_matmul ins(%pvca, %pvcb : tensor<4x4x4xf32>, tensor<4x4x2xf32>) outs(%pvz : tensor<4x4x2xf32>) -> tensor<4x4x2xf32>

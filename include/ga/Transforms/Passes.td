@@ -89,8 +89,8 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
 
     The importer's form (PyTorch through `ga-import` and
     `ga-legalize-import`: nanoGPT's `masked_fill` attention and
-    `scaled_dot_product_attention`, transformers' GPT-2 and Llama) is raised
-    too: the queries, keys and values moved to `[B, H, ...]` by
+    `scaled_dot_product_attention`, transformers' GPT-2, Llama and BERT) is
+    raised too: the queries, keys and values moved to `[B, H, ...]` by
     `linalg.transpose` or a permuting generic (each maybe times a constant,
     which joins the scale), or computed head-major (Llama's rotary
     embeddings: transposed back when raised), or grouped `[B, G, R, T, D]`
