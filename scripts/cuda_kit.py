@@ -74,6 +74,11 @@ def main():
     parser.add_argument("--bf16", action="store_true",
                         help="both examples at k = 1, 2 with gpu-bf16=true, "
                         "against the device program emulated on the CPU")
+    parser.add_argument("--attention", action="store_true",
+                        help="the tiny GPT at k = 1, 2 and the imported "
+                        "steps at k = 1 with attention-key-tile=4 "
+                        "(train.attention over query and key tiles), "
+                        "against the device program emulated on the CPU")
     parser.add_argument("--asserts", action="store_true",
                         help="the guarded gather of test/Integration/Inputs/"
                         "asserts with valid ids, and with an id out of "
@@ -187,6 +192,18 @@ def main():
                     inputs[name], k, False, device_options="gpu-bf16=true",
                     rtol=2.0 ** -9)
 
+    # The attention over query and key tiles (its nested loops, the masks
+    # as float tiles, the tile's batched GEMMs): against the device program
+    # emulated on the CPU, within the float32 steps' tolerance.
+    if args.attention:
+        with open(os.path.join(SRC, "examples", "tiny_gpt.mlir")) as f:
+            source = f.read()
+        for k in (1, 2):
+            add(f"tiny_gpt_k{k}_tiles", "tiny_gpt_tiles",
+                with_schedule(source, "tiny_gpt", microbatches=k),
+                inputs["tiny_gpt"], k, False,
+                device_options="attention-key-tile=4", rtol=1e-4)
+
     # Steps of ga-import (their arguments as exported_steps.py draws them).
     for path in args.imported:
         from exported_steps import arguments, with_schedule as scheduled
@@ -198,6 +215,9 @@ def main():
             tag = f"{name}_k{k}" + ("_naive" if naive else "")
             add(tag, name, scheduled(text, k) if k > 1 else text, arrays, k,
                 naive)
+        if args.attention:
+            add(f"{name}_k1_tiles", name + "_tiles", text, arrays, 1, False,
+                device_options="attention-key-tile=8", rtol=1e-4)
 
     # The asserts of a guarded gather: valid ids run, an id out of range
     # fails the step with the assert's message (asserts.py's inputs).

@@ -14,8 +14,9 @@ markdown report.
                 imported GPT-2 and nanoGPT steps at k = 1, 2 and the naive
                 k = 2, the guarded gather with valid ids and with an id out
                 of range: CUDA libraries, inputs, the CPU pipeline's
-                results (scripts/cuda_kit.py), ga-exec and the libraries
-                it needs;
+                results (scripts/cuda_kit.py; the tiny GPT and the
+                imported steps with the attention over tiles too), ga-exec
+                and the libraries it needs;
         bench/  the tiny GPT at three sizes and GPT-2 124M's shape for the
                 benchmark against PyTorch (scripts/bench_cuda.py prepare);
         graph/  the three small sizes again, compiled for CUDA graphs
@@ -82,7 +83,8 @@ def prepare(args):
     steps = [
         ("kit", [py, os.path.join(HERE, "cuda_kit.py"), "--build", build,
                  "--out", os.path.join(out, "kit"), "--chip", args.chip,
-                 "--asserts", "--bf16", "--imported", *imported]),
+                 "--asserts", "--bf16", "--attention", "--imported",
+                 *imported]),
         ("bench", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "bench"),
                    "--chip", args.chip,
