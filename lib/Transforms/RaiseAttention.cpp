@@ -48,6 +48,12 @@ Operation *yieldedOp(linalg::GenericOp g) {
   return yield.getOperand(0).getDefiningOp();
 }
 
+/// The first value a generic yields (its only one, where it has one
+/// result).
+Value yieldedValue(linalg::GenericOp g) {
+  return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
+}
+
 bool isArg(Value v, linalg::GenericOp g, unsigned i) {
   auto arg = dyn_cast<BlockArgument>(v);
   return arg && arg.getOwner() == g.getBody() && arg.getArgNumber() == i;
@@ -57,6 +63,17 @@ std::optional<double> floatConstant(Value v) {
   FloatAttr attr;
   if (matchPattern(v, m_Constant(&attr)))
     return attr.getValueAsDouble();
+  return std::nullopt;
+}
+
+/// c where `v` is mulf(input 0 of `g`, c) or mulf(c, input 0), c a float
+/// constant.
+std::optional<double> constantFactor(Value v, linalg::GenericOp g) {
+  auto mul = v.getDefiningOp<arith::MulFOp>();
+  if (mul && isArg(mul.getLhs(), g, 0))
+    return floatConstant(mul.getRhs());
+  if (mul && isArg(mul.getRhs(), g, 0))
+    return floatConstant(mul.getLhs());
   return std::nullopt;
 }
 
@@ -253,10 +270,6 @@ struct IndexFunction {
   }
 };
 
-Value yieldedValue(linalg::GenericOp g) {
-  return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
-}
-
 /// The tensor that input argument `v` of `g` reads and the roles of its
 /// dimensions (a dimension of size 1 is a unit); none for another argument
 /// or a map that is not a projection.
@@ -410,16 +423,13 @@ int traceIndex(Value v, linalg::GenericOp g, ArrayRef<Role> roles,
   } else {
     return -1;
   }
-  SmallVector<int> args;
-  for (Value operand : op->getOperands()) {
-    args.push_back(traceIndex(operand, g, roles, f, depth + 1));
-    if (args.back() < 0)
+  // Two operands (select: three), each traced.
+  int *args[] = {&node.a, &node.b, &node.c};
+  for (auto [operand, arg] : llvm::zip(op->getOperands(), args)) {
+    *arg = traceIndex(operand, g, roles, f, depth + 1);
+    if (*arg < 0)
       return -1;
   }
-  node.a = args[0];
-  node.b = args[1];
-  if (args.size() > 2)
-    node.c = args[2];
   return f.add(node);
 }
 
@@ -749,12 +759,7 @@ std::optional<HeadView> matchHeadView(Value v, ArrayRef<int64_t> perm) {
   HeadView view{g.getDpsInputs()[0]};
   if (isArg(y, g, 0))
     return view;
-  auto mul = y.getDefiningOp<arith::MulFOp>();
-  std::optional<double> factor;
-  if (mul && isArg(mul.getLhs(), g, 0))
-    factor = floatConstant(mul.getRhs());
-  else if (mul && isArg(mul.getRhs(), g, 0))
-    factor = floatConstant(mul.getLhs());
+  std::optional<double> factor = constantFactor(y, g);
   if (!factor)
     return std::nullopt;
   view.scale = *factor;
@@ -937,13 +942,7 @@ std::optional<Chain> matchImportChain(linalg::BatchMatmulOp context) {
     return std::nullopt;
   // An optional scale of the scores.
   if (linalg::GenericOp g = producer(scores); g && isRowwise(g, 1)) {
-    auto mul = dyn_cast_or_null<arith::MulFOp>(yieldedOp(g));
-    std::optional<double> factor;
-    if (mul && isArg(mul.getLhs(), g, 0))
-      factor = floatConstant(mul.getRhs());
-    else if (mul && isArg(mul.getRhs(), g, 0))
-      factor = floatConstant(mul.getLhs());
-    if (factor) {
+    if (std::optional<double> factor = constantFactor(yieldedValue(g), g)) {
       c.scale = *factor;
       scores = g.getDpsInputs()[0];
       if (!scores.hasOneUse())

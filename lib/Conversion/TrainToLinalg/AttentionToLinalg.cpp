@@ -56,14 +56,16 @@ struct AttentionBuilder {
   int64_t batch, queries, heads, features, keys, valueFeatures, tile, qtile;
   double scale, maskedScore;
   bool causal;
-  /// [B, T] i1, true where the key is seen; null without one.
-  Value keyMask;
+  /// [B, T], 1 where the key mask shows the key and 0 where it hides it
+  /// (made once, before the loops, from the op's i1 key mask); null
+  /// without one.
+  Value keep;
 
   template <typename OpTy>
   AttentionBuilder(OpBuilder &b, OpTy op)
       : b(b), loc(op.getLoc()), scale(op.getScale().convertToDouble()),
         maskedScore(op.getMaskedScore().convertToDouble()),
-        causal(op.getCausal()), keyMask(op.getKeyMask()) {
+        causal(op.getCausal()) {
     auto q = cast<RankedTensorType>(op.getQuery().getType());
     auto k = cast<RankedTensorType>(op.getKey().getType());
     auto v = cast<RankedTensorType>(op.getValue().getType());
@@ -76,6 +78,15 @@ struct AttentionBuilder {
     valueFeatures = v.getDimSize(3);
     tile = op.getKeyTile() > 0 ? op.getKeyTile() : keys;
     qtile = op.getQueryTile() > 0 ? op.getQueryTile() : queries;
+    if (Value keyMask = op.getKeyMask())
+      keep = generic(empty({batch, keys}), ValueRange{keyMask},
+                     {map(2, {0, 1}), map(2, {0, 1})}, {kPar, kPar},
+                     [&](OpBuilder &nb, Location nl, ValueRange args) {
+                       return arith::SelectOp::create(nb, nl, args[0],
+                                                      constant(nb, nl, 1.0),
+                                                      constant(nb, nl, 0.0))
+                           .getResult();
+                     });
   }
 
   AffineMap map(unsigned loops, ArrayRef<unsigned> dims) {
@@ -148,9 +159,8 @@ struct AttentionBuilder {
   /// that the tile's generics read (their bodies then hold neither
   /// linalg.index nor i1 tensors, and vectorize): `bias` [query_tile,
   /// key_tile], -inf where the key comes after the query and 0 elsewhere
-  /// (with `causal`), and `keep` [B, key_tile], 1 where the key mask shows
-  /// the key and 0 where it hides it (with a key mask). Each is made by a
-  /// small generic of its own.
+  /// (with `causal`), made by a small generic of its own, and the key
+  /// tile of `keep` [B, key_tile] (with a key mask).
   struct Masks {
     Value bias, keep;
   };
@@ -173,17 +183,8 @@ struct AttentionBuilder {
                        constant(nb, nl, 0.0))
                 .getResult();
           });
-    if (keyMask) {
-      Value seen = slice(keyMask, 1, offset, tile);
-      m.keep = generic(empty({batch, tile}), ValueRange{seen},
-                       {map(2, {0, 1}), map(2, {0, 1})}, {kPar, kPar},
-                       [&](OpBuilder &nb, Location nl, ValueRange args) {
-                         return arith::SelectOp::create(nb, nl, args[0],
-                                                        constant(nb, nl, 1.0),
-                                                        constant(nb, nl, 0.0))
-                             .getResult();
-                       });
-    }
+    if (keep)
+      m.keep = slice(keep, 1, offset, tile);
     return m;
   }
 

@@ -64,20 +64,23 @@ func.func @attention(%q: tensor<2x8x3x4xf32>, %k: tensor<2x8x3x4xf32>, %v: tenso
   return %o, %dq, %dk, %dv : tensor<2x8x3x5xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x4xf32>, tensor<2x8x3x5xf32>
 }
 
-// With a key mask: its tile [B, 2] at the key tile becomes a float tile, 1
-// where shown and 0 where hidden, that the masking generics read at (b,
-// j); a key the mask hides scores masked_score, a key after the query
-// -inf; the backward pass's ds is zero where either hides.
+// With a key mask: before the loops it becomes a float tensor, 1 where
+// shown and 0 where hidden, whose tile [B, 2] at the key tile the masking
+// generics read at (b, j); a key the mask hides scores masked_score, a key
+// after the query -inf; the backward pass's ds is zero where either hides.
 // CHECK-LABEL: func.func @key_mask
+// CHECK-SAME: %[[M:arg[0-9]+]]: tensor<2x8xi1>)
+// CHECK: %[[KEEP:.+]] = linalg.generic {{.*}} ins(%[[M]] : tensor<2x8xi1>) outs(%{{.+}} : tensor<2x8xf32>)
+// CHECK: scf.for
 // CHECK: scf.for %[[T:.+]] = %{{.+}} to %{{.+}} step %c2
-// CHECK: %[[MT:.+]] = tensor.extract_slice %[[M:arg[0-9]+]][0, %[[T]]] [2, 2] [1, 1] : tensor<2x8xi1> to tensor<2x2xi1>
-// CHECK: %[[KEEP:.+]] = linalg.generic {{.*}} ins(%[[MT]] : tensor<2x2xi1>) outs(%{{.+}} : tensor<2x2xf32>)
-// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %[[KEEP]] : tensor<2x3x4x2xf32>, tensor<4x2xf32>, tensor<2x2xf32>)
+// CHECK: %[[KT:.+]] = tensor.extract_slice %[[KEEP]][0, %[[T]]] [2, 2] [1, 1] : tensor<2x8xf32> to tensor<2x2xf32>
+// CHECK: linalg.generic {{.*}} ins(%{{.+}}, %{{.+}}, %[[KT]] : tensor<2x3x4x2xf32>, tensor<4x2xf32>, tensor<2x2xf32>)
 // CHECK: %[[UNSEEN:.+]] = arith.cmpf oeq
 // CHECK: %[[MASKED:.+]] = arith.select %[[UNSEEN]], %cst{{.*}}, %{{.+}} : f32
 // CHECK: arith.addf %[[MASKED]]
+// CHECK: %[[KEEP2:.+]] = linalg.generic {{.*}} ins(%[[M]] : tensor<2x8xi1>) outs(%{{.+}} : tensor<2x8xf32>)
 // CHECK: scf.for %[[T2:.+]] = %{{.+}} to %c8{{.*}} step %c2
-// CHECK: tensor.extract_slice %[[M]][0, %[[T2]]] [2, 2] [1, 1]
+// CHECK: tensor.extract_slice %[[KEEP2]][0, %[[T2]]] [2, 2] [1, 1]
 // CHECK: arith.mulf
 // CHECK: arith.cmpf olt
 // CHECK: arith.cmpf oeq
