@@ -938,6 +938,14 @@ func.func @att_tile(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor
 
 // -----
 
+func.func @att_query_tile(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
+  // expected-error @below {{query_tile = 3 must be 0 (one tile) or divide the 4 queries}}
+  %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64, query_tile = 3 : i64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x8xf32>, tensor<2x3x4xf32>)
+  return
+}
+
+// -----
+
 func.func @att_out(%q: tensor<2x4x3x8xf32>, %k: tensor<2x4x3x8xf32>, %v: tensor<2x4x3x8xf32>) {
   // expected-error @below {{out must be 'tensor<2x4x3x8xf32>', got 'tensor<2x4x3x5xf32>'}}
   %o, %l = train.attention %q, %k, %v {scale = 1.0 : f64} : (tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>, tensor<2x4x3x8xf32>) -> (tensor<2x4x3x5xf32>, tensor<2x3x4xf32>)
