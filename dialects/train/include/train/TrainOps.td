@@ -299,11 +299,11 @@ def Train_AttentionOp : Train_Op<"attention", [Pure]> {
     Example:
 
     ```mlir
-    %out, %lse = train.attention %q, %k, %v
+    %out, %lse = train.attention %q, %k, %v key_mask %seen
         {scale = 0.125 : f64, causal, masked_score = -1.0e9 : f64,
-         key_tile = 64 : i64}
+         key_tile = 64 : i64, query_tile = 64 : i64}
         : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
-           tensor<8x1024x12x64xf32>)
+           tensor<8x1024x12x64xf32>, tensor<8x1024xi1>)
         -> (tensor<8x1024x12x64xf32>, tensor<8x12x1024xf32>)
     ```
   }];
@@ -359,7 +359,8 @@ def Train_AttentionGradOp : Train_Op<"attention_grad",
 
     ```mlir
     %dq, %dk, %dv = train.attention_grad %q, %k, %v, %out, %lse, %dout
-        {scale = 0.125 : f64, causal, key_tile = 64 : i64}
+        {scale = 0.125 : f64, causal, key_tile = 64 : i64,
+         query_tile = 64 : i64}
         : (tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
            tensor<8x1024x12x64xf32>, tensor<8x1024x12x64xf32>,
            tensor<8x12x1024xf32>, tensor<8x1024x12x64xf32>)
