@@ -109,6 +109,15 @@ class DeviceMemory:
         stats = self.Stats()
         self.lib.ga_cuda_memory_stats(self.ctypes.byref(stats))
         return stats.peak_bytes
+
+    def empty_cache(self):
+        """Gives the step's cached free blocks back to the driver, so that
+        PyTorch and the next model run in the memory they would have alone
+        (a library built before ga_cuda_empty_cache keeps its cache)."""
+        if hasattr(self.lib, "ga_cuda_empty_cache"):
+            self.lib.ga_cuda_empty_cache.restype = self.ctypes.c_size_t
+            return self.lib.ga_cuda_empty_cache()
+        return 0
 # Inputs larger than this are drawn from their seed by `run`, not stored.
 STORE_BYTES = 32 << 20
 
@@ -185,7 +194,8 @@ def prepare(args):
         json.dump(manifest, f, indent=1)
 
 
-def torch_step(torch, size, arrays, repeat, compiled=False, autocast=False):
+def _torch_step(torch, size, arrays, repeat, compiled=False,
+                autocast=False):
     """(min step seconds, loss, gradients as float64 host arrays, peak
     device bytes) of the model in PyTorch on the GPU: eager, or with the
     forward through torch.compile (its backward compiled by AOTAutograd),
@@ -246,6 +256,15 @@ def torch_step(torch, size, arrays, repeat, compiled=False, autocast=False):
     grads = [t.grad.double().cpu().numpy() for t in p]
     peak = torch.cuda.max_memory_allocated()
     return best, float(loss.detach()), grads, peak
+
+
+def torch_step(torch, *args, **kwargs):
+    """_torch_step, then its caching allocator's blocks back to the
+    driver: the next model (and ga-opt's step) runs in the memory it would
+    have alone."""
+    result = _torch_step(torch, *args, **kwargs)
+    torch.cuda.empty_cache()
+    return result
 
 
 def run(args):
@@ -311,6 +330,7 @@ def run(args):
             resident = min(resident, time.perf_counter() - start)
         resident_results = [o.cpu().numpy() for o in dev_out]
         del dev_args, dev_out
+        memory.empty_cache()
         tt, tloss, tgrads, tpeak = torch_step(torch, size, arrays,
                                               args.repeat,
                                               autocast=args.autocast)

@@ -65,6 +65,8 @@ struct Counts {
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
   int ordinal = -1;
   std::map<uintptr_t, size_t> device; // base -> mapped size
+  // base -> the bytes cuMemAlloc was asked for (a GEMM's bounds).
+  std::map<uintptr_t, size_t> requested;
   std::set<std::string> functions;
   std::set<void *> handles;
   void write() {
@@ -345,6 +347,7 @@ int cuMemAlloc_v2(unsigned long long *p, size_t bytes) {
   if (m == MAP_FAILED)
     return 2; // CUDA_ERROR_OUT_OF_MEMORY
   c.device[reinterpret_cast<uintptr_t>(m)] = size;
+  c.requested[reinterpret_cast<uintptr_t>(m)] = bytes;
   ++c.allocations;
   c.liveBytes += bytes;
   c.peakBytes = c.liveBytes > c.peakBytes ? c.liveBytes : c.peakBytes;
@@ -360,6 +363,7 @@ int cuMemFree_v2(unsigned long long p) {
   c.badCaptures += c.capturing; // Captured work may still read it.
   munmap(reinterpret_cast<void *>(p), it->second);
   c.device.erase(it);
+  c.requested.erase(p);
   ++c.frees;
   return 0;
 }
@@ -423,14 +427,15 @@ int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
   return block.first && block.second >= bytes ? 0 : 7;
 }
 /// Whether a column-major rows x cols matrix of `element`-byte values at
-/// `p` with leading dimension `ld` lies within one device allocation.
+/// `p` with leading dimension `ld` lies within one device allocation (the
+/// bytes asked for, not the page that holds them).
 static bool insideDevice(const void *p, long rows, long cols, long ld,
                          size_t element = sizeof(float)) {
   uintptr_t first = reinterpret_cast<uintptr_t>(p);
   uintptr_t last = first + ((cols - 1) * ld + rows - 1) * element;
   auto block = deviceBlock(first);
   return block.first && rows <= ld &&
-         last + element <= block.first + block.second;
+         last + element <= block.first + counts().requested[block.first];
 }
 
 int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,

@@ -65,6 +65,9 @@ const char *ga_cuda_device_name(const char **reason);
  * workspace), as ga_memory_stats counts the CPU allocator's. */
 void ga_cuda_memory_stats(ga_memory *out);
 void ga_cuda_memory_reset_peak(void);
+/* Gives the cached free blocks back to the driver (after the stream is
+ * done with them), as torch.cuda.empty_cache does; returns their bytes. */
+size_t ga_cuda_empty_cache(void);
 /* The first CUDA failure not yet reported by a step's exit, or NULL. */
 const char *ga_cuda_last_error(void);
 /* How the sums of a data-parallel step travel between ranks: "NCCL" or

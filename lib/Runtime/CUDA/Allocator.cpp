@@ -22,6 +22,20 @@ namespace ga::cuda {
 /// Marks a live block that is not counted in the step's bytes.
 static constexpr size_t kUncounted = size_t(1) << 63;
 
+/// Frees every cached block once the stream is done with them; returns
+/// their bytes.
+static size_t emptyCache(State &s) {
+  size_t bytes = s.cachedBytes;
+  if (s.cached.empty())
+    return 0;
+  s.cu.cuStreamSynchronize(s.stream);
+  for (auto &[cachedSize, block] : s.cached)
+    s.cu.cuMemFree_v2(block);
+  s.cached.clear();
+  s.cachedBytes = 0;
+  return bytes;
+}
+
 CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
   if (!ensureInitialized(s))
     return 0;
@@ -37,11 +51,7 @@ CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
     // (Not while a graph is captured: the stream cannot be waited for.)
     if (rc != 0 && !s.cached.empty() && !s.graph.capturing) {
       // Out of memory: give the cache back and try once more.
-      s.cu.cuStreamSynchronize(s.stream);
-      for (auto &[cachedSize, block] : s.cached)
-        s.cu.cuMemFree_v2(block);
-      s.cached.clear();
-      s.cachedBytes = 0;
+      emptyCache(s);
       rc = s.cu.cuMemAlloc_v2(&pointer, size);
     }
     if (!check(s, rc,
@@ -138,6 +148,16 @@ void ga_cuda_memory_reset_peak(void) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.peakBytes = s.currentBytes;
+}
+
+size_t ga_cuda_empty_cache(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  // Not while a graph is captured (its stream cannot be waited for), nor
+  // before the runtime has a context.
+  if (!s.usable || s.graph.capturing)
+    return 0;
+  return emptyCache(s);
 }
 
 } // extern "C"

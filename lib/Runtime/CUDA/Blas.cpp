@@ -89,9 +89,14 @@ static bool setMathMode(State &s, GemmPrecision precision) {
   return true;
 }
 
-/// The rounding kernel: out[i] = bf16(in[i]) for i < n, a grid-stride loop.
-/// PTX, compiled by the driver when first loaded (sm_80 and later: the
-/// first with cvt.rn.bf16.f32).
+/// The rounding kernels, PTX compiled by the driver when first loaded
+/// (sm_80 and later: the first with cvt.rn.bf16.f32). ga_round_to_bf16:
+/// out[i] = bf16(in[i]) for i < n, a grid-stride loop.
+/// ga_round_matrices_to_bf16: `count` row-major rows x cols matrices, the
+/// b-th at in + b stride with leading dimension ld, into one compact block:
+/// out[(b rows + r) cols + c] = bf16(in[b stride + r ld + c]); one block of
+/// threads per matrix row (t = b rows + r, a grid-stride loop over the
+/// count * rows of them), its threads along the row.
 static const char kRoundPtx[] = R"ptx(
 .version 7.8
 .target sm_80
@@ -133,6 +138,64 @@ LOOP:
 DONE:
   ret;
 }
+
+.visible .entry ga_round_matrices_to_bf16(
+    .param .u64 ga_in, .param .u64 ga_out, .param .u64 ga_rows,
+    .param .u64 ga_cols, .param .u64 ga_ld, .param .u64 ga_stride,
+    .param .u64 ga_total)
+{
+  .reg .pred %p;
+  .reg .b16 %h;
+  .reg .f32 %f;
+  .reg .b32 %bid, %gdim, %tix, %bdim;
+  .reg .b64 %in, %out, %rows, %cols, %ld, %stride, %total, %t, %b, %r, %c,
+      %src, %dst, %a, %tstep, %cstep;
+  ld.param.u64 %in, [ga_in];
+  ld.param.u64 %out, [ga_out];
+  ld.param.u64 %rows, [ga_rows];
+  ld.param.u64 %cols, [ga_cols];
+  ld.param.u64 %ld, [ga_ld];
+  ld.param.u64 %stride, [ga_stride];
+  ld.param.u64 %total, [ga_total];
+  cvta.to.global.u64 %in, %in;
+  cvta.to.global.u64 %out, %out;
+  mov.u32 %bid, %ctaid.x;
+  mov.u32 %gdim, %nctaid.x;
+  mov.u32 %tix, %tid.x;
+  mov.u32 %bdim, %ntid.x;
+  cvt.u64.u32 %t, %bid;
+  cvt.u64.u32 %tstep, %gdim;
+  cvt.u64.u32 %cstep, %bdim;
+ROW:
+  setp.ge.u64 %p, %t, %total;
+  @%p bra DONE;
+  div.u64 %b, %t, %rows;
+  mul.lo.u64 %r, %b, %rows;
+  sub.u64 %r, %t, %r;
+  mul.lo.u64 %src, %b, %stride;
+  mad.lo.u64 %src, %r, %ld, %src;
+  mul.lo.u64 %dst, %t, %cols;
+  cvt.u64.u32 %c, %tix;
+COL:
+  setp.ge.u64 %p, %c, %cols;
+  @%p bra NEXT;
+  add.u64 %a, %src, %c;
+  shl.b64 %a, %a, 2;
+  add.u64 %a, %in, %a;
+  ld.global.f32 %f, [%a];
+  cvt.rn.bf16.f32 %h, %f;
+  add.u64 %a, %dst, %c;
+  shl.b64 %a, %a, 1;
+  add.u64 %a, %out, %a;
+  st.global.b16 [%a], %h;
+  add.u64 %c, %c, %cstep;
+  bra COL;
+NEXT:
+  add.u64 %t, %t, %tstep;
+  bra ROW;
+DONE:
+  ret;
+}
 )ptx";
 
 /// The elements a row-major matrix of `count` copies `stride` apart spans
@@ -148,18 +211,29 @@ static int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
 /// The `elements` float32 values at `source` rounded to bfloat16 into a
 /// block of the allocator (ga_round_to_bf16 on the step's stream); 0 on
 /// failure, recorded.
+static bool loadRounding(State &s) {
+  Blas &blas = s.blas;
+  if (blas.roundToBf16 && blas.roundMatrices)
+    return true;
+  if (!blas.roundModule &&
+      !check(s, s.cu.cuModuleLoadData(&blas.roundModule, kRoundPtx),
+             "cuModuleLoadData (the bfloat16 rounding kernels)"))
+    return false;
+  return check(s,
+               s.cu.cuModuleGetFunction(&blas.roundToBf16, blas.roundModule,
+                                        "ga_round_to_bf16"),
+               "cuModuleGetFunction(ga_round_to_bf16)") &&
+         check(s,
+               s.cu.cuModuleGetFunction(&blas.roundMatrices, blas.roundModule,
+                                        "ga_round_matrices_to_bf16"),
+               "cuModuleGetFunction(ga_round_matrices_to_bf16)");
+}
+
 static CUdeviceptr roundedToBf16(State &s, const float *source,
                                  int64_t elements) {
   Blas &blas = s.blas;
-  if (!blas.roundToBf16) {
-    if (!check(s, s.cu.cuModuleLoadData(&blas.roundModule, kRoundPtx),
-               "cuModuleLoadData (the bfloat16 rounding kernel)") ||
-        !check(s,
-               s.cu.cuModuleGetFunction(&blas.roundToBf16, blas.roundModule,
-                                        "ga_round_to_bf16"),
-               "cuModuleGetFunction(ga_round_to_bf16)"))
-      return 0;
-  }
+  if (!loadRounding(s))
+    return 0;
   CUdeviceptr rounded =
       allocate(s, static_cast<size_t>(std::max<int64_t>(elements, 1)) * 2,
                /*counted=*/true);
@@ -183,16 +257,68 @@ static CUdeviceptr roundedToBf16(State &s, const float *source,
   return rounded;
 }
 
+/// `count` rows x cols matrices at `source` (the b-th at b * stride, rows
+/// `ld` apart) rounded to bfloat16 into one compact block of the allocator
+/// (rows * cols apart, rows `cols` apart; ga_round_matrices_to_bf16); 0 on
+/// failure, recorded.
+static CUdeviceptr compactToBf16(State &s, const float *source, int64_t rows,
+                                 int64_t cols, int64_t ld, int64_t count,
+                                 int64_t stride) {
+  if (!loadRounding(s))
+    return 0;
+  int64_t elements = count * rows * cols;
+  CUdeviceptr rounded =
+      allocate(s, static_cast<size_t>(std::max<int64_t>(elements, 1)) * 2,
+               /*counted=*/true);
+  if (!rounded || elements == 0)
+    return rounded;
+  uint64_t in = reinterpret_cast<uintptr_t>(source), out = rounded,
+           r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols),
+           l = static_cast<uint64_t>(ld), st = static_cast<uint64_t>(stride),
+           total = static_cast<uint64_t>(count * rows);
+  void *params[] = {&in, &out, &r, &c, &l, &st, &total};
+  // Threads along a row (a warp at least, 256 at most), a block per row up
+  // to a grid of 65,536 (the loop takes the rest).
+  unsigned threads = static_cast<unsigned>(
+      std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 256));
+  unsigned blocks =
+      static_cast<unsigned>(std::min<int64_t>(count * rows, int64_t(1) << 16));
+  if (!check(s,
+             s.cu.cuLaunchKernel(s.blas.roundMatrices, blocks, 1, 1, threads, 1,
+                                 1, 0, s.stream, params, nullptr),
+             "cuLaunchKernel (the bfloat16 rounding kernel of a batch)")) {
+    release(s, rounded);
+    return 0;
+  }
+  return rounded;
+}
+
+/// One operand of a GEMM rounded: a single matrix's span as it lies (its
+/// leading dimension kept, as cuBLASLt's plans of bias GEMMs expect), a
+/// batch whose matrices lie back to back likewise, a batch whose matrices
+/// lie apart (or overlap) gathered into a compact block. Sets ld and stride
+/// to the rounded operand's.
+static CUdeviceptr roundOperand(State &s, const float *source, int64_t rows,
+                                int64_t cols, int64_t count, int64_t &ld,
+                                int64_t &stride) {
+  bool compact = ld == cols && stride == rows * cols;
+  if (count <= 1 || compact || rows == 0 || cols == 0)
+    return roundedToBf16(s, source, matrixSpan(rows, cols, ld, count, stride));
+  CUdeviceptr rounded = compactToBf16(s, source, rows, cols, ld, count, stride);
+  ld = cols;
+  stride = rows * cols;
+  return rounded;
+}
+
 RoundedOperands::RoundedOperands(State &s, int32_t transA, int32_t transB,
                                  int64_t m, int64_t n, int64_t k, int64_t count,
                                  const float *a, int64_t lda, int64_t strideA,
                                  const float *b, int64_t ldb, int64_t strideB)
-    : s(s) {
-  this->a = roundedToBf16(
-      s, a, matrixSpan(transA ? k : m, transA ? m : k, lda, count, strideA));
+    : s(s), ldA(lda), stA(strideA), ldB(ldb), stB(strideB) {
+  this->a = roundOperand(s, a, transA ? k : m, transA ? m : k, count, ldA, stA);
   if (this->a)
-    this->b = roundedToBf16(
-        s, b, matrixSpan(transB ? n : k, transB ? k : n, ldb, count, strideB));
+    this->b =
+        roundOperand(s, b, transB ? n : k, transB ? k : n, count, ldB, stB);
 }
 
 RoundedOperands::~RoundedOperands() {
@@ -282,6 +408,13 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   const void *inA = bf16 ? rounded->roundedA() : A;
   const void *inB = bf16 ? rounded->roundedB() : B;
   // cuBLAS's column-major sizes: the transposed product (see above).
+  // gpu-bf16's operands may lie compactly (RoundedOperands).
+  if (bf16) {
+    lda = rounded->lda();
+    strideA = rounded->strideA();
+    ldb = rounded->ldb();
+    strideB = rounded->strideB();
+  }
   int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
   int rows = static_cast<int>(n), cols = static_cast<int>(m),
       depth = static_cast<int>(k), ldA = static_cast<int>(ldb),

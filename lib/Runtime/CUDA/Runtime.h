@@ -69,9 +69,11 @@ struct Blas {
   /// The fixed workspace, shared with cuBLASLt.
   CUdeviceptr workspace = 0;
   size_t workspaceBytes = 0;
-  /// The kernel that rounds gpu-bf16's operands (loaded on first use).
+  /// The kernels that round gpu-bf16's operands (loaded on first use):
+  /// a span as it lies, a batch of matrices into a compact block.
   CUmodule roundModule = nullptr;
   CUfunction roundToBf16 = nullptr;
+  CUfunction roundMatrices = nullptr;
 };
 
 /// The descriptors and algorithm of one shape of bias GEMM (BlasLt.cpp).
@@ -227,10 +229,20 @@ public:
   explicit operator bool() const { return a && b; }
   const void *roundedA() const { return reinterpret_cast<const void *>(a); }
   const void *roundedB() const { return reinterpret_cast<const void *>(b); }
+  /// The rounded operands' leading dimensions and strides: the given ones
+  /// for a single product (its span rounded as it lies), else those of the
+  /// compact block when the batch's matrices lie apart (each call of a
+  /// batch over sequences, say, would otherwise round every head of the
+  /// [B S, 3 D] projection for one head's products).
+  int64_t lda() const { return ldA; }
+  int64_t strideA() const { return stA; }
+  int64_t ldb() const { return ldB; }
+  int64_t strideB() const { return stB; }
 
 private:
   State &s;
   CUdeviceptr a = 0, b = 0;
+  int64_t ldA = 0, stA = 0, ldB = 0, stB = 0;
 };
 
 // Profile.cpp.

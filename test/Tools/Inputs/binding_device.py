@@ -83,6 +83,14 @@ on_host = memory.peak()
 memory.reset()
 step(*args, out=outs)
 print("step buffers:", on_host > 0, memory.peak() == on_host)
+# The cache of freed blocks given back to the driver (ga_cuda_empty_cache,
+# between the benchmark's models): bytes the first time, none the second;
+# the next step allocates again.
+freed = memory.empty_cache()
+print("empty cache:", freed > 0, memory.empty_cache() == 0)
+after = step(*args, out=outs)
+print("after empty cache:", [a.shape for a in after] ==
+      [r.shape for r in results])
 w = host[0]
 attempt("shape", lambda: step(Device(w.shape[::-1], w.dtype), *args[1:]))
 attempt("layout", lambda: step(
