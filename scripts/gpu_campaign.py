@@ -26,6 +26,8 @@ markdown report.
         large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
         attention/  GPT-2 124M's shape at B 8 with the attention over
                 tiles of 128 queries and keys (attention-key-tile=128),
+                and attention-1024/ as one tile of 1024 (the backward
+                pass recomputes the probabilities: no scores kept),
                 float32;
         this script and cuda_gemm_check.py.
   python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
@@ -39,7 +41,8 @@ markdown report.
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
       and bf16), then the float32 benchmark at B 8 and 16, and last B 8
-      with the attention over query and key tiles. `--only STAGE,...`
+      with the attention over tiles of 128 queries and keys, then as one
+      tile of 1024. `--only STAGE,...`
       runs some stages (device, steps, gemm, bench, graph, bf16, profile, large,
       attention).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
@@ -105,6 +108,14 @@ def prepare(args):
                        os.path.join(out, "attention"), "--chip", args.chip,
                        "--sizes", "gpt2_b8", "--pipeline-options",
                        "attention-key-tile=128"]),
+        # One tile of all 1024 queries and keys: no loop of small products,
+        # and still no [B, H, S, S] tensor kept for the backward pass.
+        ("attention-1024", [py, os.path.join(HERE, "bench_cuda.py"),
+                            "prepare", "--build", build, "--out",
+                            os.path.join(out, "attention-1024"), "--chip",
+                            args.chip, "--sizes", "gpt2_b8",
+                            "--pipeline-options",
+                            "attention-key-tile=1024"]),
     ]
     for name, cmd in steps:
         start = time.time()
@@ -262,6 +273,11 @@ def run(args):
                         [py, os.path.join(root, "attention", "bench_cuda.py"),
                          "run", "--repeat", "5", "--tolerance", "1e-3"],
                         env=env, budget=150, must_pass=False)
+    attention = (attention or "") + (c.stage(
+        "attention", ATTENTION_WHOLE,
+        [py, os.path.join(root, "attention-1024", "bench_cuda.py"), "run",
+         "--repeat", "5", "--tolerance", "1e-3", "--no-compile"],
+        env=env, budget=90, must_pass=False) or "")
     write_report(c, args, facts, check, bench, graph, bf16, profile, large,
                  attention)
     return 1 if c.failed else 0
@@ -288,6 +304,8 @@ print("loss", step.summary(r)[0], flush=True)
 LARGE = "benchmark at B 8 and 16, float32"
 ATTENTION = ("benchmark at B 8, attention over tiles of 128 queries and "
              "keys, float32")
+ATTENTION_WHOLE = ("benchmark at B 8, attention as one tile of 1024 queries "
+                   "and keys (no scores kept for the backward pass), float32")
 
 
 def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
