@@ -22,6 +22,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/LinalgMatchers.h"
 #include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -37,33 +38,20 @@ namespace ga {
 } // namespace ga
 
 using namespace mlir;
+using ga::combinesInputAndOutput;
+using ga::fillValue;
+using ga::floatConstant;
+using ga::hasUsers;
+using ga::isArg;
+using ga::producer;
+using ga::yieldedOp;
 
 namespace {
-
-/// The value a generic yields, when it yields one.
-Operation *yieldedOp(linalg::GenericOp g) {
-  auto yield = cast<linalg::YieldOp>(g.getBody()->getTerminator());
-  if (yield.getNumOperands() != 1)
-    return nullptr;
-  return yield.getOperand(0).getDefiningOp();
-}
 
 /// The first value a generic yields (its only one, where it has one
 /// result).
 Value yieldedValue(linalg::GenericOp g) {
   return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
-}
-
-bool isArg(Value v, linalg::GenericOp g, unsigned i) {
-  auto arg = dyn_cast<BlockArgument>(v);
-  return arg && arg.getOwner() == g.getBody() && arg.getArgNumber() == i;
-}
-
-std::optional<double> floatConstant(Value v) {
-  FloatAttr attr;
-  if (matchPattern(v, m_Constant(&attr)))
-    return attr.getValueAsDouble();
-  return std::nullopt;
 }
 
 /// c where `v` is mulf(input 0 of `g`, c) or mulf(c, input 0), c a float
@@ -75,13 +63,6 @@ std::optional<double> constantFactor(Value v, linalg::GenericOp g) {
   if (mul && isArg(mul.getRhs(), g, 0))
     return floatConstant(mul.getLhs());
   return std::nullopt;
-}
-
-std::optional<double> fillValue(Value init) {
-  auto fill = init.getDefiningOp<linalg::FillOp>();
-  if (!fill)
-    return std::nullopt;
-  return floatConstant(fill.getInputs()[0]);
 }
 
 /// The loop dimensions of `map`'s results, when each is a plain dimension.
@@ -174,25 +155,6 @@ bool isRowReduction(linalg::GenericOp g) {
     return false;
   SmallVector<AffineMap> maps = g.getIndexingMapsArray();
   return dimsAre(maps[0], {0, 1, 2, 3}) && dimsAre(maps[1], {0, 1, 2});
-}
-
-/// Whether `op` combines the body's input 0 and its output (arg 1).
-template <typename OpTy> bool combinesInputAndOutput(linalg::GenericOp g) {
-  auto op = dyn_cast_or_null<OpTy>(yieldedOp(g));
-  return op && ((isArg(op.getLhs(), g, 0) && isArg(op.getRhs(), g, 1)) ||
-                (isArg(op.getLhs(), g, 1) && isArg(op.getRhs(), g, 0)));
-}
-
-linalg::GenericOp producer(Value v) {
-  return v.getDefiningOp<linalg::GenericOp>();
-}
-
-bool hasUsers(Value v, ArrayRef<Operation *> users) {
-  SmallVector<Operation *> got(v.getUsers());
-  if (got.size() != users.size())
-    return false;
-  return llvm::all_of(users,
-                      [&](Operation *u) { return llvm::is_contained(got, u); });
 }
 
 /// What a loop of a mask's generic, or a dimension of a tensor it reads,
@@ -615,53 +577,16 @@ struct Chain {
 bool matchSoftmax(Value probsValue, Operation *user, Chain &c,
                   ArrayRef<Operation *> moreReaders = {}) {
   linalg::GenericOp probs = producer(probsValue);
-  if (!probs || !isRowwise(probs, 2) || !hasUsers(probsValue, {user}))
+  if (!probs || probs.getNumLoops() != 4 || !hasUsers(probsValue, {user}))
     return false;
-  auto div = dyn_cast_or_null<arith::DivFOp>(yieldedOp(probs));
-  if (!div || !isArg(div.getLhs(), probs, 0) || !isArg(div.getRhs(), probs, 1))
+  std::optional<ga::SoftmaxChain> softmax = ga::matchSoftmax(probs);
+  if (!softmax)
     return false;
-  linalg::GenericOp exp = producer(probs.getDpsInputs()[0]);
-  linalg::GenericOp sum = producer(probs.getDpsInputs()[1]);
-  // sum over the keys of exp, from zero.
-  if (!sum || !isRowReduction(sum) || fillValue(sum.getDpsInits()[0]) != 0.0 ||
-      !combinesInputAndOutput<arith::AddFOp>(sum) ||
-      !hasUsers(sum->getResult(0), {probs}))
-    return false;
-  if (!exp || sum.getDpsInputs()[0] != exp->getResult(0) ||
-      !hasUsers(exp->getResult(0), {sum, probs}))
-    return false;
-  auto e = dyn_cast_or_null<math::ExpOp>(yieldedOp(exp));
-  if (!e)
-    return false;
-  // exp(s - max) in one generic, or exp(d) of d = s - max.
-  linalg::GenericOp sub = exp;
-  arith::SubFOp difference;
-  if (isRowwise(exp, 1) && isArg(e.getOperand(), exp, 0)) {
-    sub = producer(exp.getDpsInputs()[0]);
-    if (!sub || !hasUsers(sub->getResult(0), {exp}))
-      return false;
-    difference = dyn_cast_or_null<arith::SubFOp>(yieldedOp(sub));
-  } else {
-    difference = e.getOperand().getDefiningOp<arith::SubFOp>();
-  }
-  if (!difference || !isRowwise(sub, 2) ||
-      !isArg(difference.getLhs(), sub, 0) ||
-      !isArg(difference.getRhs(), sub, 1))
-    return false;
-  Value scores = sub.getDpsInputs()[0];
-  linalg::GenericOp rowMax = producer(sub.getDpsInputs()[1]);
-  // The maximum over the keys, from at most the lowest float.
-  std::optional<double> lowest =
-      rowMax ? fillValue(rowMax.getDpsInits()[0]) : std::nullopt;
-  SmallVector<Operation *> readers{rowMax, sub};
+  SmallVector<Operation *> readers{softmax->rowMax, softmax->difference};
   readers.append(moreReaders.begin(), moreReaders.end());
-  if (!rowMax || !isRowReduction(rowMax) || !lowest || *lowest > -3.0e38 ||
-      rowMax.getDpsInputs()[0] != scores ||
-      !(combinesInputAndOutput<arith::MaximumFOp>(rowMax) ||
-        combinesInputAndOutput<arith::MaxNumFOp>(rowMax)) ||
-      !hasUsers(rowMax->getResult(0), {sub}) || !hasUsers(scores, readers))
+  if (!hasUsers(softmax->scores, readers))
     return false;
-  c.maskedScores = scores;
+  c.maskedScores = softmax->scores;
   return true;
 }
 

@@ -15,7 +15,8 @@
   threads, within 1e-5 of the scalar code (fused multiply-adds).
 
 - The memory: the step's measured peak (ga-run --report-memory, CPU) is
-  below the unfused step's (no [B, H, S, S] tensor), and the memory model
+  below the unfused step's by one [B, H, S, S] tensor at least (the
+  probabilities the unfused step keeps per layer), and the memory model
   predicts it to the byte.
 
 The gradients through the tiles against finite differences of a float64
@@ -119,11 +120,16 @@ def main():
         check.close(f"tiles of {tile}: the model's peak vs the measured",
                     model, measured, rtol=0)
         peaks[tile] = measured
-    lower = peaks[4] < 0.9 * peaks[0]
+    # The unfused step keeps each layer's probabilities, [B, H, S, S] =
+    # [8, 2, 16, 16] floats, for the backward pass; the tiles keep none, so
+    # their peak is lower by one such tensor at least.
+    scores = 8 * 2 * 16 * 16 * 4
+    lower = peaks[4] <= peaks[0] - scores
     check.checks += 1
     check.failures += 0 if lower else 1
     print(f"{'ok  ' if lower else 'FAIL'} attention tiles: peak bytes with "
-          f"tiles of 4 {peaks[4]}, unfused {peaks[0]}: must be 10% lower")
+          f"tiles of 4 {peaks[4]}, unfused {peaks[0]}: must be lower by "
+          f"one [B, H, S, S] tensor ({scores} B) at least")
     check.finish()
 
 

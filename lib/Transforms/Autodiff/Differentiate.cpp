@@ -14,6 +14,8 @@
 #include "ADInternal.h"
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/LinalgMatchers.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
@@ -232,10 +234,77 @@ LogicalResult adjointCheckpoint(Operation *op, Sweep &sweep) {
   return sweep.reverse(recomputed);
 }
 
+/// The softmax written as five generics (ga::matchSoftmax) ending at
+/// `probs`, differentiated as one function when the probabilities have an
+/// adjoint dp: ds = p * (dp - sum_j dp_j p_j), added to the scores'
+/// adjoint. The backward pass then reads the probabilities alone, as
+/// softmax's own gradient does, where the rules of the five generics read
+/// the scores (the maximum's gradient), the exponentials and their sum: two
+/// more [.., T] tensors kept per softmax, and more work. The maximum's
+/// contribution, zero in exact arithmetic, is not computed. The chain's
+/// intermediates, read by nothing else, get no adjoint, so the sweep skips
+/// their generics. Returns false (nothing built) where `op` is no such
+/// softmax.
+static bool adjointSoftmax(Operation *op, Sweep &sweep) {
+  auto probs = dyn_cast<linalg::GenericOp>(op);
+  std::optional<ga::SoftmaxChain> c =
+      probs ? ga::matchSoftmax(probs) : std::nullopt;
+  if (!c)
+    return false;
+  for (linalg::GenericOp g : {c->rowMax, c->difference, c->exp, c->sum})
+    if (sweep.getAdjoint(g->getResult(0)))
+      return false;
+  Value p = probs->getResult(0);
+  Value dp = sweep.getAdjoint(p);
+  if (!dp || !sweep.isActive(c->scores))
+    return true; // Nothing reaches the scores.
+  OpBuilder &b = sweep.builder;
+  Location loc = probs.getLoc();
+  auto type = cast<RankedTensorType>(p.getType());
+  Type element = type.getElementType();
+  unsigned rank = type.getRank();
+  MLIRContext *ctx = b.getContext();
+  AffineMap all = AffineMap::getMultiDimIdentityMap(rank, ctx);
+  AffineMap row = AffineMap::get(rank, 0, all.getResults().drop_back(), ctx);
+  SmallVector<utils::IteratorType> rowLoops(rank - 1,
+                                            utils::IteratorType::parallel);
+  rowLoops.push_back(utils::IteratorType::reduction);
+  // r = sum_j dp_j p_j, from zero.
+  Value zeros = ga::filledTensor(b, loc, type.getShape().drop_back(),
+                                 b.getZeroAttr(element));
+  Value r = linalg::GenericOp::create(
+                b, loc, zeros.getType(), ValueRange{dp, p}, zeros,
+                ArrayRef<AffineMap>{all, all, row}, rowLoops,
+                [](OpBuilder &nb, Location l, ValueRange args) {
+                  Value product =
+                      arith::MulFOp::create(nb, l, args[0], args[1]);
+                  Value sum = arith::AddFOp::create(nb, l, product, args[2]);
+                  linalg::YieldOp::create(nb, l, sum);
+                })
+                ->getResult(0);
+  // ds = p * (dp - r).
+  Value empty = tensor::EmptyOp::create(b, loc, type.getShape(), element);
+  SmallVector<utils::IteratorType> loops(rank, utils::IteratorType::parallel);
+  Value ds =
+      linalg::GenericOp::create(
+          b, loc, type, ValueRange{p, dp, r}, empty,
+          ArrayRef<AffineMap>{all, all, row, all}, loops,
+          [](OpBuilder &nb, Location l, ValueRange args) {
+            Value centered = arith::SubFOp::create(nb, l, args[1], args[2]);
+            Value product = arith::MulFOp::create(nb, l, args[0], centered);
+            linalg::YieldOp::create(nb, l, product);
+          })
+          ->getResult(0);
+  sweep.addAdjoint(loc, c->scores, ds);
+  return true;
+}
+
 LogicalResult Sweep::reverse(ArrayRef<Operation *> ops) {
   for (Operation *op : llvm::reverse(ops)) {
     if (llvm::none_of(op->getResults(),
                       [&](Value r) { return bool(getAdjoint(r)); }))
+      continue;
+    if (adjointSoftmax(op, *this))
       continue;
     auto differentiable = dyn_cast<DifferentiableOpInterface>(op);
     if (!differentiable)

@@ -1,0 +1,67 @@
+//===- LinalgMatchers.h - Structural matches of linalg.generic ---*- C++
+//-*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// What train-raise-attention and train-differentiate both recognize in
+// linalg on tensors: a generic's body, its fill, its readers, and the
+// softmax written as five generics (row maximum, subtraction, exponential,
+// row sum, division).
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_UTILS_LINALGMATCHERS_H
+#define GA_UTILS_LINALGMATCHERS_H
+
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/IR/Value.h"
+#include "llvm/ADT/ArrayRef.h"
+
+#include <optional>
+
+namespace ga {
+
+/// The op whose result a generic yields, when it yields one value.
+mlir::Operation *yieldedOp(mlir::linalg::GenericOp g);
+
+/// Whether `v` is the `i`-th block argument of `g`'s body.
+bool isArg(mlir::Value v, mlir::linalg::GenericOp g, unsigned i);
+
+/// The value of a float constant.
+std::optional<double> floatConstant(mlir::Value v);
+
+/// The value `init` is filled with (linalg.fill of a float constant).
+std::optional<double> fillValue(mlir::Value init);
+
+/// The generic that defines `v`, or null.
+mlir::linalg::GenericOp producer(mlir::Value v);
+
+/// Whether exactly `users` read `v` (each once).
+bool hasUsers(mlir::Value v, llvm::ArrayRef<mlir::Operation *> users);
+
+/// Whether the body yields OpTy(input 0, output) or OpTy(output, input 0).
+template <typename OpTy>
+bool combinesInputAndOutput(mlir::linalg::GenericOp g) {
+  auto op = llvm::dyn_cast_or_null<OpTy>(yieldedOp(g));
+  return op && ((isArg(op.getLhs(), g, 0) && isArg(op.getRhs(), g, 1)) ||
+                (isArg(op.getLhs(), g, 1) && isArg(op.getRhs(), g, 0)));
+}
+
+/// probs = exp(s - max_j s) / sum_j exp(s - max_j s) along the last of N
+/// loops: the row maximum (from at most the lowest float), the
+/// subtraction (in the exponential's generic or one of its own), the
+/// exponential, its row sum (from zero) and the division, each generic
+/// over identity maps (a row value read at the first N - 1 loops), each
+/// intermediate read only by the next steps of the chain. The scores may
+/// have other readers.
+struct SoftmaxChain {
+  mlir::Value scores;
+  mlir::linalg::GenericOp rowMax, difference, exp, sum, probs;
+};
+std::optional<SoftmaxChain> matchSoftmax(mlir::linalg::GenericOp probs);
+
+} // namespace ga
+
+#endif // GA_UTILS_LINALGMATCHERS_H
