@@ -93,9 +93,13 @@ class Case:
             [os.path.join(self.bin, "ga-compile"), "--target=cuda",
              self.source, "-o", lib, "--pipeline-options", options],
             capture_output=True, text=True)
-        self.stderr = done.stderr
-        planned = re.search(r"planned peak (\d+) bytes", done.stderr)
-        self.chosen = re.search(r"microbatches (\d+) chosen", done.stderr)
+        self.stdout, self.stderr = done.stdout, done.stderr
+        # ga-compile's line of what the planner chose (train.memory_plan).
+        plan = re.search(r"^memory_plan: microbatches (\d+) \((\w+)\), "
+                         r"planned peak (\d+) bytes", done.stdout, re.M)
+        planned = plan.group(3) if plan else None
+        self.chosen = (plan.group(1) if plan and plan.group(2) == "auto"
+                       else None)
         smallest = re.search(r"the smallest peak the planner reaches is "
                              r"(\d+) bytes", done.stderr)
         if done.returncode:
@@ -103,7 +107,7 @@ class Case:
                 sys.exit(f"device_budget.py: {self.name} at budget {budget}:"
                          f"\n{done.stderr[-2000:]}")
             return None, None, int(smallest.group(1))
-        return lib, int(planned.group(1)) if planned else None, None
+        return lib, int(planned) if planned else None, None
 
     def measure(self, lib):
         """(step_peak_bytes, the stand-in's device peak) of one step."""
@@ -196,7 +200,7 @@ def main():
             problems.append(f"{name}: budget {budget}, microbatches=auto: "
                             f"predicted {planned}, device peak "
                             f"{device_peak}")
-        k = case.chosen.group(1) if case.chosen else "?"
+        k = case.chosen or "?"
         print(f"| {name} | {budget}, microbatches=auto (k = {k}) | {planned} "
               f"| {step} | {device_peak} | {device_peak / budget - 1:+.0%} |")
     if args.check:

@@ -100,13 +100,14 @@ def main():
     if lib is None:
         sys.exit(f"device_scenario: ga-compile failed:\n{case.stderr}")
     remark = re.search(r"remark: (train-plan-remat: .*)", case.stderr)
-    plan = remark and re.search(r"(\d+) checkpoints over (\d+) units "
-                                r"\(recomputed ([\d.]+)% of the forward "
-                                r"work\)", remark.group(1))
-    if not (plan and case.chosen and predicted):
+    # ga-compile's line of the planner's choice (train.memory_plan).
+    plan = re.search(r"^memory_plan: .* (\d+) checkpoint\(s\) over (\d+) "
+                     r"unit\(s\), recomputed ([\d.]+)% of the forward work",
+                     case.stdout, re.M)
+    if not (plan and case.chosen and predicted and remark):
         sys.exit("device_scenario: cannot read the plan from:\n"
-                 f"{case.stderr}")
-    k = case.chosen
+                 f"{case.stdout}{case.stderr}")
+    k = int(case.chosen)
     print(f"compiled in {compiled:.0f} s; the planner: {remark.group(1)}",
           flush=True)
 
@@ -123,8 +124,8 @@ def main():
     measured = int(measured.group(1))
     gib = 2**30
     print(f"ran on the driver stand-in in {time.time() - start:.0f} s")
-    print(f"choice: k = {k.group(1)} micro-batches of "
-          f"{args.batch // int(k.group(1))} sequences, {plan.group(1)} "
+    print(f"choice: k = {k} micro-batches of "
+          f"{args.batch // k} sequences, {plan.group(1)} "
           f"checkpoint(s) over {plan.group(2)} unit(s), recomputation "
           f"{plan.group(3)}% of the forward work; predicted "
           f"{predicted / gib:.2f} GiB, measured {measured / gib:.2f} GiB "

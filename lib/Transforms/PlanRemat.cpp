@@ -556,6 +556,7 @@ struct TrainPlanRematPass
                                   builder.getI64IntegerAttr(chosen->unplanned)),
              builder.getNamedAttr("checkpoints",
                                   builder.getI64IntegerAttr(checkpoints)),
+             builder.getNamedAttr("units", builder.getI64IntegerAttr(count)),
              builder.getNamedAttr(
                  "recomputed",
                  builder.getStringAttr(percent(chosen->cost) + "%")),

@@ -57,7 +57,7 @@
 // AUTO: remark: train-plan-remat: budget 15000 bytes; microbatches 4 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time {{.*}}; k=4: 0.0% recomputed, time {{.*}}; 7 units; without new checkpoints 12424 bytes; 0 checkpoints over 0 units
 // AUTO-LABEL: func.func @chain
 // AUTO: train.step
-// AUTO-SAME: microbatches = 4 : i64, train.memory_plan = {budget = 15000 : i64, checkpoints = 0 : i64, choice = "auto", peak = 12424 : i64, recomputed = "0.0%", unplanned = 12424 : i64}
+// AUTO-SAME: microbatches = 4 : i64, train.memory_plan = {budget = 15000 : i64, checkpoints = 0 : i64, choice = "auto", peak = 12424 : i64, recomputed = "0.0%", units = 0 : i64, unplanned = 12424 : i64}
 
 // A dearer micro-batch tips the choice to k = 2 with checkpoints.
 // AUTO-COST: remark: train-plan-remat: budget 15000 bytes; microbatches 2 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time 4.20E+05; k=4: 0.0% recomputed, time 6.03E+05;

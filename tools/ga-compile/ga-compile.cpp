@@ -19,6 +19,7 @@
 
 #include "ParallelCodegen.h"
 
+#include "../common/MemoryPlan.h"
 #include "../common/Tool.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -224,6 +225,8 @@ public:
   int checkFlags();
   int loadModule();
   int runPipeline();
+  /// What train-plan-remat chose, where a memory budget planned the step.
+  std::optional<ga::tool::MemoryPlan> memoryPlan;
   int dumpKernels();
   int compileKernels();
   int readSignature();
@@ -316,8 +319,12 @@ int StepCompiler::runPipeline() {
   pm.addPass(ga::createGaExportStepPass(exportOptions));
   if (timePasses)
     pm.enableTiming();
+  auto recorder = std::make_unique<ga::tool::MemoryPlanRecorder>();
+  ga::tool::MemoryPlanRecorder *plans = recorder.get();
+  pm.addInstrumentation(std::move(recorder));
   if (failed(pm.run(*step->module)))
     return fail("compiling '" + inputFile + "' failed (see above)");
+  memoryPlan = plans->plan();
   pipelineMs = msSince(start);
   step->module->walk([&](gpu::GPUModuleOp) { ++gpuModules; });
   if (cuda && gpuModules == 0 && isa<func::FuncOp>(step->entry))
@@ -566,6 +573,8 @@ int StepCompiler::report() {
     outs() << "kernels: " << gpuModules << " GPU module(s) for "
            << options->chip.getValue() << " (" << gpuFormat << ")"
            << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
+  if (memoryPlan)
+    outs() << memoryPlan->line() << "\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header
          << "\n";
   return 0;

@@ -19,6 +19,7 @@
 #include "TrainState.h"
 
 #include "../common/CudaRuntime.h"
+#include "../common/MemoryPlan.h"
 #include "../common/Tool.h"
 
 #include "ga/Pipelines/PipelineFlags.h"
@@ -262,6 +263,8 @@ private:
   ga::TrainEntry entry;
   // What the header reports, read before the pipeline replaces the ops.
   int64_t microbatchCount = 1, rankCount = 1;
+  /// What train-plan-remat chose, where a memory budget planned the step.
+  std::optional<ga::tool::MemoryPlan> memoryPlan;
   std::string clipText = "none";
   ga::GaPipelineOptions options;
   double pipelineMs = 0, jitMs = 0;
@@ -382,23 +385,16 @@ int Trainer::compile() {
   if (failed(ga::buildGaPipeline(pm, os, options)))
     return fail("cannot build the " + Twine(target == "cuda" ? "CUDA" : "CPU") +
                 " pipeline: " + errors);
-  {
-    // microbatches=auto: the count train-plan-remat chose, from its remark
-    // (which goes on to be printed), for the header.
-    ScopedDiagnosticHandler chosen(context.get(), [&](Diagnostic &diag) {
-      std::string text = diag.str();
-      StringRef rest = StringRef(text).split("microbatches ").second;
-      int64_t k = 0;
-      if (diag.getSeverity() == DiagnosticSeverity::Remark &&
-          StringRef(text).starts_with("train-plan-remat:") &&
-          rest.contains(" chosen of") &&
-          !rest.split(' ').first.getAsInteger(10, k) && k > 0)
-        microbatchCount = k;
-      return failure();
-    });
-    if (failed(pm.run(*stepModule->module)))
-      return fail("compiling '" + inputFile + "' failed (see above)");
-  }
+  // microbatches=auto: the count train-plan-remat chose (the step's, right
+  // after the pass), for the header.
+  auto recorder = std::make_unique<ga::tool::MemoryPlanRecorder>();
+  ga::tool::MemoryPlanRecorder *plans = recorder.get();
+  pm.addInstrumentation(std::move(recorder));
+  if (failed(pm.run(*stepModule->module)))
+    return fail("compiling '" + inputFile + "' failed (see above)");
+  memoryPlan = plans->plan();
+  if (memoryPlan && memoryPlan->choice == "auto")
+    microbatchCount = memoryPlan->microbatches;
   pipelineMs = msSince(start);
   auto llvmFunc = stepModule->module->lookupSymbol<LLVM::LLVMFuncOp>(name);
   if (!llvmFunc)
@@ -551,6 +547,8 @@ int Trainer::printHeader() {
       "{2} rows, {3}\n",
       rankCount, microbatchCount, batchRows / (rankCount * microbatchCount),
       options.naive ? "naive (per-micro-batch means averaged)" : "exact");
+  if (memoryPlan)
+    outs() << memoryPlan->line() << "\n";
   outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",
                           data.rows, dataDir, batchRows);
   if (target == "cuda") {

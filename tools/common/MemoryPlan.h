@@ -1,0 +1,102 @@
+//===- MemoryPlan.h - What train-plan-remat chose, for the tools -*- C++
+//-*-===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// train-plan-remat records its choice on the step (train.memory_plan: the
+// budget, the planned peak, the peak without new checkpoints, the
+// checkpoints and the units they cover, the share recomputed, whether the
+// micro-batch count was chosen) and sets the step's micro-batch count; the lowering that follows
+// removes the step. (The dictionary's `units`: the units its checkpoints
+// cover.) MemoryPlanRecorder, a pass instrumentation, reads both
+// right after the pass, so that ga-compile prints them as one line and
+// ga-train reports the chosen count, without reading the remark's text.
+//
+//===----------------------------------------------------------------------===//
+
+#ifndef GA_TOOLS_COMMON_MEMORYPLAN_H
+#define GA_TOOLS_COMMON_MEMORYPLAN_H
+
+#include "train/TrainOps.h"
+
+#include "mlir/Pass/Pass.h"
+#include "mlir/Pass/PassInstrumentation.h"
+#include "llvm/Support/raw_ostream.h"
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+
+namespace ga::tool {
+
+/// One step's plan, as train.memory_plan and the step record it.
+struct MemoryPlan {
+  int64_t microbatches = 1, budget = 0, peak = 0, unplanned = 0;
+  int64_t checkpoints = 0, units = 0;
+  std::string recomputed, choice;
+
+  /// "memory_plan: microbatches 8 (auto), planned peak P bytes within a
+  /// budget of B bytes, ..." (one line, for people and scripts).
+  std::string line() const {
+    std::string text;
+    llvm::raw_string_ostream os(text);
+    os << "memory_plan: microbatches " << microbatches << " (" << choice
+       << "), planned peak " << peak << " bytes within a budget of " << budget
+       << " bytes, " << checkpoints << " checkpoint(s) over " << units
+       << " unit(s), recomputed "
+       << recomputed << " of the forward work, " << unplanned
+       << " bytes without new checkpoints";
+    return text;
+  }
+};
+
+/// Records the plan of the first train.step that train-plan-remat planned.
+class MemoryPlanRecorder : public mlir::PassInstrumentation {
+public:
+  void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass->getArgument() != "train-plan-remat")
+      return;
+    op->walk([&](ga::train::StepOp step) {
+      auto dict =
+          step->getAttrOfType<mlir::DictionaryAttr>("train.memory_plan");
+      if (!dict)
+        return mlir::WalkResult::advance();
+      MemoryPlan got;
+      got.microbatches = step.getMicrobatches();
+      auto integer = [&](llvm::StringRef key) -> int64_t {
+        auto attr = dict.getAs<mlir::IntegerAttr>(key);
+        return attr ? attr.getInt() : 0;
+      };
+      auto text = [&](llvm::StringRef key) -> std::string {
+        auto attr = dict.getAs<mlir::StringAttr>(key);
+        return attr ? attr.str() : "";
+      };
+      got.budget = integer("budget");
+      got.peak = integer("peak");
+      got.unplanned = integer("unplanned");
+      got.checkpoints = integer("checkpoints");
+      got.units = integer("units");
+      got.recomputed = text("recomputed");
+      got.choice = text("choice");
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!recorded)
+        recorded = got;
+      return mlir::WalkResult::interrupt();
+    });
+  }
+
+  /// The plan recorded, if train-plan-remat planned a step.
+  std::optional<MemoryPlan> plan() const {
+    std::lock_guard<std::mutex> lock(mutex);
+    return recorded;
+  }
+
+private:
+  mutable std::mutex mutex;
+  std::optional<MemoryPlan> recorded;
+};
+
+} // namespace ga::tool
+
+#endif // GA_TOOLS_COMMON_MEMORYPLAN_H
