@@ -1,16 +1,15 @@
-//===- MemoryPlan.h - What train-plan-remat chose, for the tools -*- C++
-//-*-===//
+//===- MemoryPlan.h - The planner's choice, for the tools ------*- C++ -*-===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 // train-plan-remat records its choice on the step (train.memory_plan: the
 // budget, the planned peak, the peak without new checkpoints, the
 // checkpoints and the units they cover, the share recomputed, whether the
-// micro-batch count was chosen) and sets the step's micro-batch count; the lowering that follows
-// removes the step. (The dictionary's `units`: the units its checkpoints
-// cover.) MemoryPlanRecorder, a pass instrumentation, reads both
-// right after the pass, so that ga-compile prints them as one line and
-// ga-train reports the chosen count, without reading the remark's text.
+// micro-batch count was chosen) and sets the step's micro-batch count; the
+// lowering that follows removes the step. MemoryPlanRecorder, a pass
+// instrumentation, reads both right after the pass, so that ga-compile prints
+// them as one line and ga-train reports the chosen count, without reading the
+// remark's text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -44,9 +43,8 @@ struct MemoryPlan {
     os << "memory_plan: microbatches " << microbatches << " (" << choice
        << "), planned peak " << peak << " bytes within a budget of " << budget
        << " bytes, " << checkpoints << " checkpoint(s) over " << units
-       << " unit(s), recomputed "
-       << recomputed << " of the forward work, " << unplanned
-       << " bytes without new checkpoints";
+       << " unit(s), recomputed " << recomputed << " of the forward work, "
+       << unplanned << " bytes without new checkpoints";
     return text;
   }
 };
