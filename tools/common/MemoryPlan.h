@@ -20,6 +20,7 @@
 
 #include "mlir/Pass/Pass.h"
 #include "mlir/Pass/PassInstrumentation.h"
+#include "mlir/Pass/PassManager.h"
 #include "llvm/Support/raw_ostream.h"
 
 #include <cstdint>
@@ -52,12 +53,20 @@ struct MemoryPlan {
 /// Records the plan of the first train.step that train-plan-remat planned.
 class MemoryPlanRecorder : public mlir::PassInstrumentation {
 public:
+  /// A recorder added to `pm` (which owns it).
+  static MemoryPlanRecorder *attach(mlir::PassManager &pm) {
+    auto recorder = std::make_unique<MemoryPlanRecorder>();
+    MemoryPlanRecorder *attached = recorder.get();
+    pm.addInstrumentation(std::move(recorder));
+    return attached;
+  }
+
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
     if (pass->getArgument() != "train-plan-remat")
       return;
     op->walk([&](ga::train::StepOp step) {
-      auto dict =
-          step->getAttrOfType<mlir::DictionaryAttr>("train.memory_plan");
+      auto dict = step->getAttrOfType<mlir::DictionaryAttr>(
+          ga::train::TrainDialect::MemoryPlanAttrHelper::getNameStr());
       if (!dict)
         return mlir::WalkResult::advance();
       MemoryPlan got;

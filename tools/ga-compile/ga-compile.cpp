@@ -319,9 +319,7 @@ int StepCompiler::runPipeline() {
   pm.addPass(ga::createGaExportStepPass(exportOptions));
   if (timePasses)
     pm.enableTiming();
-  auto recorder = std::make_unique<ga::tool::MemoryPlanRecorder>();
-  ga::tool::MemoryPlanRecorder *plans = recorder.get();
-  pm.addInstrumentation(std::move(recorder));
+  auto *plans = ga::tool::MemoryPlanRecorder::attach(pm);
   if (failed(pm.run(*step->module)))
     return fail("compiling '" + inputFile + "' failed (see above)");
   memoryPlan = plans->plan();

@@ -387,9 +387,7 @@ int Trainer::compile() {
                 " pipeline: " + errors);
   // microbatches=auto: the count train-plan-remat chose (the step's, right
   // after the pass), for the header.
-  auto recorder = std::make_unique<ga::tool::MemoryPlanRecorder>();
-  ga::tool::MemoryPlanRecorder *plans = recorder.get();
-  pm.addInstrumentation(std::move(recorder));
+  auto *plans = ga::tool::MemoryPlanRecorder::attach(pm);
   if (failed(pm.run(*stepModule->module)))
     return fail("compiling '" + inputFile + "' failed (see above)");
   memoryPlan = plans->plan();

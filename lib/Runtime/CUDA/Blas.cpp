@@ -208,9 +208,7 @@ static int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
   return (count - 1) * stride + (rows - 1) * ld + cols;
 }
 
-/// The `elements` float32 values at `source` rounded to bfloat16 into a
-/// block of the allocator (ga_round_to_bf16 on the step's stream); 0 on
-/// failure, recorded.
+/// Loads the rounding kernels on first use; false (recorded) on failure.
 static bool loadRounding(State &s) {
   Blas &blas = s.blas;
   if (blas.roundToBf16 && blas.roundMatrices)
@@ -229,32 +227,42 @@ static bool loadRounding(State &s) {
                "cuModuleGetFunction(ga_round_matrices_to_bf16)");
 }
 
-static CUdeviceptr roundedToBf16(State &s, const float *source,
-                                 int64_t elements) {
-  Blas &blas = s.blas;
-  if (!loadRounding(s))
-    return 0;
+/// A block of the allocator for `elements` bfloat16 values, filled by
+/// `kernel` on the step's stream: `params` are the kernel's, `*out` among
+/// them (set to the block before the launch). 0 on failure, recorded.
+static CUdeviceptr launchRounding(State &s, CUfunction kernel, int64_t elements,
+                                  unsigned blocks, unsigned threads,
+                                  uint64_t *out, void **params) {
   CUdeviceptr rounded =
       allocate(s, static_cast<size_t>(std::max<int64_t>(elements, 1)) * 2,
                /*counted=*/true);
-  if (!rounded)
-    return 0;
-  if (elements == 0)
+  if (!rounded || elements == 0)
     return rounded;
-  uint64_t in = reinterpret_cast<uintptr_t>(source), out = rounded,
-           n = static_cast<uint64_t>(elements);
-  void *params[] = {&in, &out, &n};
-  constexpr int64_t block = 256, maxBlocks = 4096;
-  unsigned blocks = static_cast<unsigned>(
-      std::min<int64_t>((elements + block - 1) / block, maxBlocks));
+  *out = rounded;
   if (!check(s,
-             s.cu.cuLaunchKernel(blas.roundToBf16, blocks, 1, 1, block, 1, 1, 0,
+             s.cu.cuLaunchKernel(kernel, blocks, 1, 1, threads, 1, 1, 0,
                                  s.stream, params, nullptr),
-             "cuLaunchKernel (the bfloat16 rounding kernel)")) {
+             "cuLaunchKernel (a bfloat16 rounding kernel)")) {
     release(s, rounded);
     return 0;
   }
   return rounded;
+}
+
+/// The `elements` float32 values at `source` rounded to bfloat16 into a
+/// block of the allocator (ga_round_to_bf16); 0 on failure, recorded.
+static CUdeviceptr roundedToBf16(State &s, const float *source,
+                                 int64_t elements) {
+  if (!loadRounding(s))
+    return 0;
+  uint64_t in = reinterpret_cast<uintptr_t>(source), out = 0,
+           n = static_cast<uint64_t>(elements);
+  void *params[] = {&in, &out, &n};
+  constexpr int64_t block = 256, maxBlocks = 4096;
+  unsigned blocks = static_cast<unsigned>(
+      std::clamp<int64_t>((elements + block - 1) / block, 1, maxBlocks));
+  return launchRounding(s, s.blas.roundToBf16, elements, blocks, block, &out,
+                        params);
 }
 
 /// `count` rows x cols matrices at `source` (the b-th at b * stride, rows
@@ -266,13 +274,7 @@ static CUdeviceptr compactToBf16(State &s, const float *source, int64_t rows,
                                  int64_t stride) {
   if (!loadRounding(s))
     return 0;
-  int64_t elements = count * rows * cols;
-  CUdeviceptr rounded =
-      allocate(s, static_cast<size_t>(std::max<int64_t>(elements, 1)) * 2,
-               /*counted=*/true);
-  if (!rounded || elements == 0)
-    return rounded;
-  uint64_t in = reinterpret_cast<uintptr_t>(source), out = rounded,
+  uint64_t in = reinterpret_cast<uintptr_t>(source), out = 0,
            r = static_cast<uint64_t>(rows), c = static_cast<uint64_t>(cols),
            l = static_cast<uint64_t>(ld), st = static_cast<uint64_t>(stride),
            total = static_cast<uint64_t>(count * rows);
@@ -281,16 +283,10 @@ static CUdeviceptr compactToBf16(State &s, const float *source, int64_t rows,
   // to a grid of 65,536 (the loop takes the rest).
   unsigned threads = static_cast<unsigned>(
       std::clamp<int64_t>((cols + 31) / 32 * 32, 32, 256));
-  unsigned blocks =
-      static_cast<unsigned>(std::min<int64_t>(count * rows, int64_t(1) << 16));
-  if (!check(s,
-             s.cu.cuLaunchKernel(s.blas.roundMatrices, blocks, 1, 1, threads, 1,
-                                 1, 0, s.stream, params, nullptr),
-             "cuLaunchKernel (the bfloat16 rounding kernel of a batch)")) {
-    release(s, rounded);
-    return 0;
-  }
-  return rounded;
+  unsigned blocks = static_cast<unsigned>(
+      std::clamp<int64_t>(count * rows, 1, int64_t(1) << 16));
+  return launchRounding(s, s.blas.roundMatrices, count * rows * cols, blocks,
+                        threads, &out, params);
 }
 
 /// One operand of a GEMM rounded: a single matrix's span as it lies (its
