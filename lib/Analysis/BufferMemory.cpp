@@ -195,6 +195,7 @@ LogicalResult Simulator::runOp(Operation &op) {
     ++profile.allocations;
     if (current > profile.peakBytes) {
       profile.peakBytes = current;
+      profile.peakAt = alloc;
       // The live set at the new peak, by allocation site.
       llvm::DenseMap<Operation *, unsigned> index;
       profile.liveAtPeak.clear();

@@ -242,6 +242,16 @@ struct TrainPlanRematPass
     }
   };
 
+  /// `plan` as text: its checkpointed segments, "[first-last]" each.
+  static std::string describe(const SegmentPlan &plan) {
+    std::string text;
+    for (const Segment &segment : plan)
+      if (segment.checkpointed)
+        text += "[" + std::to_string(segment.first) + "-" +
+                std::to_string(segment.last) + "]";
+    return text.empty() ? "none" : text;
+  }
+
   /// The exact peak of `plan`, compiled once.
   FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan) {
     for (auto &[other, peak] : search.measured)
@@ -249,8 +259,30 @@ struct TrainPlanRematPass
         return peak;
     FailureOr<int64_t> peak = peakOf(search.module, search.function,
                                      search.index, search.units, plan);
-    if (succeeded(peak))
-      search.measured.push_back({plan, *peak});
+    if (failed(peak))
+      return failure();
+    search.measured.push_back({plan, *peak});
+    if (reportPlans) {
+      unsigned checkpoints = 0, units = 0;
+      for (const Segment &segment : plan)
+        if (segment.checkpointed) {
+          ++checkpoints;
+          units += segment.last - segment.first + 1;
+        }
+      double total = totalCostOf(search.units);
+      search.function.emitRemark()
+          << "train-plan-remat: plan " << search.measured.size() << " at "
+          << search.outcome.microbatches << " micro-batch(es): " << checkpoints
+          << " checkpoints over " << units << " units, recomputed "
+          << llvm::formatv("{0:F1}",
+                           total ? 100 * search.model.costOf(plan) / total
+                                 : 0.0)
+                 .str()
+          << "%, pieces " << describe(plan) << ", model peak "
+          << search.model.peakOf(plan) << " bytes, exact "
+          << "peak " << *peak << " bytes, "
+          << (*peak <= search.budget ? "fits" : "over the budget");
+    }
     return peak;
   }
 
@@ -443,6 +475,22 @@ struct TrainPlanRematPass
       return 0;
     });
     double totalCost = totalCostOf(units);
+    if (reportPlans)
+      for (auto [i, unit] : llvm::enumerate(units)) {
+        InFlightDiagnostic diag =
+            std::next(step.getBody().front().begin(), unit.first)->emitRemark();
+        diag << "train-plan-remat: unit " << i << ": ops " << unit.first << ".."
+             << unit.last << ", "
+             << llvm::formatv("{0:F1}",
+                              totalCost ? 100 * unit.cost / totalCost : 0.0)
+                    .str()
+             << "% of the forward work, keeps " << unit.savedBytes
+             << " bytes and a boundary of " << unit.boundaryBytes
+             << " bytes, largest value " << unit.largestBytes << " bytes"
+             << (unit.mustSave ? ", marked save" : "")
+             << (unit.mustRecompute ? ", marked recompute" : "");
+        diag.attachNote(unit.boundary.getLoc()) << "its boundary";
+      }
     auto percent = [&](double cost) {
       return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
           .str();

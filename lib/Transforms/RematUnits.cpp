@@ -9,6 +9,7 @@
 #include "ga/Analysis/BufferMemory.h"
 #include "ga/Analysis/Decomposability.h"
 #include "ga/Transforms/Autodiff.h"
+#include "ga/Utils/LinalgMatchers.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -72,15 +73,34 @@ static void measureUnits(ArrayRef<Operation *> ops,
         if (rootOf(result) == result)
           unit.largestBytes =
               std::max(unit.largestBytes, tensorBytes(result.getType()));
+  // A softmax written as five generics is differentiated as one function
+  // that reads its probabilities alone (train-differentiate's softmax rule):
+  // the needs of its four intermediate steps do not count.
+  llvm::DenseSet<Operation *> softmaxSteps;
+  llvm::DenseSet<Operation *> softmaxEnds;
+  for (Operation *op : ops)
+    if (auto generic = dyn_cast<linalg::GenericOp>(op))
+      if (std::optional<ga::SoftmaxChain> chain = ga::matchSoftmax(generic)) {
+        softmaxEnds.insert(op);
+        for (linalg::GenericOp step :
+             {chain->rowMax, chain->difference, chain->exp, chain->sum})
+          softmaxSteps.insert(step);
+      }
   for (Operation *op : ops) {
-    ga::AdjointNeeds needs = ga::getAdjointNeeds(op);
+    if (softmaxSteps.contains(op))
+      continue;
     SmallVector<Value> read;
-    for (auto [flag, operand] : llvm::zip(needs.operands, op->getOperands()))
-      if (flag)
-        read.push_back(operand);
-    for (auto [flag, result] : llvm::zip(needs.results, op->getResults()))
-      if (flag)
-        read.push_back(result);
+    if (softmaxEnds.contains(op)) {
+      read.push_back(op->getResult(0));
+    } else {
+      ga::AdjointNeeds needs = ga::getAdjointNeeds(op);
+      for (auto [flag, operand] : llvm::zip(needs.operands, op->getOperands()))
+        if (flag)
+          read.push_back(operand);
+      for (auto [flag, result] : llvm::zip(needs.results, op->getResults()))
+        if (flag)
+          read.push_back(result);
+    }
     for (Value value : read) {
       Value root = rootOf(value);
       Operation *definer = root.getDefiningOp();
@@ -284,6 +304,21 @@ static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
       value.replaceUsesWithIf(copies.lookup(value), [&](OpOperand &use) {
         return checkpoint->isProperAncestor(use.getOwner());
       });
+  // Each rebuilt value just before its first reader (the last first, so
+  // that an empty tensor follows its fill): a buffer is allocated where its
+  // tensor is made, and the recomputation, which replays the region in the
+  // backward pass, should not hold every buffer of the segment at once.
+  for (Operation *definer : llvm::reverse(definers)) {
+    Operation *copy = copies.lookup(definer->getResult(0)).getDefiningOp();
+    Operation *firstReader = nullptr;
+    for (Operation *user : copy->getUsers()) {
+      Operation *reader = block->findAncestorOpInBlock(*user);
+      if (reader && (!firstReader || reader->isBeforeInBlock(firstReader)))
+        firstReader = reader;
+    }
+    if (firstReader)
+      copy->moveBefore(firstReader);
+  }
   b.setInsertionPointToEnd(block);
   ga::train::YieldOp::create(b, checkpoint.getLoc(), outputs);
   for (auto [output, result] : llvm::zip(outputs, checkpoint.getResults()))

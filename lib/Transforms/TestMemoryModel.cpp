@@ -75,6 +75,9 @@ struct TestTrainMemoryModelPass
              << profile->returnedBytes << " bytes returned";
       if (profile->assumedOwnership)
         remark << " (ownership assumed at run-time conditions)";
+      if (profile->peakAt)
+        remark.attachNote(profile->peakAt->getLoc())
+            << "the peak is reached at this allocation";
       for (const ga::LiveAllocation &live : profile->liveAtPeak)
         remark.attachNote(live.alloc->getLoc())
             << "alive at the peak: " << live.bytes << " bytes in " << live.count

@@ -6,6 +6,7 @@
 func.func @straight() -> memref<2x3xf64> {
   // expected-note@+1 {{alive at the peak: 128 bytes in 1 buffer}}
   %a = memref.alloc() {alignment = 64 : i64} : memref<16xf32>
+  // expected-note@+2 {{the peak is reached at this allocation}}
   // expected-note@+1 {{alive at the peak: 32 bytes in 1 buffer}}
   %b = memref.alloc() : memref<4xi64>
   memref.dealloc %a : memref<16xf32>
@@ -18,6 +19,7 @@ func.func @straight() -> memref<2x3xf64> {
 
 // Loops run their trip counts; calls run their callees.
 func.func private @kernel(%t: memref<10xf32>) {
+  // expected-note@+2 {{the peak is reached at this allocation}}
   // expected-note@+1 {{alive at the peak: 32 bytes in 1 buffer}}
   %s = memref.alloc() : memref<8xf32>
   memref.dealloc %s : memref<8xf32>
@@ -54,6 +56,7 @@ func.func @ownership() {
   %init = memref.alloc() : memref<4xf32>
   %cast = memref.cast %init : memref<4xf32> to memref<4xf32, strided<[?], offset: ?>>
   %r:2 = scf.for %i = %c0 to %c3 step %c1 iter_args(%x = %cast, %own = %false) -> (memref<4xf32, strided<[?], offset: ?>>, i1) {
+    // expected-note@+2 {{the peak is reached at this allocation}}
     // expected-note@+1 {{alive at the peak: 32 bytes in 2 buffers}}
     %n = memref.alloc() : memref<4xf32>
     memref.copy %x, %n : memref<4xf32, strided<[?], offset: ?>> to memref<4xf32>
@@ -78,6 +81,7 @@ func.func @ownership() {
 // function owns, and the remark says so.
 // expected-remark@+1 {{memory model: peak 16 bytes, 1 allocations, 0 bytes returned (ownership assumed at run-time conditions)}}
 func.func @unknown(%c: i1) {
+  // expected-note@+2 {{the peak is reached at this allocation}}
   // expected-note@+1 {{alive at the peak: 16 bytes in 1 buffer}}
   %a = memref.alloc() : memref<4xf32>
   scf.if %c {
@@ -134,6 +138,7 @@ func.func @triangle() {
     %end = arith.divui %twice, %c2 : index
     %bound = arith.minui %end, %c8 : index
     scf.for %j = %c0 to %bound step %c1 {
+      // expected-note@+2 {{the peak is reached at this allocation}}
       // expected-note@+1 {{alive at the peak: 16 bytes in 1 buffer}}
       %u = memref.alloc() : memref<4xf32>
       memref.dealloc %u : memref<4xf32>

@@ -52,6 +52,8 @@ struct BufferMemoryProfile {
   /// The allocation sites whose buffers are alive at the peak, largest
   /// first.
   llvm::SmallVector<LiveAllocation> liveAtPeak;
+  /// The allocation that reached the peak (null when nothing is allocated).
+  mlir::Operation *peakAt = nullptr;
   /// For each block size (bytes rounded up to the CUDA runtime's 512), the
   /// most blocks of that size alive at once: what a caching allocator that
   /// keeps freed blocks by size holds (cachingAllocatorBytes).

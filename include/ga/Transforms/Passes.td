@@ -714,6 +714,10 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
+    Option<"reportPlans", "report-plans", "bool", /*default=*/"false",
+           "A remark for every plan measured: its micro-batch count, "
+           "checkpoints, recomputed share, the chain model's peak and the "
+           "exact peak, and whether it fits">,
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }

@@ -1,0 +1,84 @@
+// RUN: ga-opt %s --train-plan-remat="memory-budget=20000 report-plans=true" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: ga-opt %s --train-plan-remat="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=QUIET
+
+// report-plans: the units of the chain model, each at its first operation
+// with a note at its boundary, then every plan measured, with the chain
+// model's peak beside the exact one (the memory model's, which equals the
+// runtime's count): the two differ by what the model does not see
+// (parameters, their gradients, the arguments).
+// CHECK: :[[# @LINE + 39]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes
+// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: note: its boundary
+// CHECK: remark: train-plan-remat: unit 1: ops 5..5, 0.6% of the forward work
+// CHECK: remark: train-plan-remat: unit 8: ops 15..15, 19.4% of the forward work
+// CHECK-NOT: unit 9:
+// CHECK: remark: train-plan-remat: plan 1 at 1 micro-batch(es): 0 checkpoints over 0 units, recomputed 0.0%, pieces none, model peak 22528 bytes, exact peak 25604 bytes, over the budget
+// CHECK: remark: train-plan-remat: plan 2 at 1 micro-batch(es): 1 checkpoints over 4 units, recomputed 40.0%, pieces [2-5], model peak 16384 bytes, exact peak 19268 bytes, fits
+// CHECK: remark: train-plan-remat: plan 3 at 1 micro-batch(es): 1 checkpoints over 3 units, recomputed 20.6%, pieces [3-5], model peak 18432 bytes, exact peak 21380 bytes, over the budget
+// CHECK-NOT: plan 4
+// CHECK: remark: train-plan-remat: budget 20000 bytes; 9 units; without new checkpoints 25604 bytes; 1 checkpoints over 4 units (recomputed 40.0% of the forward work); planned peak 19268 bytes; {{.*}}; 3 plans compiled
+
+// QUIET-NOT: train-plan-remat: unit
+// QUIET-NOT: train-plan-remat: plan
+// QUIET: remark: train-plan-remat: budget 20000 bytes
+
+// In the checkpoint, each rebuilt empty tensor and fill lies just before
+// its first reader, as in the step body: a buffer is allocated where its
+// tensor is made, and the backward pass replays the region, so empties
+// gathered at its top would hold every buffer of the segment at once.
+// CHECK: train.checkpoint
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: arith.constant
+// CHECK-NEXT: linalg.fill
+// CHECK-NEXT: linalg.matmul
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: linalg.generic
+// CHECK: linalg.matmul
+// CHECK-NEXT: tensor.empty
+// CHECK-NEXT: linalg.generic
+// CHECK: train.yield
+
+#id = affine_map<(i, j) -> (i, j)>
+func.func @chain(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,
+                 %labels: tensor<32xi64>) -> (tensor<f32>, tensor<16x16xf32>) {
+  %loss, %gw = train.step params(%w : tensor<16x16xf32>)
+      batch(%x, %labels : tensor<32x16xf32>, tensor<32xi64>)
+      -> tensor<f32> grads(tensor<16x16xf32>) {
+  ^bb0(%pw: tensor<16x16xf32>, %bx: tensor<32x16xf32>, %bl: tensor<32xi64>):
+    %zero = arith.constant 0.0 : f32
+    %e = tensor.empty() : tensor<32x16xf32>
+    %z = linalg.fill ins(%zero : f32) outs(%e : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %t1 = tensor.empty() : tensor<32x16xf32>
+    %m1 = linalg.matmul ins(%bx, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h1 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m1 : tensor<32x16xf32>) outs(%t1 : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %t2 = tensor.empty() : tensor<32x16xf32>
+    %m2 = linalg.matmul ins(%h1, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h2 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m2 : tensor<32x16xf32>) outs(%t2 : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %t3 = tensor.empty() : tensor<32x16xf32>
+    %m3 = linalg.matmul ins(%h2, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h3 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m3 : tensor<32x16xf32>) outs(%t3 : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %t4 = tensor.empty() : tensor<32x16xf32>
+    %m4 = linalg.matmul ins(%h3, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %h4 = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%m4 : tensor<32x16xf32>) outs(%t4 : tensor<32x16xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %t = math.tanh %a : f32
+      linalg.yield %t : f32
+    } -> tensor<32x16xf32>
+    %logits = linalg.matmul ins(%h4, %pw : tensor<32x16xf32>, tensor<16x16xf32>) outs(%z : tensor<32x16xf32>) -> tensor<32x16xf32>
+    %l, %n = train.cross_entropy mean %logits, %bl ignore_index = -100 : (tensor<32x16xf32>, tensor<32xi64>) -> (tensor<f32>, tensor<i64>)
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %gw : tensor<f32>, tensor<16x16xf32>
+}
