@@ -331,9 +331,34 @@ struct TrainPlanRematPass
         return failure();
       (*fit ? high : low) = mid;
     }
-    if (high < kLimits - 1)
-      return true;
-    return fits(kLimits - 1);
+    if (high == kLimits - 1) {
+      FailureOr<bool> fit = fits(kLimits - 1);
+      if (failed(fit) || !*fit)
+        return fit;
+    }
+    // The exact peaks along the list are not ordered, so the bisection may
+    // stop above a cheaper candidate that fits: the window of kWindow
+    // candidates below the one found is measured in order of cost, and the
+    // first that fits becomes the next one found, until a window holds none.
+    // Still monotone in the budget: a candidate that fits one budget fits a
+    // larger one, and lies in the window below the larger budget's result
+    // unless that result is already at most as dear (induction over the
+    // rounds of the smaller budget).
+    constexpr int64_t kWindow = 8;
+    for (bool lowered = true; lowered;) {
+      lowered = false;
+      for (int64_t g = std::max<int64_t>(0, high - kWindow); g < high; ++g) {
+        FailureOr<bool> fit = fits(g);
+        if (failed(fit))
+          return failure();
+        if (*fit) {
+          high = g;
+          lowered = true;
+          break;
+        }
+      }
+    }
+    return true;
   }
 
   /// When the model's plans do not fit: the model's plan of least memory,

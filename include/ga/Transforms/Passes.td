@@ -638,7 +638,16 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     `train.remat = "recompute"` has its unit checkpointed whatever the
     budget. A remark on each step says what was chosen: the units, the
     share of the forward work recomputed, the peak without new checkpoints,
-    the planned peak, the time of the search and of the measurements.
+    the planned peak, the time of the search and of the measurements. With
+    `report-plans=true`, a remark at each unit's first operation states its
+    share of the forward work and its bytes (a note at its boundary), and
+    one remark per plan measured states its checkpointed segments, the
+    chain model's peak and the exact peak: where the model and the compiled
+    step part.
+
+    A checkpoint's empty tensors, constants and fills are rebuilt inside it,
+    each just before its first reader: a buffer is allocated where its
+    tensor is made, and the backward pass replays the region.
 
     Checkpointing never changes values: the planned step's results are
     bitwise those of the unplanned one.
