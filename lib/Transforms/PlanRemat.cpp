@@ -35,6 +35,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <map>
 
 namespace ga {
 #define GEN_PASS_DEF_TRAINPLANREMATPASS
@@ -305,14 +306,20 @@ struct TrainPlanRematPass
       return false;
     constexpr int64_t kLimits = 64;
     int64_t top = model.peakOf(unplannedPlan), bottom = model.peakOf(least);
-    auto candidate = [&](int64_t g) -> std::optional<SegmentPlan> {
-      if (g == kLimits - 1)
-        return least;
-      int64_t limit = top - (top - bottom) * g / (kLimits - 1);
-      return timed([&] { return model.cheapestWithin(limit); });
+    std::map<int64_t, std::optional<SegmentPlan>> solved;
+    auto candidate = [&](int64_t g) -> const std::optional<SegmentPlan> & {
+      auto it = solved.find(g);
+      if (it != solved.end())
+        return it->second;
+      std::optional<SegmentPlan> plan = least;
+      if (g != kLimits - 1) {
+        int64_t limit = top - (top - bottom) * g / (kLimits - 1);
+        plan = timed([&] { return model.cheapestWithin(limit); });
+      }
+      return solved.emplace(g, std::move(plan)).first->second;
     };
     auto fits = [&](int64_t g) -> FailureOr<bool> {
-      std::optional<SegmentPlan> plan = candidate(g);
+      const std::optional<SegmentPlan> &plan = candidate(g);
       if (!plan)
         return false;
       FailureOr<int64_t> peak = exact(search, *plan);
@@ -337,17 +344,26 @@ struct TrainPlanRematPass
         return fit;
     }
     // The exact peaks along the list are not ordered, so the bisection may
-    // stop above a cheaper candidate that fits: the window of kWindow
-    // candidates below the one found is measured in order of cost, and the
-    // first that fits becomes the next one found, until a window holds none.
-    // Still monotone in the budget: a candidate that fits one budget fits a
-    // larger one, and lies in the window below the larger budget's result
-    // unless that result is already at most as dear (induction over the
-    // rounds of the smaller budget).
-    constexpr int64_t kWindow = 8;
+    // stop above a cheaper candidate that fits: the kWindow distinct plans
+    // of the list before the one found (by first place) are measured in
+    // order of cost, and the first that fits becomes the one found, until a
+    // window holds none. Still monotone in the budget: a plan that fits one
+    // budget fits a larger one, and lies in the window below the larger
+    // budget's result unless that result is already as cheap (induction
+    // over the rounds of the smaller budget).
+    constexpr size_t kWindow = 8;
     for (bool lowered = true; lowered;) {
       lowered = false;
-      for (int64_t g = std::max<int64_t>(0, high - kWindow); g < high; ++g) {
+      SmallVector<int64_t> firsts; // the first place of each distinct plan
+      for (int64_t g = 0; g < high; ++g) {
+        const std::optional<SegmentPlan> &plan = candidate(g);
+        if (plan && llvm::none_of(firsts, [&](int64_t f) {
+              return *candidate(f) == *plan;
+            }))
+          firsts.push_back(g);
+      }
+      ArrayRef<int64_t> window(firsts);
+      for (int64_t g : window.take_back(kWindow)) {
         FailureOr<bool> fit = fits(g);
         if (failed(fit))
           return failure();

@@ -6,16 +6,19 @@
 // model's peak beside the exact one (the memory model's, which equals the
 // runtime's count): the two differ by what the model does not see
 // (parameters, their gradients, the arguments).
-// CHECK: :[[# @LINE + 39]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes
-// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: note: its boundary
+// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes
+// CHECK: :[[# @LINE + 45]]:{{[0-9]+}}: note: its boundary
 // CHECK: remark: train-plan-remat: unit 1: ops 5..5, 0.6% of the forward work
 // CHECK: remark: train-plan-remat: unit 8: ops 15..15, 19.4% of the forward work
 // CHECK-NOT: unit 9:
 // CHECK: remark: train-plan-remat: plan 1 at 1 micro-batch(es): 0 checkpoints over 0 units, recomputed 0.0%, pieces none, model peak 22528 bytes, exact peak 25604 bytes, over the budget
 // CHECK: remark: train-plan-remat: plan 2 at 1 micro-batch(es): 1 checkpoints over 4 units, recomputed 40.0%, pieces [2-5], model peak 16384 bytes, exact peak 19268 bytes, fits
 // CHECK: remark: train-plan-remat: plan 3 at 1 micro-batch(es): 1 checkpoints over 3 units, recomputed 20.6%, pieces [3-5], model peak 18432 bytes, exact peak 21380 bytes, over the budget
-// CHECK-NOT: plan 4
-// CHECK: remark: train-plan-remat: budget 20000 bytes; 9 units; without new checkpoints 25604 bytes; 1 checkpoints over 4 units (recomputed 40.0% of the forward work); planned peak 19268 bytes; {{.*}}; 3 plans compiled
+// After the bisection (plans 1-3), the window of the distinct plans before
+// the one found in the list (cheaper ones) is measured: plan 4 does not fit.
+// CHECK: remark: train-plan-remat: plan 4 at 1 micro-batch(es): 1 checkpoints over 2 units, recomputed 20.0%, pieces [6-7], model peak 20480 bytes, exact peak 23492 bytes, over the budget
+// CHECK-NOT: plan 5
+// CHECK: remark: train-plan-remat: budget 20000 bytes; 9 units; without new checkpoints 25604 bytes; 1 checkpoints over 4 units (recomputed 40.0% of the forward work); planned peak 19268 bytes; {{.*}}; 4 plans compiled
 
 // QUIET-NOT: train-plan-remat: unit
 // QUIET-NOT: train-plan-remat: plan
