@@ -345,25 +345,32 @@ struct TrainPlanRematPass
     }
     // The exact peaks along the list are not ordered, so the bisection may
     // stop above a cheaper candidate that fits: the kWindow distinct plans
-    // of the list before the one found (by first place) are measured in
-    // order of cost, and the first that fits becomes the one found, until a
-    // window holds none. Still monotone in the budget: a plan that fits one
-    // budget fits a larger one, and lies in the window below the larger
-    // budget's result unless that result is already as cheap (induction
-    // over the rounds of the smaller budget).
+    // of the list before the one found are measured in order of cost, and the
+    // first that fits becomes the one found, until a window holds none. Still
+    // monotone in the budget: a plan that fits one budget fits a larger one,
+    // and lies in the window below the larger budget's result unless that
+    // result is already as cheap (induction over the rounds of the smaller
+    // budget).
     constexpr size_t kWindow = 8;
     for (bool lowered = true; lowered;) {
       lowered = false;
-      SmallVector<int64_t> firsts; // the first place of each distinct plan
-      for (int64_t g = 0; g < high; ++g) {
+      // Walking down from the one found (a plan holds a run of places: it
+      // stays the cheapest as the limit falls while it fits), the first
+      // place of each of the kWindow plans before it.
+      SmallVector<int64_t> window;
+      const SegmentPlan found = *candidate(high);
+      for (int64_t g = high - 1; g >= 0; --g) {
         const std::optional<SegmentPlan> &plan = candidate(g);
-        if (plan && llvm::none_of(firsts, [&](int64_t f) {
-              return *candidate(f) == *plan;
-            }))
-          firsts.push_back(g);
+        if (!plan || *plan == found)
+          continue;
+        if (!window.empty() && *candidate(window.back()) == *plan)
+          window.back() = g;
+        else if (window.size() == kWindow)
+          break;
+        else
+          window.push_back(g);
       }
-      ArrayRef<int64_t> window(firsts);
-      for (int64_t g : window.take_back(kWindow)) {
+      for (int64_t g : llvm::reverse(window)) {
         FailureOr<bool> fit = fits(g);
         if (failed(fit))
           return failure();
