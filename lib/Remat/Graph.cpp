@@ -24,7 +24,7 @@ using namespace ga::remat;
 bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
                                int64_t inputBytes, int64_t budget,
                                const GraphPlan &plan, double &cost,
-                               std::string &error) {
+                               std::string &error, StageMemory memory) {
   int64_t n = static_cast<int64_t>(nodes.size());
   cost = 0;
   auto fail = [&](int64_t k, const std::string &what) {
@@ -74,7 +74,8 @@ bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
         return fail(k, "output " + std::to_string(j) +
                            " is held for the next stage but was neither held "
                            "nor computed");
-      if (plan.held[k][j] || next)
+      if (plan.held[k][j] || next ||
+          (memory == StageMemory::Computed && k > 0 && plan.computed[k][j]))
         bytes += nodes[j].bytes;
     }
     if (bytes > budget)
@@ -238,7 +239,7 @@ GraphPlan ga::remat::planGraphGreedy(const std::vector<GraphNode> &nodes,
 bool ga::remat::haveGraphSolver() { return false; }
 
 GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &, int64_t,
-                                int64_t, double) {
+                                int64_t, double, StageMemory) {
   GraphPlan plan;
   plan.status = GraphPlan::Unavailable;
   plan.message = "ga-opt was built without a MILP solver (install Debian's "
@@ -252,7 +253,7 @@ bool ga::remat::haveGraphSolver() { return true; }
 
 GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
                                 int64_t inputBytes, int64_t budget,
-                                double seconds) {
+                                double seconds, StageMemory stageMemory) {
   auto start = std::chrono::steady_clock::now();
   GraphPlan plan;
   int64_t n = static_cast<int64_t>(nodes.size());
@@ -315,6 +316,12 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
       if (k + 1 < n && j < t - 1)
         row({{H[k][j], 1}, {S[k + 1][j], -1}}, 0, inf);
       memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
+      // Computed in a stage of the backward pass: counted too (twice
+      // where also kept for the next stage, which no optimum does: it would
+      // hold a value it recomputes; the replay counts it once). Stage 0 is
+      // the forward pass, which frees what it does not keep.
+      if (stageMemory == StageMemory::Computed && k > 0)
+        memory.push_back({R[k][j], static_cast<double>(nodes[j].bytes)});
     }
     row(memory, -inf, static_cast<double>(budget - inputBytes));
   }
@@ -347,7 +354,12 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
   // Warm start: the greedy plan, so that the search prunes from its cost
   // and returns at least it when the time runs out.
   GraphPlan greedy = planGraphGreedy(nodes, inputBytes, budget);
-  if (greedy.status == GraphPlan::Heuristic) {
+  double greedyCost;
+  std::string greedyError;
+  if (greedy.status == GraphPlan::Heuristic &&
+      (stageMemory == StageMemory::Held ||
+       checkGraphPlan(nodes, inputBytes, budget, greedy, greedyCost,
+                      greedyError, stageMemory))) {
     std::vector<double> start(lower.size(), 0);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < n; ++j) {
@@ -377,9 +389,13 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
     plan.status = model.isProvenInfeasible() ? GraphPlan::Infeasible
                                              : GraphPlan::TimeLimit;
     plan.message = model.isProvenInfeasible()
-                       ? "no plan fits the budget (the marks "
-                         "\"must_save\" and \"must_recompute\" constrain "
-                         "it, the input's bytes hold always)"
+                       ? std::string("no plan fits the budget (the marks "
+                                     "\"must_save\" and \"must_recompute\" "
+                                     "constrain it, the input's bytes hold "
+                                     "always") +
+                             (stageMemory == StageMemory::Computed
+                                  ? "; every output a stage computes counts)"
+                                  : ")")
                        : "the time limit ran out before a plan was found";
     return plan;
   }
@@ -396,7 +412,8 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
         plan.held[k][i] = solution[S[k][i]] > 0.5;
     }
   std::string error;
-  if (!checkGraphPlan(nodes, inputBytes, budget, plan, plan.cost, error)) {
+  if (!checkGraphPlan(nodes, inputBytes, budget, plan, plan.cost, error,
+                      stageMemory)) {
     std::fprintf(stderr,
                  "ga::remat::solveGraph: the solver's plan fails "
                  "its check: %s\n",

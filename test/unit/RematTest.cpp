@@ -202,6 +202,52 @@ TEST(RematGraph, MonotoneInTheBudget) {
   EXPECT_DOUBLE_EQ(previous, forward);
 }
 
+// Counting what a stage of the backward pass computes (StageMemory::
+// Computed) brackets the held-only form from above: on the U-Net-like graph
+// and on chains, at every budget, its optimum costs at least the held-only
+// optimum, its plan passes its own replay, the held-only plan fails that
+// replay at some budget (the mode bites), and with memory for everything
+// both are the forward pass.
+TEST(RematGraph, ComputedStageMemoryBracketsHeld) {
+  if (!haveGraphSolver())
+    GTEST_SKIP() << "built without CBC";
+  bool bites = false;
+  for (const std::vector<GraphNode> &nodes :
+       {unetGraph(), chainGraph(uniformChain(6))}) {
+    int64_t input = nodes.size() == 6 ? 1 : 10;
+    int64_t step = nodes.size() == 6 ? 1 : 5;
+    bool feasible = false;
+    for (int64_t budget = input; budget <= 30 * step; budget += step) {
+      GraphPlan held = solveGraph(nodes, input, budget, 60);
+      GraphPlan computed =
+          solveGraph(nodes, input, budget, 60, StageMemory::Computed);
+      double cost;
+      std::string error;
+      if (held.status == GraphPlan::Optimal &&
+          !checkGraphPlan(nodes, input, budget, held, cost, error,
+                          StageMemory::Computed))
+        bites = true;
+      if (computed.status == GraphPlan::Infeasible) {
+        EXPECT_FALSE(feasible) << "budget " << budget;
+        continue;
+      }
+      ASSERT_EQ(computed.status, GraphPlan::Optimal) << "budget " << budget;
+      ASSERT_EQ(held.status, GraphPlan::Optimal) << "budget " << budget;
+      feasible = true;
+      EXPECT_TRUE(checkGraphPlan(nodes, input, budget, computed, cost, error,
+                                 StageMemory::Computed))
+          << error;
+      EXPECT_GE(computed.cost, held.cost) << "budget " << budget;
+    }
+    EXPECT_TRUE(feasible);
+    GraphPlan all =
+        solveGraph(nodes, input, 1000 * step, 60, StageMemory::Computed);
+    ASSERT_EQ(all.status, GraphPlan::Optimal);
+    EXPECT_DOUBLE_EQ(all.cost, solveGraph(nodes, input, 1000 * step, 60).cost);
+  }
+  EXPECT_TRUE(bites);
+}
+
 // The greedy plan, without a solver: on the U-Net-like graph of
 // MonotoneInTheBudget, every plan passes the check and costs at least the
 // MILP's optimum, with everything held it is the forward pass (each node

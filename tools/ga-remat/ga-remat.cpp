@@ -79,6 +79,18 @@ static cl::opt<int64_t> milpMaxNodes(
              "alone (the MILP's variables grow as the square of the nodes)"),
     cl::init(80), cl::cat(category));
 
+static cl::opt<ga::remat::StageMemory> stageMemory(
+    "stage-memory", cl::desc("What the MILP counts in a stage's memory"),
+    cl::values(
+        clEnumValN(ga::remat::StageMemory::Held, "held",
+                   "the outputs held at its start or kept for the next "
+                   "stage (values made and used within it do not count: a "
+                   "lower bound)"),
+        clEnumValN(ga::remat::StageMemory::Computed, "computed",
+                   "also every output it computes, all alive at once (an "
+                   "upper bound on any order of its computations)")),
+    cl::init(ga::remat::StageMemory::Held), cl::cat(category));
+
 using ga::tool::fail;
 
 namespace {
@@ -203,6 +215,10 @@ int planGraph(const Problem &problem, int64_t states) {
     return fail("--milp-max-nodes must be >= 0, got " +
                 Twine(milpMaxNodes.getValue()));
   bool heuristic = static_cast<int64_t>(graph.size()) > milpMaxNodes;
+  if (heuristic && stageMemory == ga::remat::StageMemory::Computed)
+    return fail("--stage-memory=computed needs the MILP, and the graph has " +
+                Twine(graph.size()) + " nodes, more than --milp-max-nodes=" +
+                Twine(milpMaxNodes.getValue()));
   if (!heuristic && !ga::remat::haveGraphSolver())
     return fail((problem.notChain.empty()
                      ? std::string("--milp")
@@ -212,12 +228,17 @@ int planGraph(const Problem &problem, int64_t states) {
                 "reconfigure)");
   int64_t memory = budget > 0 ? budget : slots * problem.largest;
   ga::remat::GraphPlan plan =
-      heuristic
-          ? ga::remat::planGraphGreedy(graph, problem.inputBytes, memory)
-          : ga::remat::solveGraph(graph, problem.inputBytes, memory, timeLimit);
+      heuristic ? ga::remat::planGraphGreedy(graph, problem.inputBytes, memory)
+                : ga::remat::solveGraph(graph, problem.inputBytes, memory,
+                                        timeLimit, stageMemory);
   outs() << "nodes: " << graph.size() << "\n";
   outs() << "budget: " << memory << " bytes (input " << problem.inputBytes
          << ")\n";
+  if (!heuristic)
+    outs() << "stage_memory: "
+           << (stageMemory == ga::remat::StageMemory::Held ? "held"
+                                                           : "computed")
+           << "\n";
   if (heuristic)
     outs() << "heuristic: more than " << milpMaxNodes
            << " nodes (--milp-max-nodes), " << format("%.3f", plan.seconds)

@@ -73,6 +73,16 @@ struct GraphPlan {
   double warmStartCost = -1;
 };
 
+/// What a stage's memory counts. Held: the outputs held at its start or
+/// kept for the next stage (Checkmate's stage form; the values made and
+/// used within a stage do not count, so the optimum is a lower bound on
+/// what a schedule needs). Computed: also every output a stage of the
+/// backward pass computes, as if all were alive at once (an upper bound on
+/// any order of the stage's computations; on a chain of units, what
+/// train-plan-remat's segment model counts for a checkpointed segment's
+/// backward pass). Stage 0, the forward pass, counts what it keeps.
+enum class StageMemory { Held, Computed };
+
 /// Whether ga-opt was built with the MILP solver.
 bool haveGraphSolver();
 
@@ -81,7 +91,8 @@ bool haveGraphSolver();
 /// Stops after `seconds`. A plan is checked by checkGraphPlan before it is
 /// returned; a violation is a bug and aborts.
 GraphPlan solveGraph(const std::vector<GraphNode> &nodes, int64_t inputBytes,
-                     int64_t budget, double seconds);
+                     int64_t budget, double seconds,
+                     StageMemory memory = StageMemory::Held);
 
 /// A plan without a solver, for any graph, in time polynomial in its size:
 /// one fixed set of outputs held from stage 0 until their last reader's
@@ -101,7 +112,7 @@ GraphPlan planGraphGreedy(const std::vector<GraphNode> &nodes,
 /// says which stage and node.
 bool checkGraphPlan(const std::vector<GraphNode> &nodes, int64_t inputBytes,
                     int64_t budget, const GraphPlan &plan, double &cost,
-                    std::string &error);
+                    std::string &error, StageMemory memory = StageMemory::Held);
 
 } // namespace ga::remat
 
