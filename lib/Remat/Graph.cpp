@@ -234,12 +234,83 @@ GraphPlan ga::remat::planGraphGreedy(const std::vector<GraphNode> &nodes,
   return plan;
 }
 
+GraphPlan ga::remat::planGraphCheckpoints(const std::vector<GraphNode> &nodes,
+                                          int64_t inputBytes, int64_t budget,
+                                          const std::vector<bool> &checkpoint,
+                                          StageMemory memory) {
+  GraphPlan plan;
+  if (checkpoint.size() != nodes.size()) {
+    plan.status = GraphPlan::Infeasible;
+    plan.message = "the checkpoint set has " +
+                   std::to_string(checkpoint.size()) + " entries, the graph " +
+                   std::to_string(nodes.size()) + " nodes";
+    return plan;
+  }
+  // Stage 0 computes everything; a later stage computes what its adjoint
+  // reads from what is held, and every output is held while a node not yet
+  // reversed reads it (a checkpoint from stage 1 on, a recomputed output
+  // from the stage that recomputed it): each is recomputed at most once
+  // per run of stages that read it, as a checkpointed segment is.
+  int64_t n = static_cast<int64_t>(nodes.size());
+  plan.computed.assign(n, std::vector<bool>(n, false));
+  plan.held.assign(n, std::vector<bool>(n, false));
+  // firstReader[j]: the smallest node that reads j (reversed last).
+  std::vector<int64_t> firstReader(n, n);
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t p : nodes[i].inputs)
+      firstReader[p] = std::min(firstReader[p], i);
+  std::vector<bool> held(n, false);
+  for (int64_t k = 0; k < n; ++k) {
+    int64_t t = n - 1 - k;
+    std::vector<bool> available(held);
+    std::vector<int64_t> stack;
+    auto need = [&](int64_t j) {
+      if (!available[j]) {
+        available[j] = true;
+        plan.computed[k][j] = true;
+        stack.push_back(j);
+      }
+    };
+    if (k == 0)
+      for (int64_t j = 0; j < t; ++j)
+        need(j);
+    for (int64_t p : nodes[t].inputs)
+      need(p);
+    while (!stack.empty()) {
+      int64_t i = stack.back();
+      stack.pop_back();
+      plan.cost += nodes[i].cost;
+      for (int64_t p : nodes[i].inputs)
+        need(p);
+    }
+    for (int64_t j = 0; j < n; ++j) {
+      plan.held[k][j] = held[j];
+      // Held for the next stage while a node still to be reversed (smaller
+      // than t, not the next stage's own) reads it.
+      bool stillRead = firstReader[j] < t && j < t - 1;
+      held[j] = stillRead && available[j] && !nodes[j].mustRecompute &&
+                (checkpoint[j] || nodes[j].mustSave ||
+                 (k > 0 && (plan.computed[k][j] || held[j])));
+    }
+  }
+  double checked;
+  if (!checkGraphPlan(nodes, inputBytes, budget, plan, checked, plan.message,
+                      memory)) {
+    plan.status = GraphPlan::Infeasible;
+    return plan;
+  }
+  plan.cost = checked;
+  plan.status = GraphPlan::Heuristic;
+  return plan;
+}
+
 #ifndef GA_HAVE_CBC
 
 bool ga::remat::haveGraphSolver() { return false; }
 
 GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &, int64_t,
-                                int64_t, double, StageMemory) {
+                                int64_t, double, StageMemory,
+                                const GraphPlan *) {
   GraphPlan plan;
   plan.status = GraphPlan::Unavailable;
   plan.message = "ga-opt was built without a MILP solver (install Debian's "
@@ -253,7 +324,8 @@ bool ga::remat::haveGraphSolver() { return true; }
 
 GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
                                 int64_t inputBytes, int64_t budget,
-                                double seconds, StageMemory stageMemory) {
+                                double seconds, StageMemory stageMemory,
+                                const GraphPlan *given) {
   auto start = std::chrono::steady_clock::now();
   GraphPlan plan;
   int64_t n = static_cast<int64_t>(nodes.size());
@@ -309,19 +381,18 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
     if (k + 1 < n)
       for (int64_t j = 0; j < t - 1; ++j)
         row({{S[k + 1][j], 1}, {S[k][j], -1}, {R[k][j], -1}}, -inf, 0);
-    // Held during the stage: at its start or for the next one.
+    // Held during the stage: at its start or for the next one (and, with
+    // StageMemory::Computed, what it computes).
     std::vector<std::pair<int, double>> memory;
     for (int64_t j = 0; j < t; ++j) {
       row({{H[k][j], 1}, {S[k][j], -1}}, 0, inf);
       if (k + 1 < n && j < t - 1)
         row({{H[k][j], 1}, {S[k + 1][j], -1}}, 0, inf);
-      memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
-      // Computed in a stage of the backward pass: counted too (twice
-      // where also kept for the next stage, which no optimum does: it would
-      // hold a value it recomputes; the replay counts it once). Stage 0 is
-      // the forward pass, which frees what it does not keep.
+      // Computed in a stage of the backward pass: alive in it too (stage
+      // 0 is the forward pass, which frees what it does not keep).
       if (stageMemory == StageMemory::Computed && k > 0)
-        memory.push_back({R[k][j], static_cast<double>(nodes[j].bytes)});
+        row({{H[k][j], 1}, {R[k][j], -1}}, 0, inf);
+      memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
     }
     row(memory, -inf, static_cast<double>(budget - inputBytes));
   }
@@ -356,10 +427,21 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
   GraphPlan greedy = planGraphGreedy(nodes, inputBytes, budget);
   double greedyCost;
   std::string greedyError;
-  if (greedy.status == GraphPlan::Heuristic &&
-      (stageMemory == StageMemory::Held ||
-       checkGraphPlan(nodes, inputBytes, budget, greedy, greedyCost,
-                      greedyError, stageMemory))) {
+  bool greedyFits = greedy.status == GraphPlan::Heuristic &&
+                    (stageMemory == StageMemory::Held ||
+                     checkGraphPlan(nodes, inputBytes, budget, greedy,
+                                    greedyCost, greedyError, stageMemory));
+  double givenCost;
+  std::string givenError;
+  if (given && given->status == GraphPlan::Heuristic &&
+      checkGraphPlan(nodes, inputBytes, budget, *given, givenCost, givenError,
+                     stageMemory) &&
+      (!greedyFits || givenCost < greedy.cost)) {
+    greedy = *given;
+    greedy.cost = givenCost;
+    greedyFits = true;
+  }
+  if (greedyFits) {
     std::vector<double> start(lower.size(), 0);
     for (int64_t k = 0; k < n; ++k)
       for (int64_t j = 0; j < n; ++j) {
@@ -369,7 +451,9 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
         if (S[k][j] >= 0)
           start[S[k][j]] = greedy.held[k][j];
         if (H[k][j] >= 0)
-          start[H[k][j]] = greedy.held[k][j] || next;
+          start[H[k][j]] = greedy.held[k][j] || next ||
+                           (stageMemory == StageMemory::Computed && k > 0 &&
+                            greedy.computed[k][j]);
       }
     model.setBestSolution(start.data(), static_cast<int>(start.size()),
                           greedy.cost, /*check=*/true);

@@ -170,6 +170,17 @@ struct TrainPlanRematPass
     }
     ga::remat::SegmentChain model = chainOf(units, fullBatchTail / k);
     int64_t offset = outcome.peak - model.peakOf(outcome.plan);
+    // What the chosen plan holds, marked "checkpoint" (ga-remat's warm
+    // start): a saved unit's run, a checkpointed segment's last boundary.
+    SmallVector<bool> holdsRun(units.size(), false),
+        holdsBoundary(units.size(), false);
+    for (const Segment &piece : outcome.plan) {
+      if (piece.checkpointed)
+        holdsBoundary[piece.last] = true;
+      else
+        for (unsigned i = piece.first; i <= piece.last; ++i)
+          holdsRun[i] = true;
+    }
     llvm::json::Array nodes;
     for (auto [i, unit] : llvm::enumerate(units)) {
       std::string name = "u" + std::to_string(i);
@@ -182,6 +193,8 @@ struct TrainPlanRematPass
         run["must_save"] = true;
       if (unit.mustRecompute)
         run["must_recompute"] = true;
+      if (holdsRun[i])
+        run["checkpoint"] = true;
       nodes.push_back(std::move(run));
       // Held with the run, the boundary would count twice: a saved unit
       // holds the run only (its boundary is recomputed from it for free).
@@ -189,6 +202,8 @@ struct TrainPlanRematPass
                                   {"cost", 0.0},
                                   {"bytes", unit.boundaryBytes},
                                   {"inputs", llvm::json::Array{name + ".run"}}};
+      if (holdsBoundary[i])
+        boundary["checkpoint"] = true;
       nodes.push_back(std::move(boundary));
     }
     llvm::json::Object root{{"nodes", std::move(nodes)},

@@ -5,9 +5,10 @@ memory-model.test) with ga-opt --train-plan-remat at evenly spaced budgets
 (eight by default; the lit test takes twenty) from the smallest feasible one (as the planner states it
 when one byte is refused) to the unplanned peak. Checks: every planned peak
 (the exact memory model's) is within its budget, and a larger budget never
-makes the planner recompute more: its bisection runs over a list of
-candidate plans that does not depend on the budget, so the share of the
-forward work it recomputes is monotone in the budget by construction
+makes the planner recompute more: its bisection, and the windows of
+cheaper candidates it measures after it, run over a list of candidate plans
+that does not depend on the budget, so the share of the forward work it
+recomputes is monotone in the budget by construction
 (tolerance 0; --tolerance loosens it, for experiments with the search).
 """
 

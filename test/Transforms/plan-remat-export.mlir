@@ -6,6 +6,7 @@
 // RUN: ga-opt %s --train-plan-remat="memory-budget=20000 export-graph=%t.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REMARK
 // RUN: FileCheck %s --check-prefix=GRAPH < %t.json
 // RUN: ga-remat %t.json --budget 13020 --milp-max-nodes 0 | FileCheck %s --check-prefix=READ
+// RUN: ga-remat %t.json --budget 13020 --milp --milp-max-nodes 20 --stage-memory=computed | FileCheck %s --check-prefix=START
 // RUN: not ga-opt %s --train-plan-remat="memory-budget=20000 export-graph=%t.missing/graph.json" -o /dev/null 2>&1 | FileCheck %s --check-prefix=UNWRITABLE
 
 // REMARK: remark: train-plan-remat: budget 20000 bytes; 7 units; {{.*}}(recomputed 25.0% of the forward work); planned peak 19268 bytes
@@ -16,8 +17,10 @@
 // GRAPH: "forward_cost": 67584,
 // GRAPH: "input_bytes": 0,
 // GRAPH: "microbatches": 1,
-// The first unit is marked "save": its run is held, never recomputed.
+// The first unit is marked "save": its run is held, never recomputed; the
+// chosen plan holds it ("checkpoint": ga-remat's warm start).
 // GRAPH: "bytes": 2048,
+// GRAPH-NEXT: "checkpoint": true,
 // GRAPH-NEXT: "cost": 16896,
 // GRAPH-NEXT: "must_save": true,
 // GRAPH-NEXT: "name": "u0.run"
@@ -79,3 +82,12 @@ func.func @marked(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,
   }
   return %loss, %gw : tensor<f32>, tensor<16x16xf32>
 }
+
+// The plan's held values as ga-remat's warm start: replayed in the stage
+// form that counts what a stage computes, the chosen plan holds 16384
+// bytes in a stage, over the exported budget (the stage form is not the
+// chain model: the MILP's share is a reference, not a plan the planner
+// could apply), so the solver starts from the greedy plan alone.
+// START: stage_memory: computed
+// START: checkpoints_cost: none (the nodes marked "checkpoint" do not fit: stage 2 (adjoint of node 11): holds 16384 bytes, over the budget of 13020)
+// START: status: optimal

@@ -248,6 +248,49 @@ TEST(RematGraph, ComputedStageMemoryBracketsHeld) {
   EXPECT_TRUE(bites);
 }
 
+// Another planner's held outputs as a plan (planGraphCheckpoints): each
+// output recomputed at most once per run of stages that read it. On a
+// uniform chain of 6 (nodes 0-5, the last fused with its adjoint), holding
+// every output is the forward pass (5); holding none recomputes nodes 0-3
+// once more in stage 1 (9) and holds them; holding node 2 recomputes 0-1
+// and 3 (8). Each passes the replay in both stage-memory forms with room
+// for everything, and the MILP starts from it when it is cheaper than the
+// greedy plan.
+TEST(RematGraph, CheckpointsAsAPlan) {
+  std::vector<GraphNode> nodes = chainGraph(uniformChain(6));
+  struct Case {
+    std::vector<bool> checkpoint;
+    double cost;
+  };
+  for (const Case &c : {Case{{true, true, true, true, false, false}, 5},
+                        Case{std::vector<bool>(6, false), 9},
+                        Case{{false, false, true, false, false, false}, 8}}) {
+    for (StageMemory memory : {StageMemory::Held, StageMemory::Computed}) {
+      GraphPlan plan =
+          planGraphCheckpoints(nodes, 1, 100, c.checkpoint, memory);
+      ASSERT_EQ(plan.status, GraphPlan::Heuristic) << plan.message;
+      EXPECT_DOUBLE_EQ(plan.cost, c.cost);
+    }
+  }
+  // Too little memory to hold every output: refused with the replay's
+  // reason.
+  GraphPlan tight =
+      planGraphCheckpoints(nodes, 1, 3, {true, true, true, true, false, false});
+  EXPECT_EQ(tight.status, GraphPlan::Infeasible);
+  EXPECT_NE(tight.message.find("over the budget"), std::string::npos)
+      << tight.message;
+  EXPECT_EQ(planGraphCheckpoints(nodes, 1, 100, {true}).status,
+            GraphPlan::Infeasible);
+  if (!haveGraphSolver())
+    return;
+  GraphPlan all = planGraphCheckpoints(nodes, 1, 100,
+                                       {true, true, true, true, false, false});
+  GraphPlan milp = solveGraph(nodes, 1, 100, 60, StageMemory::Held, &all);
+  ASSERT_EQ(milp.status, GraphPlan::Optimal);
+  EXPECT_LE(milp.warmStartCost, 5);
+  EXPECT_DOUBLE_EQ(milp.cost, 5);
+}
+
 // The greedy plan, without a solver: on the U-Net-like graph of
 // MonotoneInTheBudget, every plan passes the check and costs at least the
 // MILP's optimum, with everything held it is the forward pass (each node

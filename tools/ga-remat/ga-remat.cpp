@@ -18,9 +18,10 @@
 // `bytes` the size of the output it writes, `inputs` earlier nodes (none:
 // the graph's input, of `input_bytes`, by default the largest node's).
 // `must_save` / `must_recompute` (booleans) mark nodes never recomputed /
-// never held. A chain (each node reads the one before it, no marks) is
-// planned by the dynamic program of ga/Remat/Chain.h: a budget in bytes
-// holds floor(budget / the largest output) states, the input included.
+// never held; `checkpoint` (boolean) marks outputs another planner holds,
+// whose plan the MILP may start from. A chain (each node reads the one before
+// it, no marks) is planned by the dynamic program of ga/Remat/Chain.h: a budget
+// in bytes holds floor(budget / the largest output) states, the input included.
 // Anything else, or any graph with --milp, by the MILP of ga/Remat/Graph.h
 // (CBC, --time-limit seconds, warm-started from the greedy heuristic's
 // plan); graphs of more than --milp-max-nodes nodes by that heuristic
@@ -42,6 +43,7 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
 
 using namespace llvm;
 
@@ -104,6 +106,9 @@ struct Problem {
   /// why (empty for a chain).
   std::string notChain;
   double forward = 0;
+  /// The nodes marked "checkpoint": another planner's held outputs, the
+  /// MILP's warm start (empty when none is marked).
+  std::vector<bool> checkpoint;
 };
 
 /// Reads node #i into `problem` (`index`: the earlier nodes by name;
@@ -141,6 +146,15 @@ std::string readNode(const json::Object *node, size_t i,
     }
   if (graphNode.mustSave && graphNode.mustRecompute)
     return where + ": marked both \"must_save\" and \"must_recompute\"";
+  if (const json::Value *value = node->get("checkpoint")) {
+    std::optional<bool> flag = value->getAsBoolean();
+    if (!flag)
+      return where + ": \"checkpoint\" must be a boolean";
+    if (*flag) {
+      problem.checkpoint.resize(i + 1, false);
+      problem.checkpoint[i] = true;
+    }
+  }
   std::vector<std::string> inputs;
   if (const json::Array *list = node->getArray("inputs")) {
     for (const json::Value &input : *list) {
@@ -227,10 +241,20 @@ int planGraph(const Problem &problem, int64_t states) {
                 "solver (install Debian's coinor-libcbc-dev and "
                 "reconfigure)");
   int64_t memory = budget > 0 ? budget : slots * problem.largest;
+  // The plan of the nodes marked "checkpoint", a warm start beside the
+  // greedy one.
+  std::optional<ga::remat::GraphPlan> given;
+  if (!heuristic && !problem.checkpoint.empty()) {
+    std::vector<bool> checkpoint(problem.checkpoint);
+    checkpoint.resize(graph.size(), false);
+    given = ga::remat::planGraphCheckpoints(graph, problem.inputBytes, memory,
+                                            checkpoint, stageMemory);
+  }
   ga::remat::GraphPlan plan =
-      heuristic ? ga::remat::planGraphGreedy(graph, problem.inputBytes, memory)
-                : ga::remat::solveGraph(graph, problem.inputBytes, memory,
-                                        timeLimit, stageMemory);
+      heuristic
+          ? ga::remat::planGraphGreedy(graph, problem.inputBytes, memory)
+          : ga::remat::solveGraph(graph, problem.inputBytes, memory, timeLimit,
+                                  stageMemory, given ? &*given : nullptr);
   outs() << "nodes: " << graph.size() << "\n";
   outs() << "budget: " << memory << " bytes (input " << problem.inputBytes
          << ")\n";
@@ -246,6 +270,14 @@ int planGraph(const Problem &problem, int64_t states) {
   else
     outs() << "milp: " << plan.variables << " variables, " << plan.constraints
            << " constraints, " << format("%.3f", plan.seconds) << " s\n";
+  if (given) {
+    if (given->status == ga::remat::GraphPlan::Heuristic)
+      outs() << "checkpoints_cost: " << format("%g", given->cost)
+             << " (the nodes marked \"checkpoint\" held)\n";
+    else
+      outs() << "checkpoints_cost: none (the nodes marked \"checkpoint\" "
+             << "do not fit: " << given->message << ")\n";
+  }
   if (plan.warmStartCost >= 0)
     outs() << "warm_start_cost: " << format("%g", plan.warmStartCost)
            << " (the greedy plan the solver started from)\n";

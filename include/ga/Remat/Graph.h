@@ -90,9 +90,22 @@ bool haveGraphSolver();
 /// stays within `budget` bytes, the graph's input (`inputBytes`) included.
 /// Stops after `seconds`. A plan is checked by checkGraphPlan before it is
 /// returned; a violation is a bug and aborts.
+/// `start`, when given: a plan the solver may start from besides the greedy
+/// one (planGraphCheckpoints' plan of another planner's checkpoints), used
+/// when it passes the check with `memory` and costs less.
 GraphPlan solveGraph(const std::vector<GraphNode> &nodes, int64_t inputBytes,
                      int64_t budget, double seconds,
-                     StageMemory memory = StageMemory::Held);
+                     StageMemory memory = StageMemory::Held,
+                     const GraphPlan *start = nullptr);
+
+/// The plan of planGraphGreedy's form for a given set of held outputs
+/// (`checkpoint[j]`: output j held from stage 0 until its last reader's
+/// stage): status Heuristic, or Infeasible with the check's message when
+/// it does not pass checkGraphPlan with `memory`.
+GraphPlan planGraphCheckpoints(const std::vector<GraphNode> &nodes,
+                               int64_t inputBytes, int64_t budget,
+                               const std::vector<bool> &checkpoint,
+                               StageMemory memory = StageMemory::Held);
 
 /// A plan without a solver, for any graph, in time polynomial in its size:
 /// one fixed set of outputs held from stage 0 until their last reader's

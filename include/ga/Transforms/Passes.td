@@ -623,12 +623,14 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     fits when its exact peak does: it is compiled on a copy by
     `--ga-pipeline` with `buffers-only=true` and the given
     `pipeline-options` and measured by the memory model, which predicts the
-    runtime's count to the byte. A bisection over the list (about 8
-    measurements) applies a fitting candidate. A larger budget only turns
-    candidates that do not fit into ones that fit, so its bisection ends at
-    the same candidate or a cheaper one: the recomputed work never grows
-    with the budget, although the exact peaks along the list are not
-    ordered. When the least-memory candidate does not fit, segments of 1,
+    runtime's count to the byte. A bisection over the list (about 7
+    measurements) finds a fitting candidate; as the exact peaks along the
+    list are not ordered, the 8 distinct plans before it are then measured
+    in order of recomputed work, the first that fits is taken, and so on
+    until a window of 8 holds none (5-8 more measurements). A larger budget
+    only turns candidates that do not fit into ones that fit, so its search
+    ends at the same candidate or a cheaper one: the recomputed work never
+    grows with the budget. When the least-memory candidate does not fit, segments of 1,
     2, 3, 4 and about sqrt(n) units are measured: the cheapest that fits is
     applied, or the budget is an error that states the smallest of their
     peaks, whatever the budget.
