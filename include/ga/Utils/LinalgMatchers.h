@@ -1,5 +1,4 @@
-//===- LinalgMatchers.h - Structural matches of linalg.generic ---*- C++
-//-*-===//
+//===- LinalgMatchers.h - Structural matches of linalg ------*- C++ -*-===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
