@@ -258,6 +258,17 @@ struct TrainPlanRematPass
     }
   };
 
+  /// The checkpointed segments of `plan` and the units they cover.
+  static std::pair<unsigned, unsigned> checkpointsOf(const SegmentPlan &plan) {
+    unsigned checkpoints = 0, units = 0;
+    for (const Segment &segment : plan)
+      if (segment.checkpointed) {
+        ++checkpoints;
+        units += segment.last - segment.first + 1;
+      }
+    return {checkpoints, units};
+  }
+
   /// `plan` as text: its checkpointed segments, "[first-last]" each.
   static std::string describe(const SegmentPlan &plan) {
     std::string text;
@@ -279,12 +290,7 @@ struct TrainPlanRematPass
       return failure();
     search.measured.push_back({plan, *peak});
     if (reportPlans) {
-      unsigned checkpoints = 0, units = 0;
-      for (const Segment &segment : plan)
-        if (segment.checkpointed) {
-          ++checkpoints;
-          units += segment.last - segment.first + 1;
-        }
+      auto [checkpoints, units] = checkpointsOf(plan);
       double total = totalCostOf(search.units);
       search.function.emitRemark()
           << "train-plan-remat: plan " << search.measured.size() << " at "
@@ -634,12 +640,7 @@ struct TrainPlanRematPass
         failed(writeGraph(step, units, tail, *chosen, totalCost)))
       return failure();
 
-    unsigned count = 0, checkpoints = 0;
-    for (const Segment &segment : chosen->plan)
-      if (segment.checkpointed) {
-        ++checkpoints;
-        count += segment.last - segment.first + 1;
-      }
+    auto [checkpoints, count] = checkpointsOf(chosen->plan);
     std::string why;
     if (automatic) {
       llvm::raw_string_ostream os(why);
