@@ -24,10 +24,15 @@ int64_t SegmentChain::kept(unsigned first, unsigned last,
 
 int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
                                    unsigned last) const {
-  int64_t adjoints = 0;
-  for (unsigned i = first; i <= last; ++i)
+  // The piece runs (forward, or recomputed when checkpointed): the values
+  // of its units before each one are alive with that one's temporaries.
+  int64_t adjoints = 0, running = 0, values = 0;
+  for (unsigned i = first; i <= last; ++i) {
     adjoints = std::max(adjoints, 2 * units[i].largestBytes);
-  return before + valuesOf(first, last) + adjoints;
+    running = std::max(running, values + units[i].transientBytes);
+    values += units[i].savedBytes + units[i].boundaryBytes;
+  }
+  return before + std::max(running, values + adjoints);
 }
 
 int64_t SegmentChain::peakOf(const SegmentPlan &plan) const {

@@ -86,9 +86,13 @@ struct TrainPlanRematPass
 
   /// The exact peak (step buffers plus arguments, from the memory model) of
   /// `function` in `module` with the `plan` of its `index`-th step applied.
+  /// The exact peak of `plan`; `where`, when given, receives where the
+  /// compiled step reaches it (the allocation's location and the largest
+  /// allocation sites alive then).
   FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
                             unsigned index, ArrayRef<Unit> units,
-                            const SegmentPlan &plan) {
+                            const SegmentPlan &plan,
+                            std::string *where = nullptr) {
     auto start = std::chrono::steady_clock::now();
     OwningOpRef<ModuleOp> copy = module.clone();
     applyPlan(*copy, index, units, plan);
@@ -109,6 +113,26 @@ struct TrainPlanRematPass
         ga::simulateBufferMemory(compiled);
     if (failed(profile))
       return failure();
+    if (where && profile->peakAt) {
+      llvm::raw_string_ostream os(*where);
+      auto place = [&](Location loc) {
+        if (auto file = dyn_cast<FileLineColLoc>(loc))
+          os << file.getFilename().getValue() << ":" << file.getLine() << ":"
+             << file.getColumn();
+        else
+          os << loc;
+      };
+      os << "reached at ";
+      place(profile->peakAt->getLoc());
+      os << " with " << profile->liveAtPeak.size()
+         << " allocation sites alive, the largest:";
+      for (auto [i, live] :
+           llvm::enumerate(ArrayRef(profile->liveAtPeak).take_front(3))) {
+        os << (i ? ", " : " ") << live.bytes << " bytes (" << live.count
+           << ") made at ";
+        place(live.alloc->getLoc());
+      }
+    }
     ++candidates;
     compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -166,6 +190,7 @@ struct TrainPlanRematPass
       unit.boundaryBytes /= k;
       unit.savedBytes /= k;
       unit.largestBytes /= k;
+      unit.transientBytes /= k;
       temporaries = std::max(temporaries, 2 * unit.largestBytes);
     }
     ga::remat::SegmentChain model = chainOf(units, fullBatchTail / k);
@@ -284,8 +309,10 @@ struct TrainPlanRematPass
     for (auto &[other, peak] : search.measured)
       if (other == plan)
         return peak;
-    FailureOr<int64_t> peak = peakOf(search.module, search.function,
-                                     search.index, search.units, plan);
+    std::string where;
+    FailureOr<int64_t> peak =
+        peakOf(search.module, search.function, search.index, search.units, plan,
+               reportPlans ? &where : nullptr);
     if (failed(peak))
       return failure();
     search.measured.push_back({plan, *peak});
@@ -303,7 +330,8 @@ struct TrainPlanRematPass
           << "%, pieces " << describe(plan) << ", model peak "
           << search.model.peakOf(plan) << " bytes, exact "
           << "peak " << *peak << " bytes, "
-          << (*peak <= search.budget ? "fits" : "over the budget");
+          << (*peak <= search.budget ? "fits" : "over the budget")
+          << (where.empty() ? "" : "; the peak " + where);
     }
     return peak;
   }
@@ -488,6 +516,7 @@ struct TrainPlanRematPass
       unit.boundaryBytes /= k;
       unit.savedBytes /= k;
       unit.largestBytes /= k;
+      unit.transientBytes /= k;
     }
     Search search{module,
                   index,
@@ -555,10 +584,16 @@ struct TrainPlanRematPass
                     .str()
              << "% of the forward work, keeps " << unit.savedBytes
              << " bytes and a boundary of " << unit.boundaryBytes
-             << " bytes, largest value " << unit.largestBytes << " bytes"
+             << " bytes, largest value " << unit.largestBytes
+             << " bytes, at most " << unit.transientBytes
+             << " bytes of its own alive while it runs"
              << (unit.mustSave ? ", marked save" : "")
              << (unit.mustRecompute ? ", marked recompute" : "");
         diag.attachNote(unit.boundary.getLoc()) << "its boundary";
+        for (Value value : unit.saved)
+          diag.attachNote(value.getLoc())
+              << "kept for the backward pass: " << tensorBytes(value.getType())
+              << " bytes";
       }
     auto percent = [&](double cost) {
       return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)

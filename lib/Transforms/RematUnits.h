@@ -28,6 +28,8 @@ struct Unit : ga::remat::ChainUnit {
   unsigned first = 0, last = 0;
   /// The activation alive after the unit (its output).
   mlir::Value boundary;
+  /// The values of savedBytes, each buffer once.
+  llvm::SmallVector<mlir::Value> saved;
 };
 
 /// Cuts the forward part of `step`'s body into units: a unit ends after an

@@ -6,7 +6,7 @@
 // model's peak beside the exact one (the memory model's, which equals the
 // runtime's count): the two differ by what the model does not see
 // (parameters, their gradients, the arguments).
-// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes
+// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes, at most 2048 bytes of its own alive while it runs
 // CHECK: :[[# @LINE + 45]]:{{[0-9]+}}: note: its boundary
 // CHECK: remark: train-plan-remat: unit 1: ops 5..5, 0.6% of the forward work
 // CHECK: remark: train-plan-remat: unit 8: ops 15..15, 19.4% of the forward work
@@ -85,3 +85,18 @@ func.func @chain(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,
   }
   return %loss, %gw : tensor<f32>, tensor<16x16xf32>
 }
+
+// Each unit also names the values it keeps for the backward pass, and each
+// plan where the compiled step reaches its peak, with the largest buffers
+// alive then (in the tiny GPT, its first attention layer keeps the layer
+// norm's centered input and output, the projections, the probabilities;
+// a budget of one byte is refused after every plan is reported).
+// RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=1 report-plans=true" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=GPT
+// GPT: tiny_gpt.mlir:53:20: remark: train-plan-remat: unit 2: ops 9..53, 20.6% of the forward work, keeps 66560 bytes and a boundary of 8192 bytes, largest value 24576 bytes, at most 82944 bytes of its own alive while it runs
+// GPT: note: its boundary
+// GPT: tiny_gpt.mlir:53:20: note: kept for the backward pass: 512 bytes
+// GPT: tiny_gpt.mlir:64:25: note: kept for the backward pass: 8192 bytes
+// GPT: tiny_gpt.mlir:126:14: note: kept for the backward pass: 24576 bytes
+// GPT: tiny_gpt.mlir:202:16: note: kept for the backward pass: 16384 bytes
+// GPT: remark: train-plan-remat: unit 3:
+// GPT: remark: train-plan-remat: plan 1 at 1 micro-batch(es): 0 checkpoints over 0 units, recomputed 0.0%, pieces none, model peak 455680 bytes, exact peak 379276 bytes, over the budget; the peak reached at {{.*}}tiny_gpt.mlir:689:16 with 31 allocation sites alive, the largest: 32832 bytes (1) made at {{.*}}tiny_gpt.mlir:324:16, 32832 bytes (1) made at

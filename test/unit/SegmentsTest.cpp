@@ -56,6 +56,28 @@ TEST(RematSegments, TwoUnitsByHand) {
   EXPECT_EQ(chain.smallest(), (SegmentPlan{{0, 0, true}, {1, 1, false}}));
 }
 
+// A unit's own temporaries while it runs (forward, or recomputed in its
+// segment) add to what the pieces before it keep and to the values of the
+// units before it in its piece. The two units above, u1 with 80 bytes of
+// its own alive while it runs:
+//   all saved:            35, then 15 + max(80, 30 + 20) = 95
+//   u0 checkpointed:      35, then 10 + 80 = 90                cost 1
+//   both, one segment:    max(0 + 0, 15 + 80, 45 + 20) = 95
+TEST(RematSegments, TemporariesWhileAUnitRuns) {
+  ChainUnit u1 = unit(2, 10, 20, 10);
+  u1.transientBytes = 80;
+  SegmentChain chain({unit(1, 10, 5, 10), u1}, 4);
+  EXPECT_EQ(chain.peakOf({{0, 0, false}, {1, 1, false}}), 95);
+  EXPECT_EQ(chain.peakOf({{0, 0, true}, {1, 1, false}}), 90);
+  EXPECT_EQ(chain.peakOf({{0, 0, false}, {1, 1, true}}), 95);
+  EXPECT_EQ(chain.peakOf({{0, 1, true}}), 95);
+  EXPECT_EQ(chain.peakOf({{0, 0, true}, {1, 1, true}}), 90);
+  std::optional<SegmentPlan> tight = chain.cheapestWithin(90);
+  ASSERT_TRUE(tight);
+  EXPECT_EQ(*tight, (SegmentPlan{{0, 0, true}, {1, 1, false}}));
+  EXPECT_FALSE(chain.cheapestWithin(89));
+}
+
 // The loss's values count after the forward pass.
 TEST(RematSegments, TailAfterTheForwardPass) {
   SegmentChain chain({unit(1, 10, 0, 1)}, 100);

@@ -13,7 +13,10 @@
 // its units' values at once. In the backward pass of a piece, the pieces
 // before it hold what they keep, the piece holds its values, and the
 // adjoint of its boundary is alive; after the forward pass, everything
-// kept plus the loss's values is alive. The model's peak is the largest of
+// kept plus the loss's values is alive. While a unit runs (forward, or
+// recomputed in its segment's backward pass), what the pieces before it
+// keep, the values of the units before it in its piece and its own
+// temporaries are alive. The model's peak is the largest of
 // these; a step's exact peak differs by about a constant (parameters,
 // gradients, arguments, the adjoints' temporaries), which the pass
 // measures with the exact memory model.
@@ -47,6 +50,12 @@ struct ChainUnit {
   /// The bytes of the largest value the unit defines: its adjoint and the
   /// adjoint of an operand are alive at once in the unit's backward pass.
   int64_t largestBytes = 0;
+  /// The most bytes of the buffers the unit makes alive at once while it
+  /// runs (its saved values and boundary among them, each temporary from
+  /// the operation that makes it to its last reader): with the values of
+  /// the pieces before it, the peak of its forward pass and, in a
+  /// checkpointed segment, of its recomputation. 0: not modelled.
+  int64_t transientBytes = 0;
   bool mustSave = false;
   bool mustRecompute = false;
 };

@@ -642,10 +642,18 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     share of the forward work recomputed, the peak without new checkpoints,
     the planned peak, the time of the search and of the measurements. With
     `report-plans=true`, a remark at each unit's first operation states its
-    share of the forward work and its bytes (a note at its boundary), and
-    one remark per plan measured states its checkpointed segments, the
-    chain model's peak and the exact peak: where the model and the compiled
-    step part.
+    share of the forward work and its bytes (a note at its boundary and one
+    at each value it keeps for the backward pass), and one remark per plan
+    measured states its checkpointed segments, the chain model's peak and
+    the exact peak, and where the compiled step reaches that peak with the
+    largest buffers alive then: where the model and the compiled step part.
+
+    The chain model: a unit keeps the values its adjoints read and its
+    boundary; while it runs (forward, or recomputed in its checkpoint) the
+    buffers it makes are alive from their operation to their last reader;
+    in its backward pass, its values, its boundary's adjoint and twice its
+    largest value. A step's exact peak also counts the parameters, their
+    gradients and the arguments.
 
     A checkpoint's empty tensors, constants and fills are rebuilt inside it,
     each just before its first reader: a buffer is allocated where its
@@ -726,9 +734,10 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
     Option<"reportPlans", "report-plans", "bool", /*default=*/"false",
-           "A remark for every plan measured: its micro-batch count, "
-           "checkpoints, recomputed share, the chain model's peak and the "
-           "exact peak, and whether it fits">,
+           "A remark for every unit (its bytes, the values it keeps) and "
+           "every plan measured: its micro-batch count, checkpoints, "
+           "recomputed share, the chain model's peak and the exact peak, "
+           "where the step reaches it, and whether it fits">,
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }
