@@ -21,6 +21,7 @@
 #include "ga/Remat/Segments.h"
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/Location.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -85,10 +86,9 @@ struct TrainPlanRematPass
   }
 
   /// The exact peak (step buffers plus arguments, from the memory model) of
-  /// `function` in `module` with the `plan` of its `index`-th step applied.
-  /// The exact peak of `plan`; `where`, when given, receives where the
-  /// compiled step reaches it (the allocation's location and the largest
-  /// allocation sites alive then).
+  /// `function` in `module` with the `plan` of its `index`-th step applied;
+  /// `where`, when given, receives where the compiled step reaches it (the
+  /// allocation's location and the largest allocation sites alive then).
   FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
                             unsigned index, ArrayRef<Unit> units,
                             const SegmentPlan &plan,
@@ -115,22 +115,15 @@ struct TrainPlanRematPass
       return failure();
     if (where && profile->peakAt) {
       llvm::raw_string_ostream os(*where);
-      auto place = [&](Location loc) {
-        if (auto file = dyn_cast<FileLineColLoc>(loc))
-          os << file.getFilename().getValue() << ":" << file.getLine() << ":"
-             << file.getColumn();
-        else
-          os << loc;
-      };
       os << "reached at ";
-      place(profile->peakAt->getLoc());
+      ga::printLocation(os, profile->peakAt->getLoc());
       os << " with " << profile->liveAtPeak.size()
          << " allocation sites alive, the largest:";
       for (auto [i, live] :
            llvm::enumerate(ArrayRef(profile->liveAtPeak).take_front(3))) {
         os << (i ? ", " : " ") << live.bytes << " bytes (" << live.count
            << ") made at ";
-        place(live.alloc->getLoc());
+        ga::printLocation(os, live.alloc->getLoc());
       }
     }
     ++candidates;
@@ -178,21 +171,29 @@ struct TrainPlanRematPass
         return signalPassFailure();
   }
 
+  /// `fullBatchUnits` at `k` micro-batches: their activations' bytes over k.
+  static SmallVector<Unit> perMicrobatch(ArrayRef<Unit> fullBatchUnits,
+                                         int64_t k) {
+    SmallVector<Unit> units(fullBatchUnits);
+    for (Unit &unit : units) {
+      unit.boundaryBytes /= k;
+      unit.savedBytes /= k;
+      unit.largestBytes /= k;
+      unit.transientBytes /= k;
+    }
+    return units;
+  }
+
   /// Writes the chain of `fullBatchUnits` at `outcome`'s micro-batch count
   /// to `exportGraph` as a ga-remat graph (see the pass's description).
   LogicalResult writeGraph(ga::train::StepOp step,
                            ArrayRef<Unit> fullBatchUnits, int64_t fullBatchTail,
                            const Outcome &outcome, double totalCost) {
     int64_t k = outcome.microbatches;
-    SmallVector<Unit> units(fullBatchUnits);
+    SmallVector<Unit> units = perMicrobatch(fullBatchUnits, k);
     int64_t temporaries = 0;
-    for (Unit &unit : units) {
-      unit.boundaryBytes /= k;
-      unit.savedBytes /= k;
-      unit.largestBytes /= k;
-      unit.transientBytes /= k;
+    for (const Unit &unit : units)
       temporaries = std::max(temporaries, 2 * unit.largestBytes);
-    }
     ga::remat::SegmentChain model = chainOf(units, fullBatchTail / k);
     int64_t offset = outcome.peak - model.peakOf(outcome.plan);
     // What the chosen plan holds, marked "checkpoint" (ga-remat's warm
@@ -511,13 +512,7 @@ struct TrainPlanRematPass
                             int64_t fullBatchTail, bool exhaustive) {
     // The model sees one micro-batch: activations scale with its size.
     int64_t k = static_cast<int64_t>(step.getMicrobatches());
-    SmallVector<Unit> units(fullBatchUnits);
-    for (Unit &unit : units) {
-      unit.boundaryBytes /= k;
-      unit.savedBytes /= k;
-      unit.largestBytes /= k;
-      unit.transientBytes /= k;
-    }
+    SmallVector<Unit> units = perMicrobatch(fullBatchUnits, k);
     Search search{module,
                   index,
                   function,

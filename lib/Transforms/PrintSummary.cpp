@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/Location.h"
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
@@ -21,18 +22,6 @@ using namespace mlir;
 using namespace ga::train;
 
 namespace {
-
-/// `file:line:col` for a file location, the printed location otherwise.
-void printLocation(llvm::raw_ostream &os, Location loc) {
-  if (auto fileLoc = dyn_cast<FileLineColLoc>(loc)) {
-    os << fileLoc.getFilename().getValue() << ":" << fileLoc.getLine() << ":"
-       << fileLoc.getColumn();
-    return;
-  }
-  if (auto nameLoc = dyn_cast<NameLoc>(loc))
-    return printLocation(os, nameLoc.getChildLoc());
-  os << loc;
-}
 
 int64_t numElements(Type type) {
   auto tensor = dyn_cast<RankedTensorType>(type);
@@ -52,7 +41,7 @@ void countOps(Block &block, llvm::StringMap<unsigned> &counts) {
 
 void printStep(llvm::raw_ostream &os, StepOp step) {
   os << "train.step at ";
-  printLocation(os, step.getLoc());
+  ga::printLocation(os, step.getLoc());
   if (auto func = step->getParentOfType<FunctionOpInterface>())
     os << " (in @" << func.getName() << ")";
   os << "\n";
@@ -89,7 +78,7 @@ void printStep(llvm::raw_ostream &os, StepOp step) {
        << stringifyReduction(ce.getReduction())
        << " (ignore_index = " << static_cast<int64_t>(ce.getIgnoreIndex())
        << ") over " << ce.getLogits().getType() << " at ";
-    printLocation(os, ce.getLoc());
+    ga::printLocation(os, ce.getLoc());
     os << "\n";
   });
   if (!step.getAux().empty()) {
