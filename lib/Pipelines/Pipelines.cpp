@@ -47,6 +47,11 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << batchStatistics.getValue() << "'";
     return failure();
   }
+  if (!llvm::is_contained(kPrecisions, precision.getValue())) {
+    errors << "precision must be f32 or bf16-mixed, got '"
+           << precision.getValue() << "'";
+    return failure();
+  }
   if (!llvm::is_contained(kPipelineTargets, target.getValue())) {
     errors << "unknown target '" << target << "' (available: "
            << llvm::join(ArrayRef<llvm::StringLiteral>(kPipelineTargets), ", ")
@@ -85,6 +90,11 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
     if (gpuTF32 && gpuBF16) {
       errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
                 "either TF32 or bfloat16)";
+      return failure();
+    }
+    if (precision == "bf16-mixed" && (gpuTF32 || gpuBF16)) {
+      errors << "precision=bf16-mixed with gpu-" << (gpuTF32 ? "tf32" : "bf16")
+             << ": the products already read bfloat16 inputs";
       return failure();
     }
     if (gpuBF16 && memoryBudget > 0) {
@@ -265,6 +275,11 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
+  // bf16-mixed: after train-lower-accumulate, whose in-place accumulation
+  // reads the products that compute the gradients; before fusion, which
+  // then fuses the roundings like any elementwise producer.
+  if (options.precision == "bf16-mixed")
+    pm.addPass(createGaMixedPrecisionPass());
   // Also after train-lower-accumulate: fused producers would hide the
   // gradients' producers from its in-place accumulation.
   if (options.fuse) {

@@ -150,10 +150,12 @@ static cl::opt<int> threadCount(
              "cores divided among the ranks); results are bitwise the same "
              "for any count"),
     cl::cat(category));
-// The pipeline's options: --pipeline-options, and --naive and
-// --memory-budget declared from GaPipelineOptions itself.
-static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget",
-                                                  "attention-key-tile"});
+// The pipeline's options: --pipeline-options, and --naive, --memory-budget,
+// --attention-key-tile and --precision declared from GaPipelineOptions
+// itself.
+static ga::PipelineFlags pipelineFlags(category,
+                                       {"naive", "memory-budget",
+                                        "attention-key-tile", "precision"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).
 static cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),

@@ -18,6 +18,7 @@ inline constexpr llvm::StringLiteral kPipelineTargets[] = {"cpu", "cuda"};
 inline constexpr llvm::StringLiteral kGpuFormats[] = {"bin", "fatbin", "isa",
                                                       "none"};
 inline constexpr llvm::StringLiteral kBatchStatistics[] = {"refuse", "prepass"};
+inline constexpr llvm::StringLiteral kPrecisions[] = {"f32", "bf16-mixed"};
 
 /// Options of `--ga-pipeline`, and of buildGaPipeline for the tools that
 /// build it in C++ (ga-run, ga-train, ga-compile).
@@ -81,6 +82,16 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "many rows (ga-chunk-loss-head), so that the [N, V] "
                      "logits never exist whole; 0: off"),
       llvm::cl::init(0)};
+  Option<std::string> precision{
+      *this, "precision",
+      llvm::cl::desc("The step's arithmetic: f32 (everything in float32) "
+                     "or bf16-mixed (every matrix product reads its inputs "
+                     "as bfloat16 and sums in float32, an activation kept "
+                     "for a backward product is kept as its bfloat16 copy; "
+                     "parameters, gradients, accumulators, optimizer state, "
+                     "softmax, layer norm and the loss in float32: "
+                     "ga-mixed-precision)"),
+      llvm::cl::init("f32")};
   Option<bool> gpuBF16{
       *this, "gpu-bf16",
       llvm::cl::desc("target=cuda: let cuBLAS read the matrices of the "

@@ -595,6 +595,66 @@ def GaChunkLossHeadPass : Pass<"ga-chunk-loss-head"> {
   ];
 }
 
+def GaMixedPrecisionPass : Pass<"ga-mixed-precision"> {
+  let summary = "Matrix products of bfloat16 inputs with float32 sums "
+                "(bf16-mixed)";
+  let description = [{
+    Every matrix product on tensors (a `linalg` operation with two float32
+    inputs and a float32 output, each input with a dimension of its own
+    beside the summed ones, whose body reads the input elements only as
+    factors of multiplications: `linalg.matmul`, `linalg.batch_matmul`,
+    the transposed and scaled products that differentiation writes) becomes
+    a `linalg.generic` of the same loops that reads bfloat16 copies of its
+    inputs (`arith.truncf`, round to nearest even) and widens each element
+    back to float32 (`arith.extf`, exact) before multiplying: the products
+    of two bfloat16 values are exact in float32 and the sums are float32,
+    as on the tensor cores (cuBLAS with bfloat16 inputs and float32
+    compute). Everything else keeps float32: parameters, gradients and
+    their accumulators, optimizer state, softmax, layer norm, the loss and
+    every reduction that is not a product.
+
+    Each tensor gets one copy, made right after its definition and shared
+    by every product that reads it: an activation that a forward product
+    reads and a backward product (the weight's gradient) reads again is
+    held from the forward to the backward pass as its bfloat16 copy, in
+    half the bytes, and a weight is rounded once per step. This is
+    `precision=bf16-mixed` of `--ga-pipeline`, run after
+    `train-lower-accumulate`, before fusion; the memory budget's planner
+    compiles its candidates with it and so counts the copies.
+
+    ```mlir
+    %c = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>)
+        outs(%zero : tensor<8x6xf32>) -> tensor<8x6xf32>
+    ```
+
+    becomes
+
+    ```mlir
+    %x16 = linalg.generic ... ins(%x : tensor<8x4xf32>)
+        outs(%e : tensor<8x4xbf16>) { arith.truncf ... }
+    %w16 = linalg.generic ... ins(%w : tensor<4x6xf32>)
+        outs(%e2 : tensor<4x6xbf16>) { arith.truncf ... }
+    %c = linalg.generic {iterator_types = ["parallel", "parallel",
+        "reduction"]} ins(%x16, %w16 : tensor<8x4xbf16>, tensor<4x6xbf16>)
+        outs(%zero : tensor<8x6xf32>) {
+    ^bb0(%a: bf16, %b: bf16, %acc: f32):
+      %a32 = arith.extf %a : bf16 to f32
+      %b32 = arith.extf %b : bf16 to f32
+      %p = arith.mulf %a32, %b32 : f32
+      %s = arith.addf %acc, %p : f32
+      linalg.yield %s : f32
+    }
+    ```
+
+    A product on buffers is refused with an error at the product (the pass
+    runs on tensors).
+  }];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::mlir::arith::ArithDialect"
+  ];
+}
+
 def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
   let summary = "Checkpoint the units of a step that fit it into a memory "
                 "budget";

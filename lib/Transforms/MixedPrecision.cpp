@@ -1,0 +1,148 @@
+//===- MixedPrecision.cpp - bf16-mixed: products of bfloat16 inputs -------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// ga-mixed-precision: every matrix product of the differentiated step reads
+// its two float32 operands as bfloat16 and sums in float32. Each operand
+// gets one bfloat16 copy, made where the operand is defined and shared by
+// all the products that read it, so that an activation a forward product
+// reads and a backward product reads again is held for the backward pass as
+// that copy (half the bytes). Everything else stays float32.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Transforms/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/IRMapping.h"
+#include "llvm/ADT/DenseMap.h"
+
+namespace ga {
+#define GEN_PASS_DEF_GAMIXEDPRECISIONPASS
+#include "ga/Transforms/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+
+/// Whether `op` is a matrix product (a GEMM, possibly batched, possibly
+/// scaled): two float32 inputs and one float32 output, each input with a
+/// dimension of its own beside the summed ones (m, n and k all present),
+/// and a body that reads each input element only as a factor of a
+/// multiplication.
+static bool isMatrixProduct(linalg::LinalgOp op) {
+  if (op.getNumDpsInputs() != 2 || op.getNumDpsInits() != 1 ||
+      op->getNumRegions() != 1)
+    return false;
+  for (OpOperand &operand : op->getOpOperands()) {
+    auto type = dyn_cast<ShapedType>(operand.get().getType());
+    if (!type || !type.getElementType().isF32())
+      return false;
+  }
+  FailureOr<linalg::ContractionDimensions> dims =
+      linalg::inferContractionDims(op);
+  if (failed(dims) || dims->m.empty() || dims->n.empty() || dims->k.empty())
+    return false;
+  Block *body = op.getBlock();
+  for (unsigned i = 0; i < 2; ++i) {
+    BlockArgument arg = body->getArgument(i);
+    if (arg.use_empty() || llvm::any_of(arg.getUsers(), [](Operation *user) {
+          return !isa<arith::MulFOp>(user);
+        }))
+      return false;
+  }
+  return true;
+}
+
+namespace {
+
+struct GaMixedPrecisionPass
+    : ga::impl::GaMixedPrecisionPassBase<GaMixedPrecisionPass> {
+  using Base::Base;
+
+  /// One bfloat16 copy of each float32 tensor a product reads.
+  llvm::DenseMap<Value, Value> copies;
+
+  /// The bfloat16 copy of `value` (round to nearest even), made right after
+  /// its definition (at the start of its block for a block argument).
+  Value bf16Copy(Value value) {
+    if (Value copy = copies.lookup(value))
+      return copy;
+    OpBuilder b(value.getContext());
+    if (Operation *def = value.getDefiningOp())
+      b.setInsertionPointAfter(def);
+    else
+      b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+    Location loc = value.getLoc();
+    auto type = cast<RankedTensorType>(value.getType());
+    Type bf16 = b.getBF16Type();
+    Value init = tensor::EmptyOp::create(
+        b, loc, tensor::getMixedSizes(b, loc, value), bf16);
+    AffineMap identity =
+        AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+    auto generic = linalg::GenericOp::create(
+        b, loc, TypeRange{type.clone(bf16)}, ValueRange{value},
+        ValueRange{init}, ArrayRef<AffineMap>{identity, identity},
+        SmallVector<utils::IteratorType>(type.getRank(),
+                                         utils::IteratorType::parallel),
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          Value rounded = arith::TruncFOp::create(nb, nloc, bf16, args[0]);
+          linalg::YieldOp::create(nb, nloc, rounded);
+        });
+    copies[value] = generic.getResult(0);
+    return generic.getResult(0);
+  }
+
+  /// `op` as a linalg.generic of the same loops over the bfloat16 copies of
+  /// its inputs, each widened back to float32 where the body reads it.
+  void rewrite(linalg::LinalgOp op) {
+    SmallVector<Value> inputs;
+    for (Value input : op.getDpsInputs())
+      inputs.push_back(bf16Copy(input));
+    OpBuilder b(op);
+    Block *old = op.getBlock();
+    auto generic = linalg::GenericOp::create(
+        b, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),
+        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          IRMapping mapping;
+          for (unsigned i = 0; i < 2; ++i)
+            mapping.map(old->getArgument(i),
+                        arith::ExtFOp::create(nb, nloc, nb.getF32Type(),
+                                              args[i]));
+          mapping.map(old->getArgument(2), args[2]);
+          for (Operation &inner : *old)
+            nb.clone(inner, mapping);
+        });
+    op->replaceAllUsesWith(generic.getResults());
+    op->erase();
+  }
+
+  void runOnOperation() override {
+    SmallVector<linalg::LinalgOp> products;
+    WalkResult walk = getOperation()->walk([&](linalg::LinalgOp op) {
+      if (!isMatrixProduct(op))
+        return WalkResult::advance();
+      if (!op.hasPureTensorSemantics()) {
+        op->emitOpError("ga-mixed-precision: rounds the inputs of products "
+                        "on tensors, before bufferization; this product "
+                        "reads or writes buffers");
+        return WalkResult::interrupt();
+      }
+      products.push_back(op);
+      return WalkResult::advance();
+    });
+    if (walk.wasInterrupted())
+      return signalPassFailure();
+    copies.clear();
+    for (linalg::LinalgOp op : products)
+      rewrite(op);
+  }
+};
+
+} // namespace

@@ -1,0 +1,208 @@
+"""precision=bf16-mixed against an independent float64 PyTorch model.
+
+examples/tiny_gpt.mlir compiled with `precision=bf16-mixed` (every matrix
+product reads bfloat16 copies of its inputs and sums in float32) is compared
+with a float64 PyTorch model of the same network written here, whose every
+matrix product rounds its two inputs to bfloat16 in the forward pass and, in
+its own backward pass (a torch.autograd.Function), the incoming gradient and
+the saved inputs before each of the two gradient products: the semantics
+ga-mixed-precision states, evaluated by PyTorch's autograd in float64.
+
+Checks:
+1. the loss and all 15 gradients of the bf16-mixed step within REL = 2e-5
+   of the rounded reference (tensor norms; measured: at most 3e-6). The
+   remaining difference is float32 arithmetic and the few inputs that sit
+   so close to a bfloat16 rounding boundary that float32 and float64 round
+   them to neighbours;
+2. the checks can fail: the float32 step (same inputs) is more than 5 REL
+   away from the rounded reference in the gradients, and the rounded
+   reference is more than 5 REL away from the unrounded float64 model
+   (measured: 8e-3 both, 80 times the bound);
+3. micro-batch splits stay exact in this mode: k = 4 against k = 1 within
+   1e-6 (the accumulators are float32; only the order of sums differs);
+4. the bf16-mixed step holds fewer bytes at its peak than the float32 step
+   (ga-run's measured peak of the step's buffers): the activations kept for
+   the backward products are kept as bfloat16 copies.
+"""
+
+import argparse
+import math
+import os
+import re
+import sys
+
+import numpy as np
+import torch
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from reference_harness import (Checker, relative_error, run_ga_run,  # noqa
+                               with_schedule)
+
+B, S, V, D, H, F, L = 8, 16, 32, 16, 2, 64, 2
+DH = D // H
+EPS = 1e-5
+PARAMS = [
+    ("wte", [V, D]), ("wpe", [S, D]),
+    ("ln1_g", [L, D]), ("ln1_b", [L, D]),
+    ("w_qkv", [L, D, 3 * D]), ("w_o", [L, D, D]),
+    ("ln2_g", [L, D]), ("ln2_b", [L, D]),
+    ("w_fc", [L, D, F]), ("b_fc", [L, F]),
+    ("w_proj", [L, F, D]), ("b_proj", [L, D]),
+    ("lnf_g", [D]), ("lnf_b", [D]), ("w_head", [D, V]),
+]
+REL = 2e-5
+
+
+def bf16(t):
+    """t rounded to bfloat16 (to nearest, ties to even), back in float64."""
+    return t.to(torch.float32).to(torch.bfloat16).to(torch.float64)
+
+
+class RoundedProduct(torch.autograd.Function):
+    """scale * einsum(spec, a, b) of bfloat16-rounded inputs; the gradient
+    products read the rounded incoming gradient and the rounded inputs, and
+    scale their sums (a scale inside a product's body stays there in its
+    gradient products, as differentiation writes them)."""
+
+    @staticmethod
+    def forward(ctx, spec, a, b, scale):
+        ins, out = spec.split("->")
+        sa, sb = ins.split(",")
+        ra, rb = bf16(a), bf16(b)
+        ctx.save_for_backward(ra, rb)
+        ctx.specs = (f"{out},{sb}->{sa}", f"{sa},{out}->{sb}")
+        ctx.scale = scale
+        return torch.einsum(spec, ra, rb) * scale
+
+    @staticmethod
+    def backward(ctx, grad):
+        ra, rb = ctx.saved_tensors
+        g = bf16(grad)
+        return (None, torch.einsum(ctx.specs[0], g, rb) * ctx.scale,
+                torch.einsum(ctx.specs[1], ra, g) * ctx.scale, None)
+
+
+def product(spec, a, b, rounded, scale=1.0):
+    return (RoundedProduct.apply(spec, a, b, scale) if rounded
+            else torch.einsum(spec, a, b) * scale)
+
+
+def layer_norm(x, g, b):
+    mu = x.mean(dim=-1, keepdim=True)
+    var = ((x - mu) ** 2).mean(dim=-1, keepdim=True)
+    return (x - mu) / torch.sqrt(var + EPS) * g + b
+
+
+def forward(p, tokens, labels, rounded):
+    x = p["wte"][tokens] + p["wpe"][None, :, :]
+    x = x.reshape(B * S, D)
+    causal = torch.triu(torch.ones(S, S, dtype=torch.bool), diagonal=1)
+    for l in range(L):
+        h = layer_norm(x, p["ln1_g"][l], p["ln1_b"][l])
+        qkv = product("nd,de->ne", h, p["w_qkv"][l], rounded)
+        q, k, v = (qkv[:, i * D:(i + 1) * D].reshape(B, S, H, DH)
+                   for i in range(3))
+        # The example scales each term of the scores' sum (float32
+        # 1/sqrt(DH), as the example writes it).
+        scores = product("bihd,bjhd->bhij", q, k, rounded,
+                         float(np.float32(1 / math.sqrt(DH))))
+        scores = scores.masked_fill(causal, -1e9)
+        probs = torch.softmax(scores, dim=-1)
+        ctx = product("bhij,bjhd->bihd", probs, v, rounded).reshape(B * S, D)
+        x = x + product("nd,de->ne", ctx, p["w_o"][l], rounded)
+        h = layer_norm(x, p["ln2_g"][l], p["ln2_b"][l])
+        f = product("nd,df->nf", h, p["w_fc"][l], rounded) + p["b_fc"][l]
+        f = 0.5 * f * (1.0 + torch.erf(f / math.sqrt(2.0)))
+        x = x + product("nf,fd->nd", f, p["w_proj"][l], rounded) + \
+            p["b_proj"][l]
+    logits = product("nd,dv->nv", layer_norm(x, p["lnf_g"], p["lnf_b"]),
+                     p["w_head"], rounded)
+    logits = logits.reshape(B, S, V)[:, :-1].reshape(-1, V)
+    target = labels[:, 1:].reshape(-1)
+    return torch.nn.functional.cross_entropy(logits, target,
+                                             ignore_index=-100)
+
+
+def reference(params, tokens, labels, rounded):
+    """Loss and gradients of the float64 model (inputs: float32 values)."""
+    p = {n: torch.tensor(v, dtype=torch.float64, requires_grad=True)
+         for n, v in params.items()}
+    loss = forward(p, torch.tensor(tokens), torch.tensor(labels), rounded)
+    loss.backward()
+    return float(loss.detach()), [p[n].grad.numpy() for n, _ in PARAMS]
+
+
+def peak(stdout):
+    m = re.search(r"^step_peak_bytes: (\d+)$", stdout, re.M)
+    return int(m.group(1)) if m else None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-run", required=True)
+    parser.add_argument("--example", required=True)
+    parser.add_argument("--workdir", required=True)
+    args = parser.parse_args()
+    os.makedirs(args.workdir, exist_ok=True)
+    torch.manual_seed(0)
+
+    rng = np.random.default_rng(7)
+    params = {}
+    for name, shape in PARAMS:
+        if name.endswith("_g"):
+            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
+        elif name.endswith("_b") or name.startswith("b_"):
+            params[name] = 0.1 * rng.standard_normal(shape)
+        else:
+            params[name] = rng.standard_normal(shape) / math.sqrt(
+                shape[-2] if len(shape) > 1 else 1)
+        params[name] = params[name].astype(np.float32)
+    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels[:, -3:] = -100
+    labels[2, :] = -100
+    inputs = [params[n] for n, _ in PARAMS] + [tokens, labels]
+
+    mixed = ["--pipeline-options=precision=bf16-mixed"]
+    res16, out16 = run_ga_run(args.ga_run, args.example, inputs,
+                              os.path.join(args.workdir, "bf16"), extra=mixed)
+    res32, out32 = run_ga_run(args.ga_run, args.example, inputs,
+                              os.path.join(args.workdir, "f32"))
+    loss_r, grads_r = reference(params, tokens, labels, rounded=True)
+    loss_x, grads_x = reference(params, tokens, labels, rounded=False)
+
+    check = Checker("bf16-mixed")
+    check.close("loss vs the rounded float64 model", res16[0], loss_r,
+                rtol=2e-5)
+    check.differs("the float32 step's loss vs the rounded model", res32[0],
+                  loss_r, 5 * 2e-5)
+    for i, (name, _) in enumerate(PARAMS):
+        check.relative(f"d/d{name} vs the rounded float64 model",
+                       res16[1 + i], grads_r[i], REL)
+    flat = lambda gs: np.concatenate([np.ravel(g) for g in gs])  # noqa
+    check.differs("the float32 step's gradients vs the rounded model",
+                  flat(res32[1:16]), flat(grads_r), 5 * REL)
+    check.differs("the rounded model vs the unrounded float64 model",
+                  flat(grads_r), flat(grads_x), 5 * REL)
+
+    # Splits stay exact: k = 4 micro-batches against the whole batch.
+    with open(args.example) as f:
+        source = f.read()
+    split = os.path.join(args.workdir, "tiny_gpt_k4.mlir")
+    with open(split, "w") as f:
+        f.write(with_schedule(source, "tiny_gpt", microbatches=4))
+    res4, _ = run_ga_run(args.ga_run, split, inputs,
+                         os.path.join(args.workdir, "k4"), extra=mixed)
+    check.close("k = 4 loss vs k = 1", res4[0], res16[0], rtol=1e-6)
+    check.relative("k = 4 gradients vs k = 1", flat(res4[1:16]),
+                   flat(res16[1:16]), 1e-6)
+
+    p16, p32 = peak(out16), peak(out32)
+    check.true(f"the step's peak: bf16-mixed {p16} B < float32 {p32} B",
+               p16 is not None and p32 is not None and p16 < p32,
+               f"ga-run printed:\n{out16}\n{out32}")
+    check.finish()
+
+
+if __name__ == "__main__":
+    main()
