@@ -34,35 +34,47 @@ float roundToBf16(float x) {
   return x;
 }
 
+/// How a GEMM reads its operands: float32 as stored, float32 rounded to
+/// bfloat16 (gpu-bf16), or stored as bfloat16 (precision=bf16-mixed).
+enum class Operands { F32, RoundedF32, StoredBF16 };
+
+/// Element `index` of an operand at `base` (offsets in its own elements),
+/// as a float.
+float operand(Operands kind, intptr_t base, int64_t index) {
+  if (kind == Operands::StoredBF16) {
+    uint32_t bits = uint32_t(reinterpret_cast<const uint16_t *>(base)[index])
+                    << 16;
+    float x;
+    std::memcpy(&x, &bits, sizeof(x));
+    return x;
+  }
+  float x = reinterpret_cast<const float *>(base)[index];
+  return kind == Operands::RoundedF32 ? roundToBf16(x) : x;
+}
+
 /// The device program's batched GEMM on the CPU (gpu-emulate=true):
 /// `count` products, each operand's i-th matrix `stride` elements after the
 /// previous, each element's terms multiplied in the step's `order` (x * y,
 /// (x * y) * alpha, (x * alpha) * y, (y * alpha) * x, with x from A and y
 /// from B) and added in k order to C (to zero without `accumulate`: C is
-/// not read), as the step's loops do; with `bf16`,
-/// x and y rounded to bfloat16 first (gpu-bf16).
-void hostGemm(bool bf16, int32_t transA, int32_t transB, int32_t accumulate,
+/// not read), as the step's loops do; x and y read as `kind` says.
+void hostGemm(Operands kind, int32_t transA, int32_t transB, int32_t accumulate,
               int64_t m, int64_t n, int64_t k, int64_t count, float alpha,
               int32_t order, intptr_t a, int64_t offsetA, int64_t lda,
               int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,
               int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
               int64_t strideC) {
   for (int64_t batch = 0; batch < count; ++batch) {
-    const float *A =
-        reinterpret_cast<const float *>(a) + offsetA + batch * strideA;
-    const float *B =
-        reinterpret_cast<const float *>(b) + offsetB + batch * strideB;
+    int64_t atA = offsetA + batch * strideA, atB = offsetB + batch * strideB;
     float *C = reinterpret_cast<float *>(c) + offsetC + batch * strideC;
     for (int64_t i = 0; i < m; ++i)
       for (int64_t j = 0; j < n; ++j) {
         float sum = accumulate ? C[i * ldc + j] : 0.0f;
         for (int64_t p = 0; p < k; ++p) {
-          float x = transA ? A[p * lda + i] : A[i * lda + p];
-          float y = transB ? B[j * ldb + p] : B[p * ldb + j];
-          if (bf16) {
-            x = roundToBf16(x);
-            y = roundToBf16(y);
-          }
+          float x = operand(kind, a,
+                            atA + (transA ? p * lda + i : i * lda + p));
+          float y = operand(kind, b,
+                            atB + (transB ? j * ldb + p : p * ldb + j));
           float term = order == 1   ? (x * y) * alpha
                        : order == 2 ? (x * alpha) * y
                        : order == 3 ? (y * alpha) * x
@@ -78,12 +90,12 @@ void hostGemm(bool bf16, int32_t transA, int32_t transB, int32_t accumulate,
 /// op(B) + bias, the product from zero (hostGemm without accumulate), as
 /// the step's matmul into a zero-filled buffer does, then each element
 /// added to the bias of its column, as the step's addition did.
-void hostGemmBias(bool bf16, int32_t transA, int32_t transB, int64_t m,
+void hostGemmBias(Operands kind, int32_t transA, int32_t transB, int64_t m,
                   int64_t n, int64_t k, intptr_t a, int64_t offsetA,
                   int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,
                   intptr_t bias, int64_t offsetBias, intptr_t d,
                   int64_t offsetD, int64_t ldd) {
-  hostGemm(bf16, transA, transB, /*accumulate=*/0, m, n, k, 1, 1.0f, 0, a,
+  hostGemm(kind, transA, transB, /*accumulate=*/0, m, n, k, 1, 1.0f, 0, a,
            offsetA, lda, 0, b, offsetB, ldb, 0, d, offsetD, ldd, 0);
   const float *Bias = reinterpret_cast<const float *>(bias) + offsetBias;
   float *D = reinterpret_cast<float *>(d) + offsetD;
@@ -111,26 +123,27 @@ int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
   return reinterpret_cast<const int64_t *>(pointer)[index];
 }
 
-// The GEMMs of one precision (see ga_cuda.h): `BF16` is whether the inputs
-// are rounded to bfloat16.
-#define GA_HOST_GEMM_ENTRY_POINTS(SUFFIX, BF16)                                \
+// The GEMMs of one precision (see ga_cuda.h): `KIND` is how the operands
+// are read.
+#define GA_HOST_GEMM_ENTRY_POINTS(SUFFIX, KIND)                                \
   void ga_host_gemm_f32##SUFFIX(GA_GEMM_PARAMS) {                              \
-    hostGemm(BF16, transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a,         \
+    hostGemm(KIND, transA, transB, accumulate, m, n, k, 1, 1.0f, 0, a,         \
              offsetA, lda, 0, b, offsetB, ldb, 0, c, offsetC, ldc, 0);         \
   }                                                                            \
   void ga_host_gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS) {              \
-    hostGemm(BF16, transA, transB, accumulate, m, n, k, count, alpha, order,   \
+    hostGemm(KIND, transA, transB, accumulate, m, n, k, count, alpha, order,   \
              a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC,   \
              ldc, strideC);                                                    \
   }                                                                            \
   void ga_host_gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS) {                    \
-    hostGemmBias(BF16, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,   \
+    hostGemmBias(KIND, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,   \
                  ldb, bias, offsetBias, d, offsetD, ldd);                      \
   }
 
-GA_HOST_GEMM_ENTRY_POINTS(, false)
-GA_HOST_GEMM_ENTRY_POINTS(_tf32, false)
-GA_HOST_GEMM_ENTRY_POINTS(_bf16, true)
+GA_HOST_GEMM_ENTRY_POINTS(, Operands::F32)
+GA_HOST_GEMM_ENTRY_POINTS(_tf32, Operands::F32)
+GA_HOST_GEMM_ENTRY_POINTS(_bf16, Operands::RoundedF32)
+GA_HOST_GEMM_ENTRY_POINTS(_bf16in, Operands::StoredBF16)
 #undef GA_HOST_GEMM_ENTRY_POINTS
 
 } // extern "C"

@@ -33,6 +33,11 @@ here: 2e-4 for the loss, up to 1.8e-2 for a gradient). The tiny GPT's
 results must stay within 5e-2 of the float32 CPU pipeline's and differ
 from them.
 
+With precision=bf16-mixed (ga-mixed-precision: the products read bfloat16
+copies of their operands), every product must become a call of the
+runtime's GEMMs of bfloat16 operands (`_bf16in`), and the results must have
+the bits of the CPU pipeline's scalar code in the same precision.
+
 With loss-chunk-rows=40 (the tiny GPT's head and loss over 3 chunks of
 its 120 rows, ga-chunk-loss-head), the device program's gradients must
 have the CPU's bits and its loss be within a relative 1e-6.
@@ -45,6 +50,7 @@ for bit.
 
 import argparse
 import os
+import re
 import subprocess
 import sys
 
@@ -116,6 +122,28 @@ def check_bf16(args, check, name, path, work, inputs, expected):
                   np.concatenate([b.ravel() for _, b in grads]), 1e-4)
 
 
+def check_bf16_mixed(args, check, name, path, work, inputs):
+    """precision=bf16-mixed, emulated against the CPU pipeline's scalar code
+    in the same precision: every product goes to the runtime's GEMMs of
+    bfloat16 operands (_bf16in), and every bit is the CPU's."""
+    expected, _ = run_ga_run(
+        args.ga_run, path, inputs, os.path.join(work, "cpu_mixed"),
+        extra=["--vectorize=false", "--parallel=false",
+               "--precision=bf16-mixed"])
+    out = os.path.join(work, "mixed")
+    got = emulate(args, path, out, "gpu-split-reductions=false "
+                  "gpu-vector-width=2 precision=bf16-mixed", inputs)
+    with open(out + ".mlir") as f:
+        program = f.read()
+    gemms = re.findall(r"call @(ga_host_gemm\w*)\(", program)
+    check.true(f"{name} bf16-mixed: {len(gemms)} GEMM calls, each of "
+               "bfloat16 operands",
+               gemms and all(g.endswith("_bf16in") for g in gemms),
+               " ".join(sorted(set(gemms))) or "no GEMM call")
+    for i, (a, b) in enumerate(zip(got, expected)):
+        check.equal(f"{name} bf16-mixed: result #{i}", a, b)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-opt", required=True)
@@ -182,6 +210,7 @@ def main():
             if (r, k, naive) == (1, 1, False):
                 check_bf16(args, check, name, path, work, inputs[name],
                            expected)
+                check_bf16_mixed(args, check, name, path, work, inputs[name])
                 if name == "tiny_gpt":
                     check_chunks(args, check, name, path, work, inputs[name],
                                  expected)

@@ -14,7 +14,9 @@
  * and a leading dimension in elements. op(X) is X, or X transposed when
  * its trans flag is set: C is m x n, op(A) m x k, op(B) k x n. Precisions:
  * `_f32` (float32 products), `_f32_tf32` (TF32 tensor cores: gpu-tf32),
- * `_f32_bf16` (bfloat16 inputs, float32 products and sums: gpu-bf16).
+ * `_f32_bf16` (bfloat16 inputs, float32 products and sums: gpu-bf16),
+ * `_f32_bf16in` (the same, A and B stored as bfloat16, their offsets and
+ * leading dimensions in bfloat16 elements: precision=bf16-mixed).
  *
  *===----------------------------------------------------------------------===*/
 
@@ -137,9 +139,11 @@ void ga_cuda_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, )
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, _tf32)
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, _bf16)
+GA_CUDA_DECLARE_GEMMS(ga_cuda_, _bf16in)
 GA_CUDA_DECLARE_GEMMS(ga_host_, )
 GA_CUDA_DECLARE_GEMMS(ga_host_, _tf32)
 GA_CUDA_DECLARE_GEMMS(ga_host_, _bf16)
+GA_CUDA_DECLARE_GEMMS(ga_host_, _bf16in)
 #undef GA_CUDA_DECLARE_GEMMS
 
 /* ga-gpu-emulate-on-host's reads of one element (libga_runtime). */

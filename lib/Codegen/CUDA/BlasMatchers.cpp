@@ -35,6 +35,24 @@ bool matchBody(linalg::LinalgOp op, BlasForm &f) {
     return false;
   Value x = body->getArgument(0), y = body->getArgument(1),
         acc = body->getArgument(2);
+  // bf16-mixed: both inputs bfloat16, each widened to float32 once, the
+  // widenings multiplied (ga-mixed-precision).
+  int widenings = 0;
+  if (x.getType().isBF16() && y.getType().isBF16()) {
+    for (Value *input : {&x, &y}) {
+      if (!input->hasOneUse())
+        return false;
+      auto ext = dyn_cast<arith::ExtFOp>(*input->getUsers().begin());
+      if (!ext || !ext.getType().isF32())
+        return false;
+      *input = ext.getResult();
+    }
+    widenings = 2;
+    f.bf16Inputs = true;
+  }
+  if (!x.getType().isF32() || !y.getType().isF32() ||
+      !acc.getType().isF32())
+    return false;
   auto add =
       body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
   if (!add || add.getFastmath() != arith::FastMathFlags::none)
@@ -43,11 +61,11 @@ bool matchBody(linalg::LinalgOp op, BlasForm &f) {
   if (product == acc || (add.getLhs() != acc && add.getRhs() != acc))
     return false;
   // Every operation of the body is the add, the products or the yield.
-  if (std::distance(body->begin(), body->end()) > 4)
+  if (std::distance(body->begin(), body->end()) > 4 + widenings)
     return false;
   if (isProduct(product, x, y)) {
     f.order = 0;
-    return std::distance(body->begin(), body->end()) == 3;
+    return std::distance(body->begin(), body->end()) == 3 + widenings;
   }
   auto outer = product.getDefiningOp<arith::MulFOp>();
   if (!outer || outer.getFastmath() != arith::FastMathFlags::none)
@@ -89,9 +107,12 @@ bool matchBody(linalg::LinalgOp op, BlasForm &f) {
 /// dimensions it does not use), or failure when its map is not a projected
 /// permutation of static strides over f32.
 FailureOr<SmallVector<int64_t>> loopStrides(linalg::LinalgOp op,
-                                            OpOperand *operand) {
+                                            OpOperand *operand,
+                                            bool bf16 = false) {
   auto type = dyn_cast<MemRefType>(operand->get().getType());
-  if (!type || !type.getElementType().isF32() || !type.hasStaticShape())
+  if (!type || !type.hasStaticShape() ||
+      !(bf16 ? type.getElementType().isBF16()
+             : type.getElementType().isF32()))
     return failure();
   SmallVector<int64_t> strides;
   int64_t offset;
@@ -162,8 +183,8 @@ std::optional<BlasForm> ga::cuda::matchBlas(linalg::LinalgOp op) {
   f.a = op.getDpsInputOperand(0);
   f.b = op.getDpsInputOperand(1);
   f.c = op.getDpsInitOperand(0);
-  FailureOr<SmallVector<int64_t>> sa = loopStrides(op, f.a),
-                                  sb = loopStrides(op, f.b),
+  FailureOr<SmallVector<int64_t>> sa = loopStrides(op, f.a, f.bf16Inputs),
+                                  sb = loopStrides(op, f.b, f.bf16Inputs),
                                   sc = loopStrides(op, f.c);
   if (failed(sa) || failed(sb) || failed(sc))
     return std::nullopt;

@@ -39,6 +39,9 @@ struct BlasForm {
   // the sum by alpha; the CPU emulation multiplies in this order.
   mlir::Value alpha;
   int order = 0;
+  // A and B stored as bfloat16, widened in the body (precision=bf16-mixed):
+  // strides and leading dimensions count bfloat16 elements.
+  bool bf16Inputs = false;
 };
 
 /// A bias addition that only reads a product from zero (see
@@ -53,7 +56,7 @@ struct BiasEpilogue {
 };
 
 /// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate
-/// contraction with one m, one n and one k dimension, static shapes and
+/// contraction (or one of bf16 inputs widened to f32 in the body) with one m, one n and one k dimension, static shapes and
 /// strides, each matrix with a contiguous dimension.
 std::optional<BlasForm> matchBlas(mlir::linalg::LinalgOp op);
 

@@ -62,8 +62,12 @@ struct GaGpuGemmToBlasPass
     }
   }
 
-  /// The runtime function's suffix for the pass's precision.
-  StringRef precisionSuffix() const {
+  /// The runtime function's suffix for the product's operands and the
+  /// pass's precision: bfloat16 operands (precision=bf16-mixed) are read
+  /// as stored, float32 ones as the pass allows.
+  StringRef precisionSuffix(const BlasForm &f) const {
+    if (f.bf16Inputs)
+      return "_bf16in";
     return allowTF32 ? "_tf32" : allowBF16 ? "_bf16" : "";
   }
 
@@ -74,7 +78,7 @@ struct GaGpuGemmToBlasPass
                        const BiasEpilogue &e) {
     OpBuilder builder(e.add);
     Location loc = op.getLoc();
-    std::string name = ("ga_cuda_gemm_bias_f32" + precisionSuffix()).str();
+    std::string name = ("ga_cuda_gemm_bias_f32" + precisionSuffix(f)).str();
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
     SmallVector<Type> types = {i32, i32};
     types.append(14, index);
@@ -134,7 +138,7 @@ struct GaGpuGemmToBlasPass
     bool batched = !f.batch.empty() || f.alpha;
     std::string name =
         (Twine(batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32") +
-         precisionSuffix())
+         precisionSuffix(f))
             .str();
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
     SmallVector<Type> types = {i32, i32, i32};

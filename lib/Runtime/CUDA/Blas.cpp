@@ -362,9 +362,12 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   if (m == 0 || n == 0 || count == 0)
     return;
   CublasFunctions &fn = s.blas.fn;
-  bool bf16 = precision == GemmPrecision::BF16;
+  // gpu-bf16 rounds float32 operands; bf16-mixed's are bfloat16 already.
+  bool stored = precision == GemmPrecision::BF16Inputs;
+  bool bf16 = precision == GemmPrecision::BF16 || stored;
   if (bf16 && (!fn.cublasGemmEx || !fn.cublasGemmStridedBatchedEx)) {
-    recordError(s, "the step multiplies in bfloat16 (gpu-bf16), and the "
+    recordError(s, "the step multiplies in bfloat16 (gpu-bf16 or "
+                   "precision=bf16-mixed), and the "
                    "cuBLAS library lacks cublasGemmEx or "
                    "cublasGemmStridedBatchedEx");
     return;
@@ -387,13 +390,14 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
           ? profileBegin(s, std::string(call) + " " + shape() +
                                 (transA ? " A^T" : "") + (transB ? " B^T" : ""))
           : -1;
+  // Offsets count elements of the operands' own type.
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
   const float *B = reinterpret_cast<const float *>(b) + offsetB;
   float *C = reinterpret_cast<float *>(c) + offsetC;
   // gpu-bf16: A and B rounded to bfloat16, multiplied and summed in float32
   // (CUBLAS_COMPUTE_32F).
   std::optional<RoundedOperands> rounded;
-  if (bf16) {
+  if (bf16 && !stored) {
     rounded.emplace(s, transA, transB, m, n, k, count, A, lda, strideA, B, ldb,
                     strideB);
     if (!*rounded) {
@@ -401,11 +405,17 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
       return;
     }
   }
-  const void *inA = bf16 ? rounded->roundedA() : A;
-  const void *inB = bf16 ? rounded->roundedB() : B;
+  const void *inA = A, *inB = B;
+  if (stored) {
+    inA = reinterpret_cast<const uint16_t *>(a) + offsetA;
+    inB = reinterpret_cast<const uint16_t *>(b) + offsetB;
+  } else if (bf16) {
+    inA = rounded->roundedA();
+    inB = rounded->roundedB();
+  }
   // cuBLAS's column-major sizes: the transposed product (see above).
   // gpu-bf16's operands may lie compactly (RoundedOperands).
-  if (bf16) {
+  if (bf16 && !stored) {
     lda = rounded->lda();
     strideA = rounded->strideA();
     ldb = rounded->ldb();
@@ -467,6 +477,7 @@ extern "C" {
 GA_CUDA_GEMM_ENTRY_POINTS(, GemmPrecision::F32)
 GA_CUDA_GEMM_ENTRY_POINTS(_tf32, GemmPrecision::TF32)
 GA_CUDA_GEMM_ENTRY_POINTS(_bf16, GemmPrecision::BF16)
+GA_CUDA_GEMM_ENTRY_POINTS(_bf16in, GemmPrecision::BF16Inputs)
 #undef GA_CUDA_GEMM_ENTRY_POINTS
 
 } // extern "C"

@@ -79,10 +79,13 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
   CublasLtFunctions &fn = s.blasLt.fn;
   // CUBLAS_COMPUTE_32F (68) or _FAST_TF32 (77); CUDA_R_32F (0) scales and
   // D; A and B CUDA_R_16BF (14) for gpu-bf16 (rounded by the runtime, see
-  // RoundedOperands), else CUDA_R_32F.
+  // RoundedOperands) and bf16-mixed (stored so), else CUDA_R_32F.
   int compute = precision == GemmPrecision::TF32 ? 77 : 68;
   constexpr int r32f = 0, r16bf = 14;
-  int inputType = precision == GemmPrecision::BF16 ? r16bf : r32f;
+  int inputType = precision == GemmPrecision::BF16 ||
+                          precision == GemmPrecision::BF16Inputs
+                      ? r16bf
+                      : r32f;
   constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7,
                 workspaceAttr = 1;
   int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;
@@ -171,6 +174,10 @@ static void gemmBias(GemmPrecision precision, int32_t transA, int32_t transB,
   const float *floatA = reinterpret_cast<const float *>(a) + offsetA;
   const float *floatB = reinterpret_cast<const float *>(b) + offsetB;
   const void *A = floatA, *B = floatB;
+  if (precision == GemmPrecision::BF16Inputs) {
+    A = reinterpret_cast<const uint16_t *>(a) + offsetA;
+    B = reinterpret_cast<const uint16_t *>(b) + offsetB;
+  }
   std::optional<RoundedOperands> rounded;
   if (step.failed.empty() && precision == GemmPrecision::BF16) {
     rounded.emplace(s, transA, transB, m, n, k, /*count=*/1, floatA, lda,
@@ -219,6 +226,7 @@ extern "C" {
 GA_CUDA_GEMM_BIAS_ENTRY_POINT(, GemmPrecision::F32)
 GA_CUDA_GEMM_BIAS_ENTRY_POINT(_tf32, GemmPrecision::TF32)
 GA_CUDA_GEMM_BIAS_ENTRY_POINT(_bf16, GemmPrecision::BF16)
+GA_CUDA_GEMM_BIAS_ENTRY_POINT(_bf16in, GemmPrecision::BF16Inputs)
 #undef GA_CUDA_GEMM_BIAS_ENTRY_POINT
 
 } // extern "C"

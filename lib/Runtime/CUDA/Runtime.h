@@ -124,7 +124,12 @@ struct Profile {
 /// The arithmetic of a GEMM: float32 (the default), TF32 tensor cores
 /// (gpu-tf32), or bfloat16 inputs with float32 products and sums
 /// (gpu-bf16: CUBLAS_COMPUTE_32F_FAST_16BF).
-enum class GemmPrecision { F32, TF32, BF16 };
+enum class GemmPrecision {
+  F32,
+  TF32,
+  BF16,       // float32 operands, rounded to bfloat16 by the runtime
+  BF16Inputs, // operands stored as bfloat16 (precision=bf16-mixed)
+};
 
 struct State {
   std::mutex mutex;
