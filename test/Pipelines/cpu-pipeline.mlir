@@ -4,6 +4,17 @@
 // RUN: ga-opt --ga-pipeline="target=cpu" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=KERNEL
 // RUN: ga-opt --ga-pipeline="target=cpu outline=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=INLINE
 // RUN: not ga-opt --ga-pipeline="target=tpu" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
+// RUN: not ga-opt --ga-pipeline="precision=fp8" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=PRECISION
+// PRECISION: ga-pipeline: precision must be f32 or bf16-mixed, got 'fp8'
+// bf16-mixed runs ga-mixed-precision after train-lower-accumulate, before
+// fusion; f32 (the default) does not run it.
+// RUN: ga-opt --ga-pipeline="precision=bf16-mixed" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIXED
+// MIXED: train-lower-accumulate,
+// MIXED-NEXT: canonicalize
+// MIXED-NEXT: ga-mixed-precision,
+// MIXED-NEXT: ga-fuse-elementwise
+// RUN: ga-opt --ga-pipeline="target=cpu" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32
+// F32-NOT: ga-mixed-precision
 
 // The whole step is in the LLVM dialect, and the entry function keeps its
 // tensor signature and which results are the loss and the gradients.
