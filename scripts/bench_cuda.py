@@ -414,6 +414,8 @@ def memory_line(step_bytes, io_bytes, torch_peak, ga_mfu, torch_mfu, flops,
 def manifest_precision(here):
     with open(os.path.join(here, "bench.json")) as f:
         options = json.load(f)[0].get("pipeline_options", "")
+    if "precision=bf16-mixed" in options:
+        return "bf16-mixed"
     return "bf16 GEMMs" if "gpu-bf16=true" in options else "float32"
 
 
@@ -442,7 +444,7 @@ def main():
                    help="leave out the torch.compile baseline")
     r.add_argument("--autocast", action="store_true",
                    help="PyTorch under bf16 autocast (for steps prepared "
-                        "with gpu-bf16=true)")
+                        "with precision=bf16-mixed or gpu-bf16=true)")
     r.add_argument("--tolerance", type=float, default=0.0,
                    help="fail (exit 1) when the loss or a gradient differs "
                         "from PyTorch eager's by more than this, relative")

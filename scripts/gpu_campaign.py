@@ -10,7 +10,8 @@ markdown report.
   python3 scripts/gpu_campaign.py prepare [--build build] [--out build/device]
       (here, about a minute) builds, under OUT:
         kit/    both examples at k = 1, 2, 4 and the naive k = 4 (and at
-                k = 1, 2 with gpu-bf16, against its emulation), the
+                k = 1, 2 with gpu-bf16 and with precision=bf16-mixed,
+                against their emulation), the
                 imported GPT-2 and nanoGPT steps at k = 1, 2 and the naive
                 k = 2, the guarded gather with valid ids and with an id out
                 of range: CUDA libraries, inputs, the CPU pipeline's
@@ -21,8 +22,9 @@ markdown report.
                 benchmark against PyTorch (scripts/bench_cuda.py prepare);
         graph/  the three small sizes again, compiled for CUDA graphs
                 (check-labels=false);
-        bf16/   the medium size and GPT-2 124M's shape (B 4 and 16) with
-                bf16 GEMMs (gpu-bf16=true);
+        bf16/   GPT-2 124M's shape (B 4 and 16) in
+                bf16 mixed precision (precision=bf16-mixed: products of
+                bfloat16 copies, float32 everything else);
         large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
         attention/  GPT-2 124M's shape at B 8 with the attention over
                 tiles of 128 queries and keys (attention-key-tile=128),
@@ -36,7 +38,7 @@ markdown report.
       every result within 1e-4 of the CPU's, counts equal, the assert's
       error), the runtime's GEMM entry points against float64
       (cuda_gemm_check.py), the benchmark (float32, then CUDA graphs,
-      then bf16 GEMMs against PyTorch's bf16 autocast), each against
+      then bf16-mixed against PyTorch's bf16 autocast), each against
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
@@ -98,8 +100,8 @@ def prepare(args):
                    "--pipeline-options", "check-labels=false"]),
         ("bf16", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                   "--build", build, "--out", os.path.join(out, "bf16"),
-                  "--chip", args.chip, "--sizes", "medium,gpt2,gpt2_b16",
-                  "--pipeline-options", "gpu-bf16=true"]),
+                  "--chip", args.chip, "--sizes", "gpt2,gpt2_b16",
+                  "--pipeline-options", "precision=bf16-mixed"]),
         ("large", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "large"),
                    "--chip", args.chip, "--sizes", "gpt2_b8,gpt2_b16"]),
@@ -252,7 +254,7 @@ def run(args):
                     [py, os.path.join(root, "graph", "bench_cuda.py"), "run",
                      "--repeat", "10", "--cuda-graph", "--no-compile",
                      "--tolerance", "1e-3"], env=env, budget=90)
-    bf16 = c.stage("bf16", "benchmark, bf16 GEMMs against bf16 autocast",
+    bf16 = c.stage("bf16", "benchmark, bf16-mixed against bf16 autocast",
                    [py, os.path.join(root, "bf16", "bench_cuda.py"), "run",
                     "--repeat", "10", "--autocast", "--no-compile"],
                    env=env, budget=120, must_pass=False)

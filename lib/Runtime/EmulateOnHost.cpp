@@ -71,10 +71,10 @@ void hostGemm(Operands kind, int32_t transA, int32_t transB, int32_t accumulate,
       for (int64_t j = 0; j < n; ++j) {
         float sum = accumulate ? C[i * ldc + j] : 0.0f;
         for (int64_t p = 0; p < k; ++p) {
-          float x = operand(kind, a,
-                            atA + (transA ? p * lda + i : i * lda + p));
-          float y = operand(kind, b,
-                            atB + (transB ? j * ldb + p : p * ldb + j));
+          float x =
+              operand(kind, a, atA + (transA ? p * lda + i : i * lda + p));
+          float y =
+              operand(kind, b, atB + (transB ? j * ldb + p : p * ldb + j));
           float term = order == 1   ? (x * y) * alpha
                        : order == 2 ? (x * alpha) * y
                        : order == 3 ? (y * alpha) * x

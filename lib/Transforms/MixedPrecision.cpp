@@ -112,9 +112,9 @@ struct GaMixedPrecisionPass
         [&](OpBuilder &nb, Location nloc, ValueRange args) {
           IRMapping mapping;
           for (unsigned i = 0; i < 2; ++i)
-            mapping.map(old->getArgument(i),
-                        arith::ExtFOp::create(nb, nloc, nb.getF32Type(),
-                                              args[i]));
+            mapping.map(
+                old->getArgument(i),
+                arith::ExtFOp::create(nb, nloc, nb.getF32Type(), args[i]));
           mapping.map(old->getArgument(2), args[2]);
           for (Operation &inner : *old)
             nb.clone(inner, mapping);

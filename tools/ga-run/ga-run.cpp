@@ -110,8 +110,7 @@ static ga::PipelineFlags
     pipelineFlags(gaRunCategory,
                   {"naive", "check-labels", "vectorize", "outline", "parallel",
                    "release-buffers", "loss-chunk-rows", "memory-budget",
-                   "microbatches", "chip", "attention-key-tile",
-                   "precision"});
+                   "microbatches", "chip", "attention-key-tile", "precision"});
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "

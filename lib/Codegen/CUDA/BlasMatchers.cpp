@@ -50,8 +50,7 @@ bool matchBody(linalg::LinalgOp op, BlasForm &f) {
     widenings = 2;
     f.bf16Inputs = true;
   }
-  if (!x.getType().isF32() || !y.getType().isF32() ||
-      !acc.getType().isF32())
+  if (!x.getType().isF32() || !y.getType().isF32() || !acc.getType().isF32())
     return false;
   auto add =
       body->getTerminator()->getOperand(0).getDefiningOp<arith::AddFOp>();
@@ -106,13 +105,11 @@ bool matchBody(linalg::LinalgOp op, BlasForm &f) {
 /// The stride of every loop dimension in `operand`'s buffer (0 for
 /// dimensions it does not use), or failure when its map is not a projected
 /// permutation of static strides over f32.
-FailureOr<SmallVector<int64_t>> loopStrides(linalg::LinalgOp op,
-                                            OpOperand *operand,
-                                            bool bf16 = false) {
+FailureOr<SmallVector<int64_t>>
+loopStrides(linalg::LinalgOp op, OpOperand *operand, bool bf16 = false) {
   auto type = dyn_cast<MemRefType>(operand->get().getType());
   if (!type || !type.hasStaticShape() ||
-      !(bf16 ? type.getElementType().isBF16()
-             : type.getElementType().isF32()))
+      !(bf16 ? type.getElementType().isBF16() : type.getElementType().isF32()))
     return failure();
   SmallVector<int64_t> strides;
   int64_t offset;

@@ -56,8 +56,9 @@ struct BiasEpilogue {
 };
 
 /// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate
-/// contraction (or one of bf16 inputs widened to f32 in the body) with one m, one n and one k dimension, static shapes and
-/// strides, each matrix with a contiguous dimension.
+/// contraction (or one of bf16 inputs widened to f32 in the body) with one m,
+/// one n and one k dimension, static shapes and strides, each matrix with a
+/// contiguous dimension.
 std::optional<BlasForm> matchBlas(mlir::linalg::LinalgOp op);
 
 /// The zero fill of the product `op`'s C if the product starts from it: C
