@@ -5,7 +5,7 @@ measured on the driver stand-in.
   python3 scripts/device_scenario.py [--build build] [--workdir DIR]
       [--budget-gib 16] [--batch 32] [--layers 24] [--dim 1024]
       [--heads 16] [--ffn 4096] [--seq 1024] [--vocab 50304]
-      [--attention-key-tile N]
+      [--attention-key-tile N] [--precision f32|bf16-mixed]
 
 The default is GPT-2 355M's shape (24 layers, D 1024, 16 heads, F 4096,
 S 1024, V 50304) trained with AdamW (the whole step: forward, backward,
@@ -25,7 +25,9 @@ global batch of 32 sequences, on a GPU of 16 GiB:
 
 With --attention-key-tile N, the attention is computed over tiles of N
 queries and keys (train.attention: no [B, H, S, S] scores stored for the
-backward pass).
+backward pass). With --precision bf16-mixed, every product reads bfloat16
+copies of its operands (parameters, gradients and AdamW's moments stay
+float32).
 
 Prints the choice, the predicted and the measured peak; exits 1 when the
 measurement exceeds the budget or differs from the prediction. Not a test
@@ -69,6 +71,10 @@ def main():
     p.add_argument("--attention-key-tile", type=int, default=0,
                    help="attention over tiles of this many queries and "
                         "keys (0: as written)")
+    p.add_argument("--precision", default="f32",
+                   help="the pipeline's precision: f32 or bf16-mixed "
+                        "(products of bfloat16 copies, the activations "
+                        "kept for backward products as those copies)")
     args = p.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="ga-device-scenario-")
     os.makedirs(work, exist_ok=True)
@@ -78,6 +84,8 @@ def main():
     if args.attention_key_tile:
         shape += (f"; attention over tiles of {args.attention_key_tile} "
                   "queries and keys")
+    if args.precision != "f32":
+        shape += f"; precision {args.precision}"
     print(f"device_scenario: GPT training step ({shape}), AdamW, under a "
           f"device budget of {args.budget_gib:g} GiB ({budget} bytes)",
           flush=True)
@@ -93,7 +101,8 @@ def main():
     # The compile and the stand-in's environment as device_budget.py's.
     case = Case("step", step,
                 argparse.Namespace(build=args.build, workdir=work),
-                options=f"attention-key-tile={args.attention_key_tile}")
+                options=f"attention-key-tile={args.attention_key_tile} "
+                        f"precision={args.precision}")
     start = time.time()
     lib, predicted, _ = case.compile(budget, auto=True)
     compiled = time.time() - start

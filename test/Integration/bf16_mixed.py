@@ -25,7 +25,6 @@ Checks:
    the backward products are kept as bfloat16 copies.
 """
 
-import argparse
 import math
 import os
 import re
@@ -35,21 +34,13 @@ import numpy as np
 import torch
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_harness import (Checker, relative_error, run_ga_run,  # noqa
-                               with_schedule)
+from reference_harness import (Checker, ga_run_test_args,  # noqa: E402
+                               run_ga_run, with_schedule)
+# The network's sizes, parameter list and inputs: those of the float64
+# NumPy reference of the same example.
+from tiny_gpt_reference import (B, D, DH, EPS, H, L, PARAMS, S,  # noqa: E402
+                                V, make_inputs)
 
-B, S, V, D, H, F, L = 8, 16, 32, 16, 2, 64, 2
-DH = D // H
-EPS = 1e-5
-PARAMS = [
-    ("wte", [V, D]), ("wpe", [S, D]),
-    ("ln1_g", [L, D]), ("ln1_b", [L, D]),
-    ("w_qkv", [L, D, 3 * D]), ("w_o", [L, D, D]),
-    ("ln2_g", [L, D]), ("ln2_b", [L, D]),
-    ("w_fc", [L, D, F]), ("b_fc", [L, F]),
-    ("w_proj", [L, F, D]), ("b_proj", [L, D]),
-    ("lnf_g", [D]), ("lnf_b", [D]), ("w_head", [D, V]),
-]
 REL = 2e-5
 
 
@@ -138,35 +129,18 @@ def peak(stdout):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--example", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = ga_run_test_args()
+    example = os.path.join(args.src, "examples", "tiny_gpt.mlir")
     torch.manual_seed(0)
 
-    rng = np.random.default_rng(7)
-    params = {}
-    for name, shape in PARAMS:
-        if name.endswith("_g"):
-            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif name.endswith("_b") or name.startswith("b_"):
-            params[name] = 0.1 * rng.standard_normal(shape)
-        else:
-            params[name] = rng.standard_normal(shape) / math.sqrt(
-                shape[-2] if len(shape) > 1 else 1)
-        params[name] = params[name].astype(np.float32)
-    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels[:, -3:] = -100
-    labels[2, :] = -100
+    params, tokens, labels = make_inputs(np.random.default_rng(7))
+    params = {n: v.astype(np.float32) for n, v in params.items()}
     inputs = [params[n] for n, _ in PARAMS] + [tokens, labels]
 
     mixed = ["--pipeline-options=precision=bf16-mixed"]
-    res16, out16 = run_ga_run(args.ga_run, args.example, inputs,
+    res16, out16 = run_ga_run(args.ga_run, example, inputs,
                               os.path.join(args.workdir, "bf16"), extra=mixed)
-    res32, out32 = run_ga_run(args.ga_run, args.example, inputs,
+    res32, out32 = run_ga_run(args.ga_run, example, inputs,
                               os.path.join(args.workdir, "f32"))
     loss_r, grads_r = reference(params, tokens, labels, rounded=True)
     loss_x, grads_x = reference(params, tokens, labels, rounded=False)
@@ -186,7 +160,7 @@ def main():
                   flat(grads_r), flat(grads_x), 5 * REL)
 
     # Splits stay exact: k = 4 micro-batches against the whole batch.
-    with open(args.example) as f:
+    with open(example) as f:
         source = f.read()
     split = os.path.join(args.workdir, "tiny_gpt_k4.mlir")
     with open(split, "w") as f:

@@ -81,6 +81,25 @@ def forward(p, tokens, labels):
     return float(((lse - picked) * valid).sum() / n) if n else 0.0
 
 
+def make_inputs(rng):
+    """The parameters (float64, by name), tokens and labels (padded tails,
+    one sequence entirely padding) the references draw from `rng`."""
+    params = {}
+    for name, shape in PARAMS:
+        if name.endswith("_g"):
+            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
+        elif name.endswith("_b") or name.startswith("b_"):
+            params[name] = 0.1 * rng.standard_normal(shape)
+        else:
+            params[name] = rng.standard_normal(shape) / math.sqrt(
+                shape[-2] if len(shape) > 1 else 1)
+    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels = rng.integers(0, V, (B, S)).astype(np.int64)
+    labels[:, -3:] = -100  # padded tails
+    labels[2, :] = -100    # one sequence entirely padding
+    return params, tokens, labels
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-run", required=True)
@@ -93,19 +112,7 @@ def main():
     os.makedirs(args.workdir, exist_ok=True)
 
     rng = np.random.default_rng(7)
-    params = {}
-    for name, shape in PARAMS:
-        if name.endswith("_g"):
-            params[name] = 1.0 + 0.1 * rng.standard_normal(shape)
-        elif name.endswith("_b") or name.startswith("b_"):
-            params[name] = 0.1 * rng.standard_normal(shape)
-        else:
-            params[name] = rng.standard_normal(shape) / math.sqrt(shape[-2]
-                                                                  if len(shape) > 1 else 1)
-    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels[:, -3:] = -100  # padded tails
-    labels[2, :] = -100    # one sequence entirely padding
+    params, tokens, labels = make_inputs(rng)
 
     # float64 compile of the same file.
     with open(args.example) as f:
