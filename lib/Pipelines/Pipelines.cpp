@@ -100,7 +100,9 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
     if (gpuBF16 && memoryBudget > 0) {
       errors << "memory-budget with gpu-bf16: the runtime's bfloat16 "
                 "copies of each product's operands are not in the memory "
-                "model yet, so the budget could not be kept";
+                "model yet, so the budget could not be kept; "
+                "precision=bf16-mixed makes the copies in the step, where "
+                "the budget counts them";
       return failure();
     }
   }
