@@ -5,7 +5,9 @@
 //===----------------------------------------------------------------------===//
 //
 // ga-mixed-precision: every matrix product of the differentiated step reads
-// its two float32 operands as bfloat16 and sums in float32. Each operand
+// its two float32 operands as bfloat16 and sums in float32 (a named product
+// keeps its kind, its body widening the operands; any other becomes a
+// linalg.generic that widens them). Each operand
 // gets one bfloat16 copy, made where the operand is defined and shared by
 // all the products that read it, so that an activation a forward product
 // reads and a backward product reads again is held for the backward pass as
@@ -98,13 +100,39 @@ struct GaMixedPrecisionPass
     return generic.getResult(0);
   }
 
-  /// `op` as a linalg.generic of the same loops over the bfloat16 copies of
-  /// its inputs, each widened back to float32 where the body reads it.
+  /// A named product (`linalg.matmul`, `linalg.batch_matmul`) of the same
+  /// kind and maps over `inputs`: its body widens them to float32 itself.
+  /// Named products stay named, so that the passes after this one that
+  /// treat a linalg.generic and a named product apart (CUDA's reduction
+  /// splitting, for one) see what they saw in float32.
+  template <typename OpTy>
+  Operation *renamed(OpBuilder &b, linalg::LinalgOp op, ValueRange inputs) {
+    SmallVector<NamedAttribute> attributes;
+    for (NamedAttribute attribute : op->getAttrs())
+      if (attribute.getName() != "operandSegmentSizes")
+        attributes.push_back(attribute);
+    return OpTy::create(b, op.getLoc(), op->getResultTypes(), inputs,
+                        op.getDpsInits(), attributes);
+  }
+
+  /// `op` over the bfloat16 copies of its inputs: a named product of the
+  /// same kind, or else a linalg.generic of the same loops whose body
+  /// widens each input element back to float32 where it reads it.
   void rewrite(linalg::LinalgOp op) {
     SmallVector<Value> inputs;
     for (Value input : op.getDpsInputs())
       inputs.push_back(bf16Copy(input));
     OpBuilder b(op);
+    Operation *named = nullptr;
+    if (isa<linalg::MatmulOp>(op))
+      named = renamed<linalg::MatmulOp>(b, op, inputs);
+    else if (isa<linalg::BatchMatmulOp>(op))
+      named = renamed<linalg::BatchMatmulOp>(b, op, inputs);
+    if (named) {
+      op->replaceAllUsesWith(named->getResults());
+      op->erase();
+      return;
+    }
     Block *old = op.getBlock();
     auto generic = linalg::GenericOp::create(
         b, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),

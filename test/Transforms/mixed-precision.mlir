@@ -6,24 +6,30 @@
 // of the activation as the forward product.
 
 // CHECK-LABEL: func.func @forward_and_backward
-// CHECK-SAME: (%[[X:.*]]: tensor<8x4xf32>, %[[W:.*]]: tensor<4x6xf32>, %[[G:.*]]: tensor<8x6xf32>)
+// CHECK-SAME: (%[[X:[^:]*]]: tensor<8x4xf32>, %[[W:[^:]*]]: tensor<4x6xf32>, %[[G:[^:]*]]: tensor<8x6xf32>,
 // The copies of the arguments first, one each.
 // CHECK: %[[G16:.*]] = linalg.generic {{.*}} ins(%[[G]] : tensor<8x6xf32>) outs(%{{.*}} : tensor<8x6xbf16>)
 // CHECK: arith.truncf %{{.*}} : f32 to bf16
 // CHECK: %[[W16:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
 // CHECK: %[[X16:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
-// The forward product: bfloat16 inputs widened in the body, float32 sums.
-// CHECK: %[[Y:.*]] = linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[X16]], %[[W16]] : tensor<8x4xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
+// The forward product stays a linalg.matmul, of bfloat16 inputs (its body
+// widens them), with float32 sums.
+// CHECK: %[[Y:.*]] = linalg.matmul ins(%[[X16]], %[[W16]] : tensor<8x4xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
+// The input gradient (g w^T) and the weight gradient (x^T g) read the same
+// copies: no second rounding of x, w or g. A linalg.generic widens them in
+// its body.
+// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[G16]], %[[W16]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
 // CHECK-NEXT: ^bb0(%[[A:.*]]: bf16, %[[B:.*]]: bf16, %[[C:.*]]: f32):
 // CHECK-NEXT: %[[A32:.*]] = arith.extf %[[A]] : bf16 to f32
 // CHECK-NEXT: %[[B32:.*]] = arith.extf %[[B]] : bf16 to f32
 // CHECK-NEXT: %[[P:.*]] = arith.mulf %[[A32]], %[[B32]] : f32
 // CHECK-NEXT: %[[S:.*]] = arith.addf %[[C]], %[[P]] : f32
 // CHECK-NEXT: linalg.yield %[[S]] : f32
-// The input gradient (g w^T) and the weight gradient (x^T g) read the same
-// copies: no second rounding of x, w or g.
-// CHECK: linalg.generic {{.*}} ins(%[[G16]], %[[W16]] : tensor<8x6xbf16>, tensor<4x6xbf16>)
 // CHECK: linalg.generic {{.*}} ins(%[[X16]], %[[G16]] : tensor<8x4xbf16>, tensor<8x6xbf16>)
+// A named product with transposed maps and a batched one keep their kind
+// and maps.
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[G16]], %[[W16]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x8x4xbf16>, tensor<2x4x6xbf16>) outs(%{{.*}} : tensor<2x8x6xf32>)
 // CHECK-NOT: arith.truncf
 // CHECK: return
 #mk = affine_map<(m, n, k) -> (m, k)>
@@ -32,8 +38,10 @@
 #km = affine_map<(m, n, k) -> (k, m)>
 #kn = affine_map<(m, n, k) -> (k, n)>
 func.func @forward_and_backward(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>,
-                                %g: tensor<8x6xf32>)
-    -> (tensor<8x6xf32>, tensor<8x4xf32>, tensor<4x6xf32>) {
+                                %g: tensor<8x6xf32>, %bx: tensor<2x8x4xf32>,
+                                %bw: tensor<2x4x6xf32>)
+    -> (tensor<8x6xf32>, tensor<8x4xf32>, tensor<4x6xf32>, tensor<8x4xf32>,
+        tensor<2x8x6xf32>) {
   %zero = arith.constant 0.0 : f32
   %e0 = tensor.empty() : tensor<8x6xf32>
   %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x6xf32>) -> tensor<8x6xf32>
@@ -61,7 +69,17 @@ func.func @forward_and_backward(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>,
     %s = arith.addf %c, %p : f32
     linalg.yield %s : f32
   } -> tensor<4x6xf32>
-  return %y, %dx, %dw : tensor<8x6xf32>, tensor<8x4xf32>, tensor<4x6xf32>
+  // The input gradient again, as a named product with transposed maps.
+  %dx2 = linalg.matmul indexing_maps = [#mk, #nk, #mn]
+      ins(%g, %w : tensor<8x6xf32>, tensor<4x6xf32>)
+      outs(%z1 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %e3 = tensor.empty() : tensor<2x8x6xf32>
+  %z3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+  %by = linalg.batch_matmul ins(%bx, %bw : tensor<2x8x4xf32>, tensor<2x4x6xf32>)
+      outs(%z3 : tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
+  return %y, %dx, %dw, %dx2, %by
+      : tensor<8x6xf32>, tensor<8x4xf32>, tensor<4x6xf32>, tensor<8x4xf32>,
+        tensor<2x8x6xf32>
 }
 
 // -----

@@ -603,10 +603,14 @@ def GaMixedPrecisionPass : Pass<"ga-mixed-precision"> {
     inputs and a float32 output, each input with a dimension of its own
     beside the summed ones, whose body reads the input elements only as
     factors of multiplications: `linalg.matmul`, `linalg.batch_matmul`,
-    the transposed and scaled products that differentiation writes) becomes
-    a `linalg.generic` of the same loops that reads bfloat16 copies of its
-    inputs (`arith.truncf`, round to nearest even) and widens each element
-    back to float32 (`arith.extf`, exact) before multiplying: the products
+    the transposed and scaled products that differentiation writes) reads
+    bfloat16 copies of its inputs (`arith.truncf`, round to nearest even)
+    and widens each element back to float32 (`arith.extf`, exact) before
+    multiplying: a named product keeps its kind and maps (its body widens
+    mixed operands itself), so that the passes after this one see the
+    named products they see in float32; any other product becomes a
+    `linalg.generic` of the same loops with the widening in its body. The
+    products
     of two bfloat16 values are exact in float32 and the sums are float32,
     as on the tensor cores (cuBLAS with bfloat16 inputs and float32
     compute). Everything else keeps float32: parameters, gradients and
@@ -634,17 +638,13 @@ def GaMixedPrecisionPass : Pass<"ga-mixed-precision"> {
         outs(%e : tensor<8x4xbf16>) { arith.truncf ... }
     %w16 = linalg.generic ... ins(%w : tensor<4x6xf32>)
         outs(%e2 : tensor<4x6xbf16>) { arith.truncf ... }
-    %c = linalg.generic {iterator_types = ["parallel", "parallel",
-        "reduction"]} ins(%x16, %w16 : tensor<8x4xbf16>, tensor<4x6xbf16>)
-        outs(%zero : tensor<8x6xf32>) {
-    ^bb0(%a: bf16, %b: bf16, %acc: f32):
-      %a32 = arith.extf %a : bf16 to f32
-      %b32 = arith.extf %b : bf16 to f32
-      %p = arith.mulf %a32, %b32 : f32
-      %s = arith.addf %acc, %p : f32
-      linalg.yield %s : f32
-    }
+    %c = linalg.matmul ins(%x16, %w16 : tensor<8x4xbf16>, tensor<4x6xbf16>)
+        outs(%zero : tensor<8x6xf32>) -> tensor<8x6xf32>
     ```
+
+    and a product written as a `linalg.generic` (`%a`, `%b` its inputs'
+    elements) gets the body
+    `%p = arith.mulf (arith.extf %a : bf16 to f32), (arith.extf %b)`.
 
     A product on buffers is refused with an error at the product (the pass
     runs on tensors).
