@@ -11,7 +11,10 @@
 // gets one bfloat16 copy, made where the operand is defined and shared by
 // all the products that read it, so that an activation a forward product
 // reads and a backward product reads again is held for the backward pass as
-// that copy (half the bytes). Everything else stays float32.
+// that copy (half the bytes); a parameter (a function argument, or a slice
+// of one) is rounded at each product instead, so that no copy of it lives
+// from the forward pass to the backward pass. Everything else stays
+// float32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -61,22 +64,46 @@ static bool isMatrixProduct(linalg::LinalgOp op) {
   return true;
 }
 
+/// Whether `value` is an argument of its function, or a slice or reshape
+/// of one: a parameter, there for the whole step, which its products can
+/// round again where they read it rather than keep a copy from the first
+/// product to the last (a weight's forward and backward products are the
+/// two ends of the step).
+static bool isArgumentView(Value value) {
+  while (true) {
+    if (auto arg = dyn_cast<BlockArgument>(value))
+      return isa<FunctionOpInterface>(arg.getOwner()->getParentOp());
+    Operation *def = value.getDefiningOp();
+    if (!isa_and_nonnull<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+                         tensor::ExpandShapeOp>(def))
+      return false;
+    value = def->getOperand(0);
+  }
+}
+
 namespace {
 
 struct GaMixedPrecisionPass
     : ga::impl::GaMixedPrecisionPassBase<GaMixedPrecisionPass> {
   using Base::Base;
 
-  /// One bfloat16 copy of each float32 tensor a product reads.
-  llvm::DenseMap<Value, Value> copies;
+  /// The bfloat16 copies made so far: of each computed tensor (key: the
+  /// tensor, no product) and of each parameter per product reading it.
+  llvm::DenseMap<std::pair<Value, Operation *>, Value> copies;
 
-  /// The bfloat16 copy of `value` (round to nearest even), made right after
-  /// its definition (at the start of its block for a block argument).
-  Value bf16Copy(Value value) {
-    if (Value copy = copies.lookup(value))
+  /// The bfloat16 copy of `value` (round to nearest even) that `product`
+  /// reads: a parameter's made right before the product, any other
+  /// tensor's once, right after its definition (at the start of its block
+  /// for a block argument), shared by all its products.
+  Value bf16Copy(Value value, Operation *product) {
+    bool parameter = isArgumentView(value);
+    std::pair<Value, Operation *> key{value, parameter ? product : nullptr};
+    if (Value copy = copies.lookup(key))
       return copy;
     OpBuilder b(value.getContext());
-    if (Operation *def = value.getDefiningOp())
+    if (parameter)
+      b.setInsertionPoint(product);
+    else if (Operation *def = value.getDefiningOp())
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
@@ -96,7 +123,7 @@ struct GaMixedPrecisionPass
           Value rounded = arith::TruncFOp::create(nb, nloc, bf16, args[0]);
           linalg::YieldOp::create(nb, nloc, rounded);
         });
-    copies[value] = generic.getResult(0);
+    copies[key] = generic.getResult(0);
     return generic.getResult(0);
   }
 
@@ -121,7 +148,7 @@ struct GaMixedPrecisionPass
   void rewrite(linalg::LinalgOp op) {
     SmallVector<Value> inputs;
     for (Value input : op.getDpsInputs())
-      inputs.push_back(bf16Copy(input));
+      inputs.push_back(bf16Copy(input, op));
     OpBuilder b(op);
     Operation *named = nullptr;
     if (isa<linalg::MatmulOp>(op))

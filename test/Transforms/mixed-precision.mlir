@@ -1,48 +1,79 @@
 // RUN: ga-opt %s --ga-mixed-precision --split-input-file --verify-diagnostics | FileCheck %s
 
 // A forward product and the two products of its gradient, as
-// differentiation writes them: each input gets one bfloat16 copy, made
-// where the input is defined, and the weight gradient reads the same copy
-// of the activation as the forward product.
+// differentiation writes them. A computed tensor gets one bfloat16 copy,
+// made where it is defined and shared by all its products: the weight
+// gradient reads the same copy of the activation as the forward product.
+// A parameter (a function argument, or a slice of one) is rounded right
+// before each product that reads it, so that no copy of it is held from
+// the forward to the backward pass.
 
 // CHECK-LABEL: func.func @forward_and_backward
-// CHECK-SAME: (%[[X:[^:]*]]: tensor<8x4xf32>, %[[W:[^:]*]]: tensor<4x6xf32>, %[[G:[^:]*]]: tensor<8x6xf32>,
-// The copies of the arguments first, one each.
-// CHECK: %[[G16:.*]] = linalg.generic {{.*}} ins(%[[G]] : tensor<8x6xf32>) outs(%{{.*}} : tensor<8x6xbf16>)
-// CHECK: arith.truncf %{{.*}} : f32 to bf16
-// CHECK: %[[W16:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
+// CHECK-SAME: (%[[X0:[^:]*]]: tensor<8x4xf32>, %[[W:[^:]*]]: tensor<4x6xf32>, %[[G0:[^:]*]]: tensor<8x6xf32>,
+// CHECK: %[[X:.*]] = linalg.generic {{.*}} ins(%[[X0]] : tensor<8x4xf32>)
 // CHECK: %[[X16:.*]] = linalg.generic {{.*}} ins(%[[X]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK: arith.truncf %{{.*}} : f32 to bf16
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} ins(%[[G0]] : tensor<8x6xf32>)
+// CHECK: %[[G16:.*]] = linalg.generic {{.*}} ins(%[[G]] : tensor<8x6xf32>) outs(%{{.*}} : tensor<8x6xbf16>)
 // The forward product stays a linalg.matmul, of bfloat16 inputs (its body
-// widens them), with float32 sums.
-// CHECK: %[[Y:.*]] = linalg.matmul ins(%[[X16]], %[[W16]] : tensor<8x4xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
-// The input gradient (g w^T) and the weight gradient (x^T g) read the same
-// copies: no second rounding of x, w or g. A linalg.generic widens them in
-// its body.
-// CHECK: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[G16]], %[[W16]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
+// widens them), with float32 sums; the weight is rounded right before it.
+// CHECK: %[[WA:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
+// CHECK-NOT: linalg.generic
+// CHECK: %[[Y:.*]] = linalg.matmul ins(%[[X16]], %[[WA]] : tensor<8x4xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
+// The input gradient (g w^T) rounds the weight again, and reads the
+// gradient's one copy; a linalg.generic widens them in its body.
+// CHECK: %[[WB:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x6xf32>) outs(%{{.*}} : tensor<4x6xbf16>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: arith.truncf
+// CHECK-NEXT: linalg.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: linalg.generic {{.*}}iterator_types = ["parallel", "parallel", "reduction"]{{.*}} ins(%[[G16]], %[[WB]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
 // CHECK-NEXT: ^bb0(%[[A:.*]]: bf16, %[[B:.*]]: bf16, %[[C:.*]]: f32):
 // CHECK-NEXT: %[[A32:.*]] = arith.extf %[[A]] : bf16 to f32
 // CHECK-NEXT: %[[B32:.*]] = arith.extf %[[B]] : bf16 to f32
 // CHECK-NEXT: %[[P:.*]] = arith.mulf %[[A32]], %[[B32]] : f32
 // CHECK-NEXT: %[[S:.*]] = arith.addf %[[C]], %[[P]] : f32
 // CHECK-NEXT: linalg.yield %[[S]] : f32
+// The weight gradient (x^T g) reads the two shared copies: no rounding.
+// CHECK-NOT: arith.truncf
 // CHECK: linalg.generic {{.*}} ins(%[[X16]], %[[G16]] : tensor<8x4xbf16>, tensor<8x6xbf16>)
 // A named product with transposed maps and a batched one keep their kind
-// and maps.
-// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[G16]], %[[W16]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
+// and maps; a slice of an argument is a parameter too.
+// CHECK: %[[WC:.*]] = linalg.generic {{.*}} ins(%[[W]] : tensor<4x6xf32>)
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[G16]], %[[WC]] : tensor<8x6xbf16>, tensor<4x6xbf16>) outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK: %[[SLICE:.*]] = tensor.extract_slice
+// CHECK: linalg.generic {{.*}} ins(%[[SLICE]] : tensor<2x4x6xf32>) outs(%{{.*}} : tensor<2x4x6xbf16>)
 // CHECK: linalg.batch_matmul ins(%{{.*}}, %{{.*}} : tensor<2x8x4xbf16>, tensor<2x4x6xbf16>) outs(%{{.*}} : tensor<2x8x6xf32>)
-// CHECK-NOT: arith.truncf
 // CHECK: return
 #mk = affine_map<(m, n, k) -> (m, k)>
 #nk = affine_map<(m, n, k) -> (n, k)>
 #mn = affine_map<(m, n, k) -> (m, n)>
 #km = affine_map<(m, n, k) -> (k, m)>
 #kn = affine_map<(m, n, k) -> (k, n)>
-func.func @forward_and_backward(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>,
-                                %g: tensor<8x6xf32>, %bx: tensor<2x8x4xf32>,
-                                %bw: tensor<2x4x6xf32>)
+#id2 = affine_map<(i, j) -> (i, j)>
+func.func @forward_and_backward(%x0: tensor<8x4xf32>, %w: tensor<4x6xf32>,
+                                %g0: tensor<8x6xf32>, %bx: tensor<2x8x4xf32>,
+                                %stack: tensor<3x4x6xf32>)
     -> (tensor<8x6xf32>, tensor<8x4xf32>, tensor<4x6xf32>, tensor<8x4xf32>,
         tensor<2x8x6xf32>) {
   %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %ex = tensor.empty() : tensor<8x4xf32>
+  %x = linalg.generic {indexing_maps = [#id2, #id2],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x0 : tensor<8x4xf32>) outs(%ex : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %eg = tensor.empty() : tensor<8x6xf32>
+  %g = linalg.generic {indexing_maps = [#id2, #id2],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%g0 : tensor<8x6xf32>) outs(%eg : tensor<8x6xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<8x6xf32>
   %e0 = tensor.empty() : tensor<8x6xf32>
   %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x6xf32>) -> tensor<8x6xf32>
   %y = linalg.matmul ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>)
@@ -73,6 +104,8 @@ func.func @forward_and_backward(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>,
   %dx2 = linalg.matmul indexing_maps = [#mk, #nk, #mn]
       ins(%g, %w : tensor<8x6xf32>, tensor<4x6xf32>)
       outs(%z1 : tensor<8x4xf32>) -> tensor<8x4xf32>
+  %bw = tensor.extract_slice %stack[1, 0, 0] [2, 4, 6] [1, 1, 1]
+      : tensor<3x4x6xf32> to tensor<2x4x6xf32>
   %e3 = tensor.empty() : tensor<2x8x6xf32>
   %z3 = linalg.fill ins(%zero : f32) outs(%e3 : tensor<2x8x6xf32>) -> tensor<2x8x6xf32>
   %by = linalg.batch_matmul ins(%bx, %bw : tensor<2x8x4xf32>, tensor<2x4x6xf32>)

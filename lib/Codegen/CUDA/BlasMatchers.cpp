@@ -249,6 +249,14 @@ linalg::FillOp ga::cuda::zeroInit(linalg::LinalgOp op, const BlasForm &f) {
 
 namespace {
 
+/// The buffer `value` is a view of (through subviews, reshapes and
+/// casts), or `value` itself.
+Value baseBuffer(Value value) {
+  while (auto view = value.getDefiningOp<ViewLikeOpInterface>())
+    value = view.getViewSource();
+  return value;
+}
+
 /// Whether the body of `add` is `yield x + y` of its two inputs (either
 /// order, no fast-math flags), not reading its init.
 bool isSumOfInputs(linalg::GenericOp add) {
@@ -330,10 +338,18 @@ std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
     return std::nullopt;
   e.ldd = strides[0];
   // The product moves to the addition: nothing between them may write or
-  // free memory (A and B must still hold what the product read).
+  // free memory (A and B must still hold what the product read), but the
+  // deallocations of A and B themselves, which move after it.
+  Value a = baseBuffer(f.a->get()), b = baseBuffer(f.b->get());
   for (Operation *it = op->getNextNode(); it != add.getOperation();
-       it = it->getNextNode())
-    if (!isa<memref::AllocOp>(it) && !isMemoryEffectFree(it))
+       it = it->getNextNode()) {
+    if (isa<memref::AllocOp>(it) || isMemoryEffectFree(it))
+      continue;
+    auto dealloc = dyn_cast<memref::DeallocOp>(it);
+    Value freed = dealloc ? baseBuffer(dealloc.getMemref()) : Value();
+    if (!freed || (freed != a && freed != b))
       return std::nullopt;
+    e.deferred.push_back(dealloc);
+  }
   return e;
 }

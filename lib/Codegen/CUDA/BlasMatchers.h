@@ -15,6 +15,7 @@
 #define GA_LIB_CODEGEN_CUDA_BLASMATCHERS_H
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "llvm/ADT/SmallVector.h"
 #include <optional>
 
@@ -53,6 +54,11 @@ struct BiasEpilogue {
   mlir::linalg::GenericOp add;
   mlir::Value bias, d;
   int64_t ldd = 0;
+  /// Deallocations of the product's A or B between the product and the
+  /// addition (a buffer freed after its last use, such as a bfloat16 copy
+  /// made for this product alone): they move after the bias GEMM, which
+  /// still reads A and B where the addition was.
+  llvm::SmallVector<mlir::memref::DeallocOp> deferred;
 };
 
 /// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate

@@ -102,7 +102,9 @@ struct GaGpuGemmToBlasPass
       if (buffer != e.bias)
         operands.push_back(constant(ld));
     }
-    func::CallOp::create(builder, loc, callee, operands);
+    auto call = func::CallOp::create(builder, loc, callee, operands);
+    for (memref::DeallocOp dealloc : e.deferred)
+      dealloc->moveAfter(call);
     Value c = f.c->get();
     e.add->erase();
     op->erase();

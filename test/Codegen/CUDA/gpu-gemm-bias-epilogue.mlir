@@ -89,6 +89,66 @@ func.func @linear_transposed(%x: memref<128x32xf32>, %w: memref<64x32xf32>, %b: 
 
 // -----
 
+// A bfloat16 weight copy made for this product alone (precision=bf16-mixed
+// rounds a parameter right before each product) is freed right after the
+// product: the deallocation moves after the bias GEMM, which reads the copy
+// where the addition was. A buffer the product does not read, freed there,
+// still keeps the product and the addition apart.
+// CHECK-LABEL: func.func @copy_freed
+// CHECK: %[[W16:.*]] = memref.alloc() : memref<32x64xbf16>
+// CHECK: call @ga_cuda_gemm_bias_f32_bf16in(
+// CHECK-NEXT: memref.dealloc %[[W16]]
+// CHECK: call @ga_cuda_gemm_f32_bf16in(
+// CHECK: memref.dealloc %arg3
+// CHECK: linalg.generic
+func.func @copy_freed(%x: memref<128x32xbf16>, %w: memref<32x64xf32>,
+                      %b: memref<64xf32>, %other: memref<8xf32>)
+    -> (memref<128x64xf32>, memref<128x64xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %w16 = memref.alloc() : memref<32x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%w : memref<32x64xf32>) outs(%w16 : memref<32x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  %c = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w16 : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c : memref<128x64xf32>)
+  memref.dealloc %w16 : memref<32x64xbf16>
+  %d = memref.alloc() : memref<128x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<128x64xf32>, memref<64xf32>) outs(%d : memref<128x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<128x64xf32>
+  // Another buffer freed between the product and the addition.
+  %v16 = memref.alloc() : memref<32x64xbf16>
+  %c2 = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<128x64xf32>)
+  linalg.matmul ins(%x, %v16 : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c2 : memref<128x64xf32>)
+  memref.dealloc %other : memref<8xf32>
+  %d2 = memref.alloc() : memref<128x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c2, %b : memref<128x64xf32>, memref<64xf32>) outs(%d2 : memref<128x64xf32>) {
+  ^bb0(%p: f32, %q: f32, %o: f32):
+    %s = arith.addf %p, %q : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c2 : memref<128x64xf32>
+  memref.dealloc %v16 : memref<32x64xbf16>
+  return %d, %d2 : memref<128x64xf32>, memref<128x64xf32>
+}
+
+// -----
+
 // Left as a plain GEMM and an addition: C also returned; C filled with
 // ones; a store between the product and the addition; a bias with stride
 // 2; the addition reading its init; D an argument (it could alias A).
