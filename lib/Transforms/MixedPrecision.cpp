@@ -12,8 +12,9 @@
 // all the products that read it, so that an activation a forward product
 // reads and a backward product reads again is held for the backward pass as
 // that copy (half the bytes); a parameter (a function argument, or a slice
-// of one) is rounded at each product instead, so that no copy of it lives
-// from the forward pass to the backward pass. Everything else stays
+// of one), and a tensor that something else reads after its last product,
+// are rounded at each product instead: they stay alive in float32 anyway,
+// and a copy kept beside them would only add bytes. Everything else stays
 // float32.
 //
 //===----------------------------------------------------------------------===//
@@ -27,6 +28,9 @@
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SmallPtrSet.h"
+
+#include <array>
 
 namespace ga {
 #define GEN_PASS_DEF_GAMIXEDPRECISIONPASS
@@ -81,27 +85,50 @@ static bool isArgumentView(Value value) {
   }
 }
 
+/// Whether something other than `products` reads `value` at or after the
+/// last of its products in its block: the float32 tensor is then alive
+/// until its last product anyway (the softmax's probabilities, which its
+/// backward pass reads after the product of the values' gradient), and a
+/// bfloat16 copy kept beside it from its first product to its last would
+/// only add bytes.
+static bool
+readAfterItsProducts(Value value,
+                     const llvm::SmallPtrSetImpl<Operation *> &products) {
+  Block *block = value.getParentBlock();
+  Operation *lastProduct = nullptr, *lastOther = nullptr;
+  for (OpOperand &use : value.getUses()) {
+    Operation *at = block->findAncestorOpInBlock(*use.getOwner());
+    if (!at)
+      return false;
+    Operation *&last =
+        products.contains(use.getOwner()) ? lastProduct : lastOther;
+    if (!last || last->isBeforeInBlock(at))
+      last = at;
+  }
+  return lastOther && lastProduct && !lastOther->isBeforeInBlock(lastProduct);
+}
+
 namespace {
 
 struct GaMixedPrecisionPass
     : ga::impl::GaMixedPrecisionPassBase<GaMixedPrecisionPass> {
   using Base::Base;
 
-  /// The bfloat16 copies made so far: of each computed tensor (key: the
-  /// tensor, no product) and of each parameter per product reading it.
+  /// The bfloat16 copies made so far: of each shared tensor (key: the
+  /// tensor, no product) and of each other per product reading it.
   llvm::DenseMap<std::pair<Value, Operation *>, Value> copies;
 
   /// The bfloat16 copy of `value` (round to nearest even) that `product`
-  /// reads: a parameter's made right before the product, any other
-  /// tensor's once, right after its definition (at the start of its block
-  /// for a block argument), shared by all its products.
-  Value bf16Copy(Value value, Operation *product) {
-    bool parameter = isArgumentView(value);
-    std::pair<Value, Operation *> key{value, parameter ? product : nullptr};
+  /// reads: made right before the product where `eachProduct` (a
+  /// parameter, or a tensor that stays alive until its last product
+  /// anyway), else once, right after the tensor's definition (at the start
+  /// of its block for a block argument), shared by all its products.
+  Value bf16Copy(Value value, Operation *product, bool eachProduct) {
+    std::pair<Value, Operation *> key{value, eachProduct ? product : nullptr};
     if (Value copy = copies.lookup(key))
       return copy;
     OpBuilder b(value.getContext());
-    if (parameter)
+    if (eachProduct)
       b.setInsertionPoint(product);
     else if (Operation *def = value.getDefiningOp())
       b.setInsertionPointAfter(def);
@@ -145,10 +172,10 @@ struct GaMixedPrecisionPass
   /// `op` over the bfloat16 copies of its inputs: a named product of the
   /// same kind, or else a linalg.generic of the same loops whose body
   /// widens each input element back to float32 where it reads it.
-  void rewrite(linalg::LinalgOp op) {
+  void rewrite(linalg::LinalgOp op, std::array<bool, 2> eachProduct) {
     SmallVector<Value> inputs;
-    for (Value input : op.getDpsInputs())
-      inputs.push_back(bf16Copy(input, op));
+    for (auto [i, input] : llvm::enumerate(op.getDpsInputs()))
+      inputs.push_back(bf16Copy(input, op, eachProduct[i]));
     OpBuilder b(op);
     Operation *named = nullptr;
     if (isa<linalg::MatmulOp>(op))
@@ -194,9 +221,21 @@ struct GaMixedPrecisionPass
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
-    copies.clear();
+    // Where each operand's copy is made, decided on the float32 step
+    // (rewriting replaces the products, and so their results' uses).
+    llvm::SmallPtrSet<Operation *, 16> set;
     for (linalg::LinalgOp op : products)
-      rewrite(op);
+      set.insert(op);
+    SmallVector<std::array<bool, 2>> eachProduct;
+    for (linalg::LinalgOp op : products) {
+      std::array<bool, 2> each;
+      for (auto [i, input] : llvm::enumerate(op.getDpsInputs()))
+        each[i] = isArgumentView(input) || readAfterItsProducts(input, set);
+      eachProduct.push_back(each);
+    }
+    copies.clear();
+    for (auto [op, each] : llvm::zip(products, eachProduct))
+      rewrite(op, each);
   }
 };
 

@@ -194,6 +194,58 @@ func.func @scaled_batch_and_not_products(%x: tensor<2x4x8xf32>,
 
 // -----
 
+// A tensor that something else reads after its last product (as the
+// softmax's backward pass reads its probabilities after the product of the
+// values' gradient) stays alive in float32 until then anyway: it is rounded
+// right before each product, and no copy is kept beside it.
+
+// CHECK-LABEL: func.func @read_after_products
+// CHECK: %[[P:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xf32>)
+// CHECK-NOT: tensor<8x4xbf16>
+// CHECK: linalg.fill
+// CHECK: %[[C1:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK: linalg.matmul ins(%[[C1]], %{{.*}} : tensor<8x4xbf16>, tensor<4x6xbf16>)
+// CHECK: linalg.fill
+// CHECK: %[[C2:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<8x4xf32>) outs(%{{.*}} : tensor<8x4xbf16>)
+// CHECK: linalg.matmul indexing_maps = [#{{.*}}, #{{.*}}, #{{.*}}] ins(%[[C2]], %{{.*}} : tensor<8x4xbf16>, tensor<8x6xbf16>)
+// CHECK: linalg.generic {{.*}} ins(%[[P]], %[[P]] : tensor<8x4xf32>, tensor<8x4xf32>)
+#id2b = affine_map<(i, j) -> (i, j)>
+func.func @read_after_products(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>,
+                               %g0: tensor<8x6xf32>)
+    -> (tensor<8x6xf32>, tensor<4x6xf32>, tensor<8x4xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %two = arith.constant 2.0 : f32
+  %ep = tensor.empty() : tensor<8x4xf32>
+  %p = linalg.generic {indexing_maps = [#id2b, #id2b],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%x : tensor<8x4xf32>) outs(%ep : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %c: f32):
+    %m = arith.mulf %a, %two : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  %e0 = tensor.empty() : tensor<8x6xf32>
+  %z0 = linalg.fill ins(%zero : f32) outs(%e0 : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %y = linalg.matmul ins(%p, %w : tensor<8x4xf32>, tensor<4x6xf32>)
+      outs(%z0 : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %e1 = tensor.empty() : tensor<4x6xf32>
+  %z1 = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %dw = linalg.matmul indexing_maps = [affine_map<(m, n, k) -> (k, m)>,
+                                       affine_map<(m, n, k) -> (k, n)>,
+                                       affine_map<(m, n, k) -> (m, n)>]
+      ins(%p, %g0 : tensor<8x4xf32>, tensor<8x6xf32>)
+      outs(%z1 : tensor<4x6xf32>) -> tensor<4x6xf32>
+  %q = linalg.generic {indexing_maps = [#id2b, #id2b, #id2b],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%p, %p : tensor<8x4xf32>, tensor<8x4xf32>) outs(%ep : tensor<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %c: f32):
+    %m = arith.mulf %a, %b : f32
+    linalg.yield %m : f32
+  } -> tensor<8x4xf32>
+  return %y, %dw, %q : tensor<8x6xf32>, tensor<4x6xf32>, tensor<8x4xf32>
+}
+
+// -----
+
 // Products already of bfloat16 inputs, or with a float64 result, are not
 // this pass's: left as they are.
 
