@@ -13,7 +13,9 @@ and host loops), on device buffers that PyTorch allocates (the runtime and
 PyTorch share the device's primary context), and compares each result with
 the same contraction in float64 on the CPU: max|C - ref| <= 1e-5 max|ref| +
 1e-6 (cuBLAS in float32, no TF32). The bfloat16 entry points of gpu-bf16
-(ga_cuda_gemm_f32_bf16, ga_cuda_gemm_batched_f32_bf16) are compared, with
+(ga_cuda_gemm_f32_bf16, ga_cuda_gemm_batched_f32_bf16), and those of
+precision=bf16-mixed on operands stored as bfloat16 (ga_cuda_gemm_f32_bf16in,
+ga_cuda_gemm_bias_f32_bf16in), are compared, with
 the same bound, against float64 products of the inputs rounded to the
 nearest bfloat16 (what CUBLAS_COMPUTE_32F_FAST_16BF is asked for; a
 failure there says cuBLAS rounded otherwise or kept more bits). The bias
@@ -58,6 +60,11 @@ def main():
     lib.ga_cuda_gemm_bias_f32.argtypes = [i32, i32] + [i64] * 14
     lib.ga_cuda_gemm_bias_f32_bf16.argtypes = (
         lib.ga_cuda_gemm_bias_f32.argtypes)
+    # precision=bf16-mixed: A and B stored as bfloat16 (offsets and leading
+    # dimensions in bfloat16 elements).
+    lib.ga_cuda_gemm_f32_bf16in.argtypes = lib.ga_cuda_gemm_f32.argtypes
+    lib.ga_cuda_gemm_bias_f32_bf16in.argtypes = (
+        lib.ga_cuda_gemm_bias_f32.argtypes)
     rng = np.random.default_rng(3)
     failures = 0
 
@@ -83,15 +90,26 @@ def main():
     def exact(x):
         return np.asarray(x, np.float64)
 
+    def stored(d):
+        """The device tensor `d` stored as bfloat16 (rounded to nearest
+        even, as bf16() rounds), for the _bf16in entry points."""
+        return d.to(torch.bfloat16)
+
     # Plain GEMMs: C += op(A) op(B), row-major, with offsets; in float32,
-    # and with bfloat16 inputs (gpu-bf16: products and sums in float32).
-    for entry, operand, label, (m, n, k) in (
-            (lib.ga_cuda_gemm_f32, exact, "gemm", (33, 17, 40)),
-            (lib.ga_cuda_gemm_f32_bf16, bf16, "bf16 gemm", (64, 48, 256))):
+    # with bfloat16 inputs (gpu-bf16: products and sums in float32), and
+    # with operands stored as bfloat16 (precision=bf16-mixed).
+    for entry, operand, label, (m, n, k), keep in (
+            (lib.ga_cuda_gemm_f32, exact, "gemm", (33, 17, 40), None),
+            (lib.ga_cuda_gemm_f32_bf16, bf16, "bf16 gemm", (64, 48, 256),
+             None),
+            (lib.ga_cuda_gemm_f32_bf16in, bf16, "stored bf16 gemm",
+             (64, 48, 256), stored)):
         for transA, transB, accumulate in ((0, 0, 1), (0, 1, 1), (1, 0, 1),
                                            (1, 1, 1), (0, 0, 0), (1, 1, 0)):
             a, da = device((k, m) if transA else (m, k))
             b, db = device((n, k) if transB else (k, n))
+            if keep:
+                da, db = keep(da), keep(db)
             c, dc = device((m, n))
             if not accumulate:
                 # A product from zero: C must be written, not read.
@@ -111,13 +129,18 @@ def main():
     # Bias GEMMs (gpu-bias-epilogue, cuBLASLt): D = op(A) op(B) + bias,
     # D written without being read (it starts as NaN), with offsets and a
     # leading dimension wider than n; float32 and bfloat16 inputs.
-    for entry, operand, label, (m, n, k) in (
-            (lib.ga_cuda_gemm_bias_f32, exact, "bias gemm", (33, 17, 40)),
+    for entry, operand, label, (m, n, k), keep in (
+            (lib.ga_cuda_gemm_bias_f32, exact, "bias gemm", (33, 17, 40),
+             None),
             (lib.ga_cuda_gemm_bias_f32_bf16, bf16, "bf16 bias gemm",
-             (64, 48, 256))):
+             (64, 48, 256), None),
+            (lib.ga_cuda_gemm_bias_f32_bf16in, bf16, "stored bf16 bias gemm",
+             (64, 48, 256), stored)):
         for transA, transB in ((0, 0), (0, 1), (1, 0), (1, 1)):
             a, da = device((k, m) if transA else (m, k))
             b, db = device((n, k) if transB else (k, n))
+            if keep:
+                da, db = keep(da), keep(db)
             bias, dbias = device((n + 3,))
             ldd = n + 5
             dd = torch.full((m + 1, ldd), float("nan"), device="cuda")

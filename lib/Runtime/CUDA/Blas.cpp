@@ -363,8 +363,8 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
     return;
   CublasFunctions &fn = s.blas.fn;
   // gpu-bf16 rounds float32 operands; bf16-mixed's are bfloat16 already.
-  bool stored = precision == GemmPrecision::BF16Inputs;
-  bool bf16 = precision == GemmPrecision::BF16 || stored;
+  bool bf16 = readsBf16(precision);
+  bool rounds = precision == GemmPrecision::BF16;
   if (bf16 && (!fn.cublasGemmEx || !fn.cublasGemmStridedBatchedEx)) {
     recordError(s, "the step multiplies in bfloat16 (gpu-bf16 or "
                    "precision=bf16-mixed), and the "
@@ -397,7 +397,7 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   // gpu-bf16: A and B rounded to bfloat16, multiplied and summed in float32
   // (CUBLAS_COMPUTE_32F).
   std::optional<RoundedOperands> rounded;
-  if (bf16 && !stored) {
+  if (rounds) {
     rounded.emplace(s, transA, transB, m, n, k, count, A, lda, strideA, B, ldb,
                     strideB);
     if (!*rounded) {
@@ -406,16 +406,16 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
     }
   }
   const void *inA = A, *inB = B;
-  if (stored) {
+  if (precision == GemmPrecision::BF16Inputs) {
     inA = reinterpret_cast<const uint16_t *>(a) + offsetA;
     inB = reinterpret_cast<const uint16_t *>(b) + offsetB;
-  } else if (bf16) {
+  } else if (rounds) {
     inA = rounded->roundedA();
     inB = rounded->roundedB();
   }
   // cuBLAS's column-major sizes: the transposed product (see above).
   // gpu-bf16's operands may lie compactly (RoundedOperands).
-  if (bf16 && !stored) {
+  if (rounds) {
     lda = rounded->lda();
     strideA = rounded->strideA();
     ldb = rounded->ldb();

@@ -82,10 +82,7 @@ static bool makeBiasPlan(State &s, GemmPrecision precision, int32_t transA,
   // RoundedOperands) and bf16-mixed (stored so), else CUDA_R_32F.
   int compute = precision == GemmPrecision::TF32 ? 77 : 68;
   constexpr int r32f = 0, r16bf = 14;
-  int inputType =
-      precision == GemmPrecision::BF16 || precision == GemmPrecision::BF16Inputs
-          ? r16bf
-          : r32f;
+  int inputType = readsBf16(precision) ? r16bf : r32f;
   constexpr int transAttr = 3, transBAttr = 4, epilogueAttr = 7,
                 workspaceAttr = 1;
   int32_t opA = transB ? 1 : 0, opB = transA ? 1 : 0;

@@ -123,13 +123,16 @@ struct Profile {
 
 /// The arithmetic of a GEMM: float32 (the default), TF32 tensor cores
 /// (gpu-tf32), or bfloat16 inputs with float32 products and sums
-/// (gpu-bf16: CUBLAS_COMPUTE_32F_FAST_16BF).
-enum class GemmPrecision {
-  F32,
-  TF32,
-  BF16,       // float32 operands, rounded to bfloat16 by the runtime
-  BF16Inputs, // operands stored as bfloat16 (precision=bf16-mixed)
-};
+/// (CUDA_R_16BF operands, CUBLAS_COMPUTE_32F), from float32 operands the
+/// runtime rounds (gpu-bf16) or from operands stored as bfloat16
+/// (precision=bf16-mixed).
+enum class GemmPrecision { F32, TF32, BF16, BF16Inputs };
+
+/// Whether cuBLAS reads the operands of a GEMM of `precision` as bfloat16.
+inline bool readsBf16(GemmPrecision precision) {
+  return precision == GemmPrecision::BF16 ||
+         precision == GemmPrecision::BF16Inputs;
+}
 
 struct State {
   std::mutex mutex;
