@@ -6,7 +6,8 @@ of the one-thread code, and no reduction is split. So the loss, every
 gradient and the count of the tiny GPT step (batch 16, so that its larger
 operations are parallel; whole batch and a 4-way micro-batch split) must
 have exactly the same bits with 1, 2 and 3 threads as the step compiled
-without parallel loops (parallel=false). The compiled step must really
+without parallel loops (parallel=false); in precision=bf16-mixed, with 2
+threads. The compiled step must really
 fork threads (an omp.parallel region), or the test proves nothing.
 """
 
@@ -61,15 +62,21 @@ def main():
     labels[:, -5:] = -100
     inputs += [tokens, labels]
 
-    for name, path in [("whole batch", whole), ("k = 4", split)]:
+    # precision=bf16-mixed too: its roundings and products of bfloat16
+    # copies are elementwise and per output element as well.
+    mixed = ["--precision=bf16-mixed"]
+    for name, path, options, counts in [
+            ("whole batch", whole, [], [1, 2, 3]),
+            ("k = 4", split, [], [1, 2, 3]),
+            ("whole batch, bf16-mixed", whole, mixed, [2])]:
         base, _ = run_ga_run(args.ga_run, path, inputs,
                              os.path.join(args.workdir, name, "serial"),
-                             extra=["--parallel=false"])
-        for threads in [1, 2, 3]:
+                             extra=["--parallel=false", *options])
+        for threads in counts:
             got, _ = run_ga_run(
                 args.ga_run, path, inputs,
                 os.path.join(args.workdir, name, f"t{threads}"),
-                extra=["--num-threads", str(threads)])
+                extra=["--num-threads", str(threads), *options])
             check.close(f"{name}, {threads} thread(s): number of results",
                         len(got), len(base), rtol=0)
             for i, (a, b) in enumerate(zip(got, base)):
