@@ -16,6 +16,7 @@
 #include "ga/Pipelines/Pipelines.h"
 #include "PipelineStages.h"
 
+#include "ga/Codegen/CUDA/Passes.h"
 #include "ga/Codegen/Common/Passes.h"
 #include "ga/Conversion/Passes.h"
 #include "ga/Runtime/ga_cuda.h"
@@ -106,6 +107,23 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
       return failure();
     }
   }
+  if (hostOffload) {
+    if (target != "cuda") {
+      errors << "host-offload needs target=cuda (on the CPU the host memory "
+                "is the step's memory)";
+      return failure();
+    }
+    if (memoryBudget <= 0 && offloadBudget <= 0) {
+      errors << "host-offload needs memory-budget (it offloads only what "
+                "the budget asks for)";
+      return failure();
+    }
+    if (!(hostBandwidth > 0)) {
+      errors << "host-bandwidth must be positive (GB/s), got "
+             << hostBandwidth.getValue();
+      return failure();
+    }
+  }
   if (attentionKeyTile < 0) {
     errors << "attention-key-tile must be 0 (off) or positive, got "
            << attentionKeyTile.getValue();
@@ -170,6 +188,19 @@ static void addBufferization(OpPassManager &pm,
   // the memory model counts it, the CPU copies with the runtime's
   // memrefCopy, the CUDA target's mapping turns the copy into a kernel.
   pm.addPass(createConvertBufferizationToMemRefPass());
+  // What the budget still asks for, from the buffers the step does not read
+  // for a while: the memory model reads the IR from here.
+  if (options.hostOffload) {
+    ga::GaGpuOffloadBuffersPassOptions offload;
+    offload.budget = options.offloadBudget > 0 ? options.offloadBudget
+                                               : options.memoryBudget;
+    offload.fixedBytes =
+        options.gpuBlas ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
+                        : 0;
+    offload.hostBandwidth = options.hostBandwidth;
+    offload.minBytes = options.offloadMinBytes;
+    pm.addPass(ga::createGaGpuOffloadBuffersPass(offload));
+  }
 }
 
 void ga::detail::addHostToLLVM(OpPassManager &pm, HostTail tail) {
@@ -242,6 +273,9 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     unplanned.memoryBudget = 0;
     unplanned.microbatches = "";
     unplanned.buffersOnly = true;
+    // Each candidate offloads what it must to fit the same budget.
+    if (options.hostOffload && options.offloadBudget <= 0)
+      unplanned.offloadBudget = options.memoryBudget;
     std::string text;
     llvm::raw_string_ostream os(text);
     unplanned.print(os);

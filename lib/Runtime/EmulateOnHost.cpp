@@ -17,6 +17,8 @@
 
 #include <cstdint>
 #include <cstring>
+#include <mutex>
+#include <vector>
 
 namespace {
 
@@ -121,6 +123,33 @@ int32_t ga_host_read_i32(intptr_t pointer, int64_t index) {
 }
 int64_t ga_host_read_i64(intptr_t pointer, int64_t index) {
   return reinterpret_cast<const int64_t *>(pointer)[index];
+}
+
+/// host-offload in the emulation: the host copies by handle.
+static std::mutex hostCopiesMutex;
+static std::vector<std::vector<unsigned char>> hostCopies;
+
+int64_t ga_host_offload(intptr_t pointer, int64_t bytes) {
+  std::lock_guard<std::mutex> lock(hostCopiesMutex);
+  auto *data = reinterpret_cast<unsigned char *>(pointer);
+  hostCopies.emplace_back(data, data + bytes);
+  // Whatever reads the buffer after this reads NaNs.
+  std::memset(data, 0xff, static_cast<size_t>(bytes));
+  return static_cast<int64_t>(hostCopies.size()) - 1;
+}
+
+void ga_host_reload(int64_t handle, intptr_t pointer) {
+  std::lock_guard<std::mutex> lock(hostCopiesMutex);
+  std::vector<unsigned char> &copy = hostCopies.at(handle);
+  std::memcpy(reinterpret_cast<void *>(pointer), copy.data(), copy.size());
+}
+
+void ga_host_reload_wait(int64_t handle) {
+  std::lock_guard<std::mutex> lock(hostCopiesMutex);
+  std::vector<unsigned char>().swap(hostCopies.at(handle));
+  // Handles restart once every copy is back (one step's worth).
+  while (!hostCopies.empty() && hostCopies.back().empty())
+    hostCopies.pop_back();
 }
 
 // The GEMMs of one precision (see ga_cuda.h): `KIND` is how the operands

@@ -27,6 +27,16 @@
 // values can be checked. GA_MOCK_CUDA_DEVICES sets the number of devices
 // (1 by default).
 //
+// It checks the order of work on several streams (host-offload's copy
+// stream): each stream keeps a vector clock, events carry one, waits and
+// host synchronizations merge them; every kernel, GEMM, memset and copy
+// accesses the device allocations its pointers fall in (a kernel's: its
+// 8-byte parameters, their sizes read from the PTX `.entry`; cubins give no
+// sizes, so their launches are counted unchecked), and an access on one
+// stream not ordered after the last access of the same allocation (or
+// pinned host block) on another stream is a race (counted, the first one
+// named in the log).
+//
 // At exit, the counts go to the file named by GA_MOCK_CUDA_LOG (with
 // .<rank> appended under mpirun).
 //
@@ -69,6 +79,21 @@ struct Counts {
   std::map<uintptr_t, size_t> requested;
   std::set<std::string> functions;
   std::set<void *> handles;
+  // Kernel parameter sizes by function handle (from PTX).
+  std::map<void *, std::vector<size_t>> parameters;
+  // Pinned host memory: base -> size.
+  std::map<uintptr_t, size_t> pinned;
+  long hostAllocations = 0, streams = 0, orderedAccesses = 0, races = 0;
+  long uncheckedLaunches = 0;
+  std::string firstRace;
+  // The order of streams: a vector clock per stream (index 0: the legacy
+  // stream, a barrier), per event, and the host's.
+  std::map<void *, size_t> streamIndex;
+  std::vector<std::vector<unsigned long>> clocks;
+  std::map<void *, std::vector<unsigned long>> eventClocks;
+  std::vector<unsigned long> host;
+  // Per allocation base: the stream and clock of its last access there.
+  std::map<uintptr_t, std::map<size_t, unsigned long>> lastAccess;
   void write() {
     const char *path = std::getenv("GA_MOCK_CUDA_LOG");
     if (!path)
@@ -93,14 +118,20 @@ struct Counts {
                  "graph instantiations: %ld\ngraph updates: %ld\n"
                  "bad captures: %ld\nbias gemms: %ld\n"
                  "gemms from zero: %ld\ncublasLt heuristics: %ld\n"
-                 "missing functions: %ld\n",
+                 "missing functions: %ld\n"
+                 "host allocations: %ld\nstreams: %ld\n"
+                 "ordered accesses: %ld\nraces: %ld\n"
+                 "unchecked launches: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
                  batchedGemms, scaledGemms, peakBytes, ordinal, ncclComms,
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
-                 ltHeuristics, missingFunctions);
+                 ltHeuristics, missingFunctions, hostAllocations, streams,
+                 orderedAccesses, races, uncheckedLaunches);
+    if (!firstRace.empty())
+      std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
   }
 };
@@ -131,6 +162,82 @@ std::pair<uintptr_t, size_t> deviceBlock(uintptr_t p) {
 
 void setAccess(uintptr_t base, size_t size, int prot) {
   mprotect(reinterpret_cast<void *>(base), size, prot);
+}
+
+/// The base of the device allocation or pinned host block holding `p`, or
+/// 0.
+uintptr_t blockBase(uintptr_t p) {
+  if (uintptr_t base = deviceBlock(p).first)
+    return base;
+  auto &h = counts().pinned;
+  auto it = h.upper_bound(p);
+  if (it == h.begin())
+    return 0;
+  --it;
+  return p >= it->first && p < it->first + it->second ? it->first : 0;
+}
+
+void merge(std::vector<unsigned long> &into,
+           const std::vector<unsigned long> &from) {
+  if (into.size() < from.size())
+    into.resize(from.size(), 0);
+  for (size_t i = 0; i < from.size(); ++i)
+    into[i] = std::max(into[i], from[i]);
+}
+
+/// The index of `stream` (0: the legacy stream).
+size_t streamOf(void *stream) {
+  Counts &c = counts();
+  if (c.clocks.empty())
+    c.clocks.emplace_back(); // the legacy stream
+  if (!stream)
+    return 0;
+  auto [it, inserted] = c.streamIndex.emplace(stream, c.clocks.size());
+  if (inserted)
+    c.clocks.emplace_back();
+  return it->second;
+}
+
+/// An operation enqueued on `stream` (after what the host has waited for);
+/// returns its stream's index. The legacy stream waits for every stream.
+size_t enqueue(void *stream) {
+  Counts &c = counts();
+  size_t index = streamOf(stream);
+  std::vector<unsigned long> &clock = c.clocks[index];
+  merge(clock, c.host);
+  if (index == 0)
+    for (const auto &other : c.clocks)
+      merge(clock, std::vector<unsigned long>(other));
+  if (clock.size() <= index)
+    clock.resize(index + 1, 0);
+  ++clock[index];
+  return index;
+}
+
+/// The operation just enqueued on stream `index` accesses the block
+/// holding `p` (nothing when `p` is in no block).
+void access(size_t index, uintptr_t p, const char *what) {
+  Counts &c = counts();
+  uintptr_t base = blockBase(p);
+  if (!base)
+    return;
+  const std::vector<unsigned long> &clock = c.clocks[index];
+  auto &last = c.lastAccess[base];
+  for (auto [other, time] : last) {
+    if (other == index)
+      continue;
+    bool ordered = other < clock.size() && clock[other] >= time;
+    if (!ordered) {
+      ++c.races;
+      if (c.firstRace.empty())
+        c.firstRace = std::string(what) + " on stream " +
+                      std::to_string(index) + " is not ordered after an " +
+                      "access of the same block on stream " +
+                      std::to_string(other);
+    }
+  }
+  ++c.orderedAccesses;
+  last[index] = clock[index];
 }
 
 } // namespace
@@ -234,14 +341,59 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
   m->functions.push_back(std::make_unique<std::string>(name));
   c.handles.insert(m->functions.back().get());
   *function = m->functions.back().get();
+  // The parameters' sizes, from PTX: `.param .u64 NAME_param_0, ...)`.
+  std::string key = std::string(".entry ") + name + "(";
+  size_t at = m->image.find(key);
+  if (at != std::string::npos && m->image.compare(0, 4, "\x7f"
+                                                       "ELF") != 0) {
+    size_t end = m->image.find(')', at);
+    std::string list = m->image.substr(at + key.size(), end - at - key.size());
+    std::vector<size_t> sizes;
+    size_t p = 0;
+    while ((p = list.find(".param", p)) != std::string::npos) {
+      size_t comma = list.find(',', p);
+      std::string param = list.substr(p, comma == std::string::npos
+                                             ? std::string::npos
+                                             : comma - p);
+      size_t size = 1;
+      if (param.find("64 ") != std::string::npos)
+        size = 8;
+      else if (param.find("32 ") != std::string::npos)
+        size = 4;
+      else if (param.find("16 ") != std::string::npos)
+        size = 2;
+      size_t bracket = param.find('[');
+      if (bracket != std::string::npos)
+        size = std::strtoul(param.c_str() + bracket + 1, nullptr, 10);
+      sizes.push_back(size);
+      p += 6;
+    }
+    c.parameters[*function] = sizes;
+  }
   return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
-                   unsigned by, unsigned bz, unsigned, void *, void **params,
-                   void **) {
+                   unsigned by, unsigned bz, unsigned, void *stream,
+                   void **params, void **) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
   ++c.launches;
+  size_t index = enqueue(stream);
+  auto sizes = c.parameters.find(f);
+  if (sizes == c.parameters.end() || !params) {
+    ++c.uncheckedLaunches;
+  } else {
+    std::set<uintptr_t> blocks;
+    for (size_t i = 0; i < sizes->second.size(); ++i)
+      if (sizes->second[i] == 8) {
+        uint64_t value;
+        std::memcpy(&value, params[i], 8);
+        if (uintptr_t base = blockBase(value))
+          blocks.insert(base);
+      }
+    for (uintptr_t base : blocks)
+      access(index, base, "a kernel");
+  }
   c.captured += c.capturing;
   bool ok = c.handles.count(f) && params && gx && gy && gz && bx && by && bz &&
             bx * by * bz <= 1024 && gy <= 65535 && gz <= 65535;
@@ -249,8 +401,11 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
   return 0;
 }
 int cuStreamCreate(void **s, unsigned) {
-  static int stream;
-  *s = &stream;
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  *s = new int(0);
+  ++c.streams;
+  streamOf(*s);
   return 0;
 }
 /// The host waits for the context (what the Python binding does before a
@@ -258,13 +413,16 @@ int cuStreamCreate(void **s, unsigned) {
 int cuCtxSynchronize() {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
+  for (const auto &clock : c.clocks)
+    merge(c.host, clock);
   ++c.synchronizations;
   c.badCaptures += c.capturing;
   return 0;
 }
-int cuStreamSynchronize(void *) {
+int cuStreamSynchronize(void *stream) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
+  merge(c.host, std::vector<unsigned long>(c.clocks[streamOf(stream)]));
   ++c.synchronizations;
   c.badCaptures += c.capturing; // Illegal while capturing.
   return 0;
@@ -318,15 +476,27 @@ int cuGraphExecDestroy(void *exec) {
   delete static_cast<long *>(exec);
   return 0;
 }
-int cuStreamWaitEvent(void *, void *, unsigned) { return 0; }
+int cuStreamWaitEvent(void *stream, void *event, unsigned) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  size_t index = streamOf(stream);
+  merge(c.clocks[index], c.eventClocks[event]);
+  return 0;
+}
 int cuEventCreate(void **e, unsigned) {
   *e = new int(0);
   return 0;
 }
-int cuEventRecord(void *, void *) { return 0; }
-int cuEventSynchronize(void *) {
+int cuEventRecord(void *event, void *stream) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
+  c.eventClocks[event] = c.clocks[streamOf(stream)];
+  return 0;
+}
+int cuEventSynchronize(void *event) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  merge(c.host, c.eventClocks[event]);
   c.badCaptures += c.capturing;
   return 0;
 }
@@ -362,15 +532,36 @@ int cuMemFree_v2(unsigned long long p) {
     return 1;                   // CUDA_ERROR_INVALID_VALUE
   c.badCaptures += c.capturing; // Captured work may still read it.
   munmap(reinterpret_cast<void *>(p), it->second);
+  c.lastAccess.erase(p);
   c.device.erase(it);
   c.requested.erase(p);
   ++c.frees;
   return 0;
 }
-int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
-                  void *) {
+int cuMemAllocHost_v2(void **p, size_t bytes) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
+  *p = std::malloc(bytes ? bytes : 1);
+  c.pinned[reinterpret_cast<uintptr_t>(*p)] = bytes ? bytes : 1;
+  ++c.hostAllocations;
+  return 0;
+}
+int cuMemFreeHost(void *p) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (!c.pinned.erase(reinterpret_cast<uintptr_t>(p)))
+    return 1;
+  c.lastAccess.erase(reinterpret_cast<uintptr_t>(p));
+  std::free(p);
+  return 0;
+}
+int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
+                  void *stream) {
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  size_t index = enqueue(stream);
+  access(index, src, "a copy's read");
+  access(index, dst, "a copy's write");
   auto d = deviceBlock(dst), s = deviceBlock(src);
   if ((d.first && dst + n > d.first + d.second) ||
       (s.first && src + n > s.first + s.second))
@@ -396,14 +587,17 @@ int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
     ++c.copiesToHost;
   return 0;
 }
-int cuMemsetD32Async(unsigned long long, unsigned, size_t, void *) {
+int cuMemsetD32Async(unsigned long long dst, unsigned, size_t, void *stream) {
   std::lock_guard<std::mutex> lock(counts().mutex);
+  access(enqueue(stream), dst, "a memset");
   ++counts().memsets;
   counts().captured += counts().capturing;
   return 0;
 }
-int cuMemsetD16Async(unsigned long long, unsigned short, size_t, void *) {
+int cuMemsetD16Async(unsigned long long dst, unsigned short, size_t,
+                     void *stream) {
   std::lock_guard<std::mutex> lock(counts().mutex);
+  access(enqueue(stream), dst, "a memset");
   ++counts().memsets;
   counts().captured += counts().capturing;
   return 0;
@@ -419,7 +613,19 @@ int cublasCreate_v2(void **handle) {
   *handle = &h;
   return 0;
 }
-int cublasSetStream_v2(void *, void *) { return 0; }
+static void *blasStream = nullptr;
+int cublasSetStream_v2(void *, void *stream) {
+  blasStream = stream;
+  return 0;
+}
+/// A GEMM on cuBLAS's stream reads A and B and writes C.
+static void gemmAccesses(const void *a, const void *b, const void *c,
+                         void *stream) {
+  size_t index = enqueue(stream);
+  access(index, reinterpret_cast<uintptr_t>(a), "a GEMM");
+  access(index, reinterpret_cast<uintptr_t>(b), "a GEMM");
+  access(index, reinterpret_cast<uintptr_t>(c), "a GEMM");
+}
 int cublasSetMathMode(void *, int) { return 0; }
 int cublasSetWorkspace_v2(void *, void *workspace, size_t bytes) {
   std::lock_guard<std::mutex> lock(counts().mutex);
@@ -443,6 +649,7 @@ int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
                    int ldb, const float *beta, float *c, int ldc) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
+  gemmAccesses(a, b, c, blasStream);
   ++c0.gemms;
   c0.scaledGemms += *alpha != 1.0f;
   // The step accumulates, C += alpha op(A) op(B) (beta 1), or starts from
@@ -464,6 +671,7 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
                               int ldc, long long strideC, int count) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
+  gemmAccesses(a, b, c, blasStream);
   ++c0.batchedGemms;
   c0.scaledGemms += *alpha != 1.0f;
   c0.badGemms += *beta != 1.0f && *beta != 0.0f;
@@ -490,6 +698,7 @@ static int bf16Gemm(int opA, int opB, int m, int n, int k, const void *alpha,
                     long long strideC, int count, int computeType) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
+  gemmAccesses(a, b, c, blasStream);
   float alphaValue = *static_cast<const float *>(alpha),
         betaValue = *static_cast<const float *>(beta);
   bool typed = typeA == 14 && typeB == 14 && typeC == 0 && computeType == 68;
@@ -626,9 +835,10 @@ int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                    void *layoutA, const void *b, void *layoutB,
                    const void *beta, const void *c, void *layoutC, void *d,
                    void *layoutD, const LtHeuristic *algo, void *workspace,
-                   size_t workspaceSize, void *) {
+                   size_t workspaceSize, void *stream) {
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
+  gemmAccesses(a, b, d, stream);
   auto *o = static_cast<LtDesc *>(desc);
   auto *la = static_cast<LtLayout *>(layoutA);
   auto *lb = static_cast<LtLayout *>(layoutB);

@@ -248,6 +248,30 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "of its forward pass (train-plan-remat); 0: no "
                      "planning"),
       llvm::cl::init(0)};
+  Option<bool> hostOffload{
+      *this, "host-offload",
+      llvm::cl::desc("target=cuda with memory-budget: buffers the step does "
+                     "not read for a while (saved activations) may go to "
+                     "pinned host memory and come back, on a second stream, "
+                     "where the copies hide behind the work "
+                     "(ga-gpu-offload-buffers); the planner then recomputes "
+                     "only what offloading cannot remove"),
+      llvm::cl::init(false)};
+  Option<double> hostBandwidth{
+      *this, "host-bandwidth",
+      llvm::cl::desc("With host-offload: the host-device copy bandwidth in "
+                     "GB/s each way that decides which copies hide"),
+      llvm::cl::init(20.0)};
+  Option<int64_t> offloadMinBytes{
+      *this, "offload-min-bytes",
+      llvm::cl::desc("With host-offload: smaller buffers stay on the device"),
+      llvm::cl::init(65536)};
+  Option<int64_t> offloadBudget{
+      *this, "offload-budget",
+      llvm::cl::desc("With host-offload: the device bytes that offloading "
+                     "aims for (0: memory-budget; the planner sets it for "
+                     "the candidates it compiles without a budget)"),
+      llvm::cl::init(0)};
   Option<std::string> microbatches{
       *this, "microbatches",
       llvm::cl::desc("'auto': train-plan-remat chooses each step's "

@@ -90,6 +90,25 @@ double ga_cuda_read_f64(intptr_t pointer, int64_t index);
 int32_t ga_cuda_read_i32(intptr_t pointer, int64_t index);
 int64_t ga_cuda_read_i64(intptr_t pointer, int64_t index);
 
+/*===-- host-offload (ga-gpu-offload-buffers) -----------------------------===*/
+
+/* Copies `bytes` of the device buffer at `pointer` to pinned host memory on
+ * the runtime's copy stream, after what the step's stream has enqueued so
+ * far; the buffer may be freed at once (its block is reused only after the
+ * copy). Returns the copy's handle (-1 on failure, recorded). */
+int64_t ga_cuda_offload(intptr_t pointer, int64_t bytes);
+/* Copies the host copy `handle` back into the device buffer at `pointer`
+ * on the copy stream, after what the step's stream has enqueued so far. */
+void ga_cuda_reload(int64_t handle, intptr_t pointer);
+/* The step's stream waits for the copy back; the host copy is released. */
+void ga_cuda_reload_wait(int64_t handle);
+/* The same three for the CPU emulation of the device program (memcpy; the
+ * device buffer is overwritten with 0xff bytes once copied, so that a read
+ * of it after the offload shows as NaNs). */
+int64_t ga_host_offload(intptr_t pointer, int64_t bytes);
+void ga_host_reload(int64_t handle, intptr_t pointer);
+void ga_host_reload_wait(int64_t handle);
+
 /*===-- train.all_reduce of a device buffer -------------------------------===*/
 
 /* `descriptor` is a ranked memref descriptor of rank `rank` (on the host);

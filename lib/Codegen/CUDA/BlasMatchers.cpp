@@ -7,6 +7,7 @@
 #include "BlasMatchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/IR/Matchers.h"
@@ -339,12 +340,16 @@ std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
   e.ldd = strides[0];
   // The product moves to the addition: nothing between them may write or
   // free memory (A and B must still hold what the product read), but the
-  // deallocations of A and B themselves, which move after it.
+  // deallocations of A and B themselves, which move after it, and copies to
+  // host memory (ga-gpu-offload-buffers), which only read.
   Value a = baseBuffer(f.a->get()), b = baseBuffer(f.b->get());
   for (Operation *it = op->getNextNode(); it != add.getOperation();
        it = it->getNextNode()) {
     if (isa<memref::AllocOp>(it) || isMemoryEffectFree(it))
       continue;
+    if (auto call = dyn_cast<func::CallOp>(it))
+      if (call.getCallee() == "ga_cuda_offload")
+        continue;
     auto dealloc = dyn_cast<memref::DeallocOp>(it);
     Value freed = dealloc ? baseBuffer(dealloc.getMemref()) : Value();
     if (!freed || (freed != a && freed != b))

@@ -29,6 +29,9 @@ static size_t emptyCache(State &s) {
   if (s.cached.empty())
     return 0;
   s.cu.cuStreamSynchronize(s.stream);
+  if (s.offload.stream)
+    s.cu.cuStreamSynchronize(s.offload.stream);
+  releaseHostCopies(s);
   for (auto &[cachedSize, block] : s.cached)
     s.cu.cuMemFree_v2(block);
   s.cached.clear();
@@ -46,6 +49,7 @@ CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
     pointer = it->second;
     s.cached.erase(it);
     s.cachedBytes -= size;
+    waitForHostCopy(s, pointer);
   } else {
     CUresult rc = s.cu.cuMemAlloc_v2(&pointer, size);
     // (Not while a graph is captured: the stream cannot be waited for.)

@@ -68,6 +68,8 @@ struct GraphUpdateInfo {
   X(cuEventDestroy_v2, true, CUresult (*)(CUevent))                            \
   X(cuMemAlloc_v2, true, CUresult (*)(CUdeviceptr *, size_t))                  \
   X(cuMemFree_v2, true, CUresult (*)(CUdeviceptr))                             \
+  X(cuMemAllocHost_v2, true, CUresult (*)(void **, size_t))                    \
+  X(cuMemFreeHost, true, CUresult (*)(void *))                                 \
   X(cuMemcpyAsync, true,                                                       \
     CUresult (*)(CUdeviceptr, CUdeviceptr, size_t, CUstream))                  \
   X(cuMemsetD32Async, true,                                                    \

@@ -7,6 +7,7 @@
 //
 //   Driver.cpp      the driver loaded, the device of this rank, errors
 //   Allocator.cpp   the step's device allocator and reads of one element
+//   Offload.cpp     host-offload: buffers to pinned host memory and back
 //   Graph.cpp       GA_CUDA_GRAPH=1: the step captured as one CUDA graph
 //   Profile.cpp     GA_CUDA_PROFILE=1: kernels and GEMMs timed
 //   Blas.cpp        GEMMs on cuBLAS (float32, TF32, bf16)
@@ -134,6 +135,29 @@ inline bool readsBf16(GemmPrecision precision) {
          precision == GemmPrecision::BF16Inputs;
 }
 
+/// One buffer copied to pinned host memory (Offload.cpp): its host block,
+/// and the events of its two copies on the copy stream.
+struct HostCopy {
+  void *host = nullptr;
+  size_t bytes = 0;
+  CUevent back = nullptr; // the copy back has been enqueued
+};
+
+/// host-offload (Offload.cpp): the copy stream, the host copies by handle,
+/// and the device blocks a copy still reads (reused only after it).
+struct Offload {
+  CUstream stream = nullptr;
+  std::vector<HostCopy> copies;
+  std::vector<int64_t> freeHandles;
+  std::multimap<size_t, void *> pinned; // free pinned blocks by size
+  std::unordered_map<CUdeviceptr, CUevent> reading;
+  std::vector<CUevent> events; // recorded and waited for, free to reuse
+  /// GA_CUDA_OFFLOAD_UNORDERED=1: the reload's wait left out, so that the
+  /// driver stand-in's check of the order can be seen to fail.
+  bool unordered = false;
+  int64_t offloads = 0, bytes = 0;
+};
+
 struct State {
   std::mutex mutex;
   bool initialized = false;
@@ -153,6 +177,7 @@ struct State {
   std::multimap<size_t, CUdeviceptr> cached;
   int64_t currentBytes = 0, peakBytes = 0, allocations = 0;
   int64_t cachedBytes = 0;
+  Offload offload;
   Blas blas;
   BlasLt blasLt;
   Nccl nccl;
@@ -191,6 +216,14 @@ void afterLaunch(State &s);
 CUdeviceptr allocate(State &s, size_t bytes, bool counted);
 /// Returns a block of `allocate` to the cache.
 void release(State &s, CUdeviceptr pointer);
+
+// Offload.cpp.
+/// Before a cached block is reused: the step's stream waits for a copy to
+/// host memory that still reads it.
+void waitForHostCopy(State &s, CUdeviceptr pointer);
+/// With the stream done (emptying the cache): the copies' pinned blocks
+/// back to the driver, their events dropped.
+void releaseHostCopies(State &s);
 
 // Graph.cpp.
 /// Loads the graph functions when GA_CUDA_GRAPH=1 (from the driver `lib`).

@@ -378,6 +378,70 @@ def GaGpuDedupKernelsPass
   let dependentDialects = ["::mlir::gpu::GPUDialect"];
 }
 
+def GaGpuOffloadBuffersPass
+    : Pass<"ga-gpu-offload-buffers", "::mlir::ModuleOp"> {
+  let summary = "Move buffers the step does not read for a while to host "
+                "memory and back, to fit a device budget";
+  let description = [{
+    The CUDA target, on the bufferized step (each buffer freed after its
+    last use, as the memory model reads it), when the step's device bytes
+    exceed `budget`. The device bytes are what the CUDA runtime's caching
+    allocator holds (for each 512-byte block size, the most blocks of that
+    size alive at once), the inputs and `fixed-bytes` (cuBLAS's workspace).
+
+    A buffer allocated and freed in one block whose uses the pass follows
+    (views, reads and writes in that block) has stretches between two
+    consecutive accesses. Its longest stretch whose two copies hide behind
+    the stretch's estimated work (`host-bandwidth` GB/s for the copies,
+    `device-tflops` for the work, at least `launch-microseconds` per
+    kernel or copy) is where it may leave the device:
+
+    ```mlir
+    linalg.generic ... outs(%x : memref<...>)    // last access before
+    %p = memref.extract_aligned_pointer_as_index %x : memref<...> -> index
+    %h = func.call @ga_cuda_offload(%p, %bytes) : (index, index) -> i64
+    memref.dealloc %x
+    ...                                          // the stretch
+    %y = memref.alloc() : memref<...>            // early enough to hide
+    %q = memref.extract_aligned_pointer_as_index %y : memref<...> -> index
+    func.call @ga_cuda_reload(%h, %q) : (i64, index) -> ()
+    ...
+    func.call @ga_cuda_reload_wait(%h) : (i64) -> ()
+    linalg.generic ins(%y : memref<...>) ...     // next access
+    ```
+
+    The runtime copies on a second stream, ordered after what the step
+    enqueued before each call; a block freed by an offload is reused only
+    after its copy. The values do not change.
+
+    While the device bytes exceed the budget, the pass lowers the count of
+    one block size by one: the size whose most-alive positions the fewest
+    stretches cover (greedily), the largest size among equals; it stops
+    when no size can be lowered or when the copies together would take
+    longer than the step's estimated work. The function gets
+    `ga.host_offload = {buffers = N, bytes = B}` (B copied each way).
+    With `budget` 0 the pass does nothing.
+  }];
+  let options = [
+    Option<"budget", "budget", "int64_t", /*default=*/"0",
+           "The device bytes to fit (0: offload nothing)">,
+    Option<"fixedBytes", "fixed-bytes", "int64_t", /*default=*/"0",
+           "Device bytes held beside the step (cuBLAS's workspace)">,
+    Option<"hostBandwidth", "host-bandwidth", "double", /*default=*/"20.0",
+           "Host-device copy bandwidth in GB/s, each way">,
+    Option<"deviceTflops", "device-tflops", "double", /*default=*/"50.0",
+           "The device's arithmetic rate in TFLOP/s, to estimate work">,
+    Option<"launchMicroseconds", "launch-microseconds", "double",
+           /*default=*/"4.0",
+           "The least time of a kernel or a copy, in microseconds">,
+    Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
+           "Smaller buffers stay on the device">,
+  ];
+  let dependentDialects = ["::mlir::func::FuncDialect",
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect"];
+}
+
 def GaGpuDeviceAllocationsPass
     : Pass<"ga-gpu-device-allocations", "::mlir::ModuleOp"> {
   let summary = "Allocate the step's buffers in device memory";

@@ -1,0 +1,508 @@
+//===- OffloadBuffers.cpp - Saved buffers to host memory and back ---------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+//
+// ga-gpu-offload-buffers: on the bufferized step (deallocations placed after
+// each buffer's last use), a buffer that is not read for a long stretch of
+// the step (an activation between its last forward reader and its first
+// backward reader) may leave the device for that stretch: after its last
+// reader before the stretch, `ga_cuda_offload` copies it to pinned host
+// memory on the runtime's copy stream and the device buffer is freed; a new
+// buffer is allocated some operations before its next reader,
+// `ga_cuda_reload` copies it back on the copy stream, and
+// `ga_cuda_reload_wait` orders its reader after the copy. The readers after
+// the stretch read the new buffer (views of the old one are made again).
+//
+// What is offloaded: the device memory the CUDA runtime's caching
+// allocator holds is, for each block size, the most blocks of that size
+// alive at once (ga/Analysis/BufferMemory.h). While the step's device bytes
+// (that, the inputs and `fixed-bytes`) exceed `budget`, the pass takes the
+// block size whose most-alive count it can lower with the fewest copies
+// (a greedy cover of the positions where the count is reached, by the
+// stretches of buffers of that size), largest blocks first among equals,
+// and offloads those buffers. Only stretches whose two copies hide behind
+// the stretch's estimated compute (`host-bandwidth` against
+// `device-tflops`, at least `launch-microseconds` per kernel) are taken,
+// and only while all copies together take less than the step's compute:
+// an offload is estimated to cost no time, so the remat planner, which
+// compiles its candidates through this pass, recomputes only what
+// offloading cannot remove.
+//
+//===----------------------------------------------------------------------===//
+
+#include "ga/Analysis/BufferMemory.h"
+#include "ga/Codegen/CUDA/Passes.h"
+
+#include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
+#include "mlir/Dialect/SCF/IR/SCF.h"
+#include "mlir/IR/IRMapping.h"
+#include "mlir/IR/Matchers.h"
+#include "mlir/Interfaces/ViewLikeInterface.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/SetVector.h"
+
+#include <algorithm>
+#include <map>
+#include <set>
+
+namespace ga {
+#define GEN_PASS_DEF_GAGPUOFFLOADBUFFERSPASS
+#include "ga/Codegen/CUDA/Passes.h.inc"
+} // namespace ga
+
+using namespace mlir;
+
+namespace {
+
+/// The arithmetic of `op`: iterations times body operations for linalg,
+/// summed over nested operations, loops multiplied by their trip counts.
+double workOf(Operation *op) {
+  if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+    double iterations = 1;
+    for (int64_t range : linalgOp.getStaticLoopRanges())
+      iterations *= ShapedType::isDynamic(range) ? 1 : double(range);
+    double body = 0;
+    for (Operation &inner : linalgOp.getBlock()->without_terminator())
+      body += inner.getNumResults() ? 1 : 0;
+    return iterations * std::max(1.0, body);
+  }
+  if (auto copy = dyn_cast<memref::CopyOp>(op)) {
+    auto type = cast<MemRefType>(copy.getSource().getType());
+    return type.hasStaticShape() ? double(type.getNumElements()) : 1.0;
+  }
+  double trips = 1;
+  if (auto loop = dyn_cast<scf::ForOp>(op)) {
+    APInt lb, ub, step;
+    if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
+        matchPattern(loop.getUpperBound(), m_ConstantInt(&ub)) &&
+        matchPattern(loop.getStep(), m_ConstantInt(&step)) &&
+        step.getSExtValue() > 0)
+      trips = std::max<int64_t>(
+          0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() -
+              1) / step.getSExtValue());
+  }
+  double sum = 0;
+  for (Region &region : op->getRegions())
+    for (Block &block : region)
+      for (Operation &inner : block)
+        sum += workOf(&inner);
+  return trips * sum;
+}
+
+/// Whether `op` becomes device work (a kernel or a GEMM) somewhere inside.
+bool launches(Operation *op) {
+  return op
+      ->walk([](Operation *inner) {
+        return isa<linalg::LinalgOp, memref::CopyOp>(inner)
+                   ? WalkResult::interrupt()
+                   : WalkResult::advance();
+      })
+      .wasInterrupted();
+}
+
+/// One buffer allocated in a block and freed there once, with the block
+/// positions of the operations that read or write it (through views too).
+struct Buffer {
+  memref::AllocOp alloc;
+  memref::DeallocOp dealloc;
+  int64_t bytes = 0; // what the copies move
+  int64_t block = 0; // the allocator's block size (its class)
+  unsigned allocAt = 0, deallocAt = 0;
+  SmallVector<unsigned> accesses;
+  /// The stretch chosen: the buffer is off the device strictly between
+  /// `from` (its last access before) and `to` (the reload's position).
+  unsigned from = 0, to = 0, next = 0;
+  bool offloadable = false, offloaded = false;
+};
+
+struct GaGpuOffloadBuffersPass
+    : ga::impl::GaGpuOffloadBuffersPassBase<GaGpuOffloadBuffersPass> {
+  using Base::Base;
+
+  void runOnOperation() override {
+    if (hostBandwidth <= 0 || deviceTflops <= 0 || launchMicroseconds < 0) {
+      getOperation().emitError()
+          << "ga-gpu-offload-buffers: host-bandwidth and device-tflops must "
+             "be positive and launch-microseconds not negative";
+      return signalPassFailure();
+    }
+    if (budget <= 0)
+      return;
+    SmallVector<func::FuncOp> functions;
+    for (auto function : getOperation().getOps<func::FuncOp>())
+      if (!function.isExternal() && function.isPublic())
+        functions.push_back(function);
+    for (func::FuncOp function : functions)
+      if (failed(runOnFunction(function)))
+        return signalPassFailure();
+  }
+
+  /// Seconds of device work of `op`, as estimated.
+  double secondsOf(Operation *op) {
+    if (!launches(op))
+      return 0;
+    return std::max(launchMicroseconds * 1e-6,
+                    workOf(op) / (deviceTflops * 1e12));
+  }
+  double copySeconds(int64_t bytes) {
+    return double(bytes) / (hostBandwidth * 1e9) + launchMicroseconds * 1e-6;
+  }
+
+  /// The step's device bytes as the runtime's caching allocator holds them.
+  FailureOr<int64_t> deviceBytes(func::FuncOp function) {
+    FailureOr<ga::BufferMemoryProfile> profile =
+        ga::simulateBufferMemory(function);
+    if (failed(profile))
+      return failure();
+    SmallVector<int64_t> inputs;
+    for (Type type : function.getArgumentTypes())
+      if (auto memref = dyn_cast<MemRefType>(type))
+        inputs.push_back(ga::allocationBytes(memref, 0).value_or(0));
+    return ga::cachingAllocatorBytes(*profile, inputs) + fixedBytes;
+  }
+
+  LogicalResult runOnFunction(func::FuncOp function) {
+    FailureOr<int64_t> bytes = deviceBytes(function);
+    if (failed(bytes))
+      return failure();
+    if (*bytes <= budget)
+      return success();
+    // The blocks that allocate, each with its operations' positions.
+    SetVector<Block *> blocks;
+    function.walk([&](memref::AllocOp alloc) {
+      blocks.insert(alloc->getBlock());
+    });
+    int64_t offloads = 0, copied = 0;
+    for (Block *block : blocks) {
+      if (failed(offloadIn(function, *block, *bytes, offloads, copied)))
+        return failure();
+      if (*bytes <= budget)
+        break;
+    }
+    if (offloads) {
+      Builder b(function.getContext());
+      function->setAttr("ga.host_offload",
+                        b.getDictionaryAttr(
+                            {b.getNamedAttr("buffers",
+                                            b.getI64IntegerAttr(offloads)),
+                             b.getNamedAttr("bytes",
+                                            b.getI64IntegerAttr(copied))}));
+    }
+    return success();
+  }
+
+  /// Offloads buffers of `block` while `bytes` (the function's device
+  /// bytes, updated) exceed the budget and a block size can be lowered.
+  LogicalResult offloadIn(func::FuncOp function, Block &block, int64_t &bytes,
+                          int64_t &offloads, int64_t &copied) {
+    SmallVector<Operation *> ops;
+    DenseMap<Operation *, unsigned> position;
+    for (Operation &op : block) {
+      position[&op] = ops.size();
+      ops.push_back(&op);
+    }
+    unsigned n = ops.size();
+    // Seconds of work before each position (prefix sums).
+    SmallVector<double> before(n + 1, 0);
+    for (unsigned i = 0; i < n; ++i)
+      before[i + 1] = before[i] + secondsOf(ops[i]);
+    double copyBudget = before[n];
+    std::vector<Buffer> buffers;
+    for (Operation *op : ops)
+      if (auto alloc = dyn_cast<memref::AllocOp>(op))
+        if (std::optional<Buffer> buffer = describe(alloc, block, position))
+          buffers.push_back(*buffer);
+    // Choose each buffer's longest stretch whose copies hide.
+    for (Buffer &buffer : buffers) {
+      double copy = copySeconds(buffer.bytes);
+      double best = 0;
+      for (unsigned i = 0; i + 1 < buffer.accesses.size(); ++i) {
+        unsigned from = buffer.accesses[i], next = buffer.accesses[i + 1];
+        if (next <= from + 2)
+          continue;
+        double stretch = before[next] - before[from + 1];
+        if (stretch < 2 * copy || stretch <= best)
+          continue;
+        // The reload starts where the work left before the reader covers
+        // its copy.
+        unsigned to = next;
+        while (to > from + 1 && before[next] - before[to] < copy)
+          --to;
+        if (to <= from + 1)
+          continue;
+        best = stretch;
+        buffer.from = from;
+        buffer.to = to;
+        buffer.next = next;
+        buffer.offloadable = true;
+      }
+    }
+    // Live blocks of each size at each position (alive while the
+    // operation runs), with the chosen offloads applied.
+    auto countsOf = [&](int64_t size) {
+      SmallVector<int64_t> count(n, 0);
+      for (const Buffer &buffer : buffers) {
+        if (buffer.block != size)
+          continue;
+        for (unsigned t = buffer.allocAt; t <= buffer.deallocAt && t < n; ++t)
+          if (!buffer.offloaded || t <= buffer.from || t >= buffer.to)
+            ++count[t];
+      }
+      return count;
+    };
+    std::map<int64_t, bool> exhausted;
+    while (bytes > budget) {
+      // For each block size, the fewest buffers whose stretches cover every
+      // position where its count is at its most.
+      int64_t bestSize = 0;
+      SmallVector<Buffer *> bestCover;
+      std::set<int64_t> sizes;
+      for (const Buffer &buffer : buffers)
+        if (buffer.offloadable && !buffer.offloaded)
+          sizes.insert(buffer.block);
+      for (int64_t size : sizes) {
+        if (exhausted[size])
+          continue;
+        SmallVector<int64_t> count = countsOf(size);
+        int64_t most = *std::max_element(count.begin(), count.end());
+        SmallVector<unsigned> peaks;
+        for (unsigned t = 0; t < n; ++t)
+          if (count[t] == most)
+            peaks.push_back(t);
+        SmallVector<Buffer *> cover;
+        llvm::DenseSet<unsigned> covered;
+        while (covered.size() < peaks.size()) {
+          Buffer *pick = nullptr;
+          size_t pickCovers = 0;
+          for (Buffer &other : buffers) {
+            if (other.block != size || !other.offloadable || other.offloaded ||
+                llvm::is_contained(cover, &other))
+              continue;
+            size_t covers = 0;
+            for (unsigned t : peaks)
+              covers += !covered.count(t) && t > other.from && t < other.to;
+            if (covers > pickCovers) {
+              pick = &other;
+              pickCovers = covers;
+            }
+          }
+          if (!pick)
+            break;
+          cover.push_back(pick);
+          for (unsigned t : peaks)
+            if (t > pick->from && t < pick->to)
+              covered.insert(t);
+        }
+        if (covered.size() < peaks.size() || cover.empty()) {
+          exhausted[size] = true;
+          continue;
+        }
+        if (!bestSize || cover.size() < bestCover.size() ||
+            (cover.size() == bestCover.size() && size > bestSize)) {
+          bestSize = size;
+          bestCover = cover;
+        }
+      }
+      if (!bestSize)
+        break;
+      double seconds = 0;
+      for (Buffer *buffer : bestCover)
+        seconds += 2 * copySeconds(buffer->bytes);
+      if (seconds > copyBudget)
+        break; // The copies would no longer hide behind the step's work.
+      copyBudget -= seconds;
+      for (Buffer *buffer : bestCover)
+        buffer->offloaded = true;
+      // Rewrite, then measure the whole function again.
+      for (Buffer *buffer : bestCover) {
+        rewrite(*buffer, ops);
+        ++offloads;
+        copied += buffer->bytes;
+      }
+      FailureOr<int64_t> now = deviceBytes(function);
+      if (failed(now))
+        return failure();
+      bytes = *now;
+    }
+    return success();
+  }
+
+  /// The buffer `alloc` makes, when the pass can follow every use of it
+  /// (views, accesses in `block`, one deallocation there).
+  std::optional<Buffer> describe(memref::AllocOp alloc, Block &block,
+                                 DenseMap<Operation *, unsigned> &position) {
+    MemRefType type = alloc.getType();
+    if (!type.hasStaticShape() || !type.getLayout().isIdentity() ||
+        !type.getElementType().isIntOrFloat() ||
+        type.getElementTypeBitWidth() % 8 != 0)
+      return std::nullopt;
+    Buffer buffer;
+    buffer.alloc = alloc;
+    buffer.bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+    if (buffer.bytes < minBytes || buffer.bytes == 0)
+      return std::nullopt;
+    buffer.block = ga::deviceBlockBytes(
+        ga::allocationBytes(type, alloc.getAlignment().value_or(0))
+            .value_or(0));
+    buffer.allocAt = position[alloc];
+    SmallVector<Value> aliases = {alloc.getResult()};
+    for (unsigned i = 0; i < aliases.size(); ++i) {
+      for (OpOperand &use : aliases[i].getUses()) {
+        Operation *user = use.getOwner();
+        if (auto dealloc = dyn_cast<memref::DeallocOp>(user)) {
+          if (i != 0 || dealloc->getBlock() != &block || buffer.dealloc)
+            return std::nullopt;
+          buffer.dealloc = dealloc;
+          buffer.deallocAt = position[dealloc];
+          continue;
+        }
+        if (auto view = dyn_cast<ViewLikeOpInterface>(user)) {
+          if (view.getViewSource() == aliases[i]) {
+            for (Value result : user->getResults())
+              if (isa<BaseMemRefType>(result.getType()))
+                aliases.push_back(result);
+            continue;
+          }
+        }
+        if (isa<memref::ExtractStridedMetadataOp>(user)) {
+          aliases.push_back(user->getResult(0));
+          continue;
+        }
+        // Anything else reads or writes it; it may not make a memref of it
+        // (a loop's iteration argument, a result) nor leave the block.
+        if (user->hasTrait<OpTrait::IsTerminator>() ||
+            llvm::any_of(user->getResultTypes(),
+                         [](Type t) { return isa<BaseMemRefType>(t); }))
+          return std::nullopt;
+        if (isa<RegionBranchOpInterface>(user) && !isa<scf::ForOp>(user))
+          return std::nullopt;
+        if (auto loop = dyn_cast<scf::ForOp>(user))
+          if (llvm::is_contained(loop.getInitArgs(), aliases[i]))
+            return std::nullopt;
+        Operation *ancestor = block.findAncestorOpInBlock(*user);
+        if (!ancestor)
+          return std::nullopt;
+        buffer.accesses.push_back(position[ancestor]);
+      }
+    }
+    if (!buffer.dealloc || buffer.accesses.empty())
+      return std::nullopt;
+    llvm::sort(buffer.accesses);
+    buffer.accesses.erase(llvm::unique(buffer.accesses),
+                          buffer.accesses.end());
+    if (buffer.accesses.back() > buffer.deallocAt)
+      return std::nullopt;
+    return buffer;
+  }
+
+  func::FuncOp declare(StringRef name, FunctionType type, Location loc) {
+    ModuleOp module = getOperation();
+    if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+      return callee;
+    OpBuilder builder(module.getBodyRegion());
+    auto callee = func::FuncOp::create(builder, loc, name, type);
+    callee.setPrivate();
+    return callee;
+  }
+
+  /// Off the device after `ops[from]`, back before `ops[to]`, waited for
+  /// before `ops[next]`.
+  void rewrite(Buffer &buffer, ArrayRef<Operation *> ops) {
+    MLIRContext *context = &getContext();
+    Location loc = buffer.alloc.getLoc();
+    Type index = IndexType::get(context), i64 = IntegerType::get(context, 64);
+    func::FuncOp offload = declare(
+        "ga_cuda_offload", FunctionType::get(context, {index, index}, {i64}),
+        loc);
+    func::FuncOp reload = declare(
+        "ga_cuda_reload", FunctionType::get(context, {i64, index}, {}), loc);
+    func::FuncOp wait = declare("ga_cuda_reload_wait",
+                                FunctionType::get(context, {i64}, {}), loc);
+    Value old = buffer.alloc.getResult();
+    // Off: the copy, then the device buffer freed.
+    OpBuilder b(ops[buffer.from]->getBlock(),
+                std::next(ops[buffer.from]->getIterator()));
+    Value pointer = memref::ExtractAlignedPointerAsIndexOp::create(b, loc, old);
+    Value size = arith::ConstantIndexOp::create(b, loc, buffer.bytes);
+    Value handle =
+        func::CallOp::create(b, loc, offload, ValueRange{pointer, size})
+            .getResult(0);
+    memref::DeallocOp::create(b, loc, old);
+    // Back: a new buffer and the copy into it, then the wait before the
+    // next reader.
+    b.setInsertionPoint(ops[buffer.to]);
+    auto fresh = memref::AllocOp::create(b, loc, buffer.alloc.getType(),
+                                         buffer.alloc.getAlignmentAttr());
+    Value target =
+        memref::ExtractAlignedPointerAsIndexOp::create(b, loc, fresh);
+    func::CallOp::create(b, loc, reload, ValueRange{handle, target});
+    OpBuilder views(fresh->getBlock(), std::next(target.getDefiningOp()
+                                                      ->getIterator()));
+    OpBuilder waits(ops[buffer.next]);
+    func::CallOp::create(waits, loc, wait, ValueRange{handle});
+    // Every use from the reload on reads the new buffer; views made before
+    // it are made again on the new one.
+    Block *block = ops[buffer.from]->getBlock();
+    Operation *boundary = fresh;
+    DenseMap<Value, Value> rebased;
+    rebased[old] = fresh.getResult();
+    std::function<Value(Value)> rebase = [&](Value value) -> Value {
+      auto it = rebased.find(value);
+      if (it != rebased.end())
+        return it->second;
+      Operation *view = value.getDefiningOp();
+      IRMapping map;
+      for (Value operand : view->getOperands())
+        if (isa<BaseMemRefType>(operand.getType()) && isAlias(operand))
+          map.map(operand, rebase(operand));
+      Operation *clone = views.clone(*view, map);
+      for (auto [from, to] :
+           llvm::zip(view->getResults(), clone->getResults()))
+        rebased[from] = to;
+      return rebased[value];
+    };
+    aliasSet.clear();
+    SmallVector<Value> aliases = {old};
+    for (unsigned i = 0; i < aliases.size(); ++i) {
+      aliasSet.insert(aliases[i]);
+      for (Operation *user : aliases[i].getUsers())
+        if (isa<ViewLikeOpInterface, memref::ExtractStridedMetadataOp>(user) &&
+            !isa<memref::DeallocOp>(user))
+          for (Value result : user->getResults())
+            if (isa<BaseMemRefType>(result.getType()))
+              aliases.push_back(result);
+    }
+    for (Value alias : aliases)
+      for (OpOperand &use : llvm::make_early_inc_range(alias.getUses())) {
+        Operation *ancestor = block->findAncestorOpInBlock(*use.getOwner());
+        if (!ancestor || ancestor == boundary ||
+            ancestor->isBeforeInBlock(boundary))
+          continue;
+        // A view made after the boundary is rebased through its own
+        // operand: its uses stay.
+        if (Operation *definer = alias.getDefiningOp()) {
+          Operation *at = block->findAncestorOpInBlock(*definer);
+          if (at && boundary->isBeforeInBlock(at))
+            continue;
+        }
+        use.set(rebase(alias));
+      }
+    // Views of the old buffer that nothing reads any more go.
+    for (Value alias : llvm::reverse(ArrayRef(aliases).drop_front()))
+      if (alias.use_empty())
+        if (Operation *view = alias.getDefiningOp())
+          if (llvm::all_of(view->getResults(),
+                           [](Value r) { return r.use_empty(); }))
+            view->erase();
+  }
+
+  bool isAlias(Value value) { return aliasSet.contains(value); }
+  llvm::DenseSet<Value> aliasSet;
+};
+
+} // namespace

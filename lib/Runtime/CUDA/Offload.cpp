@@ -1,0 +1,197 @@
+//===- Offload.cpp - Buffers to pinned host memory and back ---------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+// What ga-gpu-offload-buffers calls (host-offload): a buffer the step does
+// not read for a while is copied to pinned host memory and freed, then
+// copied back into a new buffer before its next reader. The copies run on
+// a second stream, so that they overlap the step's kernels; events order
+// them:
+//
+//   offload   copy stream waits for the step's stream (the writers of the
+//             buffer are done), copies to the host block, records `read`;
+//             the device block goes back to the cache as the step frees it,
+//             and the step's stream waits for `read` before the allocator
+//             hands that block out again;
+//   reload    copy stream waits for the step's stream (the new block's
+//             earlier users are done), copies back, records `back`;
+//   wait      the step's stream waits for `back` (the reader comes next).
+//
+// A step that offloads is not captured as a CUDA graph (GA_CUDA_GRAPH=1
+// turns off at the first offload, with the reason in ga_cuda_graph_status).
+//
+//===----------------------------------------------------------------------===//
+
+#include "Runtime.h"
+
+#include "ga/Runtime/ga_cuda.h"
+
+#include <cstdlib>
+
+namespace ga::cuda {
+
+/// CU_STREAM_NON_BLOCKING and CU_EVENT_DISABLE_TIMING.
+static constexpr unsigned kNonBlocking = 1, kNoTiming = 2;
+
+static CUevent takeEvent(State &s) {
+  Offload &o = s.offload;
+  if (!o.events.empty()) {
+    CUevent event = o.events.back();
+    o.events.pop_back();
+    return event;
+  }
+  CUevent event = nullptr;
+  if (!check(s, s.cu.cuEventCreate(&event, kNoTiming), "cuEventCreate"))
+    return nullptr;
+  return event;
+}
+
+/// `waiter` waits for what `stream` has enqueued so far.
+static bool follow(State &s, CUstream waiter, CUstream stream) {
+  CUevent event = takeEvent(s);
+  if (!event)
+    return false;
+  bool ok = check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
+            check(s, s.cu.cuStreamWaitEvent(waiter, event, 0),
+                  "cuStreamWaitEvent");
+  // An event may be recorded again once a wait for it is enqueued.
+  s.offload.events.push_back(event);
+  return ok;
+}
+
+/// Whether the copy stream exists (made on the first offload).
+static bool ensureCopyStream(State &s) {
+  if (s.offload.stream)
+    return true;
+  s.offload.unordered = std::getenv("GA_CUDA_OFFLOAD_UNORDERED") &&
+                        std::string(std::getenv("GA_CUDA_OFFLOAD_UNORDERED")) ==
+                            "1";
+  return check(s, s.cu.cuStreamCreate(&s.offload.stream, kNonBlocking),
+               "cuStreamCreate (the copy stream)");
+}
+
+void waitForHostCopy(State &s, CUdeviceptr pointer) {
+  auto it = s.offload.reading.find(pointer);
+  if (it == s.offload.reading.end())
+    return;
+  check(s, s.cu.cuStreamWaitEvent(s.stream, it->second, 0),
+        "cuStreamWaitEvent");
+  s.offload.events.push_back(it->second);
+  s.offload.reading.erase(it);
+}
+
+void releaseHostCopies(State &s) {
+  Offload &o = s.offload;
+  for (auto &[pointer, event] : o.reading)
+    o.events.push_back(event);
+  o.reading.clear();
+  for (auto &[size, block] : o.pinned)
+    s.cu.cuMemFreeHost(block);
+  o.pinned.clear();
+}
+
+} // namespace ga::cuda
+
+using namespace ga::cuda;
+
+extern "C" {
+
+int64_t ga_cuda_offload(intptr_t pointer, int64_t bytes) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty() || bytes <= 0)
+    return -1;
+  hostWaits(s, "the step copies buffers to host memory (host-offload)");
+  if (!ensureCopyStream(s))
+    return -1;
+  Offload &o = s.offload;
+  HostCopy copy;
+  copy.bytes = static_cast<size_t>(bytes);
+  auto cached = o.pinned.find(copy.bytes);
+  if (cached != o.pinned.end()) {
+    copy.host = cached->second;
+    o.pinned.erase(cached);
+  } else if (!check(s, s.cu.cuMemAllocHost_v2(&copy.host, copy.bytes),
+                    ("cuMemAllocHost of " + std::to_string(bytes) + " bytes")
+                        .c_str())) {
+    return -1;
+  }
+  CUdeviceptr device = static_cast<CUdeviceptr>(pointer);
+  CUevent read = takeEvent(s);
+  if (!read || !follow(s, o.stream, s.stream) ||
+      !check(s,
+             s.cu.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(copy.host),
+                                device, copy.bytes, o.stream),
+             "cuMemcpyAsync (to host memory)") ||
+      !check(s, s.cu.cuEventRecord(read, o.stream), "cuEventRecord"))
+    return -1;
+  // The block's next user waits for this copy (a block copied twice waits
+  // for the later copy, which follows the earlier one on the stream).
+  auto [it, inserted] = o.reading.emplace(device, read);
+  if (!inserted) {
+    o.events.push_back(it->second);
+    it->second = read;
+  }
+  ++o.offloads;
+  o.bytes += bytes;
+  int64_t handle;
+  if (!o.freeHandles.empty()) {
+    handle = o.freeHandles.back();
+    o.freeHandles.pop_back();
+    o.copies[handle] = copy;
+  } else {
+    handle = static_cast<int64_t>(o.copies.size());
+    o.copies.push_back(copy);
+  }
+  return handle;
+}
+
+void ga_cuda_reload(int64_t handle, intptr_t pointer) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Offload &o = s.offload;
+  if (!s.error.empty())
+    return;
+  if (handle < 0 || handle >= static_cast<int64_t>(o.copies.size()) ||
+      !o.copies[handle].host || o.copies[handle].back) {
+    recordError(s, "ga_cuda_reload of a handle that ga_cuda_offload did not "
+                   "return or that is already copied back");
+    return;
+  }
+  HostCopy &copy = o.copies[handle];
+  CUevent back = takeEvent(s);
+  if (!back || !follow(s, o.stream, s.stream) ||
+      !check(s,
+             s.cu.cuMemcpyAsync(static_cast<CUdeviceptr>(pointer),
+                                reinterpret_cast<CUdeviceptr>(copy.host),
+                                copy.bytes, o.stream),
+             "cuMemcpyAsync (from host memory)") ||
+      !check(s, s.cu.cuEventRecord(back, o.stream), "cuEventRecord"))
+    return;
+  copy.back = back;
+}
+
+void ga_cuda_reload_wait(int64_t handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  Offload &o = s.offload;
+  if (!s.error.empty())
+    return;
+  if (handle < 0 || handle >= static_cast<int64_t>(o.copies.size()) ||
+      !o.copies[handle].back) {
+    recordError(s, "ga_cuda_reload_wait of a handle without a copy back");
+    return;
+  }
+  HostCopy &copy = o.copies[handle];
+  if (!o.unordered)
+    check(s, s.cu.cuStreamWaitEvent(s.stream, copy.back, 0),
+          "cuStreamWaitEvent");
+  o.events.push_back(copy.back);
+  // The next copy into this host block runs on the copy stream after the
+  // copy back, which has read it.
+  o.pinned.emplace(copy.bytes, copy.host);
+  copy = HostCopy();
+  o.freeHandles.push_back(handle);
+}
+
+} // extern "C"
