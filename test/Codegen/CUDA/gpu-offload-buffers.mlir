@@ -15,6 +15,9 @@
 // before the reader (the work left covers the copy), the wait comes right
 // before the reader, and the view is made again on the new buffer. %b and
 // %c are read back to back: they stay.
+// CHECK-DAG: func.func private @ga_cuda_offload(index, index) -> i64
+// CHECK-DAG: func.func private @ga_cuda_reload(i64, index)
+// CHECK-DAG: func.func private @ga_cuda_reload_wait(i64)
 // CHECK-LABEL: func.func @saved
 // CHECK:      %[[A:.*]] = memref.alloc() : memref<256xf32>
 // CHECK-NEXT: linalg.generic {{.*}} outs(%[[A]] : memref<256xf32>)
@@ -36,9 +39,6 @@
 // CHECK:      memref.dealloc %[[A2]]
 // CHECK-NOT:  ga_cuda_offload
 // CHECK:      return
-// CHECK: func.func private @ga_cuda_offload(index, index) -> i64
-// CHECK: func.func private @ga_cuda_reload(i64, index)
-// CHECK: func.func private @ga_cuda_reload_wait(i64)
 func.func @saved(%in: memref<256xf32>, %out: memref<16x16xf32>) {
   %zero = arith.constant 0.0 : f32
   %a = memref.alloc() : memref<256xf32>
