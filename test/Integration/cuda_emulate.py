@@ -42,6 +42,14 @@ With loss-chunk-rows=40 (the tiny GPT's head and loss over 3 chunks of
 its 120 rows, ga-chunk-loss-head), the device program's gradients must
 have the CPU's bits and its loss be within a relative 1e-6.
 
+With host-offload=true (ga-gpu-offload-buffers, here asked to fit 1 byte
+with no least size: every buffer it can follow whose copies hide goes to
+host memory between two of its accesses and comes back), for the tiny GPT
+at k = 1 and 4:
+the program must call the runtime's offload, and every result must have
+the CPU's bits; the emulation's offload overwrites the device buffer with
+NaNs once copied, so a read of it before the copy back would show.
+
 With --mpirun, data-parallel schedules too (r = 2 ranks x k = 1, 2): the
 collectives, which the CUDA target stages through host memory, run under
 mpirun, and rank 0's results must be the CPU pipeline's under mpirun, bit
@@ -144,6 +152,24 @@ def check_bf16_mixed(args, check, name, path, work, inputs):
         check.equal(f"{name} bf16-mixed: result #{i}", a, b)
 
 
+def check_offload(args, check, tag, path, work, inputs, expected):
+    """host-offload of every buffer the pass can move (see the module's
+    comment): the CPU's bits, and offloads in the program."""
+    out = os.path.join(work, "offload")
+    got = emulate(args, path, out, "gpu-split-reductions=false "
+                  "gpu-vector-width=2 host-offload=true offload-budget=1 "
+                  "offload-min-bytes=0", inputs)
+    with open(out + ".mlir") as f:
+        program = f.read()
+    offloads = len(re.findall(r"call @ga_host_offload\(", program))
+    reloads = len(re.findall(r"call @ga_host_reload_wait\(", program))
+    check.true(f"{tag} host-offload: {offloads} buffers offloaded, as many "
+               "waited for", offloads > 0 and offloads == reloads,
+               f"{offloads} offloads, {reloads} waits")
+    for i, (a, b) in enumerate(zip(got, expected)):
+        check.equal(f"{tag} host-offload: result #{i}", a, b)
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-opt", required=True)
@@ -207,6 +233,9 @@ def main():
                     for i, (a, b) in enumerate(zip(unfused, got)):
                         check.equal(f"{tag} {variant}: result #{i} without "
                                     "gpu-fusion", a, b)
+            if r == 1 and not naive and name == "tiny_gpt":
+                check_offload(args, check, tag, path, work, inputs[name],
+                              expected)
             if (r, k, naive) == (1, 1, False):
                 check_bf16(args, check, name, path, work, inputs[name],
                            expected)

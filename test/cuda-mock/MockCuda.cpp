@@ -344,17 +344,17 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
   // The parameters' sizes, from PTX: `.param .u64 NAME_param_0, ...)`.
   std::string key = std::string(".entry ") + name + "(";
   size_t at = m->image.find(key);
-  if (at != std::string::npos && m->image.compare(0, 4, "\x7f"
-                                                       "ELF") != 0) {
+  if (at != std::string::npos && m->image.compare(0, 4,
+                                                  "\x7f"
+                                                  "ELF") != 0) {
     size_t end = m->image.find(')', at);
     std::string list = m->image.substr(at + key.size(), end - at - key.size());
     std::vector<size_t> sizes;
     size_t p = 0;
     while ((p = list.find(".param", p)) != std::string::npos) {
       size_t comma = list.find(',', p);
-      std::string param = list.substr(p, comma == std::string::npos
-                                             ? std::string::npos
-                                             : comma - p);
+      std::string param = list.substr(
+          p, comma == std::string::npos ? std::string::npos : comma - p);
       size_t size = 1;
       if (param.find("64 ") != std::string::npos)
         size = 8;

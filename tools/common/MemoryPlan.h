@@ -9,7 +9,9 @@
 // lowering that follows removes the step. MemoryPlanRecorder, a pass
 // instrumentation, reads both right after the pass, so that ga-compile prints
 // them as one line and ga-train reports the chosen count, without reading the
-// remark's text.
+// remark's text. With host-offload, ga-gpu-offload-buffers records on the
+// bufferized step what it moved to host memory (ga.host_offload), read the
+// same way after that pass.
 //
 //===----------------------------------------------------------------------===//
 
@@ -35,6 +37,9 @@ struct MemoryPlan {
   int64_t microbatches = 1, budget = 0, peak = 0, unplanned = 0;
   int64_t checkpoints = 0, units = 0;
   std::string recomputed, choice;
+  /// host-offload: the buffers moved to host memory and their bytes (each
+  /// way), when the pass ran.
+  std::optional<std::pair<int64_t, int64_t>> offloaded;
 
   /// "memory_plan: microbatches 8 (auto), planned peak P bytes within a
   /// budget of B bytes, ..." (one line, for people and scripts).
@@ -46,6 +51,9 @@ struct MemoryPlan {
        << " bytes, " << checkpoints << " checkpoint(s) over " << units
        << " unit(s), recomputed " << recomputed << " of the forward work, "
        << unplanned << " bytes without new checkpoints";
+    if (offloaded)
+      os << ", " << offloaded->first << " buffer(s) offloaded to host memory ("
+         << offloaded->second << " bytes each way)";
     return text;
   }
 };
@@ -62,6 +70,22 @@ public:
   }
 
   void runAfterPass(mlir::Pass *pass, mlir::Operation *op) override {
+    if (pass->getArgument() == "ga-gpu-offload-buffers") {
+      std::pair<int64_t, int64_t> moved{0, 0};
+      op->walk([&](mlir::Operation *function) {
+        if (auto dict = function->getAttrOfType<mlir::DictionaryAttr>(
+                "ga.host_offload")) {
+          if (auto n = dict.getAs<mlir::IntegerAttr>("buffers"))
+            moved.first += n.getInt();
+          if (auto b = dict.getAs<mlir::IntegerAttr>("bytes"))
+            moved.second += b.getInt();
+        }
+      });
+      std::lock_guard<std::mutex> lock(mutex);
+      if (!offloaded)
+        offloaded = moved;
+      return;
+    }
     if (pass->getArgument() != "train-plan-remat")
       return;
     op->walk([&](ga::train::StepOp step) {
@@ -96,12 +120,16 @@ public:
   /// The plan recorded, if train-plan-remat planned a step.
   std::optional<MemoryPlan> plan() const {
     std::lock_guard<std::mutex> lock(mutex);
-    return recorded;
+    std::optional<MemoryPlan> got = recorded;
+    if (got)
+      got->offloaded = offloaded;
+    return got;
   }
 
 private:
   mutable std::mutex mutex;
   std::optional<MemoryPlan> recorded;
+  std::optional<std::pair<int64_t, int64_t>> offloaded;
 };
 
 } // namespace ga::tool

@@ -151,11 +151,11 @@ static cl::opt<int> threadCount(
              "for any count"),
     cl::cat(category));
 // The pipeline's options: --pipeline-options, and --naive, --memory-budget,
-// --attention-key-tile and --precision declared from GaPipelineOptions
-// itself.
-static ga::PipelineFlags pipelineFlags(category,
-                                       {"naive", "memory-budget",
-                                        "attention-key-tile", "precision"});
+// --attention-key-tile, --precision and --host-offload declared from
+// GaPipelineOptions itself.
+static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget",
+                                                  "attention-key-tile",
+                                                  "precision", "host-offload"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).
 static cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),
@@ -167,7 +167,8 @@ static const char *kOverview =
   ga-train TRAIN_STEP.mlir --data DIR [--steps N] [--lr LR] [--warmup N]
            [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
            [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
-           [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES]
+           [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES
+           [--host-offload]]
            [--target cpu|cuda]
 
 TRAIN_STEP.mlir holds a whole training step: a function with one

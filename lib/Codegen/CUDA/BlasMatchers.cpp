@@ -340,16 +340,19 @@ std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
   e.ldd = strides[0];
   // The product moves to the addition: nothing between them may write or
   // free memory (A and B must still hold what the product read), but the
-  // deallocations of A and B themselves, which move after it, and copies to
-  // host memory (ga-gpu-offload-buffers), which only read.
+  // deallocations of A and B themselves and the copies to host memory
+  // before them (ga-gpu-offload-buffers), which move after it in their
+  // order.
   Value a = baseBuffer(f.a->get()), b = baseBuffer(f.b->get());
   for (Operation *it = op->getNextNode(); it != add.getOperation();
        it = it->getNextNode()) {
     if (isa<memref::AllocOp>(it) || isMemoryEffectFree(it))
       continue;
     if (auto call = dyn_cast<func::CallOp>(it))
-      if (call.getCallee() == "ga_cuda_offload")
+      if (call.getCallee() == "ga_cuda_offload") {
+        e.deferred.push_back(call);
         continue;
+      }
     auto dealloc = dyn_cast<memref::DeallocOp>(it);
     Value freed = dealloc ? baseBuffer(dealloc.getMemref()) : Value();
     if (!freed || (freed != a && freed != b))

@@ -56,9 +56,10 @@ struct BiasEpilogue {
   int64_t ldd = 0;
   /// Deallocations of the product's A or B between the product and the
   /// addition (a buffer freed after its last use, such as a bfloat16 copy
-  /// made for this product alone): they move after the bias GEMM, which
-  /// still reads A and B where the addition was.
-  llvm::SmallVector<mlir::memref::DeallocOp> deferred;
+  /// made for this product alone), and the copies to host memory before
+  /// them (ga_cuda_offload calls): they move after the bias GEMM, in their
+  /// order, since it still reads A and B where the addition was.
+  llvm::SmallVector<mlir::Operation *> deferred;
 };
 
 /// The cuBLAS form of `op`, if it has one: an f32 multiply-accumulate

@@ -103,8 +103,11 @@ struct GaGpuGemmToBlasPass
         operands.push_back(constant(ld));
     }
     auto call = func::CallOp::create(builder, loc, callee, operands);
-    for (memref::DeallocOp dealloc : e.deferred)
-      dealloc->moveAfter(call);
+    Operation *after = call;
+    for (Operation *deferred : e.deferred) {
+      deferred->moveAfter(after);
+      after = deferred;
+    }
     Value c = f.c->get();
     e.add->erase();
     op->erase();

@@ -83,8 +83,8 @@ double workOf(Operation *op) {
         matchPattern(loop.getStep(), m_ConstantInt(&step)) &&
         step.getSExtValue() > 0)
       trips = std::max<int64_t>(
-          0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() -
-              1) / step.getSExtValue());
+          0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() - 1) /
+                 step.getSExtValue());
   }
   double sum = 0;
   for (Region &region : op->getRegions())
@@ -174,9 +174,8 @@ struct GaGpuOffloadBuffersPass
       return success();
     // The blocks that allocate, each with its operations' positions.
     SetVector<Block *> blocks;
-    function.walk([&](memref::AllocOp alloc) {
-      blocks.insert(alloc->getBlock());
-    });
+    function.walk(
+        [&](memref::AllocOp alloc) { blocks.insert(alloc->getBlock()); });
     int64_t offloads = 0, copied = 0;
     for (Block *block : blocks) {
       if (failed(offloadIn(function, *block, *bytes, offloads, copied)))
@@ -186,12 +185,11 @@ struct GaGpuOffloadBuffersPass
     }
     if (offloads) {
       Builder b(function.getContext());
-      function->setAttr("ga.host_offload",
-                        b.getDictionaryAttr(
-                            {b.getNamedAttr("buffers",
-                                            b.getI64IntegerAttr(offloads)),
-                             b.getNamedAttr("bytes",
-                                            b.getI64IntegerAttr(copied))}));
+      function->setAttr(
+          "ga.host_offload",
+          b.getDictionaryAttr(
+              {b.getNamedAttr("buffers", b.getI64IntegerAttr(offloads)),
+               b.getNamedAttr("bytes", b.getI64IntegerAttr(copied))}));
     }
     return success();
   }
@@ -393,8 +391,7 @@ struct GaGpuOffloadBuffersPass
     if (!buffer.dealloc || buffer.accesses.empty())
       return std::nullopt;
     llvm::sort(buffer.accesses);
-    buffer.accesses.erase(llvm::unique(buffer.accesses),
-                          buffer.accesses.end());
+    buffer.accesses.erase(llvm::unique(buffer.accesses), buffer.accesses.end());
     if (buffer.accesses.back() > buffer.deallocAt)
       return std::nullopt;
     return buffer;
@@ -416,9 +413,9 @@ struct GaGpuOffloadBuffersPass
     MLIRContext *context = &getContext();
     Location loc = buffer.alloc.getLoc();
     Type index = IndexType::get(context), i64 = IntegerType::get(context, 64);
-    func::FuncOp offload = declare(
-        "ga_cuda_offload", FunctionType::get(context, {index, index}, {i64}),
-        loc);
+    func::FuncOp offload =
+        declare("ga_cuda_offload",
+                FunctionType::get(context, {index, index}, {i64}), loc);
     func::FuncOp reload = declare(
         "ga_cuda_reload", FunctionType::get(context, {i64, index}, {}), loc);
     func::FuncOp wait = declare("ga_cuda_reload_wait",
@@ -441,8 +438,8 @@ struct GaGpuOffloadBuffersPass
     Value target =
         memref::ExtractAlignedPointerAsIndexOp::create(b, loc, fresh);
     func::CallOp::create(b, loc, reload, ValueRange{handle, target});
-    OpBuilder views(fresh->getBlock(), std::next(target.getDefiningOp()
-                                                      ->getIterator()));
+    OpBuilder views(fresh->getBlock(),
+                    std::next(target.getDefiningOp()->getIterator()));
     OpBuilder waits(ops[buffer.next]);
     func::CallOp::create(waits, loc, wait, ValueRange{handle});
     // Every use from the reload on reads the new buffer; views made before
@@ -461,8 +458,7 @@ struct GaGpuOffloadBuffersPass
         if (isa<BaseMemRefType>(operand.getType()) && isAlias(operand))
           map.map(operand, rebase(operand));
       Operation *clone = views.clone(*view, map);
-      for (auto [from, to] :
-           llvm::zip(view->getResults(), clone->getResults()))
+      for (auto [from, to] : llvm::zip(view->getResults(), clone->getResults()))
         rebased[from] = to;
       return rebased[value];
     };

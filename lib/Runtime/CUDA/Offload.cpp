@@ -51,9 +51,9 @@ static bool follow(State &s, CUstream waiter, CUstream stream) {
   CUevent event = takeEvent(s);
   if (!event)
     return false;
-  bool ok = check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
-            check(s, s.cu.cuStreamWaitEvent(waiter, event, 0),
-                  "cuStreamWaitEvent");
+  bool ok =
+      check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
+      check(s, s.cu.cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent");
   // An event may be recorded again once a wait for it is enqueued.
   s.offload.events.push_back(event);
   return ok;
@@ -63,9 +63,9 @@ static bool follow(State &s, CUstream waiter, CUstream stream) {
 static bool ensureCopyStream(State &s) {
   if (s.offload.stream)
     return true;
-  s.offload.unordered = std::getenv("GA_CUDA_OFFLOAD_UNORDERED") &&
-                        std::string(std::getenv("GA_CUDA_OFFLOAD_UNORDERED")) ==
-                            "1";
+  s.offload.unordered =
+      std::getenv("GA_CUDA_OFFLOAD_UNORDERED") &&
+      std::string(std::getenv("GA_CUDA_OFFLOAD_UNORDERED")) == "1";
   return check(s, s.cu.cuStreamCreate(&s.offload.stream, kNonBlocking),
                "cuStreamCreate (the copy stream)");
 }

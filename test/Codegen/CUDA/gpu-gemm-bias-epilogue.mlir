@@ -149,6 +149,45 @@ func.func @copy_freed(%x: memref<128x32xbf16>, %w: memref<32x64xf32>,
 
 // -----
 
+// An activation copied to host memory after its last forward reader, the
+// product (ga-gpu-offload-buffers), between the product and the addition:
+// the copy and the free move after the bias GEMM, in their order (the GEMM
+// reads the activation where the addition was).
+// CHECK-LABEL: func.func @offloaded_operand
+// CHECK: %[[X:.*]] = memref.alloc() : memref<128x32xf32>
+// CHECK: %[[P:.*]] = memref.extract_aligned_pointer_as_index %[[X]]
+// CHECK: call @ga_cuda_gemm_bias_f32(
+// CHECK-NEXT: %[[H:.*]] = call @ga_cuda_offload(%[[P]],
+// CHECK-NEXT: memref.dealloc %[[X]]
+// CHECK-NOT: linalg.generic
+func.func private @ga_cuda_offload(index, index) -> i64
+func.func @offloaded_operand(%in: memref<128x32xf32>, %w: memref<32x64xf32>,
+                             %b: memref<64xf32>) -> (memref<128x64xf32>, i64) {
+  %zero = arith.constant 0.0 : f32
+  %x = memref.alloc() : memref<128x32xf32>
+  memref.copy %in, %x : memref<128x32xf32> to memref<128x32xf32>
+  %c = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w : memref<128x32xf32>, memref<32x64xf32>)
+                outs(%c : memref<128x64xf32>)
+  %p = memref.extract_aligned_pointer_as_index %x : memref<128x32xf32> -> index
+  %n = arith.constant 16384 : index
+  %h = call @ga_cuda_offload(%p, %n) : (index, index) -> i64
+  memref.dealloc %x : memref<128x32xf32>
+  %d = memref.alloc() : memref<128x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<128x64xf32>, memref<64xf32>) outs(%d : memref<128x64xf32>) {
+  ^bb0(%p0: f32, %q: f32, %o: f32):
+    %s = arith.addf %p0, %q : f32
+    linalg.yield %s : f32
+  }
+  memref.dealloc %c : memref<128x64xf32>
+  return %d, %h : memref<128x64xf32>, i64
+}
+
+// -----
+
 // Left as a plain GEMM and an addition: C also returned; C filled with
 // ones; a store between the product and the addition; a bias with stride
 // 2; the addition reading its init; D an argument (it could alias A).
@@ -242,3 +281,4 @@ func.func @kept(%x: memref<128x32xf32>, %w: memref<32x64xf32>, %b: memref<64xf32
   memref.dealloc %c5 : memref<128x64xf32>
   return %c0, %d0, %d1, %d2, %d3, %d4 : memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>
 }
+
