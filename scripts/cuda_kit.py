@@ -80,6 +80,11 @@ def main():
                         "steps at k = 1 with attention-key-tile=4 "
                         "(train.attention over query and key tiles), "
                         "against the device program emulated on the CPU")
+    parser.add_argument("--offload", action="store_true",
+                        help="the tiny GPT at k = 1, 2 with every buffer "
+                        "that ga-gpu-offload-buffers can move offloaded to "
+                        "pinned host memory and back on the copy stream, "
+                        "against the device program emulated on the CPU")
     parser.add_argument("--asserts", action="store_true",
                         help="the guarded gather of test/Integration/Inputs/"
                         "asserts with valid ids, and with an id out of "
@@ -211,6 +216,20 @@ def main():
                 with_schedule(source, "tiny_gpt", microbatches=k),
                 inputs["tiny_gpt"], k, False,
                 device_options="attention-key-tile=4", rtol=1e-4)
+
+    # host-offload: buffers to pinned host memory and back on the runtime's
+    # copy stream, ordered by events (the pass asked to fit one byte, no
+    # least size: every buffer whose copies hide moves). The copies change
+    # no value: within the float32 steps' tolerance of the emulation.
+    if args.offload:
+        with open(os.path.join(SRC, "examples", "tiny_gpt.mlir")) as f:
+            source = f.read()
+        for k in (1, 2):
+            add(f"tiny_gpt_k{k}_offload", "tiny_gpt_offload",
+                with_schedule(source, "tiny_gpt", microbatches=k),
+                inputs["tiny_gpt"], k, False,
+                device_options="host-offload=true offload-budget=1 "
+                               "offload-min-bytes=0", rtol=1e-4)
 
     # Steps of ga-import (their arguments as exported_steps.py draws them).
     for path in args.imported:

@@ -6,6 +6,7 @@ measured on the driver stand-in.
       [--budget-gib 16] [--batch 32] [--layers 24] [--dim 1024]
       [--heads 16] [--ffn 4096] [--seq 1024] [--vocab 50304]
       [--attention-key-tile N] [--precision f32|bf16-mixed]
+      [--host-offload] [--host-bandwidth GBPS]
 
 The default is GPT-2 355M's shape (24 layers, D 1024, 16 heads, F 4096,
 S 1024, V 50304) trained with AdamW (the whole step: forward, backward,
@@ -27,7 +28,11 @@ With --attention-key-tile N, the attention is computed over tiles of N
 queries and keys (train.attention: no [B, H, S, S] scores stored for the
 backward pass). With --precision bf16-mixed, every product reads bfloat16
 copies of its operands (parameters, gradients and AdamW's moments stay
-float32).
+float32). With --host-offload, buffers the step does not read for a while
+may go to pinned host memory and back (ga-gpu-offload-buffers, where the
+copies hide behind the work at --host-bandwidth GB/s): the planner then
+recomputes only what offloading cannot remove, and the stand-in also checks
+that no copy races a kernel or GEMM (its two streams' order).
 
 Prints the choice, the predicted and the measured peak; exits 1 when the
 measurement exceeds the budget or differs from the prediction. Not a test
@@ -75,6 +80,11 @@ def main():
                    help="the pipeline's precision: f32 or bf16-mixed "
                         "(products of bfloat16 copies, the activations "
                         "kept for backward products as those copies)")
+    p.add_argument("--host-offload", action="store_true",
+                   help="let the step move buffers to host memory and back")
+    p.add_argument("--host-bandwidth", type=float, default=20.0,
+                   help="with --host-offload: the host-device bandwidth in "
+                        "GB/s that decides which copies hide")
     args = p.parse_args()
     work = args.workdir or tempfile.mkdtemp(prefix="ga-device-scenario-")
     os.makedirs(work, exist_ok=True)
@@ -86,6 +96,8 @@ def main():
                   "queries and keys")
     if args.precision != "f32":
         shape += f"; precision {args.precision}"
+    if args.host_offload:
+        shape += f"; host offload at {args.host_bandwidth:g} GB/s"
     print(f"device_scenario: GPT training step ({shape}), AdamW, under a "
           f"device budget of {args.budget_gib:g} GiB ({budget} bytes)",
           flush=True)
@@ -102,7 +114,12 @@ def main():
     case = Case("step", step,
                 argparse.Namespace(build=args.build, workdir=work),
                 options=f"attention-key-tile={args.attention_key_tile} "
-                        f"precision={args.precision}")
+                        f"precision={args.precision}"
+                        # PTX kernels: the stand-in reads their pointer
+                        # parameters to check the streams' order.
+                        + (f" host-offload=true gpu-format=isa "
+                           f"host-bandwidth={args.host_bandwidth}"
+                           if args.host_offload else ""))
     start = time.time()
     lib, predicted, _ = case.compile(budget, auto=True)
     compiled = time.time() - start
@@ -113,7 +130,11 @@ def main():
     plan = re.search(r"^memory_plan: .* (\d+) checkpoint\(s\) over (\d+) "
                      r"unit\(s\), recomputed ([\d.]+)% of the forward work",
                      case.stdout, re.M)
-    if not (plan and case.chosen and predicted and remark):
+    offloaded = re.search(r"^memory_plan: .*, (\d+) buffer\(s\) offloaded "
+                          r"to host memory \((\d+) bytes each way\)",
+                          case.stdout, re.M)
+    if not (plan and case.chosen and predicted and remark) or (
+            args.host_offload and not offloaded):
         sys.exit("device_scenario: cannot read the plan from:\n"
                  f"{case.stdout}{case.stderr}")
     k = int(case.chosen)
@@ -127,7 +148,9 @@ def main():
                     os.path.join(ROOT, "python"), lib], env=case.env,
                    check=True)
     with open(case.log) as f:
-        measured = re.search(r"^peak device bytes: (\d+)", f.read(), re.M)
+        log = f.read()
+    measured = re.search(r"^peak device bytes: (\d+)", log, re.M)
+    races = re.search(r"^races: (\d+)", log, re.M)
     if not measured:
         sys.exit(f"device_scenario: no device peak in {case.log}")
     measured = int(measured.group(1))
@@ -139,10 +162,19 @@ def main():
           f"{plan.group(3)}% of the forward work; predicted "
           f"{predicted / gib:.2f} GiB, measured {measured / gib:.2f} GiB "
           f"({measured} bytes), budget {args.budget_gib:g} GiB")
+    if offloaded:
+        print(f"offloaded: {offloaded.group(1)} buffer(s), "
+              f"{int(offloaded.group(2)) / 1e9:.2f} GB each way per step; "
+              f"races between the streams on the stand-in: "
+              f"{races.group(1) if races else '?'}")
     if measured > budget or measured != predicted:
         print("device_scenario: FAIL: the measured peak "
               + ("exceeds the budget" if measured > budget
                  else "is not the predicted one"))
+        return 1
+    if not races or int(races.group(1)):
+        print("device_scenario: FAIL: the stand-in saw work on two streams "
+              "out of order")
         return 1
     print("device_scenario: ok: the measured peak is the predicted one, "
           "within the budget")

@@ -16,7 +16,8 @@ markdown report.
                 k = 2, the guarded gather with valid ids and with an id out
                 of range: CUDA libraries, inputs, the CPU pipeline's
                 results (scripts/cuda_kit.py; the tiny GPT and the
-                imported steps with the attention over tiles too), ga-exec
+                imported steps with the attention over tiles too, the
+                tiny GPT with host-offload at k = 1, 2), ga-exec
                 and the libraries it needs;
         bench/  the tiny GPT at three sizes and GPT-2 124M's shape for the
                 benchmark against PyTorch (scripts/bench_cuda.py prepare);
@@ -88,7 +89,8 @@ def prepare(args):
     steps = [
         ("kit", [py, os.path.join(HERE, "cuda_kit.py"), "--build", build,
                  "--out", os.path.join(out, "kit"), "--chip", args.chip,
-                 "--asserts", "--bf16", "--attention", "--imported",
+                 "--asserts", "--bf16", "--attention", "--offload",
+                 "--imported",
                  *imported]),
         ("bench", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "bench"),

@@ -241,63 +241,74 @@ struct GaGpuOffloadBuffersPass
       }
     }
     // Live blocks of each size at each position (alive while the
-    // operation runs), with the chosen offloads applied.
-    auto countsOf = [&](int64_t size) {
-      SmallVector<int64_t> count(n, 0);
-      for (const Buffer &buffer : buffers) {
-        if (buffer.block != size)
-          continue;
-        for (unsigned t = buffer.allocAt; t <= buffer.deallocAt && t < n; ++t)
-          if (!buffer.offloaded || t <= buffer.from || t >= buffer.to)
-            ++count[t];
-      }
-      return count;
-    };
-    std::map<int64_t, bool> exhausted;
+    // operation runs), kept up to date as buffers are offloaded, and the
+    // buffers that may be, by size.
+    std::map<int64_t, SmallVector<int64_t>> counts;
+    std::map<int64_t, SmallVector<Buffer *>> candidates;
+    for (Buffer &buffer : buffers) {
+      SmallVector<int64_t> &count = counts[buffer.block];
+      count.resize(n, 0);
+      for (unsigned t = buffer.allocAt; t <= buffer.deallocAt && t < n; ++t)
+        ++count[t];
+      if (buffer.offloadable)
+        candidates[buffer.block].push_back(&buffer);
+    }
+    std::set<int64_t> exhausted;
+    // A bound below the function's device bytes: each round lowers them by
+    // at most what it lowers this block's counts; the memory model runs
+    // only when the bound reaches the budget.
+    int64_t atLeast = bytes;
+    bool stale = false;
     while (bytes > budget) {
       // For each block size, the fewest buffers whose stretches cover every
       // position where its count is at its most.
       int64_t bestSize = 0;
       SmallVector<Buffer *> bestCover;
-      std::set<int64_t> sizes;
-      for (const Buffer &buffer : buffers)
-        if (buffer.offloadable && !buffer.offloaded)
-          sizes.insert(buffer.block);
-      for (int64_t size : sizes) {
-        if (exhausted[size])
+      for (auto &[size, sized] : candidates) {
+        if (exhausted.count(size))
           continue;
-        SmallVector<int64_t> count = countsOf(size);
+        const SmallVector<int64_t> &count = counts[size];
         int64_t most = *std::max_element(count.begin(), count.end());
         SmallVector<unsigned> peaks;
         for (unsigned t = 0; t < n; ++t)
           if (count[t] == most)
             peaks.push_back(t);
+        // Uncovered peaks before each index of `peaks` (prefix sums).
+        SmallVector<bool> covered(peaks.size(), false);
+        size_t left = peaks.size();
         SmallVector<Buffer *> cover;
-        llvm::DenseSet<unsigned> covered;
-        while (covered.size() < peaks.size()) {
+        while (left) {
+          SmallVector<unsigned> before(peaks.size() + 1, 0);
+          for (size_t i = 0; i < peaks.size(); ++i)
+            before[i + 1] = before[i] + !covered[i];
           Buffer *pick = nullptr;
-          size_t pickCovers = 0;
-          for (Buffer &other : buffers) {
-            if (other.block != size || !other.offloadable || other.offloaded ||
-                llvm::is_contained(cover, &other))
+          unsigned pickCovers = 0;
+          for (Buffer *other : sized) {
+            if (other->offloaded || llvm::is_contained(cover, other))
               continue;
-            size_t covers = 0;
-            for (unsigned t : peaks)
-              covers += !covered.count(t) && t > other.from && t < other.to;
+            size_t lo =
+                std::upper_bound(peaks.begin(), peaks.end(), other->from) -
+                peaks.begin();
+            size_t hi =
+                std::lower_bound(peaks.begin(), peaks.end(), other->to) -
+                peaks.begin();
+            unsigned covers = hi > lo ? before[hi] - before[lo] : 0;
             if (covers > pickCovers) {
-              pick = &other;
+              pick = other;
               pickCovers = covers;
             }
           }
           if (!pick)
             break;
           cover.push_back(pick);
-          for (unsigned t : peaks)
-            if (t > pick->from && t < pick->to)
-              covered.insert(t);
+          for (size_t i = 0; i < peaks.size(); ++i)
+            if (!covered[i] && peaks[i] > pick->from && peaks[i] < pick->to) {
+              covered[i] = true;
+              --left;
+            }
         }
-        if (covered.size() < peaks.size() || cover.empty()) {
-          exhausted[size] = true;
+        if (left || cover.empty()) {
+          exhausted.insert(size);
           continue;
         }
         if (!bestSize || cover.size() < bestCover.size() ||
@@ -314,14 +325,28 @@ struct GaGpuOffloadBuffersPass
       if (seconds > copyBudget)
         break; // The copies would no longer hide behind the step's work.
       copyBudget -= seconds;
-      for (Buffer *buffer : bestCover)
-        buffer->offloaded = true;
-      // Rewrite, then measure the whole function again.
+      SmallVector<int64_t> &count = counts[bestSize];
+      int64_t most = *std::max_element(count.begin(), count.end());
       for (Buffer *buffer : bestCover) {
+        buffer->offloaded = true;
+        for (unsigned t = buffer->from + 1; t < buffer->to; ++t)
+          --count[t];
         rewrite(*buffer, ops);
         ++offloads;
         copied += buffer->bytes;
       }
+      atLeast -=
+          bestSize * (most - *std::max_element(count.begin(), count.end()));
+      stale = true;
+      if (atLeast > budget)
+        continue;
+      FailureOr<int64_t> now = deviceBytes(function);
+      if (failed(now))
+        return failure();
+      bytes = atLeast = *now;
+      stale = false;
+    }
+    if (stale) {
       FailureOr<int64_t> now = deviceBytes(function);
       if (failed(now))
         return failure();
