@@ -35,7 +35,7 @@ markdown report.
         this script and cuda_gemm_check.py.
   python3 OUT/gpu_campaign.py run --out $OUT [--deadline 480]
       (there) runs, in this order: the device's facts (nvidia-smi, ldd of
-      what travelled), the step checks against the CPU (cuda_check.py:
+      what travelled, the pinned host-device bandwidth each way), the step checks against the CPU (cuda_check.py:
       every result within 1e-4 of the CPU's, counts equal, the assert's
       error), the runtime's GEMM entry points against float64
       (cuda_gemm_check.py), the benchmark (float32, then CUDA graphs,
@@ -237,7 +237,8 @@ def run(args):
                                f"ldd {kit}/bin/ga-exec | grep 'not found'; "
                                f"python3 -c 'import torch, numpy; print("
                                "\"torch\", torch.__version__, \"numpy\", "
-                               "numpy.__version__)'"],
+                               "numpy.__version__)'; "
+                               f"python3 -c '{BANDWIDTH_SNIPPET}'"],
                     env=env, budget=60, must_pass=False)
     check = c.stage("steps", "steps against the CPU (cuda_check.py)",
                     [py, os.path.join(kit, "cuda_check.py"), "--kit", kit,
@@ -285,6 +286,29 @@ def run(args):
     write_report(c, args, facts, check, bench, graph, bf16, profile, large,
                  attention)
     return 1 if c.failed else 0
+
+
+# The host-device bandwidth of pinned memory, each way (256 MiB copies,
+# best of 5, CUDA events): what host-offload's host-bandwidth option
+# assumes (20 GB/s by default). No single quotes: it runs inside them.
+BANDWIDTH_SNIPPET = r"""
+import torch
+n = 256 << 20
+h = torch.empty(n, dtype=torch.uint8).pin_memory()
+d = torch.empty(n, dtype=torch.uint8, device="cuda")
+for name, dst, src in (("host to device", d, h), ("device to host", h, d)):
+    best = None
+    for _ in range(5):
+        a = torch.cuda.Event(enable_timing=True)
+        b = torch.cuda.Event(enable_timing=True)
+        a.record()
+        dst.copy_(src, non_blocking=True)
+        b.record()
+        torch.cuda.synchronize()
+        ms = a.elapsed_time(b)
+        best = ms if best is None else min(best, ms)
+    print(f"pinned copy, {name}: {n / best / 1e6:.1f} GB/s", flush=True)
+"""
 
 
 # Runs the 124M step three times through the binding with GA_CUDA_PROFILE=1
