@@ -39,7 +39,7 @@ def plan_of(case):
     plan = re.search(r"^memory_plan: .* (\d+) checkpoint\(s\) over \d+ "
                      r"unit\(s\), recomputed ([\d.]+)% of the forward work"
                      r"(?:.*, (\d+) buffer\(s\) offloaded to host memory "
-                     r"\((\d+) bytes each way\))?", case.stdout, re.M)
+                     r"\((\d+) bytes each way per step\))?", case.stdout, re.M)
     if not plan:
         return None
     return (int(plan.group(1)), plan.group(2) + "%",

@@ -208,28 +208,28 @@ def main():
     # The attention over query and key tiles (its nested loops, the masks
     # as float tiles, the tile's batched GEMMs): against the device program
     # emulated on the CPU, within the float32 steps' tolerance.
-    if args.attention:
+    def add_tiny_gpt(variant, device_options):
+        """The tiny GPT at k = 1, 2 with `device_options`, against its
+        device program emulated on the CPU, within the float32 steps'
+        tolerance."""
         with open(os.path.join(SRC, "examples", "tiny_gpt.mlir")) as f:
             source = f.read()
         for k in (1, 2):
-            add(f"tiny_gpt_k{k}_tiles", "tiny_gpt_tiles",
+            add(f"tiny_gpt_k{k}_{variant}", f"tiny_gpt_{variant}",
                 with_schedule(source, "tiny_gpt", microbatches=k),
-                inputs["tiny_gpt"], k, False,
-                device_options="attention-key-tile=4", rtol=1e-4)
+                inputs["tiny_gpt"], k, False, device_options=device_options,
+                rtol=1e-4)
+
+    if args.attention:
+        add_tiny_gpt("tiles", "attention-key-tile=4")
 
     # host-offload: buffers to pinned host memory and back on the runtime's
     # copy stream, ordered by events (the pass asked to fit one byte, no
     # least size: every buffer whose copies hide moves). The copies change
-    # no value: within the float32 steps' tolerance of the emulation.
+    # no value.
     if args.offload:
-        with open(os.path.join(SRC, "examples", "tiny_gpt.mlir")) as f:
-            source = f.read()
-        for k in (1, 2):
-            add(f"tiny_gpt_k{k}_offload", "tiny_gpt_offload",
-                with_schedule(source, "tiny_gpt", microbatches=k),
-                inputs["tiny_gpt"], k, False,
-                device_options="host-offload=true offload-budget=1 "
-                               "offload-min-bytes=0", rtol=1e-4)
+        add_tiny_gpt("offload", "host-offload=true offload-budget=1 "
+                     "offload-min-bytes=0")
 
     # Steps of ga-import (their arguments as exported_steps.py draws them).
     for path in args.imported:

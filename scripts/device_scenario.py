@@ -131,7 +131,7 @@ def main():
                      r"unit\(s\), recomputed ([\d.]+)% of the forward work",
                      case.stdout, re.M)
     offloaded = re.search(r"^memory_plan: .*, (\d+) buffer\(s\) offloaded "
-                          r"to host memory \((\d+) bytes each way\)",
+                          r"to host memory \((\d+) bytes each way per step\)",
                           case.stdout, re.M)
     if not (plan and case.chosen and predicted and remark) or (
             args.host_offload and not offloaded):

@@ -53,7 +53,7 @@ struct MemoryPlan {
        << unplanned << " bytes without new checkpoints";
     if (offloaded)
       os << ", " << offloaded->first << " buffer(s) offloaded to host memory ("
-         << offloaded->second << " bytes each way)";
+         << offloaded->second << " bytes each way per step)";
     return text;
   }
 };

@@ -59,6 +59,19 @@ using namespace mlir;
 
 namespace {
 
+/// The trip count of `loop` (1 when its bounds are not constants).
+double tripsOf(scf::ForOp loop) {
+  APInt lb, ub, step;
+  if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
+      matchPattern(loop.getUpperBound(), m_ConstantInt(&ub)) &&
+      matchPattern(loop.getStep(), m_ConstantInt(&step)) &&
+      step.getSExtValue() > 0)
+    return double(std::max<int64_t>(
+        0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() - 1) /
+               step.getSExtValue()));
+  return 1;
+}
+
 /// The arithmetic of `op`: iterations times body operations for linalg,
 /// summed over nested operations, loops multiplied by their trip counts.
 double workOf(Operation *op) {
@@ -76,16 +89,8 @@ double workOf(Operation *op) {
     return type.hasStaticShape() ? double(type.getNumElements()) : 1.0;
   }
   double trips = 1;
-  if (auto loop = dyn_cast<scf::ForOp>(op)) {
-    APInt lb, ub, step;
-    if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
-        matchPattern(loop.getUpperBound(), m_ConstantInt(&ub)) &&
-        matchPattern(loop.getStep(), m_ConstantInt(&step)) &&
-        step.getSExtValue() > 0)
-      trips = std::max<int64_t>(
-          0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() - 1) /
-                 step.getSExtValue());
-  }
+  if (auto loop = dyn_cast<scf::ForOp>(op))
+    trips = tripsOf(loop);
   double sum = 0;
   for (Region &region : op->getRegions())
     for (Block &block : region)
@@ -205,6 +210,13 @@ struct GaGpuOffloadBuffersPass
       ops.push_back(&op);
     }
     unsigned n = ops.size();
+    // How often the block runs in one call (a micro-batch loop's body: k
+    // times), for the bytes copied per call.
+    double runs = 1;
+    for (Operation *parent = block.getParentOp(); parent && parent != function;
+         parent = parent->getParentOp())
+      if (auto loop = dyn_cast<scf::ForOp>(parent))
+        runs *= tripsOf(loop);
     // Seconds of work before each position (prefix sums).
     SmallVector<double> before(n + 1, 0);
     for (unsigned i = 0; i < n; ++i)
@@ -333,7 +345,7 @@ struct GaGpuOffloadBuffersPass
           --count[t];
         rewrite(*buffer, ops);
         ++offloads;
-        copied += buffer->bytes;
+        copied += static_cast<int64_t>(runs) * buffer->bytes;
       }
       atLeast -=
           bestSize * (most - *std::max_element(count.begin(), count.end()));

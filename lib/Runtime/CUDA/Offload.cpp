@@ -90,6 +90,25 @@ void releaseHostCopies(State &s) {
   o.pinned.clear();
 }
 
+/// The host copy of `handle`, when the step has not failed and the copy is
+/// in the state the call expects: copied back (the wait) or not yet (the
+/// reload); else null, the misuse recorded.
+static HostCopy *hostCopy(State &s, int64_t handle, bool copiedBack) {
+  Offload &o = s.offload;
+  if (!s.error.empty())
+    return nullptr;
+  if (handle < 0 || handle >= static_cast<int64_t>(o.copies.size()) ||
+      !o.copies[handle].host || bool(o.copies[handle].back) != copiedBack) {
+    recordError(s, copiedBack ? "ga_cuda_reload_wait of a handle without a "
+                                "copy back"
+                              : "ga_cuda_reload of a handle that "
+                                "ga_cuda_offload did not return or that is "
+                                "already copied back");
+    return nullptr;
+  }
+  return &o.copies[handle];
+}
+
 } // namespace ga::cuda
 
 using namespace ga::cuda;
@@ -150,15 +169,10 @@ void ga_cuda_reload(int64_t handle, intptr_t pointer) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   Offload &o = s.offload;
-  if (!s.error.empty())
+  HostCopy *found = hostCopy(s, handle, /*copiedBack=*/false);
+  if (!found)
     return;
-  if (handle < 0 || handle >= static_cast<int64_t>(o.copies.size()) ||
-      !o.copies[handle].host || o.copies[handle].back) {
-    recordError(s, "ga_cuda_reload of a handle that ga_cuda_offload did not "
-                   "return or that is already copied back");
-    return;
-  }
-  HostCopy &copy = o.copies[handle];
+  HostCopy &copy = *found;
   CUevent back = takeEvent(s);
   if (!back || !follow(s, o.stream, s.stream) ||
       !check(s,
@@ -175,14 +189,10 @@ void ga_cuda_reload_wait(int64_t handle) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   Offload &o = s.offload;
-  if (!s.error.empty())
+  HostCopy *found = hostCopy(s, handle, /*copiedBack=*/true);
+  if (!found)
     return;
-  if (handle < 0 || handle >= static_cast<int64_t>(o.copies.size()) ||
-      !o.copies[handle].back) {
-    recordError(s, "ga_cuda_reload_wait of a handle without a copy back");
-    return;
-  }
-  HostCopy &copy = o.copies[handle];
+  HostCopy &copy = *found;
   if (!o.unordered)
     check(s, s.cu.cuStreamWaitEvent(s.stream, copy.back, 0),
           "cuStreamWaitEvent");

@@ -419,7 +419,9 @@ def GaGpuOffloadBuffersPass
     stretches cover (greedily), the largest size among equals; it stops
     when no size can be lowered or when the copies together would take
     longer than the step's estimated work. The function gets
-    `ga.host_offload = {buffers = N, bytes = B}` (B copied each way).
+    `ga.host_offload = {buffers = N, bytes = B}`: N offloads in the code,
+    B bytes copied each way per call (a micro-batch loop's body counted
+    once per micro-batch).
     With `budget` 0 the pass does nothing.
   }];
   let options = [
