@@ -8,8 +8,8 @@
 For each step (device_budget.py's sources: the examples, their training
 steps, the 12-layer GPT) and each budget (cuBLAS's workspace and a fraction
 of the rest of the unplanned device peak), compiles the step for CUDA
-twice, with checkpoints only and with `host-offload=true` (PTX kernels, so
-that the stand-in reads their pointer parameters), runs each once against
+twice, with checkpoints only and with `host-offload=true` (PTX kernels: no
+ptxas, the stand-in needs none), runs each once against
 the driver stand-in and prints, per budget: the planner's checkpoints and
 recomputed share, the buffers offloaded and their bytes, the predicted and
 the measured device peak, and the races the stand-in saw between the

@@ -115,8 +115,7 @@ def main():
                 argparse.Namespace(build=args.build, workdir=work),
                 options=f"attention-key-tile={args.attention_key_tile} "
                         f"precision={args.precision}"
-                        # PTX kernels: the stand-in reads their pointer
-                        # parameters to check the streams' order.
+                        # PTX kernels: no ptxas for the stand-in's run.
                         + (f" host-offload=true gpu-format=isa "
                            f"host-bandwidth={args.host_bandwidth}"
                            if args.host_offload else ""))

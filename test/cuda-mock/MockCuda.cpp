@@ -31,8 +31,9 @@
 // stream): each stream keeps a vector clock, events carry one, waits and
 // host synchronizations merge them; every kernel, GEMM, memset and copy
 // accesses the device allocations its pointers fall in (a kernel's: its
-// 8-byte parameters, their sizes read from the PTX `.entry`; cubins give no
-// sizes, so their launches are counted unchecked), and an access on one
+// 8-byte parameters, their sizes read from the PTX `.entry` or the cubin's
+// `.nv.info` section; a kernel whose sizes are not found is counted as an
+// unchecked launch), and an access on one
 // stream not ordered after the last access of the same allocation (or
 // pinned host block) on another stream is a race (counted, the first one
 // named in the log).
@@ -298,6 +299,79 @@ bool defines(const std::string &image, const char *name, bool elf) {
   return image.find(key) != std::string::npos;
 }
 
+/// The sizes of kernel `name`'s parameters, in order: from PTX, its
+/// `.entry name(.param .u64 name_param_0, ...)`; from a cubin, the
+/// EIATTR_KPARAM_INFO attributes (0x17: ordinal, offset, size in bits
+/// 18-31) of its `.nv.info.name` section. False when neither is found.
+bool parameterSizes(const std::string &image, const char *name,
+                    std::vector<size_t> &sizes) {
+  if (image.compare(0, 4,
+                    "\x7f"
+                    "ELF") != 0) {
+    std::string key = std::string(".entry ") + name + "(";
+    size_t at = image.find(key);
+    if (at == std::string::npos)
+      return false;
+    size_t end = image.find(')', at);
+    std::string list = image.substr(at + key.size(), end - at - key.size());
+    size_t p = 0;
+    while ((p = list.find(".param", p)) != std::string::npos) {
+      size_t comma = list.find(',', p);
+      std::string param = list.substr(
+          p, comma == std::string::npos ? std::string::npos : comma - p);
+      size_t size = 1;
+      if (param.find("64 ") != std::string::npos)
+        size = 8;
+      else if (param.find("32 ") != std::string::npos)
+        size = 4;
+      else if (param.find("16 ") != std::string::npos)
+        size = 2;
+      size_t bracket = param.find('[');
+      if (bracket != std::string::npos)
+        size = std::strtoul(param.c_str() + bracket + 1, nullptr, 10);
+      sizes.push_back(size);
+      p += 6;
+    }
+    return true;
+  }
+  const char *bytes = image.data();
+  auto read = [&](size_t at, size_t n) {
+    uint64_t v = 0;
+    if (at + n <= image.size())
+      std::memcpy(&v, bytes + at, n);
+    return v;
+  };
+  uint64_t shoff = read(0x28, 8);
+  uint64_t shentsize = read(0x3a, 2), shnum = read(0x3c, 2),
+           shstrndx = read(0x3e, 2);
+  uint64_t names = read(shoff + shstrndx * shentsize + 0x18, 8);
+  std::string wanted = std::string(".nv.info.") + name;
+  for (uint64_t i = 0; i < shnum; ++i) {
+    uint64_t header = shoff + i * shentsize;
+    uint64_t at = names + read(header, 4);
+    if (at >= image.size() ||
+        image.compare(at, wanted.size() + 1, wanted.c_str(),
+                      wanted.size() + 1) != 0)
+      continue;
+    uint64_t offset = read(header + 0x18, 8), size = read(header + 0x20, 8);
+    std::map<uint64_t, size_t> byOrdinal;
+    for (uint64_t p = offset; p + 2 <= offset + size;) {
+      uint64_t format = read(p, 1), attribute = read(p + 1, 1);
+      uint64_t length = format == 4 ? read(p + 2, 2) : 0;
+      if (format == 4 && attribute == 0x17 && length >= 12)
+        byOrdinal[read(p + 4 + 4, 2)] = (read(p + 4 + 8, 4) >> 18) & 0x3fff;
+      p += format == 4 ? 4 + length : format == 3 ? 4 : format == 2 ? 3 : 2;
+    }
+    for (size_t k = 0; k < byOrdinal.size(); ++k) {
+      if (!byOrdinal.count(k))
+        return false;
+      sizes.push_back(byOrdinal[k]);
+    }
+    return true;
+  }
+  return false;
+}
+
 int cuModuleLoadData(void **module, const void *image) {
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
@@ -341,35 +415,9 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
   m->functions.push_back(std::make_unique<std::string>(name));
   c.handles.insert(m->functions.back().get());
   *function = m->functions.back().get();
-  // The parameters' sizes, from PTX: `.param .u64 NAME_param_0, ...)`.
-  std::string key = std::string(".entry ") + name + "(";
-  size_t at = m->image.find(key);
-  if (at != std::string::npos && m->image.compare(0, 4,
-                                                  "\x7f"
-                                                  "ELF") != 0) {
-    size_t end = m->image.find(')', at);
-    std::string list = m->image.substr(at + key.size(), end - at - key.size());
-    std::vector<size_t> sizes;
-    size_t p = 0;
-    while ((p = list.find(".param", p)) != std::string::npos) {
-      size_t comma = list.find(',', p);
-      std::string param = list.substr(
-          p, comma == std::string::npos ? std::string::npos : comma - p);
-      size_t size = 1;
-      if (param.find("64 ") != std::string::npos)
-        size = 8;
-      else if (param.find("32 ") != std::string::npos)
-        size = 4;
-      else if (param.find("16 ") != std::string::npos)
-        size = 2;
-      size_t bracket = param.find('[');
-      if (bracket != std::string::npos)
-        size = std::strtoul(param.c_str() + bracket + 1, nullptr, 10);
-      sizes.push_back(size);
-      p += 6;
-    }
+  std::vector<size_t> sizes;
+  if (parameterSizes(m->image, name, sizes))
     c.parameters[*function] = sizes;
-  }
   return 0;
 }
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
