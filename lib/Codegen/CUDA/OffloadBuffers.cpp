@@ -47,6 +47,7 @@
 #include "llvm/ADT/SetVector.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 #include <set>
 
