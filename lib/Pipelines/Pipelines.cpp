@@ -147,6 +147,15 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   return success();
 }
 
+/// The device memory held beside a step whatever its buffers: cuBLAS's
+/// workspace on target=cuda with gpu-blas (the planner and host offload
+/// both count it).
+static int64_t deviceFixedBytes(const ga::GaPipelineOptions &options) {
+  return options.target == "cuda" && options.gpuBlas
+             ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
+             : 0;
+}
+
 /// Bufferization, with deallocation after each buffer's last use.
 static void addBufferization(OpPassManager &pm,
                              const ga::GaPipelineOptions &options) {
@@ -194,9 +203,7 @@ static void addBufferization(OpPassManager &pm,
     ga::GaGpuOffloadBuffersPassOptions offload;
     offload.budget = options.offloadBudget > 0 ? options.offloadBudget
                                                : options.memoryBudget;
-    offload.fixedBytes =
-        options.gpuBlas ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
-                        : 0;
+    offload.fixedBytes = deviceFixedBytes(options);
     offload.hostBandwidth = options.hostBandwidth;
     offload.minBytes = options.offloadMinBytes;
     pm.addPass(ga::createGaGpuOffloadBuffersPass(offload));
@@ -261,10 +268,7 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     // On the device, what the CUDA runtime's caching allocator holds, and
     // cuBLAS's workspace.
     remat.deviceAllocator = cuda;
-    remat.deviceFixedBytes =
-        cuda && options.gpuBlas
-            ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
-            : 0;
+    remat.deviceFixedBytes = deviceFixedBytes(options);
     // Every option of this pipeline, as its own printer writes them (a new
     // option cannot be forgotten), but the budget: the planner compiles
     // each candidate without one, to buffers (it reads their peaks).

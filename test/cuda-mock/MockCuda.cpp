@@ -80,11 +80,11 @@ struct Counts {
   std::map<uintptr_t, size_t> requested;
   std::set<std::string> functions;
   std::set<void *> handles;
-  // Kernel parameter sizes by function handle (from PTX).
+  // Kernel parameter sizes by function handle (from PTX or a cubin).
   std::map<void *, std::vector<size_t>> parameters;
   // Pinned host memory: base -> size.
   std::map<uintptr_t, size_t> pinned;
-  long hostAllocations = 0, streams = 0, orderedAccesses = 0, races = 0;
+  long hostAllocations = 0, streams = 0, accessesChecked = 0, races = 0;
   long uncheckedLaunches = 0;
   std::string firstRace;
   // The order of streams: a vector clock per stream (index 0: the legacy
@@ -121,7 +121,7 @@ struct Counts {
                  "gemms from zero: %ld\ncublasLt heuristics: %ld\n"
                  "missing functions: %ld\n"
                  "host allocations: %ld\nstreams: %ld\n"
-                 "ordered accesses: %ld\nraces: %ld\n"
+                 "accesses checked: %ld\nraces: %ld\n"
                  "unchecked launches: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
@@ -130,7 +130,7 @@ struct Counts {
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
                  ltHeuristics, missingFunctions, hostAllocations, streams,
-                 orderedAccesses, races, uncheckedLaunches);
+                 accessesChecked, races, uncheckedLaunches);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -237,7 +237,7 @@ void access(size_t index, uintptr_t p, const char *what) {
                       std::to_string(other);
     }
   }
-  ++c.orderedAccesses;
+  ++c.accessesChecked;
   last[index] = clock[index];
 }
 

@@ -119,14 +119,8 @@ struct GaGpuGemmToBlasPass
   }
 
   func::FuncOp declare(StringRef name, TypeRange args, Location loc) {
-    ModuleOp module = getOperation();
-    if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-      return callee;
-    OpBuilder builder(module.getBodyRegion());
-    auto callee = func::FuncOp::create(builder, loc, name,
-                                       builder.getFunctionType(args, {}));
-    callee.setPrivate();
-    return callee;
+    return declareRuntimeFunction(
+        getOperation(), name, FunctionType::get(&getContext(), args, {}), loc);
   }
 
   /// Without batch dimensions and scale, `ga_cuda_gemm_f32(transA, transB,

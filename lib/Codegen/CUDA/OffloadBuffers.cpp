@@ -32,6 +32,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils.h"
 #include "ga/Analysis/BufferMemory.h"
 #include "ga/Codegen/CUDA/Passes.h"
 
@@ -62,15 +63,8 @@ namespace {
 
 /// The trip count of `loop` (1 when its bounds are not constants).
 double tripsOf(scf::ForOp loop) {
-  APInt lb, ub, step;
-  if (matchPattern(loop.getLowerBound(), m_ConstantInt(&lb)) &&
-      matchPattern(loop.getUpperBound(), m_ConstantInt(&ub)) &&
-      matchPattern(loop.getStep(), m_ConstantInt(&step)) &&
-      step.getSExtValue() > 0)
-    return double(std::max<int64_t>(
-        0, (ub.getSExtValue() - lb.getSExtValue() + step.getSExtValue() - 1) /
-               step.getSExtValue()));
-  return 1;
+  std::optional<APInt> trips = loop.getStaticTripCount();
+  return trips ? double(trips->getZExtValue()) : 1.0;
 }
 
 /// The arithmetic of `op`: iterations times body operations for linalg,
@@ -120,6 +114,8 @@ struct Buffer {
   int64_t block = 0; // the allocator's block size (its class)
   unsigned allocAt = 0, deallocAt = 0;
   SmallVector<unsigned> accesses;
+  /// The buffer and its views (views of views after their sources).
+  SmallVector<Value> aliases;
   /// The stretch chosen: the buffer is off the device strictly between
   /// `from` (its last access before) and `to` (the reload's position).
   unsigned from = 0, to = 0, next = 0;
@@ -286,14 +282,14 @@ struct GaGpuOffloadBuffersPass
         for (unsigned t = 0; t < n; ++t)
           if (count[t] == most)
             peaks.push_back(t);
-        // Uncovered peaks before each index of `peaks` (prefix sums).
         SmallVector<bool> covered(peaks.size(), false);
         size_t left = peaks.size();
         SmallVector<Buffer *> cover;
         while (left) {
-          SmallVector<unsigned> before(peaks.size() + 1, 0);
+          // Uncovered peaks before each index of `peaks` (prefix sums).
+          SmallVector<unsigned> uncovered(peaks.size() + 1, 0);
           for (size_t i = 0; i < peaks.size(); ++i)
-            before[i + 1] = before[i] + !covered[i];
+            uncovered[i + 1] = uncovered[i] + !covered[i];
           Buffer *pick = nullptr;
           unsigned pickCovers = 0;
           for (Buffer *other : sized) {
@@ -305,7 +301,7 @@ struct GaGpuOffloadBuffersPass
             size_t hi =
                 std::lower_bound(peaks.begin(), peaks.end(), other->to) -
                 peaks.begin();
-            unsigned covers = hi > lo ? before[hi] - before[lo] : 0;
+            unsigned covers = hi > lo ? uncovered[hi] - uncovered[lo] : 0;
             if (covers > pickCovers) {
               pick = other;
               pickCovers = covers;
@@ -379,14 +375,15 @@ struct GaGpuOffloadBuffersPass
       return std::nullopt;
     Buffer buffer;
     buffer.alloc = alloc;
-    buffer.bytes = type.getNumElements() * (type.getElementTypeBitWidth() / 8);
+    buffer.bytes = ga::allocationBytes(type, 0).value_or(0);
     if (buffer.bytes < minBytes || buffer.bytes == 0)
       return std::nullopt;
     buffer.block = ga::deviceBlockBytes(
         ga::allocationBytes(type, alloc.getAlignment().value_or(0))
             .value_or(0));
     buffer.allocAt = position[alloc];
-    SmallVector<Value> aliases = {alloc.getResult()};
+    SmallVector<Value> &aliases = buffer.aliases;
+    aliases.push_back(alloc.getResult());
     for (unsigned i = 0; i < aliases.size(); ++i) {
       for (OpOperand &use : aliases[i].getUses()) {
         Operation *user = use.getOwner();
@@ -435,29 +432,22 @@ struct GaGpuOffloadBuffersPass
     return buffer;
   }
 
-  func::FuncOp declare(StringRef name, FunctionType type, Location loc) {
-    ModuleOp module = getOperation();
-    if (auto callee = module.lookupSymbol<func::FuncOp>(name))
-      return callee;
-    OpBuilder builder(module.getBodyRegion());
-    auto callee = func::FuncOp::create(builder, loc, name, type);
-    callee.setPrivate();
-    return callee;
-  }
-
   /// Off the device after `ops[from]`, back before `ops[to]`, waited for
   /// before `ops[next]`.
   void rewrite(Buffer &buffer, ArrayRef<Operation *> ops) {
     MLIRContext *context = &getContext();
     Location loc = buffer.alloc.getLoc();
     Type index = IndexType::get(context), i64 = IntegerType::get(context, 64);
-    func::FuncOp offload =
-        declare("ga_cuda_offload",
-                FunctionType::get(context, {index, index}, {i64}), loc);
-    func::FuncOp reload = declare(
-        "ga_cuda_reload", FunctionType::get(context, {i64, index}, {}), loc);
-    func::FuncOp wait = declare("ga_cuda_reload_wait",
-                                FunctionType::get(context, {i64}, {}), loc);
+    ModuleOp module = getOperation();
+    func::FuncOp offload = ga::cuda::declareRuntimeFunction(
+        module, "ga_cuda_offload",
+        FunctionType::get(context, {index, index}, {i64}), loc);
+    func::FuncOp reload = ga::cuda::declareRuntimeFunction(
+        module, "ga_cuda_reload", FunctionType::get(context, {i64, index}, {}),
+        loc);
+    func::FuncOp wait = ga::cuda::declareRuntimeFunction(
+        module, "ga_cuda_reload_wait", FunctionType::get(context, {i64}, {}),
+        loc);
     Value old = buffer.alloc.getResult();
     // Off: the copy, then the device buffer freed.
     OpBuilder b(ops[buffer.from]->getBlock(),
@@ -484,8 +474,10 @@ struct GaGpuOffloadBuffersPass
     // it are made again on the new one.
     Block *block = ops[buffer.from]->getBlock();
     Operation *boundary = fresh;
+    ArrayRef<Value> aliases = buffer.aliases;
     DenseMap<Value, Value> rebased;
     rebased[old] = fresh.getResult();
+    llvm::DenseSet<Value> isAlias(aliases.begin(), aliases.end());
     std::function<Value(Value)> rebase = [&](Value value) -> Value {
       auto it = rebased.find(value);
       if (it != rebased.end())
@@ -493,24 +485,13 @@ struct GaGpuOffloadBuffersPass
       Operation *view = value.getDefiningOp();
       IRMapping map;
       for (Value operand : view->getOperands())
-        if (isa<BaseMemRefType>(operand.getType()) && isAlias(operand))
+        if (isAlias.contains(operand))
           map.map(operand, rebase(operand));
       Operation *clone = views.clone(*view, map);
       for (auto [from, to] : llvm::zip(view->getResults(), clone->getResults()))
         rebased[from] = to;
       return rebased[value];
     };
-    aliasSet.clear();
-    SmallVector<Value> aliases = {old};
-    for (unsigned i = 0; i < aliases.size(); ++i) {
-      aliasSet.insert(aliases[i]);
-      for (Operation *user : aliases[i].getUsers())
-        if (isa<ViewLikeOpInterface, memref::ExtractStridedMetadataOp>(user) &&
-            !isa<memref::DeallocOp>(user))
-          for (Value result : user->getResults())
-            if (isa<BaseMemRefType>(result.getType()))
-              aliases.push_back(result);
-    }
     for (Value alias : aliases)
       for (OpOperand &use : llvm::make_early_inc_range(alias.getUses())) {
         Operation *ancestor = block->findAncestorOpInBlock(*use.getOwner());
@@ -527,16 +508,13 @@ struct GaGpuOffloadBuffersPass
         use.set(rebase(alias));
       }
     // Views of the old buffer that nothing reads any more go.
-    for (Value alias : llvm::reverse(ArrayRef(aliases).drop_front()))
+    for (Value alias : llvm::reverse(aliases.drop_front()))
       if (alias.use_empty())
         if (Operation *view = alias.getDefiningOp())
           if (llvm::all_of(view->getResults(),
                            [](Value r) { return r.use_empty(); }))
             view->erase();
   }
-
-  bool isAlias(Value value) { return aliasSet.contains(value); }
-  llvm::DenseSet<Value> aliasSet;
 };
 
 } // namespace

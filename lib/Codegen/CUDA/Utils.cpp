@@ -27,6 +27,16 @@ Value ga::cuda::viewSource(Value value) {
   return value;
 }
 
+func::FuncOp ga::cuda::declareRuntimeFunction(ModuleOp module, StringRef name,
+                                              FunctionType type, Location loc) {
+  if (auto callee = module.lookupSymbol<func::FuncOp>(name))
+    return callee;
+  OpBuilder builder(module.getBodyRegion());
+  auto callee = func::FuncOp::create(builder, loc, name, type);
+  callee.setPrivate();
+  return callee;
+}
+
 Operation *ga::cuda::createSingleThreadLaunch(OpBuilder &b, Operation *op) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);

@@ -8,7 +8,9 @@
 #ifndef GA_LIB_CODEGEN_CUDA_UTILS_H
 #define GA_LIB_CODEGEN_CUDA_UTILS_H
 
+#include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/Builders.h"
+#include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
 #include "mlir/IR/Value.h"
 
@@ -20,6 +22,13 @@ bool insideKernel(mlir::Operation *op);
 /// The buffer `value` is a view of (through every ViewLikeOpInterface
 /// operation: subviews, reshapes, casts).
 mlir::Value viewSource(mlir::Value value);
+
+/// The private declaration of the runtime function `name` in `module`
+/// (made, of `type`, on first use).
+mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module,
+                                          llvm::StringRef name,
+                                          mlir::FunctionType type,
+                                          mlir::Location loc);
 
 /// A gpu.launch of one thread before `op`; returns its terminator.
 mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,

@@ -151,8 +151,6 @@ int64_t ga_cuda_offload(intptr_t pointer, int64_t bytes) {
     o.events.push_back(it->second);
     it->second = read;
   }
-  ++o.offloads;
-  o.bytes += bytes;
   int64_t handle;
   if (!o.freeHandles.empty()) {
     handle = o.freeHandles.back();

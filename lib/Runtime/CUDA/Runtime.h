@@ -136,7 +136,7 @@ inline bool readsBf16(GemmPrecision precision) {
 }
 
 /// One buffer copied to pinned host memory (Offload.cpp): its host block,
-/// and the events of its two copies on the copy stream.
+/// and the event of the copy back once it is enqueued.
 struct HostCopy {
   void *host = nullptr;
   size_t bytes = 0;
@@ -155,7 +155,6 @@ struct Offload {
   /// GA_CUDA_OFFLOAD_UNORDERED=1: the reload's wait left out, so that the
   /// driver stand-in's check of the order can be seen to fail.
   bool unordered = false;
-  int64_t offloads = 0, bytes = 0;
 };
 
 struct State {
