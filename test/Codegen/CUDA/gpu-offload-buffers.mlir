@@ -1,6 +1,6 @@
 // RUN: ga-opt %s --split-input-file --ga-gpu-offload-buffers="budget=1 min-bytes=0" --verify-diagnostics | FileCheck %s
 // RUN: ga-opt %s --split-input-file --ga-gpu-offload-buffers="budget=0 min-bytes=0" | FileCheck %s --check-prefix=NONE
-// RUN: ga-opt %s --split-input-file --ga-gpu-offload-buffers="budget=1 min-bytes=2048" | FileCheck %s --check-prefix=NONE
+// RUN: ga-opt %s --split-input-file --ga-gpu-offload-buffers="budget=1 min-bytes=2048" --verify-diagnostics | FileCheck %s --check-prefix=NONE
 // RUN: not ga-opt %s --split-input-file --ga-gpu-offload-buffers="budget=1 host-bandwidth=0" 2>&1 | FileCheck %s --check-prefix=BAD
 
 // NONE-NOT: ga_cuda_offload
@@ -105,4 +105,12 @@ func.func @escapes(%in: memref<256xf32>) -> memref<256xf32> {
     linalg.yield %x : f32
   }
   return %a : memref<256xf32>
+}
+
+// -----
+
+// Before bufferization the pass cannot measure the step: refused, located.
+// expected-error @+1 {{the memory model runs on bufferized functions; @tensors takes 'tensor<4xf32>'}}
+func.func @tensors(%x: tensor<4xf32>) -> tensor<4xf32> {
+  return %x : tensor<4xf32>
 }
