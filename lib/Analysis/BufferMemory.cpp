@@ -40,7 +40,9 @@ namespace {
 /// One call of a function, simulated.
 class Simulator {
 public:
-  explicit Simulator(ga::BufferMemoryProfile &profile) : profile(profile) {}
+  Simulator(ga::BufferMemoryProfile &profile,
+            ga::BufferMemoryObserver *observer)
+      : profile(profile), observer(observer) {}
 
   LogicalResult runFunction(func::FuncOp function, ValueRange operands,
                             SmallVectorImpl<int64_t> &resultRoots);
@@ -99,6 +101,7 @@ private:
   bool touchesHeap(Operation *op);
 
   ga::BufferMemoryProfile &profile;
+  ga::BufferMemoryObserver *observer;
   llvm::DenseMap<Value, int64_t> roots;
   llvm::DenseMap<Value, bool> bools;
   llvm::DenseMap<Value, int64_t> indices;
@@ -161,9 +164,13 @@ LogicalResult Simulator::runFunction(func::FuncOp function, ValueRange operands,
 LogicalResult
 Simulator::runBlock(Block &block, SmallVectorImpl<int64_t> *yieldRoots,
                     SmallVectorImpl<std::optional<bool>> *yieldBools) {
-  for (Operation &op : block.without_terminator())
+  for (Operation &op : block.without_terminator()) {
+    if (observer)
+      observer->beforeOperation(op, current,
+                                [&](Value value) { return rootOf(value); });
     if (failed(runOp(op)))
       return failure();
+  }
   Operation *terminator = block.getTerminator();
   if (yieldRoots) {
     yieldRoots->clear();
@@ -187,6 +194,8 @@ LogicalResult Simulator::runOp(Operation &op) {
                              "sizes; this one allocates ")
              << alloc.getType();
     roots[alloc.getResult()] = static_cast<int64_t>(buffers.size());
+    if (observer)
+      observer->allocated(alloc, *bytes, static_cast<int64_t>(buffers.size()));
     buffers.push_back({alloc, *bytes, true});
     current += *bytes;
     int64_t block = ga::deviceBlockBytes(*bytes);
@@ -227,6 +236,8 @@ LogicalResult Simulator::runOp(Operation &op) {
              << "allocated here";
     buffer.live = false;
     current -= buffer.bytes;
+    if (observer)
+      observer->freed(root);
     --liveBlocks[ga::deviceBlockBytes(buffer.bytes)];
     return success();
   }
@@ -431,8 +442,11 @@ int64_t ga::cachingAllocatorBytes(const BufferMemoryProfile &profile,
   return total;
 }
 
+ga::BufferMemoryObserver::~BufferMemoryObserver() = default;
+
 FailureOr<ga::BufferMemoryProfile>
-ga::simulateBufferMemory(func::FuncOp function) {
+ga::simulateBufferMemory(func::FuncOp function,
+                         BufferMemoryObserver *observer) {
   if (function.isExternal())
     return function.emitError("the memory model needs a function body");
   for (Type type : function.getArgumentTypes())
@@ -441,7 +455,7 @@ ga::simulateBufferMemory(func::FuncOp function) {
                                 "functions; @")
              << function.getSymName() << " takes " << type;
   BufferMemoryProfile profile;
-  Simulator simulator(profile);
+  Simulator simulator(profile, observer);
   SmallVector<int64_t> resultRoots;
   // The arguments are the caller's memory: no buffer of the function.
   if (failed(simulator.runFunction(function, ValueRange(), resultRoots)))

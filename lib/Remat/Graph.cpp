@@ -67,7 +67,7 @@ bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
       if (!available[p])
         return fail(k, "the adjoint reads output " + std::to_string(p) +
                            ", which is not there");
-    int64_t bytes = inputBytes;
+    int64_t bytes = inputBytes + nodes[t].stageBytes;
     for (int64_t j = 0; j < n; ++j) {
       bool next = k + 1 < n && plan.held[k + 1][j];
       if (next && !available[j])
@@ -82,6 +82,20 @@ bool ga::remat::checkGraphPlan(const std::vector<GraphNode> &nodes,
       return fail(k, "holds " + std::to_string(bytes) +
                          " bytes, over the budget of " +
                          std::to_string(budget));
+  }
+  // The forward pass: while node i runs, the outputs before it that the
+  // backward pass finds held are alive.
+  for (int64_t i = 0; i < n && n > 1; ++i) {
+    int64_t bytes = inputBytes + nodes[i].forwardBytes;
+    for (int64_t j = 0; j < i; ++j)
+      if (plan.held[1][j])
+        bytes += nodes[j].bytes;
+    if (bytes > budget) {
+      error = "the forward pass holds " + std::to_string(bytes) +
+              " bytes while node " + std::to_string(i) +
+              " runs, over the budget of " + std::to_string(budget);
+      return false;
+    }
   }
   for (int64_t k = 0; k < n; ++k)
     for (int64_t j = 0; j < n; ++j)
@@ -173,15 +187,21 @@ GraphPlan ga::remat::planGraphGreedy(const std::vector<GraphNode> &nodes,
   std::vector<bool> checkpoint(n, false);
   for (int64_t j = 0; j + 2 < n; ++j)
     checkpoint[j] = nodes[j].mustSave;
-  int64_t room = budget - inputBytes - model.bytesOf(checkpoint);
+  // Every stage keeps room for the largest stage bytes.
+  int64_t stage = 0;
+  for (const GraphNode &node : nodes)
+    stage = std::max({stage, node.stageBytes, node.forwardBytes});
+  int64_t room = budget - inputBytes - stage - model.bytesOf(checkpoint);
   if (room < 0) {
     plan.status = GraphPlan::Infeasible;
     plan.message =
-        budget < inputBytes
+        budget < inputBytes + stage
             ? "the budget is below the graph input's " +
-                  std::to_string(inputBytes) + " bytes"
+                  std::to_string(inputBytes) + " bytes and the largest " +
+                  "stage's " + std::to_string(stage)
             : "the outputs marked \"must_save\" and the input hold " +
-                  std::to_string(budget - room) + " bytes, over the budget";
+                  std::to_string(budget - room - stage) +
+                  " bytes, over the budget";
     return plan;
   }
   // Lazy greedy: a candidate's gain is re-evaluated when it comes first;
@@ -394,7 +414,19 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
         row({{H[k][j], 1}, {R[k][j], -1}}, 0, inf);
       memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
     }
-    row(memory, -inf, static_cast<double>(budget - inputBytes));
+    row(memory, -inf,
+        static_cast<double>(budget - inputBytes - nodes[t].stageBytes));
+  }
+  // The forward pass: what stage 0 holds of the outputs before node i is
+  // alive while i runs.
+  for (int64_t i = 0; i < n; ++i) {
+    if (nodes[i].forwardBytes == 0)
+      continue;
+    std::vector<std::pair<int, double>> alive;
+    for (int64_t j = 0; j < i && j < n - 1; ++j)
+      alive.push_back({H[0][j], static_cast<double>(nodes[j].bytes)});
+    row(alive, -inf,
+        static_cast<double>(budget - inputBytes - nodes[i].forwardBytes));
   }
   for (int64_t i = 0; i < n; ++i) {
     if (!nodes[i].mustSave)

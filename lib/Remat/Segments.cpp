@@ -19,17 +19,24 @@ int64_t SegmentChain::valuesOf(unsigned first, unsigned last) const {
 
 int64_t SegmentChain::kept(unsigned first, unsigned last,
                            bool checkpointed) const {
+  // (Measured on a compiled step, a unit may keep less than its boundary:
+  // its boundary written in place into a buffer of the unit before it. A
+  // checkpointed segment keeps the boundary all the same: that buffer is
+  // the segment's, or the model counts it with the unit before.)
   return checkpointed ? units[last].boundaryBytes : valuesOf(first, last);
 }
 
 int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
-                                   unsigned last) const {
+                                   unsigned last, bool checkpointed) const {
   // The piece runs (forward, or recomputed when checkpointed): the values
-  // of its units before each one are alive with that one's temporaries.
-  int64_t adjoints = 0, running = 0, values = 0;
+  // of its units before each one are alive with that one's temporaries;
+  // recomputed, with what the backward pass holds by then.
+  int64_t adjoints = 0, values = 0;
+  int64_t running = 0;
   for (unsigned i = first; i <= last; ++i) {
-    adjoints = std::max(adjoints, 2 * units[i].largestBytes);
-    running = std::max(running, values + units[i].transientBytes);
+    adjoints = std::max(adjoints, units[i].adjoints());
+    running = std::max(running, (checkpointed ? units[last].liftBytes : 0) +
+                                    values + units[i].transientBytes);
     values += units[i].savedBytes + units[i].boundaryBytes;
   }
   return before + std::max(running, values + adjoints);
@@ -38,7 +45,8 @@ int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
 int64_t SegmentChain::peakOf(const SegmentPlan &plan) const {
   int64_t before = 0, peak = 0;
   for (const Segment &piece : plan) {
-    peak = std::max(peak, backwardPeak(before, piece.first, piece.last));
+    peak = std::max(peak, backwardPeak(before, piece.first, piece.last,
+                                       piece.checkpointed));
     before += kept(piece.first, piece.last, piece.checkpointed);
   }
   return std::max(peak, before + tailBytes);
@@ -80,7 +88,8 @@ std::optional<SegmentPlan> SegmentChain::cheapestWithin(int64_t limit) const {
     for (size_t s = 0; s < front.size(); ++s) {
       const State state = front[s];
       // A saved unit.
-      if (!units[i].mustRecompute && backwardPeak(state.kept, i, i) <= limit)
+      if (!units[i].mustRecompute &&
+          backwardPeak(state.kept, i, i, false) <= limit)
         states[i + 1].push_back({state.kept + kept(i, i, false),
                                  state.cost,
                                  static_cast<int>(s),
@@ -90,8 +99,12 @@ std::optional<SegmentPlan> SegmentChain::cheapestWithin(int64_t limit) const {
       double cost = state.cost;
       for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
         cost += units[j].cost;
-        if (backwardPeak(state.kept, i, j) > limit)
+        // Without the lift (which falls as the segment grows) the peak
+        // only grows with j.
+        if (backwardPeak(state.kept, i, j, false) > limit)
           break;
+        if (backwardPeak(state.kept, i, j, true) > limit)
+          continue;
         states[j + 1].push_back({state.kept + kept(i, j, true),
                                  cost,
                                  static_cast<int>(s),

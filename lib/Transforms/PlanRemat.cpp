@@ -58,6 +58,10 @@ struct Outcome {
   int64_t peak = 0;
   double cost = 0;
   int64_t smallest = 0;
+  /// The units at one micro-batch's size, as the search modelled them
+  /// (measured on the compiled step with measure-units), and the loss's.
+  SmallVector<ga::remat_units::Unit> units;
+  int64_t tailBytes = 0;
 };
 
 namespace {
@@ -92,9 +96,12 @@ struct TrainPlanRematPass
   FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
                             unsigned index, ArrayRef<Unit> units,
                             const SegmentPlan &plan,
-                            std::string *where = nullptr) {
+                            std::string *where = nullptr,
+                            UnitTrace *trace = nullptr) {
     auto start = std::chrono::steady_clock::now();
     OwningOpRef<ModuleOp> copy = module.clone();
+    if (trace)
+      tagUnits(*copy, index, units);
     applyPlan(*copy, index, units, plan);
     PassManager pm(module.getContext());
     std::string text =
@@ -110,7 +117,7 @@ struct TrainPlanRematPass
              << function.getSymName() << " is not a function after the "
              << "pipeline";
     FailureOr<ga::BufferMemoryProfile> profile =
-        ga::simulateBufferMemory(compiled);
+        ga::simulateBufferMemory(compiled, trace);
     if (failed(profile))
       return failure();
     if (where && profile->peakAt) {
@@ -186,15 +193,11 @@ struct TrainPlanRematPass
 
   /// Writes the chain of `fullBatchUnits` at `outcome`'s micro-batch count
   /// to `exportGraph` as a ga-remat graph (see the pass's description).
-  LogicalResult writeGraph(ga::train::StepOp step,
-                           ArrayRef<Unit> fullBatchUnits, int64_t fullBatchTail,
-                           const Outcome &outcome, double totalCost) {
+  LogicalResult writeGraph(ga::train::StepOp step, const Outcome &outcome,
+                           double totalCost) {
     int64_t k = outcome.microbatches;
-    SmallVector<Unit> units = perMicrobatch(fullBatchUnits, k);
-    int64_t temporaries = 0;
-    for (const Unit &unit : units)
-      temporaries = std::max(temporaries, 2 * unit.largestBytes);
-    ga::remat::SegmentChain model = chainOf(units, fullBatchTail / k);
+    ArrayRef<Unit> units = outcome.units;
+    ga::remat::SegmentChain model = chainOf(units, outcome.tailBytes);
     int64_t offset = outcome.peak - model.peakOf(outcome.plan);
     // What the chosen plan holds, marked "checkpoint" (ga-remat's warm
     // start): a saved unit's run, a checkpointed segment's last boundary.
@@ -210,9 +213,18 @@ struct TrainPlanRematPass
     llvm::json::Array nodes;
     for (auto [i, unit] : llvm::enumerate(units)) {
       std::string name = "u" + std::to_string(i);
+      // The run holds what the unit keeps, its boundary included (held
+      // with the run, the boundary would count twice: a saved unit holds
+      // the run only, its boundary is recomputed from it for free); the
+      // stage of its adjoints, its values and what its backward pass adds,
+      // as the chain model counts them.
+      int64_t values =
+          std::max<int64_t>(0, unit.savedBytes + unit.boundaryBytes);
       llvm::json::Object run{{"name", name + ".run"},
                              {"cost", unit.cost},
-                             {"bytes", unit.savedBytes + unit.boundaryBytes}};
+                             {"bytes", values},
+                             {"stage_bytes", values + unit.adjoints()},
+                             {"forward_bytes", unit.transientBytes}};
       if (i)
         run["inputs"] = llvm::json::Array{"u" + std::to_string(i - 1)};
       if (unit.mustSave)
@@ -222,23 +234,23 @@ struct TrainPlanRematPass
       if (holdsRun[i])
         run["checkpoint"] = true;
       nodes.push_back(std::move(run));
-      // Held with the run, the boundary would count twice: a saved unit
-      // holds the run only (its boundary is recomputed from it for free).
       llvm::json::Object boundary{{"name", name},
                                   {"cost", 0.0},
                                   {"bytes", unit.boundaryBytes},
                                   {"inputs", llvm::json::Array{name + ".run"}}};
       if (holdsBoundary[i])
         boundary["checkpoint"] = true;
+      // The last boundary is reversed first, in the stage where the loss
+      // runs: what the loss holds is that stage's.
+      if (i + 1 == units.size() && outcome.tailBytes > 0)
+        boundary["stage_bytes"] = outcome.tailBytes;
       nodes.push_back(std::move(boundary));
     }
-    llvm::json::Object root{{"nodes", std::move(nodes)},
-                            {"input_bytes", 0},
-                            {"budget", memoryBudget - offset - temporaries},
-                            {"microbatches", k},
-                            {"forward_cost", totalCost},
-                            {"planned_cost", outcome.cost},
-                            {"planned_peak", outcome.peak}};
+    llvm::json::Object root{
+        {"nodes", std::move(nodes)},       {"input_bytes", 0},
+        {"budget", memoryBudget - offset}, {"microbatches", k},
+        {"forward_cost", totalCost},       {"planned_cost", outcome.cost},
+        {"planned_peak", outcome.peak}};
     std::error_code error;
     llvm::raw_fd_ostream os(exportGraph, error);
     if (error)
@@ -258,6 +270,8 @@ struct TrainPlanRematPass
     SmallVector<Unit> units;
     ga::remat::SegmentChain model;
     int64_t budget;
+    /// With measured units, the model built from the tensors alone.
+    std::optional<ga::remat::SegmentChain> tensorModel = std::nullopt;
     SmallVector<std::pair<SegmentPlan, int64_t>> measured;
     Outcome outcome;
 
@@ -305,15 +319,17 @@ struct TrainPlanRematPass
     return text.empty() ? "none" : text;
   }
 
-  /// The exact peak of `plan`, compiled once.
-  FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan) {
+  /// The exact peak of `plan`, compiled once (`trace`, when given, follows
+  /// its simulation).
+  FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan,
+                           UnitTrace *trace = nullptr) {
     for (auto &[other, peak] : search.measured)
       if (other == plan)
         return peak;
     std::string where;
     FailureOr<int64_t> peak =
         peakOf(search.module, search.function, search.index, search.units, plan,
-               reportPlans ? &where : nullptr);
+               reportPlans ? &where : nullptr, trace);
     if (failed(peak))
       return failure();
     search.measured.push_back({plan, *peak});
@@ -348,9 +364,9 @@ struct TrainPlanRematPass
   /// not (the model does not see everything that sets them). Returns
   /// whether a candidate fits; `least` is the model's smallest plan.
   FailureOr<bool> searchModelPlans(Search &search,
+                                   const ga::remat::SegmentChain &model,
                                    const SegmentPlan &unplannedPlan,
                                    SegmentPlan &least) {
-    ga::remat::SegmentChain &model = search.model;
     least = timed([&] { return model.smallest(); });
     if (least.empty())
       return false;
@@ -452,6 +468,15 @@ struct TrainPlanRematPass
     };
     if (!least.empty() && failed(measure(search.withForced(least))))
       return failure();
+    // The smallest plan of the model built from the tensors alone too,
+    // where the units were measured: the measured model is exact for the
+    // unplanned step, not for every plan, and the smallest plans are where
+    // the two part most.
+    if (search.tensorModel) {
+      SegmentPlan other = timed([&] { return search.tensorModel->smallest(); });
+      if (!other.empty() && failed(measure(search.withForced(other))))
+        return failure();
+    }
     SmallVector<unsigned> lengths = {1, 2, 3, 4};
     unsigned root = static_cast<unsigned>(
         std::lround(std::sqrt(static_cast<double>(units.size()))));
@@ -523,24 +548,78 @@ struct TrainPlanRematPass
                   {}};
     Outcome &outcome = search.outcome;
     outcome.microbatches = k;
+    outcome.units = units;
+    outcome.tailBytes = fullBatchTail / k;
 
     // Without new checkpoints (units marked "recompute" checkpointed).
     SegmentPlan unplannedPlan;
     for (auto [i, unit] : llvm::enumerate(units))
       unplannedPlan.push_back({static_cast<unsigned>(i),
                                static_cast<unsigned>(i), unit.mustRecompute});
-    FailureOr<int64_t> unplanned = exact(search, unplannedPlan);
+    UnitTrace trace(units.size());
+    FailureOr<int64_t> unplanned =
+        exact(search, unplannedPlan, measureUnits ? &trace : nullptr);
     if (failed(unplanned))
       return failure();
+    if (measureUnits) {
+      int64_t modelled = search.model.peakOf(unplannedPlan);
+      int64_t tail = fullBatchTail / k;
+      bool measured = trace.calibrate(search.units, tail);
+      if (measured) {
+        search.tensorModel = search.model;
+        search.model = chainOf(search.units, tail);
+        outcome.units = search.units;
+        outcome.tailBytes = tail;
+      }
+      if (reportPlans) {
+        InFlightDiagnostic remark = function.emitRemark();
+        remark << "train-plan-remat: at " << k << " micro-batch(es), ";
+        if (!measured) {
+          remark << "the units were not measured (the compiled step does "
+                 << "not show them); the model's unplanned peak is " << modelled
+                 << " bytes";
+        } else {
+          int64_t modelledKept = 0, keptBytes = 0;
+          for (auto [unit, bytes] : llvm::zip(units, trace.keptBytes())) {
+            modelledKept += unit.savedBytes + unit.boundaryBytes;
+            keptBytes += bytes;
+          }
+          remark << "the units measured on the step without new "
+                 << "checkpoints keep " << keptBytes << " bytes (modelled "
+                 << modelledKept << "), the loss holds " << tail
+                 << " bytes more; the model's unplanned peak is "
+                 << search.model.peakOf(unplannedPlan) << " bytes (was "
+                 << modelled << "), the exact one " << *unplanned;
+          for (auto [i, unit] : llvm::enumerate(search.units))
+            remark.attachNote(unit.boundary.getLoc())
+                << "unit " << i << " measured: keeps "
+                << unit.savedBytes + unit.boundaryBytes << " bytes, "
+                << unit.transientBytes << " while it runs, " << unit.adjoints()
+                << " more in its backward pass, " << unit.liftBytes
+                << " more alive when it is reached";
+        }
+      }
+    }
     outcome.unplanned = *unplanned;
     search.consider(unplannedPlan, *unplanned);
     if (outcome.fits)
       return outcome;
 
     SegmentPlan least;
-    FailureOr<bool> found = searchModelPlans(search, unplannedPlan, least);
+    FailureOr<bool> found =
+        searchModelPlans(search, search.model, unplannedPlan, least);
     if (failed(found))
       return failure();
+    // Where none of the measured model's candidates fits (its bytes are
+    // the unplanned step's, and a plan's may part from them), the model
+    // built from the tensors proposes its own.
+    if (!*found && !outcome.fits && search.tensorModel) {
+      SegmentPlan tensorLeast;
+      found = searchModelPlans(search, *search.tensorModel, unplannedPlan,
+                               tensorLeast);
+      if (failed(found))
+        return failure();
+    }
     if (*found || outcome.fits || !exhaustive)
       return outcome;
     outcome.smallest = *unplanned;
@@ -666,8 +745,7 @@ struct TrainPlanRematPass
     }
     step.setMicrobatches(chosen->microbatches);
     applyPlan(module, index, units, chosen->plan);
-    if (!exportGraph.empty() &&
-        failed(writeGraph(step, units, tail, *chosen, totalCost)))
+    if (!exportGraph.empty() && failed(writeGraph(step, *chosen, totalCost)))
       return failure();
 
     auto [checkpoints, count] = checkpointsOf(chosen->plan);

@@ -13,6 +13,7 @@
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/SetVector.h"
@@ -393,6 +394,224 @@ void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
     unsigned last = units[segment.last].last;
     wrapInCheckpoint(ArrayRef<Operation *>(ops).slice(first, last - first + 1));
   }
+}
+
+static constexpr llvm::StringLiteral kUnitTag = "ga.remat.unit.";
+static constexpr llvm::StringLiteral kLossTag = "ga.remat.loss";
+
+void tagUnits(ModuleOp module, unsigned index, ArrayRef<Unit> units) {
+  SmallVector<ga::train::StepOp> steps;
+  module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
+  Block &body = steps[index].getBody().front();
+  SmallVector<Operation *> ops;
+  for (Operation &op : body.without_terminator())
+    ops.push_back(&op);
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [p, op] : llvm::enumerate(ops))
+    position[op] = p;
+  MLIRContext *context = module.getContext();
+  auto tag = [&](Operation *op, StringAttr name) {
+    op->walk([&](Operation *inner) {
+      inner->setLoc(NameLoc::get(name, inner->getLoc()));
+    });
+  };
+  for (auto [i, unit] : llvm::enumerate(units)) {
+    StringAttr name = StringAttr::get(context, kUnitTag + std::to_string(i));
+    // The boundary in `module`'s copy of the body: the same result of the
+    // operation at the same position.
+    Value boundary;
+    if (Operation *definer = unit.boundary.getDefiningOp())
+      if (Operation *top = definer->getBlock()->findAncestorOpInBlock(*definer);
+          top == definer) {
+        unsigned p =
+            std::distance(definer->getBlock()->begin(), definer->getIterator());
+        if (p < ops.size())
+          boundary = ops[p]->getResult(
+              cast<OpResult>(unit.boundary).getResultNumber());
+      }
+    // A value besides the boundary that the units after this one read (a
+    // fill every product starts from, a weight's transpose) does not depend
+    // on the batch: it is held whatever the plan, not the unit's; so is the
+    // buffer it is written into (an empty tensor a shared fill writes).
+    // Backwards over the unit, so that a destination's reader is known.
+    llvm::DenseSet<Operation *> shared;
+    for (unsigned p = unit.last + 1; p-- > unit.first;) {
+      bool isShared = llvm::any_of(ops[p]->getResults(), [&](Value result) {
+        return result != boundary &&
+               llvm::any_of(result.getUses(), [&](OpOperand &use) {
+                 Operation *user = use.getOwner();
+                 Operation *top = body.findAncestorOpInBlock(*user);
+                 auto it = top ? position.find(top) : position.end();
+                 if (it == position.end() || it->second > unit.last)
+                   return true;
+                 auto destination = dyn_cast<DestinationStyleOpInterface>(user);
+                 return destination && shared.contains(user) &&
+                        destination.isDpsInit(&use);
+               });
+      });
+      if (isShared)
+        shared.insert(ops[p]);
+      else
+        tag(ops[p], name);
+    }
+  }
+  StringAttr loss = StringAttr::get(context, kLossTag);
+  for (unsigned p = units.empty() ? 0 : units.back().last + 1; p < ops.size();
+       ++p)
+    tag(ops[p], loss);
+}
+
+UnitTrace::UnitTrace(unsigned numUnits)
+    : numUnits(numUnits), held(numUnits + 1, 0), kept(numUnits, 0),
+      forward(numUnits, -1), backward(numUnits, -1), reached(numUnits, 0),
+      lowest(static_cast<int>(numUnits)) {}
+
+int UnitTrace::tagOf(Operation *op) {
+  Location loc = op->getLoc();
+  auto it = tags.find(loc);
+  if (it != tags.end())
+    return it->second;
+  int found = -1;
+  loc->walk([&](Location inner) {
+    if (auto name = dyn_cast<NameLoc>(inner)) {
+      StringRef text = name.getName().getValue();
+      unsigned unit = 0;
+      if (text == kLossTag)
+        found = std::max(found, static_cast<int>(numUnits));
+      else if (text.consume_front(kUnitTag) && !text.getAsInteger(10, unit) &&
+               unit < numUnits)
+        found = std::max(found, static_cast<int>(unit));
+    }
+    return WalkResult::advance();
+  });
+  tags[loc] = found;
+  return found;
+}
+
+/// An operation that computes on buffers (not one that makes, frees or
+/// views them).
+static bool computes(Operation &op) {
+  if (isa<linalg::LinalgOp>(op))
+    return true;
+  if (op.getNumRegions() != 0 ||
+      isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
+          memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op) ||
+      op.getDialect()->getNamespace() == "bufferization")
+    return false;
+  return llvm::any_of(op.getOperandTypes(),
+                      [](Type type) { return isa<BaseMemRefType>(type); });
+}
+
+void UnitTrace::beforeOperation(Operation &op, int64_t heldBytes,
+                                function_ref<int64_t(Value)> bufferOf) {
+  if (phase == Phase::Done || !computes(op))
+    return;
+  int tag = tagOf(&op);
+  // A buffer allocated where no unit's operation is (an empty tensor that
+  // the operations of several units write, made again by the micro-batch
+  // split) belongs to the unit of the first operation that computes on it
+  // (none, if that one is no unit's: a fill that every unit reads).
+  // What the operation writes: a copy's target, a structured operation's
+  // outputs (an outlined kernel's operands, unknown, all count).
+  SmallVector<Value> written;
+  if (auto copy = dyn_cast<memref::CopyOp>(op))
+    written.push_back(copy.getTarget());
+  else if (auto destination = dyn_cast<DestinationStyleOpInterface>(op))
+    llvm::append_range(written, destination.getDpsInits());
+  else
+    llvm::append_range(written, op.getOperands());
+  for (Value operand : written) {
+    if (!isa<BaseMemRefType>(operand.getType()))
+      continue;
+    auto it = unclaimed.find(bufferOf(operand));
+    if (it == unclaimed.end())
+      continue;
+    if (tag >= 0) {
+      owners[*it].first = tag;
+      held[tag] += owners[*it].second;
+    }
+    unclaimed.erase(it);
+  }
+  if (tag < 0)
+    return;
+  int loss = static_cast<int>(numUnits);
+  if (phase == Phase::Forward) {
+    // The loss's operations that read no activation (the labels') may run
+    // first: the forward pass ends at the first one after the last unit.
+    if (tag == loss && highest + 1 == loss) {
+      base = heldBytes;
+      for (unsigned i = 0; i < numUnits; ++i) {
+        kept[i] = held[i];
+        base -= held[i];
+      }
+      phase = Phase::Loss;
+      this->loss = heldBytes;
+    } else if (tag != loss) {
+      forward[tag] = std::max(forward[tag], heldBytes);
+      highest = std::max(highest, tag);
+    }
+    return;
+  }
+  if (tag == loss) {
+    if (phase == Phase::Loss)
+      this->loss = std::max(this->loss, heldBytes);
+    return;
+  }
+  // The adjoints run the units in reverse: a later unit after unit 0 (or
+  // two units up) is the next micro-batch's forward pass.
+  if (tag > lowest && (lowest == 0 || tag > lowest + 1)) {
+    phase = Phase::Done;
+    return;
+  }
+  phase = Phase::Backward;
+  lowest = std::min(lowest, tag);
+  if (backward[tag] < 0) {
+    // What the backward pass holds as it reaches the unit, besides the
+    // buffers of the unit and those before it.
+    int64_t others = heldBytes;
+    for (int i = 0; i <= tag; ++i)
+      others -= held[i];
+    reached[tag] = others;
+  }
+  backward[tag] = std::max(backward[tag], heldBytes);
+}
+
+void UnitTrace::allocated(Operation *alloc, int64_t bytes, int64_t id) {
+  int tag = tagOf(alloc);
+  owners[id] = {tag, bytes};
+  if (tag >= 0)
+    held[tag] += bytes;
+  else
+    unclaimed.insert(id);
+}
+
+void UnitTrace::freed(int64_t id) {
+  auto it = owners.find(id);
+  if (it == owners.end())
+    return;
+  if (it->second.first >= 0)
+    held[it->second.first] -= it->second.second;
+  owners.erase(it);
+  unclaimed.erase(id);
+}
+
+bool UnitTrace::calibrate(MutableArrayRef<Unit> units,
+                          int64_t &tailBytes) const {
+  if (phase == Phase::Forward || units.size() != numUnits)
+    return false;
+  int64_t before = 0;
+  for (auto [i, unit] : llvm::enumerate(units)) {
+    if (forward[i] >= 0)
+      unit.transientBytes = std::max<int64_t>(0, forward[i] - before);
+    unit.savedBytes = kept[i] - unit.boundaryBytes;
+    if (backward[i] >= 0) {
+      unit.adjointBytes = std::max<int64_t>(0, backward[i] - before - kept[i]);
+      unit.liftBytes = std::max<int64_t>(0, reached[i] - base);
+    }
+    before += kept[i];
+  }
+  tailBytes = std::max<int64_t>(0, loss - before);
+  return true;
 }
 
 /// The chain model of `units`, the loss's values `tailBytes`.

@@ -13,11 +13,14 @@
 #ifndef GA_LIB_TRANSFORMS_REMATUNITS_H
 #define GA_LIB_TRANSFORMS_REMATUNITS_H
 
+#include "ga/Analysis/BufferMemory.h"
 #include "ga/Remat/Segments.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/IR/BuiltinOps.h"
+#include "llvm/ADT/DenseMap.h"
+#include "llvm/ADT/DenseSet.h"
 #include "llvm/ADT/SmallVector.h"
 
 namespace ga::remat_units {
@@ -43,6 +46,64 @@ llvm::SmallVector<Unit> findUnits(ga::train::StepOp step);
 void applyPlan(mlir::ModuleOp module, unsigned index,
                llvm::ArrayRef<Unit> units,
                const ga::remat::SegmentPlan &segments);
+
+/// Marks the operations of each of `units` (nested ones included) in the
+/// `index`-th train.step of `module` (a copy of the module `units` were
+/// found in) with their unit in their location, and those of the loss
+/// after them, so that a UnitTrace can tell them apart once compiled.
+void tagUnits(mlir::ModuleOp module, unsigned index,
+              llvm::ArrayRef<Unit> units);
+
+/// Follows the simulation of a step compiled from a module marked by
+/// tagUnits (its first micro-batch: the units forward, the loss, the units
+/// backward) and measures the chain model's bytes of each unit: what the
+/// buffers its operations allocate hold when the loss starts (what it
+/// keeps), the most bytes held during its forward operations, during its
+/// adjoints (which carry their forward operation's location), and during
+/// the loss.
+class UnitTrace : public ga::BufferMemoryObserver {
+public:
+  explicit UnitTrace(unsigned numUnits);
+  void
+  beforeOperation(mlir::Operation &op, int64_t heldBytes,
+                  llvm::function_ref<int64_t(mlir::Value)> bufferOf) override;
+  void allocated(mlir::Operation *alloc, int64_t bytes, int64_t id) override;
+  void freed(int64_t id) override;
+
+  /// Writes the measured bytes into `units` (savedBytes, transientBytes,
+  /// adjointBytes, liftBytes) and `tailBytes`, each relative to what the units
+  /// before it keep; false (nothing written) when the simulation never reached
+  /// the loss after the units.
+  bool calibrate(llvm::MutableArrayRef<Unit> units, int64_t &tailBytes) const;
+
+  /// What each unit's buffers held when the loss started.
+  llvm::ArrayRef<int64_t> keptBytes() const { return kept; }
+
+private:
+  /// The unit of `op`'s location (the latest among fused ones), the number
+  /// of units for the loss, -1 for none.
+  int tagOf(mlir::Operation *op);
+
+  unsigned numUnits;
+  enum class Phase { Forward, Loss, Backward, Done } phase = Phase::Forward;
+  /// Bytes held by each unit's buffers (the loss's last), now.
+  llvm::SmallVector<int64_t> held;
+  llvm::SmallVector<int64_t> kept, forward, backward;
+  /// As the backward pass reaches each unit: the bytes held besides the
+  /// buffers of the unit and those before it.
+  llvm::SmallVector<int64_t> reached;
+  int64_t loss = -1;
+  /// What the forward pass holds at its end besides the units' buffers.
+  int64_t base = 0;
+  /// The latest unit seen in the forward pass, the earliest in the
+  /// backward pass.
+  int highest = -1, lowest;
+  /// Each buffer alive: its unit (-1: none) and bytes.
+  llvm::DenseMap<int64_t, std::pair<int, int64_t>> owners;
+  /// Buffers allocated by no unit's operation, not yet computed on.
+  llvm::DenseSet<int64_t> unclaimed;
+  llvm::DenseMap<mlir::Location, int> tags;
+};
 
 /// The chain model of `units`, the loss's values `tailBytes`.
 ga::remat::SegmentChain chainOf(llvm::ArrayRef<Unit> units, int64_t tailBytes);

@@ -1,4 +1,5 @@
-// RUN: ga-opt %s --train-plan-remat="memory-budget=20000 report-plans=true" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: ga-opt %s --train-plan-remat="memory-budget=20000 report-plans=true measure-units=false" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s
+// RUN: ga-opt %s --train-plan-remat="memory-budget=20000 report-plans=true" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=MEASURED
 // RUN: ga-opt %s --train-plan-remat="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=QUIET
 
 // report-plans: the units of the chain model, each at its first operation
@@ -6,8 +7,8 @@
 // model's peak beside the exact one (the memory model's, which equals the
 // runtime's count): the two differ by what the model does not see
 // (parameters, their gradients, the arguments).
-// CHECK: :[[# @LINE + 42]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes, at most 2048 bytes of its own alive while it runs
-// CHECK: :[[# @LINE + 45]]:{{[0-9]+}}: note: its boundary
+// CHECK: :[[# @LINE + 56]]:{{[0-9]+}}: remark: train-plan-remat: unit 0: ops 0..4, 20.0% of the forward work, keeps 0 bytes and a boundary of 2048 bytes, largest value 2048 bytes, at most 2048 bytes of its own alive while it runs
+// CHECK: :[[# @LINE + 59]]:{{[0-9]+}}: note: its boundary
 // CHECK: remark: train-plan-remat: unit 1: ops 5..5, 0.6% of the forward work
 // CHECK: remark: train-plan-remat: unit 8: ops 15..15, 19.4% of the forward work
 // CHECK-NOT: unit 9:
@@ -19,6 +20,20 @@
 // CHECK: remark: train-plan-remat: plan 4 at 1 micro-batch(es): 1 checkpoints over 2 units, recomputed 20.0%, pieces [6-7], model peak 20480 bytes, exact peak 23492 bytes, over the budget
 // CHECK-NOT: plan 5
 // CHECK: remark: train-plan-remat: budget 20000 bytes; 9 units; without new checkpoints 25604 bytes; 1 checkpoints over 4 units (recomputed 40.0% of the forward work); planned peak 19268 bytes; {{.*}}; 4 plans compiled
+
+// With the units measured (the default), the step compiled without new
+// checkpoints gives each unit's bytes (its buffers at the loss, the most
+// held while it runs and in its backward pass, and what the backward pass
+// holds when it reaches it), the model's unplanned peak moves from 22528 to
+// 22276 bytes, and its offset to the exact peak is 3328 bytes there and
+// 3456 at the plan it chooses (3076, 3056 and 3012 above): the measured
+// model orders the plans by what the compiled step holds.
+// MEASURED: remark: train-plan-remat: plan 1 at 1 micro-batch(es): 0 checkpoints over 0 units, recomputed 0.0%, pieces none, model peak 22528 bytes, exact peak 25604 bytes
+// MEASURED: remark: train-plan-remat: at 1 micro-batch(es), the units measured on the step without new checkpoints keep 19008 bytes (modelled 18432), the loss holds 964 bytes more; the model's unplanned peak is 22276 bytes (was 22528), the exact one 25604
+// MEASURED: note: unit 0 measured: keeps 2112 bytes, 6336 while it runs, 2244 more in its backward pass, 3200 more alive when it is reached
+// MEASURED: note: unit 8 measured: keeps 2112 bytes, 2112 while it runs, 3268 more in its backward pass, 0 more alive when it is reached
+// MEASURED: pieces [1-2][3-5], model peak 15812 bytes, exact peak 19268 bytes, fits
+// MEASURED: remark: train-plan-remat: budget 20000 bytes; 9 units; without new checkpoints 25604 bytes; 2 checkpoints over 5 units (recomputed 40.6% of the forward work); planned peak 19268 bytes
 
 // QUIET-NOT: train-plan-remat: unit
 // QUIET-NOT: train-plan-remat: plan

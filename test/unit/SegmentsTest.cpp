@@ -78,6 +78,33 @@ TEST(RematSegments, TemporariesWhileAUnitRuns) {
   EXPECT_FALSE(chain.cheapestWithin(89));
 }
 
+// A unit's backward pass as measured on a compiled step (adjointBytes)
+// replaces twice its largest value. The two units above, u1's backward
+// pass holding 70 bytes besides its values (u0's stays 2 * 10):
+//   all saved:            35, then 15 + 30 + 70 = 115
+//   u0 checkpointed:      35, then 10 + 30 + 70 = 110          cost 1
+//   both, one segment:    0 + 45 + 70 = 115
+//   both, two segments:   35, then 10 + 30 + 70 = 110          cost 3
+// and a measured 0 counts as 0, not as the largest value twice.
+TEST(RematSegments, MeasuredBackwardPass) {
+  ChainUnit u1 = unit(2, 10, 20, 10);
+  u1.adjointBytes = 70;
+  SegmentChain chain({unit(1, 10, 5, 10), u1}, 4);
+  EXPECT_EQ(chain.peakOf({{0, 0, false}, {1, 1, false}}), 115);
+  EXPECT_EQ(chain.peakOf({{0, 0, true}, {1, 1, false}}), 110);
+  EXPECT_EQ(chain.peakOf({{0, 1, true}}), 115);
+  EXPECT_EQ(chain.peakOf({{0, 0, true}, {1, 1, true}}), 110);
+  std::optional<SegmentPlan> tight = chain.cheapestWithin(110);
+  ASSERT_TRUE(tight);
+  EXPECT_EQ(*tight, (SegmentPlan{{0, 0, true}, {1, 1, false}}));
+  EXPECT_FALSE(chain.cheapestWithin(109));
+
+  ChainUnit u0 = unit(1, 10, 5, 10);
+  u0.adjointBytes = 0;
+  SegmentChain alone({u0}, 0);
+  EXPECT_EQ(alone.peakOf({{0, 0, false}}), 15);
+}
+
 // The loss's values count after the forward pass.
 TEST(RematSegments, TailAfterTheForwardPass) {
   SegmentChain chain({unit(1, 10, 0, 1)}, 100);

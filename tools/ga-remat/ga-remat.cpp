@@ -18,14 +18,19 @@
 // `bytes` the size of the output it writes, `inputs` earlier nodes (none:
 // the graph's input, of `input_bytes`, by default the largest node's).
 // `must_save` / `must_recompute` (booleans) mark nodes never recomputed /
-// never held; `checkpoint` (boolean) marks outputs another planner holds,
-// whose plan the MILP may start from. A chain (each node reads the one before
-// it, no marks) is planned by the dynamic program of ga/Remat/Chain.h: a budget
-// in bytes holds floor(budget / the largest output) states, the input included.
-// Anything else, or any graph with --milp, by the MILP of ga/Remat/Graph.h
-// (CBC, --time-limit seconds, warm-started from the greedy heuristic's
-// plan); graphs of more than --milp-max-nodes nodes by that heuristic
-// alone; --slots S then means a budget of S times the largest output.
+// never held; `stage_bytes` (an integer, 0 by default) is what the stage
+// that runs a node's adjoint holds besides the outputs held then (its own
+// output, the adjoints' temporaries; train-plan-remat's export measures
+// it), `forward_bytes` what the forward pass holds while the node runs
+// besides the earlier outputs kept for the backward pass; `checkpoint`
+// (boolean) marks outputs another planner holds, whose plan the MILP may start
+// from. A chain (each node reads the one before it, no marks) is planned by the
+// dynamic program of ga/Remat/Chain.h: a budget in bytes holds floor(budget /
+// the largest output) states, the input included. Anything else, or any graph
+// with --milp, by the MILP of ga/Remat/Graph.h (CBC, --time-limit seconds,
+// warm-started from the greedy heuristic's plan); graphs of more than
+// --milp-max-nodes nodes by that heuristic alone; --slots S then means a budget
+// of S times the largest output.
 //
 //===----------------------------------------------------------------------===//
 
@@ -143,6 +148,16 @@ std::string readNode(const json::Object *node, size_t i,
           *flag;
       if (*flag && problem.notChain.empty())
         problem.notChain = where + ": marked \"" + mark.str() + "\"";
+    }
+  for (StringRef field : {"stage_bytes", "forward_bytes"})
+    if (const json::Value *value = node->get(field)) {
+      std::optional<int64_t> extra = value->getAsInteger();
+      if (!extra || *extra < 0)
+        return where + ": \"" + field.str() + "\" must be an integer >= 0";
+      (field == "stage_bytes" ? graphNode.stageBytes : graphNode.forwardBytes) =
+          *extra;
+      if (*extra && problem.notChain.empty())
+        problem.notChain = where + ": has \"" + field.str() + "\"";
     }
   if (graphNode.mustSave && graphNode.mustRecompute)
     return where + ": marked both \"must_save\" and \"must_recompute\"";

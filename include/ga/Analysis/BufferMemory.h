@@ -86,13 +86,35 @@ inline int64_t deviceBlockBytes(int64_t bytes) {
 int64_t cachingAllocatorBytes(const BufferMemoryProfile &profile,
                               llvm::ArrayRef<int64_t> residentBytes);
 
+/// Follows a simulation as it runs: every operation before it runs (in
+/// every loop iteration and callee, the operations inside a loop or a call
+/// after the loop's or the call's own), and every buffer as it is allocated
+/// and freed. For analyses that attribute the bytes to parts of a program
+/// (train-plan-remat measures its units with it).
+class BufferMemoryObserver {
+public:
+  virtual ~BufferMemoryObserver();
+  /// `op` runs next; the function's buffers hold `heldBytes`; `bufferOf`
+  /// gives the buffer a value views (its `id`), -1 for memory the function
+  /// does not own.
+  virtual void
+  beforeOperation(mlir::Operation &op, int64_t heldBytes,
+                  llvm::function_ref<int64_t(mlir::Value)> bufferOf) {}
+  /// `alloc` made a buffer of `bytes`, named `id` until it is freed.
+  virtual void allocated(mlir::Operation *alloc, int64_t bytes, int64_t id) {}
+  /// The buffer `id` is freed.
+  virtual void freed(int64_t id) {}
+};
+
 /// Simulates one call of `function`, whose callees are looked up in its
-/// symbol table. Fails, with an error at the operation, on what the model
-/// cannot follow: a dynamic allocation size or loop bound, a deallocation of
-/// a buffer the function does not hold, an allocation inside an operation
-/// whose regions it does not run (scf.while, scf.parallel, ...).
+/// symbol table (`observer`, when given, follows it). Fails, with an error at
+/// the operation, on what the model cannot follow: a dynamic allocation size or
+/// loop bound, a deallocation of a buffer the function does not hold, an
+/// allocation inside an operation whose regions it does not run (scf.while,
+/// scf.parallel, ...).
 mlir::FailureOr<BufferMemoryProfile>
-simulateBufferMemory(mlir::func::FuncOp function);
+simulateBufferMemory(mlir::func::FuncOp function,
+                     BufferMemoryObserver *observer = nullptr);
 
 } // namespace ga
 

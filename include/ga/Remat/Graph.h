@@ -46,6 +46,13 @@ struct GraphNode {
   std::vector<int64_t> inputs; ///< earlier nodes (none: the graph input)
   bool mustSave = false;       ///< never recomputed
   bool mustRecompute = false;  ///< never held between stages
+  /// Held in the stage that runs its adjoint besides the outputs held then
+  /// (its own output, the adjoints' temporaries): the stage's budget is
+  /// less by it.
+  int64_t stageBytes = 0;
+  /// Held while it runs in the forward pass besides the outputs of earlier
+  /// nodes kept for the backward pass (its temporaries, its output).
+  int64_t forwardBytes = 0;
 };
 
 struct GraphPlan {

@@ -50,6 +50,17 @@ struct ChainUnit {
   /// The bytes of the largest value the unit defines: its adjoint and the
   /// adjoint of an operand are alive at once in the unit's backward pass.
   int64_t largestBytes = 0;
+  /// What the unit's backward pass holds besides the values of its piece
+  /// and what the pieces before it keep (the adjoints, their temporaries,
+  /// the gradients made so far), when measured on a compiled step; -1: not
+  /// measured, twice largestBytes.
+  int64_t adjointBytes = -1;
+  /// What the backward pass holds, when it reaches the unit, beyond what
+  /// the forward pass held besides the kept values (the gradients of the
+  /// units after it, the adjoint of its boundary), when measured: a
+  /// checkpointed segment ending at this unit recomputes its units with
+  /// these bytes alive too.
+  int64_t liftBytes = 0;
   /// The most bytes of the buffers the unit makes alive at once while it
   /// runs (its saved values and boundary among them, each temporary from
   /// the operation that makes it to its last reader): with the values of
@@ -58,6 +69,12 @@ struct ChainUnit {
   int64_t transientBytes = 0;
   bool mustSave = false;
   bool mustRecompute = false;
+
+  /// The bytes alive in the unit's backward pass besides the values of its
+  /// piece and what the pieces before it keep.
+  int64_t adjoints() const {
+    return adjointBytes >= 0 ? adjointBytes : 2 * largestBytes;
+  }
 };
 
 /// Consecutive units [first, last] checkpointed as one, or a unit left
@@ -104,7 +121,8 @@ private:
   int64_t kept(unsigned first, unsigned last, bool checkpointed) const;
   /// The peak of the backward pass of the piece, with `before` bytes kept
   /// by the pieces before it.
-  int64_t backwardPeak(int64_t before, unsigned first, unsigned last) const;
+  int64_t backwardPeak(int64_t before, unsigned first, unsigned last,
+                       bool checkpointed) const;
 
   std::vector<ChainUnit> units;
   int64_t tailBytes;

@@ -715,6 +715,24 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     largest value. A step's exact peak also counts the parameters, their
     gradients and the arguments.
 
+    With `measure-units=true` (the default), these bytes are then measured
+    at each micro-batch count on the step compiled without new checkpoints,
+    the first plan the search compiles anyway: its operations carry their
+    unit in their location, and the memory model, as it simulates the
+    compiled step, attributes every buffer to the unit whose operation
+    allocates it (an adjoint carries its forward operation's location). A
+    unit keeps what its buffers hold when the loss starts; while it runs,
+    it holds the most bytes held during its forward operations less what
+    the units before it keep; in its backward pass, the most held during
+    its adjoints less what it and the units before it keep (the gradients
+    made so far and every other buffer then alive among them); the loss,
+    the most held while it runs less what all units keep. The model then
+    gives the unplanned step's exact peak, and its plans are ordered by the
+    bytes the compiled step really keeps: fused kernels that recompute a
+    value instead of keeping it, and adjoints that hold several buffers of
+    a unit's largest size, are seen. A unit whose operations the compiled
+    step does not show keeps its modelled bytes.
+
     A checkpoint's empty tensors, constants and fills are rebuilt inside it,
     each just before its first reader: a buffer is allocated where its
     tensor is made, and the backward pass replays the region.
@@ -727,10 +745,14 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     (its work; what a saved unit keeps: the values its adjoints read and its
     boundary activation) and its boundary alone (no work; read by the next
     unit's run), so that holding a boundary without the rest is expressible
-    (a checkpointed segment keeps its last boundary only). Beside the
+    (a checkpointed segment keeps its last boundary only). A run's
+    `stage_bytes` is what the stage of its adjoints holds besides the
+    outputs held then, as the chain model counts a unit's backward pass
+    (its values and what its adjoints add); the last boundary's, what the
+    loss holds. Beside the
     nodes, `budget` is the memory the chain model gives its held values
     (the budget less the model's offset to the chosen plan's measured
-    peak, and less the largest adjoint temporaries), and
+    peak), and
     `forward_cost`, `planned_cost`, `planned_peak` and `microbatches` state
     the plan. `ga-remat FILE --budget B --milp` then gives the least
     recomputation of any schedule, multi-level ones included, in its stage
@@ -793,6 +815,11 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
+    Option<"measureUnits", "measure-units", "bool", /*default=*/"true",
+           "Measure the chain model's units on the step compiled without new "
+           "checkpoints at each micro-batch count (what each unit keeps, "
+           "holds while it runs and in its backward pass, and the loss), "
+           "instead of modelling them from the step's tensors alone">,
     Option<"reportPlans", "report-plans", "bool", /*default=*/"false",
            "A remark for every unit (its bytes, the values it keeps) and "
            "every plan measured: its micro-batch count, checkpoints, "
