@@ -379,14 +379,21 @@ static void wrapInCheckpoint(ArrayRef<Operation *> unitOps) {
 
 /// Checkpoints the checkpointed `segments` of the `index`-th train.step of
 /// `module`.
-void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
-               const SegmentPlan &segments) {
+/// The operations of the `index`-th train.step's body in `module`, by
+/// position (the terminator excluded).
+static SmallVector<Operation *> bodyOperations(ModuleOp module,
+                                               unsigned index) {
   SmallVector<ga::train::StepOp> steps;
   module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
-  Block &body = steps[index].getBody().front();
   SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
+  for (Operation &op : steps[index].getBody().front().without_terminator())
     ops.push_back(&op);
+  return ops;
+}
+
+void applyPlan(ModuleOp module, unsigned index, ArrayRef<Unit> units,
+               const SegmentPlan &segments) {
+  SmallVector<Operation *> ops = bodyOperations(module, index);
   for (const Segment &segment : segments) {
     if (!segment.checkpointed)
       continue;
@@ -400,12 +407,10 @@ static constexpr llvm::StringLiteral kUnitTag = "ga.remat.unit.";
 static constexpr llvm::StringLiteral kLossTag = "ga.remat.loss";
 
 void tagUnits(ModuleOp module, unsigned index, ArrayRef<Unit> units) {
-  SmallVector<ga::train::StepOp> steps;
-  module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
-  Block &body = steps[index].getBody().front();
-  SmallVector<Operation *> ops;
-  for (Operation &op : body.without_terminator())
-    ops.push_back(&op);
+  SmallVector<Operation *> ops = bodyOperations(module, index);
+  if (ops.empty())
+    return;
+  Block &body = *ops.front()->getBlock();
   llvm::DenseMap<Operation *, unsigned> position;
   for (auto [p, op] : llvm::enumerate(ops))
     position[op] = p;
