@@ -36,6 +36,7 @@
 #include <chrono>
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <map>
 
 namespace ga {
@@ -612,8 +613,15 @@ struct TrainPlanRematPass
       return failure();
     // Where none of the measured model's candidates fits (its bytes are
     // the unplanned step's, and a plan's may part from them), the model
-    // built from the tensors proposes its own.
-    if (!*found && !outcome.fits && search.tensorModel) {
+    // built from the tensors proposes its own; not where every plan
+    // measured so far is more than a quarter over the budget (the
+    // micro-batch counts too small for it, which a choice of k tries
+    // first): the models part by less.
+    int64_t closest = std::numeric_limits<int64_t>::max();
+    for (const auto &[plan, peak] : search.measured)
+      closest = std::min(closest, peak);
+    if (!*found && !outcome.fits && search.tensorModel &&
+        closest <= search.budget + search.budget / 4) {
       SegmentPlan tensorLeast;
       found = searchModelPlans(search, *search.tensorModel, unplannedPlan,
                                tensorLeast);

@@ -501,7 +501,7 @@ static bool computes(Operation &op) {
   if (op.getNumRegions() != 0 ||
       isa<memref::AllocOp, memref::AllocaOp, memref::DeallocOp,
           memref::ExtractStridedMetadataOp, ViewLikeOpInterface>(op) ||
-      op.getDialect()->getNamespace() == "bufferization")
+      op.getName().getDialectNamespace() == "bufferization")
     return false;
   return llvm::any_of(op.getOperandTypes(),
                       [](Type type) { return isa<BaseMemRefType>(type); });
@@ -514,10 +514,10 @@ void UnitTrace::beforeOperation(Operation &op, int64_t heldBytes,
   int tag = tagOf(&op);
   // A buffer allocated where no unit's operation is (an empty tensor that
   // the operations of several units write, made again by the micro-batch
-  // split) belongs to the unit of the first operation that computes on it
-  // (none, if that one is no unit's: a fill that every unit reads).
-  // What the operation writes: a copy's target, a structured operation's
-  // outputs (an outlined kernel's operands, unknown, all count).
+  // split) belongs to the unit of the first operation that writes it
+  // (none, if that one is no unit's: a fill that every unit reads). What
+  // an operation writes: a copy's target, a structured operation's
+  // outputs; an outlined kernel's operands, unknown, all count.
   SmallVector<Value> written;
   if (auto copy = dyn_cast<memref::CopyOp>(op))
     written.push_back(copy.getTarget());

@@ -731,7 +731,11 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     bytes the compiled step really keeps: fused kernels that recompute a
     value instead of keeping it, and adjoints that hold several buffers of
     a unit's largest size, are seen. A unit whose operations the compiled
-    step does not show keeps its modelled bytes.
+    step does not show keeps its modelled bytes. Where none of the
+    measured model's candidates fits, the model built from the tensors
+    proposes its own (unless every plan measured at that micro-batch count
+    is more than a quarter over the budget), and both models' plans of
+    least memory are measured when nothing fits.
 
     A checkpoint's empty tensors, constants and fills are rebuilt inside it,
     each just before its first reader: a buffer is allocated where its
