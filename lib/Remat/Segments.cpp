@@ -31,12 +31,11 @@ int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
   // The piece runs (forward, or recomputed when checkpointed): the values
   // of its units before each one are alive with that one's temporaries;
   // recomputed, with what the backward pass holds by then.
-  int64_t adjoints = 0, values = 0;
-  int64_t running = 0;
+  int64_t lift = checkpointed ? units[last].liftBytes : 0;
+  int64_t adjoints = 0, running = 0, values = 0;
   for (unsigned i = first; i <= last; ++i) {
     adjoints = std::max(adjoints, units[i].adjoints());
-    running = std::max(running, (checkpointed ? units[last].liftBytes : 0) +
-                                    values + units[i].transientBytes);
+    running = std::max(running, lift + values + units[i].transientBytes);
     values += units[i].savedBytes + units[i].boundaryBytes;
   }
   return before + std::max(running, values + adjoints);

@@ -564,7 +564,7 @@ struct TrainPlanRematPass
       return failure();
     if (measureUnits) {
       int64_t modelled = search.model.peakOf(unplannedPlan);
-      int64_t tail = fullBatchTail / k;
+      int64_t tail = outcome.tailBytes;
       bool measured = trace.calibrate(search.units, tail);
       if (measured) {
         search.tensorModel = search.model;

@@ -423,17 +423,12 @@ void tagUnits(ModuleOp module, unsigned index, ArrayRef<Unit> units) {
   for (auto [i, unit] : llvm::enumerate(units)) {
     StringAttr name = StringAttr::get(context, kUnitTag + std::to_string(i));
     // The boundary in `module`'s copy of the body: the same result of the
-    // operation at the same position.
-    Value boundary;
-    if (Operation *definer = unit.boundary.getDefiningOp())
-      if (Operation *top = definer->getBlock()->findAncestorOpInBlock(*definer);
-          top == definer) {
-        unsigned p =
-            std::distance(definer->getBlock()->begin(), definer->getIterator());
-        if (p < ops.size())
-          boundary = ops[p]->getResult(
-              cast<OpResult>(unit.boundary).getResultNumber());
-      }
+    // operation at the same position (a unit's boundary is a result of an
+    // operation of the body).
+    Operation *definer = unit.boundary.getDefiningOp();
+    Value boundary =
+        ops[std::distance(definer->getBlock()->begin(), definer->getIterator())]
+            ->getResult(cast<OpResult>(unit.boundary).getResultNumber());
     // A value besides the boundary that the units after this one read (a
     // fill every product starts from, a weight's transpose) does not depend
     // on the batch: it is held whatever the plan, not the unit's; so is the
