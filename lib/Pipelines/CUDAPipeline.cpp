@@ -59,9 +59,12 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   mapping.blockSize = options.gpuBlockSize;
   mapping.vectorWidth = options.gpuVectorWidth;
   mapping.fuseLoops = options.gpuFusion;
+  mapping.fuseRows = options.gpuFusion && options.gpuRowFusion;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
-  pm.addPass(ga::createGaGpuDeviceCodePass());
+  ga::GaGpuDeviceCodePassOptions deviceCode;
+  deviceCode.fuseSingleThreads = options.gpuFusion;
+  pm.addPass(ga::createGaGpuDeviceCodePass(deviceCode));
   if (options.gpuEmulate) {
     // The device program on the CPU, one launch after the other.
     pm.addPass(ga::createGaGpuEmulateOnHostPass());

@@ -13,22 +13,29 @@
 // SPLIT-DEFAULT: ga-gpu-split-reductions{lanes=32 min-chunk=8 min-length=256 min-threads=262144}
 // SPLIT-THREADS: ga-gpu-split-reductions{lanes=32 min-chunk=8 min-length=256 min-threads=16384}
 // The CUDA target's fusion on by default; gpu-fusion=false turns it off
-// (the MLP: 12 kernels a step with it, 19 without).
+// (the MLP: 7 kernels a step with it, 19 without), gpu-row-fusion=false
+// its row groups alone (8).
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-fusion=false" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOFUSE
-// SPLIT-DEFAULT: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=true vector-width=4}
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-row-fusion=false" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOROWS
+// SPLIT-DEFAULT: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=true fuse-rows=true vector-width=4}
+// SPLIT-DEFAULT: ga-gpu-device-code{fuse-single-threads=true}
 // NOFUSE: ga-fuse-elementwise{into-reductions=false recompute-cheap=false}
-// NOFUSE: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=false vector-width=4}
+// NOFUSE: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=false fuse-rows=false vector-width=4}
+// NOFUSE: ga-gpu-device-code{fuse-single-threads=false}
+// NOROWS: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=true fuse-rows=false vector-width=4}
+// NOROWS: ga-gpu-device-code{fuse-single-threads=true}
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false" %ga_src/examples/mlp.mlir | grep -c gpu.launch_func | FileCheck %s --check-prefix=FUSED
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-fusion=false" %ga_src/examples/mlp.mlir | grep -c gpu.launch_func | FileCheck %s --check-prefix=UNFUSED
-// FUSED: {{^}}12{{$}}
+// FUSED: {{^}}7{{$}}
 // UNFUSED: {{^}}19{{$}}
-// The tiny GPT: 122 kernels a step, 205 without (27 of its linalg
-// operations are matrix products on cuBLAS; 128 and 215 before the
-// softmax's gradient was one rule of train-differentiate).
+// The tiny GPT: 73 kernels a step, 118 without row groups, 205 without
+// fusion (27 of its linalg operations are matrix products on cuBLAS).
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false" %ga_src/examples/tiny_gpt.mlir | grep -c gpu.launch_func | FileCheck %s --check-prefix=GPT-FUSED
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-fusion=false" %ga_src/examples/tiny_gpt.mlir | grep -c gpu.launch_func | FileCheck %s --check-prefix=GPT-UNFUSED
-// GPT-FUSED: {{^}}122{{$}}
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-format=none check-labels=false gpu-row-fusion=false" %ga_src/examples/tiny_gpt.mlir | grep -c gpu.launch_func | FileCheck %s --check-prefix=GPT-NOROWS
+// GPT-FUSED: {{^}}73{{$}}
 // GPT-UNFUSED: {{^}}205{{$}}
+// GPT-NOROWS: {{^}}118{{$}}
 // BF16-BUDGET: ga-pipeline: memory-budget with gpu-bf16: the runtime's bfloat16 copies of each product's operands are not in the memory model yet, so the budget could not be kept; precision=bf16-mixed makes the copies in the step, where the budget counts them
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-format=isa gpu-blas=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=NOBLAS
 // RUN: ga-opt --ga-pipeline="target=cuda buffers-only=true" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=BUFFERS

@@ -149,10 +149,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "elementwise producers also fused into reductions, "
                      "and cheap ones with several users into each of them "
                      "(ga-fuse-elementwise into-reductions recompute-cheap, "
-                     "with fuse), and adjacent loop nests of the same "
-                     "iteration "
-                     "space into one kernel (ga-gpu-map-parallel-loops "
-                     "fuse-loops)"),
+                     "with fuse), adjacent loop nests of the same "
+                     "iteration space into one kernel "
+                     "(ga-gpu-map-parallel-loops fuse-loops), and adjacent "
+                     "single-thread kernels into one (ga-gpu-device-code "
+                     "fuse-single-threads)"),
+      llvm::cl::init(true)};
+  Option<bool> gpuRowFusion{
+      *this, "gpu-row-fusion",
+      llvm::cl::desc("target=cuda, with gpu-fusion: runs of loop nests over "
+                     "the same rows (a row's statistics and the "
+                     "elementwise operations that read them) as one "
+                     "kernel, a row per group of threads, barriers between "
+                     "the nests (ga-gpu-map-parallel-loops fuse-rows)"),
       llvm::cl::init(true)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",

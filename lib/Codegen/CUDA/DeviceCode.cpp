@@ -122,6 +122,10 @@ struct GaGpuDeviceCodePass
     for (memref::LoadOp load : loads)
       if (failed(stageLoad(load)))
         return signalPassFailure();
+    // Adjacent single-thread kernels run as one.
+    if (fuseSingleThreads)
+      for (auto func : module.getOps<func::FuncOp>())
+        fuseSingleThreadLaunches(func.getBody());
     // Constants read by kernels are referenced inside them.
     module.walk([&](gpu::LaunchOp launch) { sinkGlobals(launch); });
   }

@@ -19,6 +19,7 @@
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
 #include "mlir/IR/IRMapping.h"
 #include "mlir/IR/SymbolTable.h"
+#include "mlir/Interfaces/SideEffectInterfaces.h"
 #include "train/TrainRuntime.h"
 
 namespace ga {
@@ -31,9 +32,11 @@ using namespace mlir;
 namespace {
 
 /// Each gpu.launch becomes the loop nest its grid and blocks run: blocks z,
-/// y, x, then threads z, y, x, one after the other. The kernels that
+/// y, x, then threads z, y, x, one after the other, the threads once per
+/// phase of a kernel with barriers. The kernels that
 /// ga-gpu-map-parallel-loops and ga-gpu-device-code make use no shared
-/// memory and no barrier, so this order computes what the device computes.
+/// memory and barriers only between phases, so this order computes what the
+/// device computes.
 struct GaGpuEmulateOnHostPass
     : ga::impl::GaGpuEmulateOnHostPassBase<GaGpuEmulateOnHostPass> {
   using Base::Base;
@@ -52,17 +55,22 @@ struct GaGpuEmulateOnHostPass
                               "and without clusters";
         return signalPassFailure();
       }
-      bool barrier =
-          launch.getBody()
-              .walk([](gpu::BarrierOp) { return WalkResult::interrupt(); })
-              .wasInterrupted();
-      if (barrier) {
-        launch.emitError() << "ga-gpu-emulate-on-host: a kernel with "
-                              "barriers cannot run its threads one after "
-                              "the other";
+      // Barriers in the kernel's body itself split it into phases; one in
+      // a loop or branch has no such order.
+      WalkResult nested = launch.getBody().walk([&](gpu::BarrierOp barrier) {
+        if (barrier->getBlock() != &launch.getBody().front()) {
+          barrier.emitError() << "ga-gpu-emulate-on-host: a barrier inside "
+                                 "a loop or branch of a kernel cannot be "
+                                 "emulated (only barriers in the kernel's "
+                                 "body itself split it into phases)";
+          return WalkResult::interrupt();
+        }
+        return WalkResult::advance();
+      });
+      if (nested.wasInterrupted())
         return signalPassFailure();
-      }
-      emulate(launch);
+      if (failed(emulate(launch)))
+        return signalPassFailure();
     }
     // The vector accesses' alignments hold for the device allocator's
     // buffers, not necessarily for the host's.
@@ -82,41 +90,97 @@ struct GaGpuEmulateOnHostPass
       }
   }
 
-  void emulate(gpu::LaunchOp launch) {
+  /// The launch as loops: blocks z, y, x, and inside them, for each phase
+  /// of the body (the operations between two barriers), threads z, y, x
+  /// running that phase.
+  LogicalResult emulate(gpu::LaunchOp launch) {
     OpBuilder b(launch);
     Location loc = launch.getLoc();
     Value zero = arith::ConstantIndexOp::create(b, loc, 0);
     Value one = arith::ConstantIndexOp::create(b, loc, 1);
     gpu::KernelDim3 grid = launch.getGridSizeOperandValues();
     gpu::KernelDim3 block = launch.getBlockSizeOperandValues();
-    Value bounds[] = {grid.z, grid.y, grid.x, block.z, block.y, block.x};
-    SmallVector<Value> ivs;
-    for (Value bound : bounds) {
-      auto loop = scf::ForOp::create(b, loc, zero, bound, one);
-      ivs.push_back(loop.getInductionVar());
-      b.setInsertionPoint(loop.getBody()->getTerminator());
-    }
+    auto loopNest = [&](ArrayRef<Value> bounds) {
+      SmallVector<Value> ivs;
+      for (Value bound : bounds) {
+        auto loop = scf::ForOp::create(b, loc, zero, bound, one);
+        ivs.push_back(loop.getInductionVar());
+        b.setInsertionPoint(loop.getBody()->getTerminator());
+      }
+      return ivs;
+    };
+    SmallVector<Value> blockIvs = loopNest({grid.z, grid.y, grid.x});
     Block &body = launch.getBody().front();
     gpu::KernelDim3 blockIds = launch.getBlockIds();
     gpu::KernelDim3 threadIds = launch.getThreadIds();
     gpu::KernelDim3 gridSize = launch.getGridSize();
     gpu::KernelDim3 blockSize = launch.getBlockSize();
-    IRMapping map;
-    map.map(blockIds.z, ivs[0]);
-    map.map(blockIds.y, ivs[1]);
-    map.map(blockIds.x, ivs[2]);
-    map.map(threadIds.z, ivs[3]);
-    map.map(threadIds.y, ivs[4]);
-    map.map(threadIds.x, ivs[5]);
-    map.map(gridSize.x, grid.x);
-    map.map(gridSize.y, grid.y);
-    map.map(gridSize.z, grid.z);
-    map.map(blockSize.x, block.x);
-    map.map(blockSize.y, block.y);
-    map.map(blockSize.z, block.z);
-    for (Operation &op : body.without_terminator())
-      b.clone(op, map);
+    IRMapping blockMap;
+    blockMap.map(blockIds.z, blockIvs[0]);
+    blockMap.map(blockIds.y, blockIvs[1]);
+    blockMap.map(blockIds.x, blockIvs[2]);
+    blockMap.map(gridSize.x, grid.x);
+    blockMap.map(gridSize.y, grid.y);
+    blockMap.map(gridSize.z, grid.z);
+    blockMap.map(blockSize.x, block.x);
+    blockMap.map(blockSize.y, block.y);
+    blockMap.map(blockSize.z, block.z);
+    // The operations of each phase.
+    SmallVector<SmallVector<Operation *>> phases(1);
+    for (Operation &op : body.without_terminator()) {
+      if (isa<gpu::BarrierOp>(op))
+        phases.emplace_back();
+      else
+        phases.back().push_back(&op);
+    }
+    OpBuilder::InsertionGuard guard(b);
+    Block *blockBody = b.getInsertionBlock();
+    Block::iterator blockPoint = b.getInsertionPoint();
+    for (ArrayRef<Operation *> phase : phases) {
+      b.setInsertionPoint(blockBody, blockPoint);
+      SmallVector<Value> threadIvs = loopNest({block.z, block.y, block.x});
+      IRMapping map = blockMap;
+      map.map(threadIds.z, threadIvs[0]);
+      map.map(threadIds.y, threadIvs[1]);
+      map.map(threadIds.x, threadIvs[2]);
+      for (Operation *op : phase) {
+        if (failed(recomputeUsedValues(b, op, body, map)))
+          return failure();
+        b.clone(*op, map);
+      }
+    }
     launch.erase();
+    return success();
+  }
+
+  /// Clones into the phase being built, before `op`, what `op` (and the
+  /// operations nested in it) uses from earlier phases of `body`: values
+  /// of operations without memory effects and regions, themselves after
+  /// what they use.
+  LogicalResult recomputeUsedValues(OpBuilder &b, Operation *op, Block &body,
+                                    IRMapping &map) {
+    SmallVector<Value> used;
+    op->walk([&](Operation *nested) {
+      for (Value operand : nested->getOperands())
+        if (!map.contains(operand) && operand.getParentBlock() == &body)
+          used.push_back(operand);
+    });
+    for (Value value : used) {
+      if (map.contains(value))
+        continue;
+      Operation *def = value.getDefiningOp();
+      if (!def || def->getNumRegions() != 0 || !isMemoryEffectFree(def)) {
+        op->emitError() << "ga-gpu-emulate-on-host: uses a value from before "
+                           "a barrier that an operation with memory effects "
+                           "or regions computes (only pure values are "
+                           "computed again after a barrier)";
+        return failure();
+      }
+      if (failed(recomputeUsedValues(b, def, body, map)))
+        return failure();
+      b.clone(*def, map);
+    }
+    return success();
   }
 };
 

@@ -294,6 +294,9 @@ struct GaGpuMapParallelLoopsPass
     if (fuseLoops)
       for (Region &region : root->getRegions())
         ga::cuda::fuseParallelLoops(region);
+    if (fuseRows)
+      for (Region &region : root->getRegions())
+        ga::cuda::fuseRowGroups(region, blockSize);
 
     // Tile and map the outermost parallel loops that are not mapped yet.
     SmallVector<scf::ParallelOp> loops;

@@ -42,6 +42,19 @@ mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
 /// own element).
 void fuseParallelLoops(mlir::Region &region);
 
+/// Makes each run of parallel loop nests of the host code in `region` over
+/// the same rows one gpu.launch where ga-gpu-fuse-parallel-loops'
+/// row-groups conditions hold: a row per group of threads, at most
+/// `blockSize` threads per block, barriers between the nests.
+void fuseRowGroups(mlir::Region &region, int64_t blockSize);
+
+/// Makes each run of adjacent single-thread gpu.launch operations of the
+/// host code in `region` (one block of one thread, a body of one block;
+/// only allocations, deallocations that may move after the run's last
+/// launch with the device's peak the same, and operations without memory
+/// effects between them) one launch running the bodies in order.
+void fuseSingleThreadLaunches(mlir::Region &region);
+
 } // namespace ga::cuda
 
 #endif // GA_LIB_CODEGEN_CUDA_UTILS_H

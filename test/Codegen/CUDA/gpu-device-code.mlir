@@ -1,4 +1,5 @@
 // RUN: ga-opt %s --split-input-file --ga-gpu-device-code --verify-diagnostics | FileCheck %s
+// RUN: ga-opt %s --split-input-file --ga-gpu-device-code="fuse-single-threads=false" --verify-diagnostics | FileCheck %s --check-prefix=APART
 
 // Host code left after convert-parallel-loops-to-gpu: a sequential reduction
 // loop goes into a kernel of one thread; a scalar the host branches on is
@@ -159,4 +160,78 @@ func.func @clash(%first: memref<i64>) -> i64 {
   // expected-error @+1 {{the runtime function @ga_cuda_read_i64 : '(index, index) -> i64' clashes with a symbol of that name in the module}}
   %v = memref.load %first[] : memref<i64>
   return %v : i64
+}
+
+// -----
+
+// Host code left after the mapping (a loss's sum, a token count, a scalar
+// store), each in its own single-thread kernel, runs as one kernel, in the
+// same order; the buffer freed between them (1,024 bytes, where the
+// allocation between is 4 bytes: another block size of the caching
+// allocator) is freed after it. With fuse-single-threads=false, three
+// kernels.
+// CHECK-LABEL: func.func @scalars
+// CHECK:       memref.alloc() : memref<f32>
+// CHECK:       gpu.launch
+// CHECK-NEXT:    scf.for
+// CHECK:           memref.store %{{.*}}, %[[LOSS:.*]][] : memref<f32>
+// CHECK:         scf.for
+// CHECK:           memref.store %{{.*}}, %{{.*}}[] : memref<i64>
+// CHECK:         memref.store %{{.*}}, %[[LOSS]][] : memref<f32>
+// CHECK-NEXT:    gpu.terminator
+// CHECK-NEXT:  }
+// CHECK-NEXT:  memref.dealloc %{{.*}} : memref<256xf32>
+// CHECK-NOT:   gpu.launch
+// APART-LABEL: func.func @scalars
+// APART-COUNT-3: gpu.launch
+func.func @scalars(%x: memref<256xf32>, %loss: memref<f32>, %count: memref<i64>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %one = arith.constant 1 : i64
+  %scale = arith.constant 0.5 : f32
+  %copy = memref.alloc() : memref<256xf32>
+  memref.copy %x, %copy : memref<256xf32> to memref<256xf32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %a = memref.load %loss[] : memref<f32>
+    %v = memref.load %copy[%i] : memref<256xf32>
+    %s = arith.addf %a, %v : f32
+    memref.store %s, %loss[] : memref<f32>
+  }
+  memref.dealloc %copy : memref<256xf32>
+  %unused = memref.alloc() : memref<f32>
+  scf.for %i = %c0 to %c256 step %c1 {
+    %n = memref.load %count[] : memref<i64>
+    %m = arith.addi %n, %one : i64
+    memref.store %m, %count[] : memref<i64>
+  }
+  memref.store %scale, %loss[] : memref<f32>
+  return
+}
+
+// -----
+
+// An allocation between two single-thread kernels that could take the block
+// freed between them (both 512 bytes in the caching allocator): two
+// kernels.
+// CHECK-LABEL: func.func @same_block
+// CHECK-COUNT-2: gpu.launch
+// CHECK-NOT:   gpu.launch
+func.func @same_block(%x: memref<16xf32>, %loss: memref<f32>) {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c16 = arith.constant 16 : index
+  %scale = arith.constant 0.5 : f32
+  %copy = memref.alloc() : memref<16xf32>
+  memref.copy %x, %copy : memref<16xf32> to memref<16xf32>
+  scf.for %i = %c0 to %c16 step %c1 {
+    %a = memref.load %loss[] : memref<f32>
+    %v = memref.load %copy[%i] : memref<16xf32>
+    %s = arith.addf %a, %v : f32
+    memref.store %s, %loss[] : memref<f32>
+  }
+  memref.dealloc %copy : memref<16xf32>
+  %unused = memref.alloc() : memref<f32>
+  memref.store %scale, %loss[] : memref<f32>
+  return
 }

@@ -202,7 +202,9 @@ def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
     With `fuse-loops` (the default), adjacent loop nests over the same
     iteration space are fused before they are mapped, as
     `ga-gpu-fuse-parallel-loops` fuses them: one kernel where the conditions
-    of that pass hold.
+    of that pass hold. With `fuse-rows` (the default) too, runs of loop
+    nests over the same rows then become one kernel each, as that pass's
+    `row-groups` makes them.
 
     Example: a `linalg.generic` over `memref<128x64xf32>` becomes a launch of
     32 blocks of 64 x 4 threads.
@@ -217,6 +219,11 @@ def GaGpuMapParallelLoopsPass : Pass<"ga-gpu-map-parallel-loops"> {
            "Fuse adjacent loop nests of the same iteration space whose "
            "shared buffers each iteration touches only at its own element "
            "(ga-gpu-fuse-parallel-loops) before mapping them">,
+    Option<"fuseRows", "fuse-rows", "bool", /*default=*/"true",
+           "Then make each run of adjacent loop nests over the same rows "
+           "whose shared buffers each row touches only in its own row one "
+           "kernel, a row per group of threads, barriers between the loops "
+           "(ga-gpu-fuse-parallel-loops row-groups)">,
   ];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::gpu::GPUDialect",
@@ -282,8 +289,57 @@ def GaGpuFuseParallelLoopsPass : Pass<"ga-gpu-fuse-parallel-loops"> {
     ```
 
     becomes one loop that stores zero and then sums, one kernel.
+
+    With `row-groups`, a second step follows: each run of such loop nests
+    (between them, allocations, deallocations and operations without
+    memory effects) is partitioned into the fewest consecutive groups
+    (of up to 16 nests) that run as one `gpu.launch` each. A group's rows
+    are the extents of its nest of least rank (or those but the
+    innermost); each nest runs over the rows alone or over the rows and
+    one more dimension, its columns (the innermost dimension that leaves
+    the rows' extents in order). A group is one launch when
+
+    - every extent is a constant, every lower bound 0 and every step 1,
+      and some nest has columns;
+    - every buffer that two nests touch and one of them writes is touched
+      in both only in the iteration's own row: each row dimension's
+      induction variable is an index, unscaled, at the same position of
+      the same buffer in both, through subviews that keep that position
+      whole (offset 0, stride 1, the source's size), in layouts whose
+      elements do not overlap, a vector access along another position;
+    - the deallocations between its nests may move after it (only
+      allocations of other block sizes between them and its last nest);
+    - its rows keep a GPU busy: at least 65,536 threads, or at most 4
+      columns per thread.
+
+    Each block runs up to `block-size` / lanes rows (a power of two that
+    divides the rows), each row on `lanes` threads (the widest nest's
+    columns rounded up to a power of two, at most 32): the nests in turn,
+    a nest's columns strided over the row's threads, a nest without
+    columns in the row's first thread, `gpu.barrier` between two nests.
+    Lanes run on `threadIdx.x` and rows on `threadIdx.y`, or the rows on
+    `x` where every nest's columns are an outer dimension (neighbouring
+    threads then touch neighbouring elements). So a row statistic (a
+    softmax's maximum and sum, a layer norm's mean and variance, the
+    loss's log-sum-exp, or their lane-parallel partials and the sum of
+    the partials) and the elementwise operations over the row that read
+    it run as one kernel instead of one per iteration space, as do a
+    stacked gradient's zero fill and the copy of a layer's gradient into
+    its row. Every iteration of every nest runs once, with its own
+    indices and body, and no two rows share an element that one writes:
+    the results are bitwise the same.
   }];
-  let dependentDialects = ["::mlir::scf::SCFDialect"];
+  let options = [
+    Option<"rowGroups", "row-groups", "bool", /*default=*/"false",
+           "Then make runs of loop nests over the same rows one kernel "
+           "each (a row per group of threads, barriers between the "
+           "nests)">,
+    Option<"blockSize", "block-size", "int64_t", /*default=*/"256",
+           "row-groups: threads per block">,
+  ];
+  let dependentDialects = ["::mlir::scf::SCFDialect",
+                           "::mlir::gpu::GPUDialect",
+                           "::mlir::arith::ArithDialect"];
 }
 
 def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
@@ -313,7 +369,19 @@ def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
     CUDA runtime's `ga_cuda_all_reduce_*`, which stage the device buffer
     through host memory for MPI. Any other call that passes a memref to a
     host function is refused with an error at the call.
+
+    With `fuse-single-threads` (the default), adjacent single-thread
+    launches (the loss's sum, the token count, the optimizer's scalars)
+    with only allocations, deallocations and operations without memory
+    effects between them become one launch running their bodies in order;
+    the deallocations move after it where only allocations of other block
+    sizes lie between (the device's peak stays the same).
   }];
+  let options = [
+    Option<"fuseSingleThreads", "fuse-single-threads", "bool",
+           /*default=*/"true",
+           "Run adjacent single-thread launches as one">,
+  ];
   let dependentDialects = ["::mlir::gpu::GPUDialect",
                            "::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
@@ -329,12 +397,18 @@ def GaGpuEmulateOnHostPass
     (blocks z, y, x, then threads z, y, x, with the block and thread ids
     the loops' induction variables), and the runtime's reads of device
     memory (`ga_cuda_read_*`) become the host runtime's (`ga_host_read_*`).
-    The kernels of the CUDA pipeline use no shared memory and no barrier,
-    so the emulated step computes what the device computes, element by
-    element in the same order; `--ga-pipeline="target=cuda
+    The kernels of the CUDA pipeline use no shared memory; a kernel's
+    `gpu.barrier` operations (the row groups of
+    `ga-gpu-fuse-parallel-loops`) must lie in its body itself, not in a
+    loop or branch, and split it into phases: each block runs each phase in
+    all its threads before the next phase, as the barrier orders them on
+    the device (values that a phase uses from an earlier one are computed
+    again, which operations without memory effects and regions allow;
+    others are refused). So the emulated step computes what the device
+    computes, element by element in the same order; `--ga-pipeline="target=cuda
     gpu-emulate=true"` lowers the result for the CPU, ready for `ga-run`.
-    Launches with barriers, shared or private memory, clusters or async
-    tokens are refused.
+    Launches with shared or private memory, clusters or async tokens are
+    refused.
   }];
   let dependentDialects = ["::mlir::scf::SCFDialect",
                            "::mlir::arith::ArithDialect"];
