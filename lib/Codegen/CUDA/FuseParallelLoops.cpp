@@ -598,9 +598,9 @@ struct RowGroupShape {
 /// time in each group of threads, with a barrier between two loops: static
 /// extents; rows whose extents are those of a loop of the least rank
 /// (or those but the innermost), each loop over the rows alone or over the
-/// rows and one more dimension; every buffer two loops touch and one of
-/// them writes touched in both only at the iteration's row, at the same
-/// positions of the same buffer (rowPlace).
+/// rows and one more dimension, some loop over one more; every buffer two
+/// loops touch and one of them writes touched in both only at the
+/// iteration's row, at the same positions of the same buffer (rowPlace).
 std::optional<RowGroupShape> rowGroupShape(ArrayRef<scf::ParallelOp> group) {
   SmallVector<SmallVector<int64_t>> extents;
   for (scf::ParallelOp loop : group) {
@@ -635,7 +635,9 @@ std::optional<RowGroupShape> rowGroupShape(ArrayRef<scf::ParallelOp> group) {
                                   : std::nullopt);
       shape.roles.push_back(std::move(*roles));
     }
-    if (shape.roles.size() != group.size())
+    // Without columns, the rows are single elements: the first step's.
+    if (shape.roles.size() != group.size() ||
+        llvm::none_of(shape.columns, [](auto c) { return c.has_value(); }))
       continue;
     auto ownRows = [&]() {
       for (size_t i = 0; i < group.size(); ++i)

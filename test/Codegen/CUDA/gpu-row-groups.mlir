@@ -87,6 +87,46 @@ func.func @softmax(%x: memref<64x32xf32>) -> memref<64x32xf32> {
 
 // -----
 
+// Two loops over one iteration space that the first step keeps apart (the
+// second reads its row backwards, elements another iteration wrote) run
+// as one kernel over their rows, a barrier between them. (The results are
+// a new buffer: an argument could be the argument %x.)
+// CHECK-LABEL: func.func @reversed_rows
+// CHECK:       gpu.launch
+// CHECK:         scf.for
+// CHECK:         gpu.barrier
+// CHECK-NEXT:    scf.for
+// CHECK:           arith.subi
+// CHECK:         gpu.terminator
+// CHECK-NOT:   scf.parallel
+// OFF-LABEL:   func.func @reversed_rows
+// OFF-COUNT-2: scf.parallel
+func.func @reversed_rows(%x: memref<64x32xf32>) -> memref<64x32xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c31 = arith.constant 31 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %y = memref.alloc() : memref<64x32xf32>
+  %out = memref.alloc() : memref<64x32xf32>
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<64x32xf32>
+    %w = arith.addf %v, %v : f32
+    memref.store %w, %y[%i, %j] : memref<64x32xf32>
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+    %r = arith.subi %c31, %j : index
+    %v = memref.load %y[%i, %r] : memref<64x32xf32>
+    memref.store %v, %out[%i, %j] : memref<64x32xf32>
+    scf.reduce
+  }
+  memref.dealloc %y : memref<64x32xf32>
+  return %out : memref<64x32xf32>
+}
+
+// -----
+
 // The second loop reads the next row's maximum, which another block
 // computes: the loops stay apart.
 // CHECK-LABEL: func.func @next_row
