@@ -594,6 +594,36 @@ struct RowGroupShape {
   SmallVector<std::optional<int64_t>> columns;
 };
 
+/// The most iterations a row's first thread runs one after the other for a
+/// loop without columns: the product of the constant trip counts of the
+/// sequential loops around its deepest operation (nothing for a trip count
+/// that is not constant).
+std::optional<int64_t> sequentialIterations(scf::ParallelOp loop) {
+  int64_t most = 1;
+  WalkResult result = loop.getBody()->walk([&](scf::ForOp inner) {
+    int64_t iterations = 1;
+    for (Operation *op = inner; op != loop; op = op->getParentOp()) {
+      auto enclosing = dyn_cast<scf::ForOp>(op);
+      if (!enclosing)
+        continue;
+      std::optional<APInt> count = enclosing.getStaticTripCount();
+      if (!count)
+        return WalkResult::interrupt();
+      iterations *= count->getSExtValue();
+    }
+    most = std::max(most, iterations);
+    return WalkResult::advance();
+  });
+  if (result.wasInterrupted())
+    return std::nullopt;
+  return most;
+}
+
+/// The most iterations of a loop without columns in a row's first thread
+/// where the lanes run on threadIdx.x (RowGroupJoiner::layout): a warp's
+/// partial sums (32), a short row (64).
+constexpr int64_t kMaxFirstThreadIterations = 64;
+
 /// The shape of `group` when its loops may run as one kernel, one row at a
 /// time in each group of threads, with a barrier between two loops: static
 /// extents; rows whose extents are those of a loop of the least rank
@@ -690,9 +720,10 @@ struct RowGroupJoiner : RunJoiner {
     bool rowsOnX;
   };
 
-  /// How `shape` runs, or nothing when no loop has columns or the rows
-  /// would leave a GPU idle.
-  std::optional<Layout> layout(const RowGroupShape &shape) const {
+  /// How `shape` runs `group`, or nothing when no loop has columns or the
+  /// rows would leave a GPU idle.
+  std::optional<Layout> layout(ArrayRef<scf::ParallelOp> group,
+                               const RowGroupShape &shape) const {
     int64_t maxColumns = 0;
     for (std::optional<int64_t> columns : shape.columns)
       maxColumns = std::max<int64_t>(maxColumns, columns.value_or(0));
@@ -720,6 +751,19 @@ struct RowGroupJoiner : RunJoiner {
     for (auto [roles, columns] : llvm::zip(shape.roles, shape.columns))
       if (columns && *roles.columnDim > roles.rowDims.back())
         rowsOnX = false;
+    // With lanes on x, a loop without columns runs in one thread of each
+    // row's lanes (of each warp, at 32 lanes), where its own kernel runs a
+    // row in every thread of a warp: only short ones (a row's partial sums
+    // from lanes) join. With rows on x, the rows' first threads are
+    // neighbours.
+    if (!rowsOnX)
+      for (auto [loop, columns] : llvm::zip(group, shape.columns)) {
+        if (columns)
+          continue;
+        std::optional<int64_t> iterations = sequentialIterations(loop);
+        if (!iterations || *iterations > kMaxFirstThreadIterations)
+          return std::nullopt;
+      }
     return Layout{rows, lanes, rowsPer, rowsOnX};
   }
 
@@ -747,7 +791,7 @@ struct RowGroupJoiner : RunJoiner {
         if (!freesMayMoveAfter(group.front(), group.back()))
           continue;
         std::optional<RowGroupShape> shape = rowGroupShape(group);
-        std::optional<Layout> l = shape ? layout(*shape) : std::nullopt;
+        std::optional<Layout> l = shape ? layout(group, *shape) : std::nullopt;
         if (!l)
           continue;
         fewest[i] = fewest[j] + 1;

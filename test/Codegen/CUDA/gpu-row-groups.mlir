@@ -303,6 +303,43 @@ func.func @few_rows(%x: memref<8x256xf32>, %out: memref<8x256xf32>) {
 
 // -----
 
+// Rows of 256 summed by one thread each (not split into lanes): in a group
+// the sum would run in one thread of each row's 32, where its own kernel
+// runs a row in every thread of a warp. The loops stay apart.
+// CHECK-LABEL: func.func @long_rows
+// CHECK-NOT:   gpu.launch
+// CHECK-COUNT-2: scf.parallel
+func.func @long_rows(%x: memref<4096x256xf32>) -> memref<4096x256xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c256 = arith.constant 256 : index
+  %c4096 = arith.constant 4096 : index
+  %zero = arith.constant 0.0 : f32
+  %sum = memref.alloc() : memref<4096xf32>
+  %out = memref.alloc() : memref<4096x256xf32>
+  scf.parallel (%i) = (%c0) to (%c4096) step (%c1) {
+    memref.store %zero, %sum[%i] : memref<4096xf32>
+    scf.for %k = %c0 to %c256 step %c1 {
+      %v = memref.load %x[%i, %k] : memref<4096x256xf32>
+      %s = memref.load %sum[%i] : memref<4096xf32>
+      %t = arith.addf %s, %v : f32
+      memref.store %t, %sum[%i] : memref<4096xf32>
+    }
+    scf.reduce
+  }
+  scf.parallel (%i, %j) = (%c0, %c0) to (%c4096, %c256) step (%c1, %c1) {
+    %v = memref.load %x[%i, %j] : memref<4096x256xf32>
+    %s = memref.load %sum[%i] : memref<4096xf32>
+    %q = arith.divf %v, %s : f32
+    memref.store %q, %out[%i, %j] : memref<4096x256xf32>
+    scf.reduce
+  }
+  memref.dealloc %sum : memref<4096xf32>
+  return %out : memref<4096x256xf32>
+}
+
+// -----
+
 // A buffer freed between the loops whose block an allocation between them
 // could take (the same size) cannot move after the launch: the loops stay
 // apart.

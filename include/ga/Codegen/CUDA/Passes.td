@@ -310,7 +310,10 @@ def GaGpuFuseParallelLoopsPass : Pass<"ga-gpu-fuse-parallel-loops"> {
     - the deallocations between its nests may move after it (only
       allocations of other block sizes between them and its last nest);
     - its rows keep a GPU busy: at least 65,536 threads, or at most 4
-      columns per thread.
+      columns per thread; and with the lanes on `threadIdx.x` (below), a
+      nest without columns runs at most 64 sequential iterations (the sum
+      of a row's 32 partial sums, a short row), as it runs in one thread
+      of each row's lanes.
 
     Each block runs up to `block-size` / lanes rows (a power of two that
     divides the rows), each row on `lanes` threads (the widest nest's
