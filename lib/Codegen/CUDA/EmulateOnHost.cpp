@@ -10,6 +10,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils.h"
 #include "ga/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -46,10 +47,7 @@ struct GaGpuEmulateOnHostPass
     SmallVector<gpu::LaunchOp> launches;
     module.walk([&](gpu::LaunchOp launch) { launches.push_back(launch); });
     for (gpu::LaunchOp launch : launches) {
-      if (launch.getAsyncToken() || !launch.getAsyncDependencies().empty() ||
-          launch.getDynamicSharedMemorySize() ||
-          !launch.getWorkgroupAttributions().empty() ||
-          !launch.getPrivateAttributions().empty() || launch.hasClusterSize()) {
+      if (!ga::cuda::isPlainLaunch(launch)) {
         launch.emitError() << "ga-gpu-emulate-on-host: expects a synchronous "
                               "launch without shared or private memory "
                               "and without clusters";

@@ -898,11 +898,7 @@ namespace {
 /// block, synchronous, without attributions or clusters.
 bool isSingleThreadLaunch(Operation *op) {
   auto launch = dyn_cast<gpu::LaunchOp>(op);
-  if (!launch || launch.getAsyncToken() ||
-      !launch.getAsyncDependencies().empty() ||
-      launch.getDynamicSharedMemorySize() ||
-      !launch.getWorkgroupAttributions().empty() ||
-      !launch.getPrivateAttributions().empty() || launch.hasClusterSize() ||
+  if (!launch || !ga::cuda::isPlainLaunch(launch) ||
       !launch.getBody().hasOneBlock())
     return false;
   gpu::KernelDim3 grid = launch.getGridSizeOperandValues();

@@ -291,12 +291,12 @@ struct GaGpuMapParallelLoopsPass
       rewriter.eraseOp(op);
     }
 
-    if (fuseLoops)
-      for (Region &region : root->getRegions())
+    for (Region &region : root->getRegions()) {
+      if (fuseLoops)
         ga::cuda::fuseParallelLoops(region);
-    if (fuseRows)
-      for (Region &region : root->getRegions())
+      if (fuseRows)
         ga::cuda::fuseRowGroups(region, blockSize);
+    }
 
     // Tile and map the outermost parallel loops that are not mapped yet.
     SmallVector<scf::ParallelOp> loops;

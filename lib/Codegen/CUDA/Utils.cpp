@@ -37,6 +37,13 @@ func::FuncOp ga::cuda::declareRuntimeFunction(ModuleOp module, StringRef name,
   return callee;
 }
 
+bool ga::cuda::isPlainLaunch(gpu::LaunchOp launch) {
+  return !launch.getAsyncToken() && launch.getAsyncDependencies().empty() &&
+         !launch.getDynamicSharedMemorySize() &&
+         launch.getWorkgroupAttributions().empty() &&
+         launch.getPrivateAttributions().empty() && !launch.hasClusterSize();
+}
+
 Operation *ga::cuda::createSingleThreadLaunch(OpBuilder &b, Operation *op) {
   OpBuilder::InsertionGuard guard(b);
   b.setInsertionPoint(op);

@@ -9,6 +9,7 @@
 #define GA_LIB_CODEGEN_CUDA_UTILS_H
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
+#include "mlir/Dialect/GPU/IR/GPUDialect.h"
 #include "mlir/IR/Builders.h"
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/IR/Operation.h"
@@ -29,6 +30,11 @@ mlir::func::FuncOp declareRuntimeFunction(mlir::ModuleOp module,
                                           llvm::StringRef name,
                                           mlir::FunctionType type,
                                           mlir::Location loc);
+
+/// Whether `launch` is synchronous, without shared or private memory and
+/// without clusters: the launches the CUDA passes make, which the
+/// emulation runs and adjacent single-thread ones merge.
+bool isPlainLaunch(mlir::gpu::LaunchOp launch);
 
 /// A gpu.launch of one thread before `op`; returns its terminator.
 mlir::Operation *createSingleThreadLaunch(mlir::OpBuilder &b,
