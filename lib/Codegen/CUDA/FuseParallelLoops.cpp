@@ -345,16 +345,12 @@ struct RunJoiner {
   virtual void start(scf::ParallelOp loop) = 0;
   virtual bool extend(scf::ParallelOp loop) = 0;
   virtual void finish() {}
-  /// Whether the walk moves the deallocations between the loops of a run
-  /// after its last loop (and ends a run where that would not keep the
-  /// device's peak); otherwise the joiner moves them.
-  virtual bool walkMovesFrees() const { return true; }
 };
 
 /// Walks the blocks of host code in `region` and hands `joiner` each run of
 /// candidate loops with only allocations, deallocations and operations
-/// without memory effects between them; the deallocations between the
-/// loops of a run move after its last loop.
+/// without memory effects between them (whether the deallocations may
+/// move past the allocations is the joiner's to ask: freesMayMoveAfter).
 void joinAdjacentLoops(Region &region, RunJoiner &joiner) {
   // The blocks of host code outside parallel loops (collected first: a
   // fusion erases a loop and the blocks inside it).
@@ -372,58 +368,23 @@ void joinAdjacentLoops(Region &region, RunJoiner &joiner) {
         joiner.finish();
       inRun = false;
     };
-    // The deallocations since the run's last loop: they move after the
-    // loop that extends the run.
-    SmallVector<memref::DeallocOp> frees;
     for (Operation &op : llvm::make_early_inc_range(*block)) {
       if (auto loop = dyn_cast<scf::ParallelOp>(op)) {
         if (!isCandidate(loop)) {
           finish();
-          frees.clear();
           continue;
         }
-        if (inRun && joiner.extend(loop)) {
-          // Freed after the joined loop instead of before it: only
-          // allocations of other block sizes lie between their old and new
-          // places (below), so the device's peak is the same.
-          for (memref::DeallocOp free : llvm::reverse(frees))
-            free->moveAfter(loop);
-        } else {
+        if (!inRun || !joiner.extend(loop)) {
           finish();
-          frees.clear();
           joiner.start(loop);
           inRun = true;
         }
         continue;
       }
-      if (!joiner.walkMovesFrees() &&
-          isa<memref::AllocOp, memref::DeallocOp>(op))
-        continue;
-      if (auto free = dyn_cast<memref::DeallocOp>(op)) {
-        frees.push_back(free);
-        continue;
-      }
-      // A new buffer, or an operation without memory effects, may stay
-      // before the joined loop; a buffer allocated after a deallocation
-      // that moves past it only when the two are blocks of different sizes
-      // in the CUDA runtime's caching allocator, which gives a freed block
-      // only to an allocation of its size: then every size's most blocks
-      // at once, and so the device's peak, stay the same.
-      if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-        std::optional<int64_t> block = deviceBlock(alloc);
-        if (block && llvm::all_of(frees, [&](memref::DeallocOp free) {
-              auto freedAlloc =
-                  free.getMemref().getDefiningOp<memref::AllocOp>();
-              std::optional<int64_t> freed =
-                  freedAlloc ? deviceBlock(freedAlloc) : std::nullopt;
-              return freed && *freed != *block;
-            }))
-          continue;
-      }
-      if (op.getNumRegions() == 0 && isMemoryEffectFree(&op))
+      if (isa<memref::AllocOp, memref::DeallocOp>(op) ||
+          (op.getNumRegions() == 0 && isMemoryEffectFree(&op)))
         continue;
       finish();
-      frees.clear();
     }
     finish();
   }
@@ -437,9 +398,10 @@ std::optional<int64_t> freedBlock(memref::DeallocOp free) {
 
 /// Whether the deallocations between `first` and `last`, operations of one
 /// block, may move after `last` with the device's peak the same: every
-/// allocation between one of them and `last` is a block of a size none of
-/// them frees (the caching allocator gives a freed block to an allocation
-/// of its size alone).
+/// allocation between them is a block of a known size, and of a size none
+/// of the deallocations before it frees (the CUDA runtime's caching
+/// allocator gives a freed block to an allocation of its size alone, so
+/// every size's most blocks at once stay the same).
 bool freesMayMoveAfter(Operation *first, Operation *last) {
   SmallVector<std::optional<int64_t>> freed;
   for (Operation *op = first->getNextNode(); op != last;
@@ -449,7 +411,7 @@ bool freesMayMoveAfter(Operation *first, Operation *last) {
       continue;
     }
     auto alloc = dyn_cast<memref::AllocOp>(op);
-    if (!alloc || freed.empty())
+    if (!alloc)
       continue;
     std::optional<int64_t> block = deviceBlock(alloc);
     if (!block || llvm::any_of(freed, [&](std::optional<int64_t> size) {
@@ -460,13 +422,25 @@ bool freesMayMoveAfter(Operation *first, Operation *last) {
   return true;
 }
 
+/// Moves the deallocations between `first` and `last` (freesMayMoveAfter)
+/// right after `after`, in their order.
+void moveFreesAfter(Operation *first, Operation *last, Operation *after) {
+  SmallVector<Operation *> frees;
+  for (Operation *op = first->getNextNode(); op != last; op = op->getNextNode())
+    if (isa<memref::DeallocOp>(op))
+      frees.push_back(op);
+  for (Operation *free : llvm::reverse(frees))
+    free->moveAfter(after);
+}
+
 /// ga-gpu-fuse-parallel-loops' runs: each loop fused into the next.
 struct SameSpaceJoiner : RunJoiner {
   scf::ParallelOp previous;
   void start(scf::ParallelOp loop) override { previous = loop; }
   bool extend(scf::ParallelOp loop) override {
-    if (!canFuse(previous, loop))
+    if (!freesMayMoveAfter(previous, loop) || !canFuse(previous, loop))
       return false;
+    moveFreesAfter(previous, loop, loop);
     fuseInto(previous, loop);
     previous = loop;
     return true;
@@ -767,7 +741,6 @@ struct RowGroupJoiner : RunJoiner {
     return Layout{rows, lanes, rowsPer, rowsOnX};
   }
 
-  bool walkMovesFrees() const override { return false; }
   void start(scf::ParallelOp loop) override { run.assign({loop}); }
   bool extend(scf::ParallelOp loop) override {
     run.push_back(loop);
@@ -878,13 +851,7 @@ struct RowGroupJoiner : RunJoiner {
     gpu::TerminatorOp::create(b, loc);
     // Buffers freed between the loops are freed after the launch
     // (freesMayMoveAfter: the device's peak is the same).
-    SmallVector<Operation *> frees;
-    for (Operation *op = group.front()->getNextNode(); op != last;
-         op = op->getNextNode())
-      if (isa<memref::DeallocOp>(op))
-        frees.push_back(op);
-    for (Operation *free : llvm::reverse(frees))
-      free->moveAfter(launch);
+    moveFreesAfter(group.front(), last, launch);
     for (scf::ParallelOp loop : group)
       loop.erase();
   }
@@ -931,13 +898,7 @@ void ga::cuda::fuseSingleThreadLaunches(Region &region) {
           for (Operation &inner :
                previous.getBody().front().without_terminator())
             b.clone(inner, map);
-          SmallVector<Operation *> frees;
-          for (Operation *between = previous->getNextNode(); between != launch;
-               between = between->getNextNode())
-            if (isa<memref::DeallocOp>(between))
-              frees.push_back(between);
-          for (Operation *free : llvm::reverse(frees))
-            free->moveAfter(launch);
+          moveFreesAfter(previous, launch, launch);
           previous.erase();
         }
         previous = launch;
