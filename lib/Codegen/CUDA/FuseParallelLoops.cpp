@@ -598,6 +598,21 @@ std::optional<int64_t> sequentialIterations(scf::ParallelOp loop) {
 /// partial sums (32), a short row (64).
 constexpr int64_t kMaxFirstThreadIterations = 64;
 
+/// What the row groups read of a loop: its extents (staticExtents) and its
+/// accesses (accessesOf), taken once per loop of a run.
+struct LoopFacts {
+  SmallVector<int64_t> extents;
+  SmallVector<Access> accesses;
+};
+
+std::optional<LoopFacts> loopFacts(scf::ParallelOp loop) {
+  std::optional<SmallVector<int64_t>> extents = staticExtents(loop);
+  std::optional<SmallVector<Access>> accesses = accessesOf(loop);
+  if (!extents || !accesses)
+    return std::nullopt;
+  return LoopFacts{std::move(*extents), std::move(*accesses)};
+}
+
 /// The shape of `group` when its loops may run as one kernel, one row at a
 /// time in each group of threads, with a barrier between two loops: static
 /// extents; rows whose extents are those of a loop of the least rank
@@ -605,32 +620,28 @@ constexpr int64_t kMaxFirstThreadIterations = 64;
 /// rows and one more dimension, some loop over one more; every buffer two
 /// loops touch and one of them writes touched in both only at the
 /// iteration's row, at the same positions of the same buffer (rowPlace).
-std::optional<RowGroupShape> rowGroupShape(ArrayRef<scf::ParallelOp> group) {
-  SmallVector<SmallVector<int64_t>> extents;
-  for (scf::ParallelOp loop : group) {
-    std::optional<SmallVector<int64_t>> e = staticExtents(loop);
-    if (!e)
-      return std::nullopt;
-    extents.push_back(*e);
-  }
-  SmallVector<SmallVector<Access>> accesses;
-  for (scf::ParallelOp loop : group) {
-    std::optional<SmallVector<Access>> a = accessesOf(loop);
-    if (!a)
-      return std::nullopt;
-    accesses.push_back(std::move(*a));
-  }
-  const SmallVector<int64_t> &least =
-      *llvm::min_element(extents, [](const auto &a, const auto &b) {
+std::optional<RowGroupShape>
+rowGroupShape(ArrayRef<scf::ParallelOp> group,
+              ArrayRef<std::optional<LoopFacts>> facts) {
+  if (llvm::any_of(facts, [](const auto &f) { return !f; }))
+    return std::nullopt;
+  SmallVector<ArrayRef<int64_t>> extents;
+  for (const std::optional<LoopFacts> &f : facts)
+    extents.push_back(f->extents);
+  auto accesses = [&](size_t i) -> ArrayRef<Access> {
+    return facts[i]->accesses;
+  };
+  ArrayRef<int64_t> least =
+      *llvm::min_element(extents, [](ArrayRef<int64_t> a, ArrayRef<int64_t> b) {
         return a.size() < b.size();
       });
-  SmallVector<SmallVector<int64_t>> candidates = {least};
+  SmallVector<ArrayRef<int64_t>> candidates = {least};
   if (least.size() > 1)
-    candidates.push_back(SmallVector<int64_t>(ArrayRef(least).drop_back()));
-  for (const SmallVector<int64_t> &rows : candidates) {
+    candidates.push_back(least.drop_back());
+  for (ArrayRef<int64_t> rows : candidates) {
     RowGroupShape shape;
-    shape.rows = rows;
-    for (const SmallVector<int64_t> &e : extents) {
+    shape.rows.assign(rows.begin(), rows.end());
+    for (ArrayRef<int64_t> e : extents) {
       std::optional<RowRoles> roles = rolesOver(e, rows);
       if (!roles)
         break;
@@ -646,8 +657,8 @@ std::optional<RowGroupShape> rowGroupShape(ArrayRef<scf::ParallelOp> group) {
     auto ownRows = [&]() {
       for (size_t i = 0; i < group.size(); ++i)
         for (size_t j = i + 1; j < group.size(); ++j)
-          for (const Access &x : accesses[i])
-            for (const Access &y : accesses[j]) {
+          for (const Access &x : accesses(i))
+            for (const Access &y : accesses(j)) {
               if ((!x.write && !y.write) ||
                   !mayAlias(ga::cuda::viewSource(x.memref),
                             ga::cuda::viewSource(y.memref)))
@@ -754,6 +765,9 @@ struct RowGroupJoiner : RunJoiner {
     // group of those starts.
     SmallVector<size_t> fewest(n + 1, 0), from(n + 1, 0);
     SmallVector<std::optional<std::pair<RowGroupShape, Layout>>> plans(n + 1);
+    SmallVector<std::optional<LoopFacts>> facts;
+    for (scf::ParallelOp loop : run)
+      facts.push_back(loopFacts(loop));
     for (size_t i = 1; i <= n; ++i) {
       fewest[i] = fewest[i - 1] + 1;
       from[i] = i - 1;
@@ -763,7 +777,8 @@ struct RowGroupJoiner : RunJoiner {
         ArrayRef<scf::ParallelOp> group(run.begin() + j, run.begin() + i);
         if (!freesMayMoveAfter(group.front(), group.back()))
           continue;
-        std::optional<RowGroupShape> shape = rowGroupShape(group);
+        std::optional<RowGroupShape> shape =
+            rowGroupShape(group, ArrayRef(facts).slice(j, i - j));
         std::optional<Layout> l = shape ? layout(group, *shape) : std::nullopt;
         if (!l)
           continue;
