@@ -73,7 +73,8 @@ def main():
     if not os.path.exists(args.ga_opt):
         sys.exit("kernel_counts: --ga-opt: no such file: %s (build first: "
                  "./scripts/build.sh)" % args.ga_opt)
-    steps = [(name, os.path.join(ROOT, "examples", name + ".mlir"))
+    steps = [("`examples/%s.mlir`" % name,
+              os.path.join(ROOT, "examples", name + ".mlir"))
              for name in ("mlp", "mlp_train", "tiny_gpt", "tiny_gpt_train")]
     with tempfile.TemporaryDirectory() as scratch:
         if args.gpt2:
@@ -96,10 +97,8 @@ def main():
             unfused = kernels(args.ga_opt, path, "gpu-fusion=false")
             no_rows = kernels(args.ga_opt, path, "gpu-row-fusion=false")
             fused = kernels(args.ga_opt, path)
-            label = "`examples/%s.mlir`" % name if "/" not in name and \
-                not name.startswith("GPT") else name
             print("| %s | %d (%d) | %d | %d | %d | %.1f |" % (
-                label, total, products, unfused, no_rows, fused,
+                name, total, products, unfused, no_rows, fused,
                 (total - products) / fused), flush=True)
             print("  (%s: %.1f s)" % (name, time.time() - start),
                   file=sys.stderr)
