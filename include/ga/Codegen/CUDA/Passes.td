@@ -331,6 +331,29 @@ def GaGpuFuseParallelLoopsPass : Pass<"ga-gpu-fuse-parallel-loops"> {
     its row. Every iteration of every nest runs once, with its own
     indices and body, and no two rows share an element that one writes:
     the results are bitwise the same.
+
+    Example (`row-groups=true`): a row's sum and the quotients that read it,
+
+    ```mlir
+    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
+      scf.for %k = %c0 to %c32 step %c1 { ... %sum[%i] += %x[%i, %k] ... }
+    }
+    scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
+      ... %out[%i, %j] = %x[%i, %j] / %sum[%i] ...
+    }
+    ```
+
+    become one launch of 8 blocks of 32 x 8 threads:
+
+    ```mlir
+    gpu.launch blocks(%bx, ...) in (%gx = %c8, ...)
+               threads(%tx, %ty, ...) in (%sx = %c32, %sy = %c8, ...) {
+      %row = %bx * 8 + %ty
+      scf.if (%tx == 0) { ... the sum of row %row ... }
+      gpu.barrier
+      scf.for %j = %tx to %c32 step %c32 { ... %out[%row, %j] ... }
+    }
+    ```
   }];
   let options = [
     Option<"rowGroups", "row-groups", "bool", /*default=*/"false",
