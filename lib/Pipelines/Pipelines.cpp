@@ -123,6 +123,16 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
              << hostBandwidth.getValue();
       return failure();
     }
+    if (!(deviceTflops > 0)) {
+      errors << "device-tflops must be positive (TFLOP/s), got "
+             << deviceTflops.getValue();
+      return failure();
+    }
+    if (offloadCopies != "hidden" && offloadCopies != "priced") {
+      errors << "offload-copies must be 'hidden' or 'priced', got '"
+             << offloadCopies.getValue() << "'";
+      return failure();
+    }
   }
   if (attentionKeyTile < 0) {
     errors << "attention-key-tile must be 0 (off) or positive, got "
@@ -206,6 +216,8 @@ static void addBufferization(OpPassManager &pm,
     offload.fixedBytes = deviceFixedBytes(options);
     offload.hostBandwidth = options.hostBandwidth;
     offload.minBytes = options.offloadMinBytes;
+    offload.copies = options.offloadCopies;
+    offload.deviceTflops = options.deviceTflops;
     pm.addPass(ga::createGaGpuOffloadBuffersPass(offload));
   }
 }

@@ -57,7 +57,11 @@ struct Outcome {
   bool fits = false;
   SegmentPlan plan;
   int64_t peak = 0;
+  /// The plan's estimated cost: the work it recomputes, plus `copies`, the
+  /// work the device could do while host-offload's copies delay the step
+  /// (ga.host_offload's exposed_work on the compiled candidate).
   double cost = 0;
+  double copies = 0;
   int64_t smallest = 0;
   /// The units at one micro-batch's size, as the search modelled them
   /// (measured on the compiled step with measure-units), and the loss's.
@@ -94,19 +98,21 @@ struct TrainPlanRematPass
   /// `function` in `module` with the `plan` of its `index`-th step applied;
   /// `where`, when given, receives where the compiled step reaches it (the
   /// allocation's location and the largest allocation sites alive then).
-  FailureOr<int64_t> peakOf(ModuleOp module, func::FuncOp function,
-                            unsigned index, ArrayRef<Unit> units,
-                            const SegmentPlan &plan,
-                            std::string *where = nullptr,
-                            UnitTrace *trace = nullptr) {
+  FailureOr<int64_t>
+  peakOf(ModuleOp module, func::FuncOp function, unsigned index,
+         ArrayRef<Unit> units, const SegmentPlan &plan,
+         std::string *where = nullptr, UnitTrace *trace = nullptr,
+         double *copies = nullptr, bool withoutOffload = false) {
     auto start = std::chrono::steady_clock::now();
     OwningOpRef<ModuleOp> copy = module.clone();
     if (trace)
       tagUnits(*copy, index, units);
     applyPlan(*copy, index, units, plan);
     PassManager pm(module.getContext());
-    std::string text =
-        "ga-pipeline{buffers-only=true " + pipelineOptions.getValue() + "}";
+    // The last occurrence of an option wins.
+    std::string text = "ga-pipeline{buffers-only=true " +
+                       pipelineOptions.getValue() +
+                       (withoutOffload ? " host-offload=false" : "") + "}";
     if (failed(parsePassPipeline(text, pm)))
       return module.emitError("train-plan-remat: cannot build '")
              << text << "'";
@@ -121,6 +127,12 @@ struct TrainPlanRematPass
         ga::simulateBufferMemory(compiled, trace);
     if (failed(profile))
       return failure();
+    // host-offload: what its copies are estimated to cost.
+    if (copies)
+      if (auto offload =
+              compiled->getAttrOfType<DictionaryAttr>("ga.host_offload"))
+        if (auto work = offload.getAs<FloatAttr>("exposed_work"))
+          *copies = work.getValueAsDouble();
     if (where && profile->peakAt) {
       llvm::raw_string_ostream os(*where);
       os << "reached at ";
@@ -247,11 +259,13 @@ struct TrainPlanRematPass
         boundary["stage_bytes"] = outcome.tailBytes;
       nodes.push_back(std::move(boundary));
     }
-    llvm::json::Object root{
-        {"nodes", std::move(nodes)},       {"input_bytes", 0},
-        {"budget", memoryBudget - offset}, {"microbatches", k},
-        {"forward_cost", totalCost},       {"planned_cost", outcome.cost},
-        {"planned_peak", outcome.peak}};
+    llvm::json::Object root{{"nodes", std::move(nodes)},
+                            {"input_bytes", 0},
+                            {"budget", memoryBudget - offset},
+                            {"microbatches", k},
+                            {"forward_cost", totalCost},
+                            {"planned_cost", outcome.cost - outcome.copies},
+                            {"planned_peak", outcome.peak}};
     std::error_code error;
     llvm::raw_fd_ostream os(exportGraph, error);
     if (error)
@@ -273,20 +287,36 @@ struct TrainPlanRematPass
     int64_t budget;
     /// With measured units, the model built from the tensors alone.
     std::optional<ga::remat::SegmentChain> tensorModel = std::nullopt;
-    SmallVector<std::pair<SegmentPlan, int64_t>> measured;
+    /// Each plan measured: its exact peak and its copies' cost.
+    struct Measured {
+      SegmentPlan plan;
+      int64_t peak;
+      double copies;
+    };
+    SmallVector<Measured> measured;
     Outcome outcome;
+
+    /// The copies' cost of `plan`, measured (0 if it was not).
+    double copiesOf(const SegmentPlan &plan) const {
+      for (const Measured &other : measured)
+        if (other.plan == plan)
+          return other.copies;
+      return 0;
+    }
 
     /// Keeps `plan` if it fits and is cheaper (or as cheap and smaller).
     void consider(const SegmentPlan &plan, int64_t peak) {
       if (peak > budget)
         return;
-      double cost = model.costOf(plan);
+      double copies = copiesOf(plan);
+      double cost = model.costOf(plan) + copies;
       if (!outcome.fits || cost < outcome.cost ||
           (cost == outcome.cost && peak < outcome.peak)) {
         outcome.fits = true;
         outcome.plan.assign(plan.begin(), plan.end());
         outcome.peak = peak;
         outcome.cost = cost;
+        outcome.copies = copies;
       }
     }
 
@@ -298,6 +328,15 @@ struct TrainPlanRematPass
       return plan;
     }
   };
+
+  /// Whether the candidates are compiled with host-offload (the pipeline's
+  /// options as it prints them, the last occurrence winning).
+  bool offloads() const {
+    StringRef options = pipelineOptions.getValue();
+    size_t on = options.rfind("host-offload=true");
+    size_t off = options.rfind("host-offload=false");
+    return on != StringRef::npos && (off == StringRef::npos || off < on);
+  }
 
   /// The checkpointed segments of `plan` and the units they cover.
   static std::pair<unsigned, unsigned> checkpointsOf(const SegmentPlan &plan) {
@@ -324,16 +363,17 @@ struct TrainPlanRematPass
   /// its simulation).
   FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan,
                            UnitTrace *trace = nullptr) {
-    for (auto &[other, peak] : search.measured)
-      if (other == plan)
-        return peak;
+    for (const Search::Measured &other : search.measured)
+      if (other.plan == plan)
+        return other.peak;
     std::string where;
+    double copies = 0;
     FailureOr<int64_t> peak =
         peakOf(search.module, search.function, search.index, search.units, plan,
-               reportPlans ? &where : nullptr, trace);
+               reportPlans ? &where : nullptr, trace, &copies);
     if (failed(peak))
       return failure();
-    search.measured.push_back({plan, *peak});
+    search.measured.push_back({plan, *peak, copies});
     if (reportPlans) {
       auto [checkpoints, units] = checkpointsOf(plan);
       double total = totalCostOf(search.units);
@@ -345,7 +385,14 @@ struct TrainPlanRematPass
                            total ? 100 * search.model.costOf(plan) / total
                                  : 0.0)
                  .str()
-          << "%, pieces " << describe(plan) << ", model peak "
+          << "%"
+          << (copies > 0 ? ", copies " +
+                               llvm::formatv("{0:F1}",
+                                             total ? 100 * copies / total : 0.0)
+                                   .str() +
+                               "%"
+                         : std::string())
+          << ", pieces " << describe(plan) << ", model peak "
           << search.model.peakOf(plan) << " bytes, exact "
           << "peak " << *peak << " bytes, "
           << (*peak <= search.budget ? "fits" : "over the budget")
@@ -446,6 +493,25 @@ struct TrainPlanRematPass
           lowered = true;
           break;
         }
+      }
+    }
+    // Where the best plan so far pays for copies that do not hide
+    // (host-offload), a plan that recomputes more may copy less: up to
+    // kWindow distinct plans after the one found, in order of cost, while
+    // the work a plan recomputes is below the best cost.
+    if (search.outcome.copies > 0) {
+      std::optional<SegmentPlan> last = candidate(high);
+      unsigned scanned = 0;
+      for (int64_t g = high + 1; g < kLimits && scanned < kWindow; ++g) {
+        const std::optional<SegmentPlan> &plan = candidate(g);
+        if (!plan || plan == last)
+          continue;
+        last = plan;
+        if (search.model.costOf(*plan) >= search.outcome.cost)
+          break;
+        ++scanned;
+        if (failed(fits(g)))
+          return failure();
       }
     }
     return true;
@@ -558,8 +624,17 @@ struct TrainPlanRematPass
       unplannedPlan.push_back({static_cast<unsigned>(i),
                                static_cast<unsigned>(i), unit.mustRecompute});
     UnitTrace trace(units.size());
-    FailureOr<int64_t> unplanned =
-        exact(search, unplannedPlan, measureUnits ? &trace : nullptr);
+    FailureOr<int64_t> unplanned = failure();
+    if (measureUnits && offloads()) {
+      // The units are measured on the step's own buffers: compiled without
+      // host-offload, which would free some of them for a stretch.
+      if (failed(peakOf(module, function, index, units, unplannedPlan, nullptr,
+                        &trace, nullptr, /*withoutOffload=*/true)))
+        return failure();
+      unplanned = exact(search, unplannedPlan);
+    } else {
+      unplanned = exact(search, unplannedPlan, measureUnits ? &trace : nullptr);
+    }
     if (failed(unplanned))
       return failure();
     if (measureUnits) {
@@ -603,7 +678,9 @@ struct TrainPlanRematPass
     }
     outcome.unplanned = *unplanned;
     search.consider(unplannedPlan, *unplanned);
-    if (outcome.fits)
+    // Without recomputation, and without copies that delay the step: no
+    // plan is cheaper.
+    if (outcome.fits && outcome.cost == 0)
       return outcome;
 
     SegmentPlan least;
@@ -618,8 +695,8 @@ struct TrainPlanRematPass
     // micro-batch counts too small for it, which a choice of k tries
     // first): the models part by less.
     int64_t closest = std::numeric_limits<int64_t>::max();
-    for (const auto &[plan, peak] : search.measured)
-      closest = std::min(closest, peak);
+    for (const Search::Measured &other : search.measured)
+      closest = std::min(closest, other.peak);
     if (!*found && !outcome.fits && search.tensorModel &&
         closest <= search.budget + search.budget / 4) {
       SegmentPlan tensorLeast;
@@ -764,8 +841,12 @@ struct TrainPlanRematPass
       for (const Outcome &outcome : tried) {
         os << " k=" << outcome.microbatches << ": ";
         if (outcome.fits)
-          os << percent(outcome.cost) << "% recomputed, time "
-             << llvm::formatv("{0:E2}", timeOf(outcome)).str() << ";";
+          os << percent(outcome.cost - outcome.copies) << "% recomputed, "
+             << (outcome.copies > 0
+                     ? "copies " + percent(outcome.copies) + "%, "
+                     : std::string())
+             << "time " << llvm::formatv("{0:E2}", timeOf(outcome)).str()
+             << ";";
         else if (outcome.smallest)
           os << "over the budget (at least " << outcome.smallest << " bytes);";
         else
@@ -774,29 +855,37 @@ struct TrainPlanRematPass
       os << " ";
     }
     Builder builder(step.getContext());
-    step->setAttr(
-        "train.memory_plan",
-        builder.getDictionaryAttr(
-            {builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)),
-             builder.getNamedAttr("peak",
-                                  builder.getI64IntegerAttr(chosen->peak)),
-             builder.getNamedAttr("unplanned",
-                                  builder.getI64IntegerAttr(chosen->unplanned)),
-             builder.getNamedAttr("checkpoints",
-                                  builder.getI64IntegerAttr(checkpoints)),
-             builder.getNamedAttr("units", builder.getI64IntegerAttr(count)),
-             builder.getNamedAttr(
-                 "recomputed",
-                 builder.getStringAttr(percent(chosen->cost) + "%")),
-             builder.getNamedAttr(
-                 "choice",
-                 builder.getStringAttr(automatic ? "auto" : "fixed"))}));
+    SmallVector<NamedAttribute> record = {
+        builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)),
+        builder.getNamedAttr("peak", builder.getI64IntegerAttr(chosen->peak)),
+        builder.getNamedAttr("unplanned",
+                             builder.getI64IntegerAttr(chosen->unplanned)),
+        builder.getNamedAttr("checkpoints",
+                             builder.getI64IntegerAttr(checkpoints)),
+        builder.getNamedAttr("units", builder.getI64IntegerAttr(count)),
+        builder.getNamedAttr("recomputed",
+                             builder.getStringAttr(
+                                 percent(chosen->cost - chosen->copies) + "%")),
+        builder.getNamedAttr(
+            "choice", builder.getStringAttr(automatic ? "auto" : "fixed"))};
+    // The copies' delay, in the same unit as the recomputation.
+    if (chosen->copies > 0)
+      record.push_back(builder.getNamedAttr(
+          "copies", builder.getStringAttr(percent(chosen->copies) + "%")));
+    step->setAttr("train.memory_plan", builder.getDictionaryAttr(record));
     step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
                       << why << units.size()
                       << " units; without new checkpoints " << chosen->unplanned
                       << " bytes; " << checkpoints << " checkpoints over "
-                      << count << " units (recomputed " << percent(chosen->cost)
-                      << "% of the forward work); planned peak " << chosen->peak
+                      << count << " units (recomputed "
+                      << percent(chosen->cost - chosen->copies)
+                      << "% of the forward work"
+                      << (chosen->copies > 0
+                              ? "; copies to host memory and back that do not "
+                                "hide: " +
+                                    percent(chosen->copies) + "% of its time"
+                              : std::string())
+                      << "); planned peak " << chosen->peak
                       << " bytes; solved in "
                       << llvm::formatv("{0:F3}", solveSeconds).str() << " s; "
                       << candidates << " plans compiled and measured in "

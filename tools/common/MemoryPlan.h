@@ -37,6 +37,9 @@ struct MemoryPlan {
   int64_t microbatches = 1, budget = 0, peak = 0, unplanned = 0;
   int64_t checkpoints = 0, units = 0;
   std::string recomputed, choice;
+  /// host-offload: the estimated delay of the copies that do not hide, as a
+  /// share of the forward work's time ("" when none).
+  std::string copies;
   /// host-offload: the buffers moved to host memory and their bytes (each
   /// way), when the pass ran.
   std::optional<std::pair<int64_t, int64_t>> offloaded;
@@ -49,8 +52,11 @@ struct MemoryPlan {
     os << "memory_plan: microbatches " << microbatches << " (" << choice
        << "), planned peak " << peak << " bytes within a budget of " << budget
        << " bytes, " << checkpoints << " checkpoint(s) over " << units
-       << " unit(s), recomputed " << recomputed << " of the forward work, "
-       << unplanned << " bytes without new checkpoints";
+       << " unit(s), recomputed " << recomputed << " of the forward work, ";
+    if (!copies.empty())
+      os << "copies that do not hide estimated at " << copies
+         << " of the forward work's time, ";
+    os << unplanned << " bytes without new checkpoints";
     if (offloaded)
       os << ", " << offloaded->first << " buffer(s) offloaded to host memory ("
          << offloaded->second << " bytes each way per step)";
@@ -110,6 +116,7 @@ public:
       got.units = integer("units");
       got.recomputed = text("recomputed");
       got.choice = text("choice");
+      got.copies = text("copies");
       std::lock_guard<std::mutex> lock(mutex);
       if (!recorded)
         recorded = got;

@@ -261,16 +261,28 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
       *this, "host-offload",
       llvm::cl::desc("target=cuda with memory-budget: buffers the step does "
                      "not read for a while (saved activations) may go to "
-                     "pinned host memory and come back, on a second stream, "
-                     "where the copies hide behind the work "
-                     "(ga-gpu-offload-buffers); the planner then recomputes "
-                     "only what offloading cannot remove"),
+                     "pinned host memory and come back, on a second stream "
+                     "(ga-gpu-offload-buffers); the planner weighs the "
+                     "copies' estimated delay against recomputation"),
       llvm::cl::init(false)};
   Option<double> hostBandwidth{
       *this, "host-bandwidth",
       llvm::cl::desc("With host-offload: the host-device copy bandwidth in "
                      "GB/s each way that decides which copies hide"),
       llvm::cl::init(20.0)};
+  Option<double> deviceTflops{
+      *this, "device-tflops",
+      llvm::cl::desc("With host-offload: the device's arithmetic rate in "
+                     "TFLOP/s, which estimates the work that hides a copy "
+                     "and prices a copy's delay against recomputation"),
+      llvm::cl::init(50.0)};
+  Option<std::string> offloadCopies{
+      *this, "offload-copies",
+      llvm::cl::desc("With host-offload: 'priced' offloads where the copies "
+                     "are estimated to hide behind the work, then anywhere, "
+                     "the copies' estimated delay weighed by the planner "
+                     "against recomputation; 'hidden' only where they hide"),
+      llvm::cl::init("priced")};
   Option<int64_t> offloadMinBytes{
       *this, "offload-min-bytes",
       llvm::cl::desc("With host-offload: smaller buffers stay on the device"),

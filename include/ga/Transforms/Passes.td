@@ -737,6 +737,19 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     is more than a quarter over the budget), and both models' plans of
     least memory are measured when nothing fits.
 
+    Where the pipeline offloads buffers to host memory (`host-offload` on
+    the CUDA target: each candidate is compiled through
+    ga-gpu-offload-buffers, which fits it into the same budget), a plan's
+    cost is the work it recomputes plus the work the device could do while
+    the copies that do not hide delay the step (the offload pass's
+    `exposed_work`), and where the cheapest plan found pays for copies,
+    up to 8 more plans that recompute more but less than its cost are
+    measured: per value, keeping it, recomputing it and moving it to host
+    memory are weighed by estimated time. The units are then measured on
+    the step compiled without host-offload (an offloaded buffer would leave
+    its unit's bytes for a stretch). The remark and `train.memory_plan`
+    (`copies`) state the copies' share beside the recomputed one.
+
     A checkpoint's empty tensors, constants and fills are rebuilt inside it,
     each just before its first reader: a buffer is allocated where its
     tensor is made, and the backward pass replays the region.

@@ -22,13 +22,14 @@
 // block size whose most-alive count it can lower with the fewest copies
 // (a greedy cover of the positions where the count is reached, by the
 // stretches of buffers of that size), largest blocks first among equals,
-// and offloads those buffers. Only stretches whose two copies hide behind
-// the stretch's estimated compute (`host-bandwidth` against
-// `device-tflops`, at least `launch-microseconds` per kernel) are taken,
-// and only while all copies together take less than the step's compute:
-// an offload is estimated to cost no time, so the remat planner, which
-// compiles its candidates through this pass, recomputes only what
-// offloading cannot remove.
+// and offloads those buffers. First only stretches whose two copies hide
+// behind the stretch's estimated compute (`host-bandwidth` against
+// `device-tflops`, at least `launch-microseconds` per kernel), while all
+// copies together take less than the step's compute; then (`copies=priced`,
+// the default) any buffer's longest stretch. Either way the copies' delay
+// of the step is estimated (two streams simulated) and recorded, and the
+// remat planner, which compiles its candidates through this pass, weighs it
+// against the work a plan recomputes.
 //
 //===----------------------------------------------------------------------===//
 
@@ -120,6 +121,8 @@ struct Buffer {
   /// `from` (its last access before) and `to` (the reload's position).
   unsigned from = 0, to = 0, next = 0;
   bool offloadable = false, offloaded = false;
+  /// Whether the stretch's copies are estimated to hide behind its work.
+  bool hides = true;
 };
 
 struct GaGpuOffloadBuffersPass
@@ -131,6 +134,13 @@ struct GaGpuOffloadBuffersPass
       getOperation().emitError()
           << "ga-gpu-offload-buffers: host-bandwidth and device-tflops must "
              "be positive and launch-microseconds not negative";
+      return signalPassFailure();
+    }
+    if (copies != "hidden" && copies != "priced") {
+      getOperation().emitError()
+          << "ga-gpu-offload-buffers: copies must be 'hidden' or 'priced', "
+             "got '"
+          << copies << "'";
       return signalPassFailure();
     }
     if (budget <= 0)
@@ -179,8 +189,10 @@ struct GaGpuOffloadBuffersPass
     function.walk(
         [&](memref::AllocOp alloc) { blocks.insert(alloc->getBlock()); });
     int64_t offloads = 0, copied = 0;
+    double exposed = 0;
     for (Block *block : blocks) {
-      if (failed(offloadIn(function, *block, *bytes, offloads, copied)))
+      if (failed(
+              offloadIn(function, *block, *bytes, offloads, copied, exposed)))
         return failure();
       if (*bytes <= budget)
         break;
@@ -191,15 +203,50 @@ struct GaGpuOffloadBuffersPass
           "ga.host_offload",
           b.getDictionaryAttr(
               {b.getNamedAttr("buffers", b.getI64IntegerAttr(offloads)),
-               b.getNamedAttr("bytes", b.getI64IntegerAttr(copied))}));
+               b.getNamedAttr("bytes", b.getI64IntegerAttr(copied)),
+               b.getNamedAttr("exposed_seconds", b.getF64FloatAttr(exposed)),
+               b.getNamedAttr(
+                   "exposed_work",
+                   b.getF64FloatAttr(exposed * deviceTflops * 1e12))}));
     }
     return success();
+  }
+
+  /// The seconds by which the copies of `moved` delay the work of `ops`
+  /// (`before`: the work's prefix sums): the work runs in order on one
+  /// stream and the copies in the order issued on another; an offload
+  /// starts after its last reader before the stretch, a reload where it is
+  /// placed but not before the copies issued earlier end, and the reader
+  /// after the stretch waits for the reload.
+  double stallOf(ArrayRef<Buffer *> moved, ArrayRef<Operation *> ops,
+                 ArrayRef<double> before) {
+    unsigned n = ops.size();
+    std::vector<SmallVector<Buffer *>> offAfter(n), reloadAt(n), waitAt(n);
+    for (Buffer *buffer : moved) {
+      offAfter[buffer->from].push_back(buffer);
+      reloadAt[buffer->to].push_back(buffer);
+      waitAt[buffer->next].push_back(buffer);
+    }
+    DenseMap<Buffer *, double> back;
+    double now = 0, copyFree = 0;
+    for (unsigned p = 0; p < n; ++p) {
+      for (Buffer *buffer : reloadAt[p]) {
+        copyFree = std::max(now, copyFree) + copySeconds(buffer->bytes);
+        back[buffer] = copyFree;
+      }
+      for (Buffer *buffer : waitAt[p])
+        now = std::max(now, back[buffer]);
+      now += before[p + 1] - before[p];
+      for (Buffer *buffer : offAfter[p])
+        copyFree = std::max(now, copyFree) + copySeconds(buffer->bytes);
+    }
+    return std::max(0.0, now - before[n]);
   }
 
   /// Offloads buffers of `block` while `bytes` (the function's device
   /// bytes, updated) exceed the budget and a block size can be lowered.
   LogicalResult offloadIn(func::FuncOp function, Block &block, int64_t &bytes,
-                          int64_t &offloads, int64_t &copied) {
+                          int64_t &offloads, int64_t &copied, double &exposed) {
     SmallVector<Operation *> ops;
     DenseMap<Operation *, unsigned> position;
     for (Operation &op : block) {
@@ -224,8 +271,10 @@ struct GaGpuOffloadBuffersPass
       if (auto alloc = dyn_cast<memref::AllocOp>(op))
         if (std::optional<Buffer> buffer = describe(alloc, block, position))
           buffers.push_back(*buffer);
-    // Choose each buffer's longest stretch whose copies hide.
-    for (Buffer &buffer : buffers) {
+    // Choose each buffer's longest stretch whose copies hide; priced, where
+    // none does, its longest stretch.
+    bool priced = copies == "priced";
+    auto choose = [&](Buffer &buffer, bool hiding) {
       double copy = copySeconds(buffer.bytes);
       double best = 0;
       for (unsigned i = 0; i + 1 < buffer.accesses.size(); ++i) {
@@ -233,22 +282,34 @@ struct GaGpuOffloadBuffersPass
         if (next <= from + 2)
           continue;
         double stretch = before[next] - before[from + 1];
-        if (stretch < 2 * copy || stretch <= best)
+        if ((hiding && stretch < 2 * copy) || stretch <= best)
           continue;
         // The reload starts where the work left before the reader covers
-        // its copy.
+        // its copy (where none does, right before the reader).
         unsigned to = next;
         while (to > from + 1 && before[next] - before[to] < copy)
           --to;
-        if (to <= from + 1)
-          continue;
+        if (to <= from + 1) {
+          if (hiding)
+            continue;
+          to = next;
+        }
         best = stretch;
         buffer.from = from;
         buffer.to = to;
         buffer.next = next;
         buffer.offloadable = true;
+        buffer.hides = hiding;
       }
+    };
+    for (Buffer &buffer : buffers) {
+      choose(buffer, /*hiding=*/true);
+      if (!buffer.offloadable && priced)
+        choose(buffer, /*hiding=*/false);
     }
+    // Priced, the stretches that do not hide are taken once those that do
+    // no longer lower the device bytes.
+    bool exposing = false;
     // Live blocks of each size at each position (alive while the
     // operation runs), kept up to date as buffers are offloaded, and the
     // buffers that may be, by size.
@@ -293,7 +354,8 @@ struct GaGpuOffloadBuffersPass
           Buffer *pick = nullptr;
           unsigned pickCovers = 0;
           for (Buffer *other : sized) {
-            if (other->offloaded || llvm::is_contained(cover, other))
+            if (other->offloaded || llvm::is_contained(cover, other) ||
+                (!other->hides && !exposing))
               continue;
             size_t lo =
                 std::upper_bound(peaks.begin(), peaks.end(), other->from) -
@@ -326,13 +388,19 @@ struct GaGpuOffloadBuffersPass
           bestCover = cover;
         }
       }
-      if (!bestSize)
-        break;
       double seconds = 0;
       for (Buffer *buffer : bestCover)
         seconds += 2 * copySeconds(buffer->bytes);
-      if (seconds > copyBudget)
-        break; // The copies would no longer hide behind the step's work.
+      // The copies would no longer hide behind the step's work.
+      if (bestSize && !exposing && seconds > copyBudget)
+        bestSize = 0;
+      if (!bestSize) {
+        if (!priced || exposing)
+          break;
+        exposing = true;
+        exhausted.clear();
+        continue;
+      }
       copyBudget -= seconds;
       SmallVector<int64_t> &count = counts[bestSize];
       int64_t most = *std::max_element(count.begin(), count.end());
@@ -361,6 +429,12 @@ struct GaGpuOffloadBuffersPass
         return failure();
       bytes = *now;
     }
+    SmallVector<Buffer *> moved;
+    for (Buffer &buffer : buffers)
+      if (buffer.offloaded)
+        moved.push_back(&buffer);
+    if (!moved.empty())
+      exposed += runs * stallOf(moved, ops, before);
     return success();
   }
 

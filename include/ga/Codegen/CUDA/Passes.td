@@ -518,10 +518,26 @@ def GaGpuOffloadBuffersPass
     one block size by one: the size whose most-alive positions the fewest
     stretches cover (greedily), the largest size among equals; it stops
     when no size can be lowered or when the copies together would take
-    longer than the step's estimated work. The function gets
-    `ga.host_offload = {buffers = N, bytes = B}`: N offloads in the code,
-    B bytes copied each way per call (a micro-batch loop's body counted
-    once per micro-batch).
+    longer than the step's estimated work.
+
+    With `copies=priced` (the default), once that stops, the buffers with
+    no stretch whose copies hide may go too, each over its longest stretch
+    (the reload placed where the work left covers it, else right before
+    the reader), with no bound on the copies' total: the pass fits the
+    budget whatever the copies cost, and says what they cost; with
+    `copies=hidden` it stops there. Either way, the copies' delay is
+    estimated by running the step's work on one stream and the copies, in
+    the order issued, on another (an offload after its buffer's last
+    access, a reload at its place once the copies before it end, the
+    reader waiting for its reload): copies that each hide may still delay
+    the step when they queue.
+
+    The function gets `ga.host_offload = {buffers = N, bytes = B,
+    exposed_seconds = S, exposed_work = W}`: N offloads in the code, B bytes
+    copied each way per call (a micro-batch loop's body counted once per
+    micro-batch), S the estimated seconds by which the copies delay a call,
+    W the work the device does in that time at `device-tflops` (in
+    operations: what train-plan-remat weighs against recomputation).
     With `budget` 0 the pass does nothing.
   }];
   let options = [
@@ -538,6 +554,9 @@ def GaGpuOffloadBuffersPass
            "The least time of a kernel or a copy, in microseconds">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
            "Smaller buffers stay on the device">,
+    Option<"copies", "copies", "std::string", /*default=*/"\"priced\"",
+           "'priced': copies that hide first, then any stretch, the "
+           "delay estimated; 'hidden': only copies estimated to hide">,
   ];
   let dependentDialects = ["::mlir::func::FuncDialect",
                            "::mlir::arith::ArithDialect",
