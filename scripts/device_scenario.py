@@ -29,10 +29,10 @@ queries and keys (train.attention: no [B, H, S, S] scores stored for the
 backward pass). With --precision bf16-mixed, every product reads bfloat16
 copies of its operands (parameters, gradients and AdamW's moments stay
 float32). With --host-offload, buffers the step does not read for a while
-may go to pinned host memory and back (ga-gpu-offload-buffers, where the
-copies hide behind the work at --host-bandwidth GB/s): the planner then
-recomputes only what offloading cannot remove, and the stand-in also checks
-that no copy races a kernel or GEMM (its two streams' order).
+may go to pinned host memory and back (ga-gpu-offload-buffers; the copies
+at --host-bandwidth GB/s): the planner weighs the copies' estimated delay
+against recomputation, and the stand-in also checks that no copy races a
+kernel or GEMM (its two streams' order).
 
 Prints the choice, the predicted and the measured peak; exits 1 when the
 measurement exceeds the budget or differs from the prediction. Not a test
@@ -132,6 +132,8 @@ def main():
     offloaded = re.search(r"^memory_plan: .*, (\d+) buffer\(s\) offloaded "
                           r"to host memory \((\d+) bytes each way per step\)",
                           case.stdout, re.M)
+    copies = re.search(r"copies that do not hide estimated at ([\d.]+)%",
+                       case.stdout)
     if not (plan and case.chosen and predicted and remark) or (
             args.host_offload and not offloaded):
         sys.exit("device_scenario: cannot read the plan from:\n"
@@ -163,8 +165,10 @@ def main():
           f"({measured} bytes), budget {args.budget_gib:g} GiB")
     if offloaded:
         print(f"offloaded: {offloaded.group(1)} buffer(s), "
-              f"{int(offloaded.group(2)) / 1e9:.2f} GB each way per step; "
-              f"races between the streams on the stand-in: "
+              f"{int(offloaded.group(2)) / 1e9:.2f} GB each way per step, "
+              f"the copies' estimated delay "
+              f"{copies.group(1) if copies else '0.0'}% of the forward "
+              f"work's time; races between the streams on the stand-in: "
               f"{races.group(1) if races else '?'}")
     if measured > budget or measured != predicted:
         print("device_scenario: FAIL: the measured peak "

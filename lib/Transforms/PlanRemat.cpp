@@ -705,9 +705,14 @@ struct TrainPlanRematPass
       if (failed(found))
         return failure();
     }
-    if (*found || outcome.fits || !exhaustive)
+    // Where the best plan pays for copies, the fixed segments are measured
+    // too: a plan that fits without copies may lie outside the model's
+    // list, whose plans all fit once offloaded.
+    bool paysCopies = outcome.fits && outcome.copies > 0;
+    if (!paysCopies && (*found || outcome.fits || !exhaustive))
       return outcome;
-    outcome.smallest = *unplanned;
+    if (!outcome.fits)
+      outcome.smallest = *unplanned;
     if (failed(searchSegments(search, least)))
       return failure();
     return outcome;

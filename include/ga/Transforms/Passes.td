@@ -744,7 +744,7 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     the copies that do not hide delay the step (the offload pass's
     `exposed_work`), and where the cheapest plan found pays for copies,
     up to 8 more plans that recompute more but less than its cost are
-    measured: per value, keeping it, recomputing it and moving it to host
+    measured, and the fixed segments below: per value, keeping it, recomputing it and moving it to host
     memory are weighed by estimated time. The units are then measured on
     the step compiled without host-offload (an offloaded buffer would leave
     its unit's bytes for a stretch). The remark and `train.memory_plan`
