@@ -34,6 +34,7 @@ import argparse
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -66,6 +67,8 @@ PEAK_TFLOPS = [("H100 PCIe", 51.2, 756.0), ("H100", 66.9, 989.4),
 # cuBLAS's workspace, which the runtime allocates beside the step's own
 # buffers (GA_CUDA_BLAS_WORKSPACE_BYTES in include/ga/Runtime/ga_cuda.h).
 BLAS_WORKSPACE_BYTES = 32 << 20
+# Where the PyTorch baselines run ("cpu" checks them without a GPU).
+DEVICE = "cuda"
 
 
 def step_flops(size):
@@ -170,11 +173,14 @@ def prepare(args):
                  "--layers", str(L)], stdout=f, check=True)
         lib = os.path.join(out, f"lib{name}_cuda.so")
         start = time.time()
-        subprocess.run([os.path.join(args.build, "bin", "ga-compile"),
-                        "--target=cuda", mlir, "-o", lib,
-                        "--pipeline-options",
-                        f"chip={args.chip} {args.pipeline_options}".strip()],
-                       check=True, stdout=subprocess.DEVNULL)
+        compiled = subprocess.run(
+            [os.path.join(args.build, "bin", "ga-compile"), "--target=cuda",
+             mlir, "-o", lib, "--pipeline-options",
+             f"chip={args.chip} {args.pipeline_options}".strip()],
+            check=True, stdout=subprocess.PIPE, text=True)
+        # Under a memory budget, the planner's choice and predicted peak.
+        plan = re.search(r"^memory_plan: .*$", compiled.stdout, re.M)
+        planned = re.search(r"planned peak (\d+) bytes", compiled.stdout)
         os.remove(mlir)
         params, tokens, labels = inputs(*size, np.random.default_rng(seed),
                                         INIT_STD.get(name, 0.3))
@@ -187,7 +193,10 @@ def prepare(args):
                          "library": os.path.basename(lib),
                          "inputs": len(arrays), "stored": stored,
                          "seed": seed, "std": INIT_STD.get(name, 0.3),
-                         "pipeline_options": args.pipeline_options})
+                         "pipeline_options": args.pipeline_options,
+                         "plan": plan.group(0) if plan else None,
+                         "planned_peak": (int(planned.group(1)) if planned
+                                          else None)})
         print(f"{name} {size}: compiled for {args.chip} in "
               f"{time.time() - start:.1f} s", flush=True)
     with open(os.path.join(out, "bench.json"), "w") as f:
@@ -195,15 +204,18 @@ def prepare(args):
 
 
 def _torch_step(torch, size, arrays, repeat, compiled=False,
-                autocast=False):
+                autocast=False, checkpoint=False):
     """(min step seconds, loss, gradients as float64 host arrays, peak
     device bytes) of the model in PyTorch on the GPU: eager, or with the
     forward through torch.compile (its backward compiled by AOTAutograd),
     after warm-up runs that include the compilation; under bf16 autocast
-    with `autocast`."""
+    with `autocast`; with each layer through torch.utils.checkpoint
+    (recomputed in the backward pass) with `checkpoint`."""
     B, S, V, D, H, F, L = size
     DH = D // H
-    dev = torch.device("cuda")
+    dev = torch.device(DEVICE)
+    if checkpoint:
+        import torch.utils.checkpoint
     p = [torch.tensor(a, device=dev, requires_grad=True)
          for a in arrays[:15]]
     (wte, wpe, ln1g, ln1b, wqkv, wo, ln2g, ln2b, wfc, bfc, wpr, bpr, lnfg,
@@ -215,20 +227,27 @@ def _torch_step(torch, size, arrays, repeat, compiled=False,
     def ln(x, g, b):
         return torch.nn.functional.layer_norm(x, (D,), g, b, 1e-5)
 
+    def layer(x, l):
+        h = ln(x, ln1g[l], ln1b[l])
+        q, k, v = (h @ wqkv[l]).split(D, dim=1)
+        q, k, v = (t.reshape(B, S, H, DH).transpose(1, 2)
+                   for t in (q, k, v))
+        s = (q @ k.transpose(-1, -2)) / math.sqrt(DH)
+        s = s.masked_fill(causal, -1e9)
+        a = torch.softmax(s, dim=-1) @ v
+        x = x + a.transpose(1, 2).reshape(B * S, D) @ wo[l]
+        h = ln(x, ln2g[l], ln2b[l])
+        m = torch.nn.functional.gelu(h @ wfc[l] + bfc[l]) @ wpr[l]
+        return x + m + bpr[l]
+
     def forward():
         x = (wte[tok] + wpe).reshape(B * S, D)
         for l in range(L):
-            h = ln(x, ln1g[l], ln1b[l])
-            q, k, v = (h @ wqkv[l]).split(D, dim=1)
-            q, k, v = (t.reshape(B, S, H, DH).transpose(1, 2)
-                       for t in (q, k, v))
-            s = (q @ k.transpose(-1, -2)) / math.sqrt(DH)
-            s = s.masked_fill(causal, -1e9)
-            a = torch.softmax(s, dim=-1) @ v
-            x = x + a.transpose(1, 2).reshape(B * S, D) @ wo[l]
-            h = ln(x, ln2g[l], ln2b[l])
-            m = torch.nn.functional.gelu(h @ wfc[l] + bfc[l]) @ wpr[l]
-            x = x + m + bpr[l]
+            if checkpoint:
+                x = torch.utils.checkpoint.checkpoint(layer, x, l,
+                                                      use_reentrant=False)
+            else:
+                x = layer(x, l)
         logits = (ln(x, lnfg, lnfb) @ whead).reshape(B, S, V)
         return torch.nn.functional.cross_entropy(
             logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
@@ -242,19 +261,23 @@ def _torch_step(torch, size, arrays, repeat, compiled=False,
     step = torch.compile(step) if compiled else step
     warmup = 3 if compiled else 1
     best = math.inf
-    torch.cuda.reset_peak_memory_stats()
+    cuda = dev.type == "cuda"
+    if cuda:
+        torch.cuda.reset_peak_memory_stats()
     for i in range(repeat + warmup):
         for t in p:
             t.grad = None
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         start = time.perf_counter()
         loss = step()
         loss.backward()
-        torch.cuda.synchronize()
+        if cuda:
+            torch.cuda.synchronize()
         if i >= warmup:
             best = min(best, time.perf_counter() - start)
     grads = [t.grad.double().cpu().numpy() for t in p]
-    peak = torch.cuda.max_memory_allocated()
+    peak = torch.cuda.max_memory_allocated() if cuda else 0
     return best, float(loss.detach()), grads, peak
 
 
@@ -263,7 +286,8 @@ def torch_step(torch, *args, **kwargs):
     driver: the next model (and ga-opt's step) runs in the memory it would
     have alone."""
     result = _torch_step(torch, *args, **kwargs)
-    torch.cuda.empty_cache()
+    if DEVICE == "cuda":
+        torch.cuda.empty_cache()
     return result
 
 
@@ -351,7 +375,6 @@ def run(args):
             failures += 1
             print(f"FAIL {e['name']}: against PyTorch, loss {loss_diff:.1e}, "
                   f"gradients {worst:.1e} > {args.tolerance}")
-        del tgrads
         tokens = size[0] * size[1] / resident
         print(f"{e['name']:7} {','.join(map(str, size)):>30} "
               f"{best * 1e3:>10.3f} {resident * 1e3:>10.3f} "
@@ -365,6 +388,29 @@ def run(args):
             return (f"{100 * flops / seconds / peak:.1f}%" if peak else "n/a")
         print(memory_line(step_bytes, io_bytes, tpeak, mfu(resident),
                           mfu(tt), flops, peak, bf16), flush=True)
+        if e.get("planned_peak"):
+            # The planner's prediction (the step's buffers as the caching
+            # allocator holds them, its arguments once, cuBLAS's
+            # workspace) against the runtime allocator's high-water mark
+            # with the same parts.
+            inputs = sum(a.nbytes for a in arrays)
+            measured = step_bytes + inputs + BLAS_WORKSPACE_BYTES
+            print(f"  {e['plan']}\n  device peak: predicted "
+                  f"{e['planned_peak']} bytes, measured {measured} bytes "
+                  f"(the allocator's high-water mark of the step's buffers "
+                  f"{step_bytes}, its arguments {inputs}, cuBLAS workspace "
+                  f"{BLAS_WORKSPACE_BYTES}), measured / predicted "
+                  f"{measured / e['planned_peak']:.4f}", flush=True)
+        if args.torch_checkpoint:
+            tk, kloss, kgrads, kpeak = torch_step(
+                torch, size, arrays, args.repeat, autocast=args.autocast,
+                checkpoint=True)
+            kworst = max(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-30)
+                         for a, b in zip(kgrads, tgrads))
+            print(f"  torch.utils.checkpoint (each layer): {tk * 1e3:.3f} ms, "
+                  f"ga-opt (device arrays) / checkpoint "
+                  f"{resident / tk:.2f}; peak {kpeak / 2**20:.1f} MiB; its "
+                  f"gradients against eager's {kworst:.1e}", flush=True)
         if not args.no_compile:
             try:
                 tc, _, _, _ = torch_step(torch, size, arrays, args.repeat,
@@ -382,7 +428,7 @@ def run(args):
             lib.ga_cuda_graph_status.restype = ctypes.c_char_p
             status = lib.ga_cuda_graph_status()
             print(f"  cuda graph: {status.decode() if status else 'n/a'}")
-        del step, results, grads, arrays
+        del step, results, grads, arrays, tgrads
     print("(ga-opt: the step library through python/ga_step, host ms with "
           "NumPy arrays in and out (copies through host memory included), "
           "device ms with CUDA tensors in and out; PyTorch on device "
@@ -442,6 +488,9 @@ def main():
                         "memory within the step, which turns it off)")
     r.add_argument("--no-compile", action="store_true",
                    help="leave out the torch.compile baseline")
+    r.add_argument("--torch-checkpoint", action="store_true",
+                   help="also PyTorch eager with each layer through "
+                        "torch.utils.checkpoint (its time and peak)")
     r.add_argument("--autocast", action="store_true",
                    help="PyTorch under bf16 autocast (for steps prepared "
                         "with precision=bf16-mixed or gpu-bf16=true)")

@@ -495,20 +495,28 @@ struct TrainPlanRematPass
         }
       }
     }
-    // Where the best plan so far pays for copies that do not hide
-    // (host-offload), a plan that recomputes more may copy less: up to
-    // kWindow distinct plans after the one found, in order of cost, while
-    // the work a plan recomputes is below the best cost.
-    if (search.outcome.copies > 0) {
-      std::optional<SegmentPlan> last = candidate(high);
+    // With host-offload, a plan that fits only with copies that do not
+    // hide may cost more than one that recomputes more: while some plan
+    // measured does, up to kWindow more plans of the list that recompute
+    // less than the best cost so far, the dearest first (those nearest the
+    // best plan need the fewest copies).
+    auto measured = [&](const SegmentPlan &plan) {
+      return llvm::any_of(search.measured, [&](const Search::Measured &m) {
+        return m.plan == plan;
+      });
+    };
+    bool paidCopies =
+        llvm::any_of(search.measured, [&](const Search::Measured &m) {
+          return m.copies > 0 && m.peak <= search.budget &&
+                 search.model.costOf(m.plan) < search.outcome.cost;
+        });
+    if (search.outcome.fits && paidCopies) {
       unsigned scanned = 0;
-      for (int64_t g = high + 1; g < kLimits && scanned < kWindow; ++g) {
+      for (int64_t g = kLimits - 1; g >= 0 && scanned < kWindow; --g) {
         const std::optional<SegmentPlan> &plan = candidate(g);
-        if (!plan || plan == last)
+        if (!plan || measured(*plan) ||
+            search.model.costOf(*plan) >= search.outcome.cost)
           continue;
-        last = plan;
-        if (search.model.costOf(*plan) >= search.outcome.cost)
-          break;
         ++scanned;
         if (failed(fits(g)))
           return failure();
