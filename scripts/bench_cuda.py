@@ -24,7 +24,14 @@ Two halves, because the GPU machine has no MLIR:
       results and cuBLAS's workspace), the model FLOPs utilization (MFU: nanoGPT's count of the
       step's work over the time and the device's dense peak, float32 or
       bf16), the times and the ratios;
-      --tolerance T exits 1 when the loss or a gradient differs by more.
+      --tolerance T exits 1 when the loss or a gradient differs by more;
+      --torch-checkpoint adds PyTorch eager with each layer through
+      torch.utils.checkpoint (its time, peak and gradients). A step
+      compiled under memory-budget also prints the planner's line
+      (memory_plan, recorded by prepare) and its predicted device peak
+      against the runtime allocator's high-water mark (the step's
+      buffers, plus its arguments and cuBLAS's workspace as the planner
+      counts them).
       Inputs over 32 MiB (GPT-2 124M's 500 MB of parameters) are not
       stored: `run` draws them from their seed.
 Not a test.

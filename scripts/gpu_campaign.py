@@ -27,6 +27,9 @@ markdown report.
                 bf16 mixed precision (precision=bf16-mixed: products of
                 bfloat16 copies, float32 everything else);
         large/  GPT-2 124M's shape at B 8 and 16 (S 1024), float32;
+        budget/, budget-offload/  GPT-2 124M's shape at B 8 under a
+                10 GiB device budget (memory-budget), with checkpoints,
+                and with checkpoints and host offload;
         attention/  GPT-2 124M's shape at B 8 with the attention over
                 tiles of 128 queries and keys (attention-key-tile=128),
                 and attention-1024/ as one tile of 1024 (the backward
@@ -43,11 +46,15 @@ markdown report.
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
-      and bf16), then the float32 benchmark at B 8 and 16, and last B 8
+      and bf16), then the float32 benchmark at B 8 and 16, then B 8
+      under a 10 GiB device budget (the allocator's high-water mark
+      against the planner's prediction, the step time against PyTorch
+      eager and eager with each layer through torch.utils.checkpoint, for
+      checkpoints and for checkpoints with host offload), and last B 8
       with the attention over tiles of 128 queries and keys, then as one
       tile of 1024. `--only STAGE,...`
       runs some stages (device, steps, gemm, bench, graph, bf16, profile, large,
-      attention).
+      budget, attention).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
       the float32 benchmark of the report in DIR (campaign.md and
       campaign.log) as a markdown table, written into or checked against
@@ -112,6 +119,20 @@ def prepare(args):
                        os.path.join(out, "attention"), "--chip", args.chip,
                        "--sizes", "gpt2_b8", "--pipeline-options",
                        "attention-key-tile=128"]),
+        # Under a device budget that the unplanned step exceeds (BUDGET):
+        # checkpoints only, then checkpoints and host offload; the run
+        # compares each with PyTorch's torch.utils.checkpoint and the
+        # allocator's high-water mark with the planner's prediction.
+        ("budget", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                    "--build", build, "--out", os.path.join(out, "budget"),
+                    "--chip", args.chip, "--sizes", "gpt2_b8",
+                    "--pipeline-options", f"memory-budget={BUDGET}"]),
+        ("budget-offload", [py, os.path.join(HERE, "bench_cuda.py"),
+                            "prepare", "--build", build, "--out",
+                            os.path.join(out, "budget-offload"), "--chip",
+                            args.chip, "--sizes", "gpt2_b8",
+                            "--pipeline-options",
+                            f"memory-budget={BUDGET} host-offload=true"]),
         # One tile of all 1024 queries and keys: no loop of small products,
         # and still no [B, H, S, S] tensor kept for the backward pass.
         ("attention-1024", [py, os.path.join(HERE, "bench_cuda.py"),
@@ -274,6 +295,14 @@ def run(args):
                     [py, os.path.join(root, "large", "bench_cuda.py"), "run",
                      "--repeat", "5", "--tolerance", "1e-3"], env=env,
                     budget=240)
+    budget = ""
+    for folder, title in (("budget", BUDGET_KEEP),
+                          ("budget-offload", BUDGET_OFFLOAD)):
+        budget += c.stage("budget", title,
+                          [py, os.path.join(root, folder, "bench_cuda.py"),
+                           "run", "--repeat", "5", "--tolerance", "1e-3",
+                           "--no-compile", "--torch-checkpoint"], env=env,
+                          budget=120, must_pass=False) or ""
     attention = c.stage("attention", ATTENTION,
                         [py, os.path.join(root, "attention", "bench_cuda.py"),
                          "run", "--repeat", "5", "--tolerance", "1e-3"],
@@ -284,7 +313,7 @@ def run(args):
          "--repeat", "5", "--tolerance", "1e-3", "--no-compile"],
         env=env, budget=90, must_pass=False) or "")
     write_report(c, args, facts, check, bench, graph, bf16, profile, large,
-                 attention)
+                 attention, budget)
     return 1 if c.failed else 0
 
 
@@ -330,6 +359,15 @@ print("loss", step.summary(r)[0], flush=True)
 
 
 LARGE = "benchmark at B 8 and 16, float32"
+# GPT-2 124M's shape at B 8 (float32) under a device budget below its
+# unplanned peak (13,745,692,160 bytes predicted, 2026-11-27; the planner
+# then checkpoints 6 units, recomputing 16.7%, or with host offload 5
+# units, 13.9%, and one 384 MiB buffer each way).
+BUDGET = 10 << 30
+BUDGET_KEEP = ("B 8 under a 10 GiB device budget, checkpoints, against "
+               "torch.utils.checkpoint")
+BUDGET_OFFLOAD = ("B 8 under a 10 GiB device budget, checkpoints and host "
+                  "offload, against torch.utils.checkpoint")
 ATTENTION = ("benchmark at B 8, attention over tiles of 128 queries and "
              "keys, float32")
 ATTENTION_WHOLE = ("benchmark at B 8, attention as one tile of 1024 queries "
@@ -337,7 +375,7 @@ ATTENTION_WHOLE = ("benchmark at B 8, attention as one tile of 1024 queries "
 
 
 def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
-                 attention):
+                 attention, budget):
     now = datetime.datetime.now(datetime.timezone.utc)
     device = "?"
     if facts:
@@ -360,6 +398,8 @@ def write_report(c, args, facts, check, bench, graph, bf16, profile, large,
                 ("Kernel profile of the 124M step", profile, None),
                 ("Benchmark at B 8 and 16, float32", large,
                  "ga-opt CUDA benchmark"),
+                ("Device budget: checkpoints, host offload, "
+                 "torch.utils.checkpoint", budget, None),
                 ("Benchmark at B 8, attention over query and key tiles",
                  attention,
                  "ga-opt CUDA benchmark")):
