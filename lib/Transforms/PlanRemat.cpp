@@ -440,7 +440,10 @@ struct TrainPlanRematPass
       if (failed(peak))
         return failure();
       search.consider(*plan, *peak);
-      return *peak <= search.budget;
+      // A plan that fits only with copies that delay the step is
+      // considered, but the bisection looks for the cheapest that fits
+      // without them (with host-offload, nearly every plan fits).
+      return *peak <= search.budget && search.copiesOf(*plan) == 0;
     };
     // The last candidate is taken to fit until the bisection ends there;
     // it is measured then (and the segments follow if it does not fit).
