@@ -30,7 +30,15 @@ F=256) and budgets from the smallest feasible one to the unplanned peak:
     limit, and the gap is what multi-level schedules and a better search
     gain in the planner's own model). Both work on the chain model, whose
     offset to the exact peak varies along the plans: a share the model
-    allows may not fit when compiled (report-plans=true shows it).
+    allows may not fit when compiled (report-plans=true shows it). So the
+    held MILP's plan is also compiled (milpv%): the units its schedule
+    computes again in the backward pass, as checkpointed segments
+    (train-plan-remat plan=...; a schedule that recomputes a value from a
+    recomputed one becomes the single-level plan of the same units),
+    measured by the memory model; where it peaks over the budget, the
+    MILP is solved again with its budget less the excess, up to four
+    solves (milpv: "fits (n)" after n solves, or why not). milpv% is the
+    compiled plan's recomputed share as the planner counts it.
 A PNG (matplotlib; Debian: python3-matplotlib) plots the measured peak and
 the step-time ratio against the budget for each depth.
 Not a test: nothing is asserted, but a measured peak above its budget is
@@ -83,13 +91,13 @@ def milp_share(build, path, budget, seconds, max_nodes):
          f"--train-plan-remat=memory-budget={budget} export-graph={graph}",
          "-o", os.devnull], capture_output=True, text=True)
     if proc.returncode:
-        return [(None, "not planned")] * 2
+        return [(None, "not planned")] * 3
     with open(graph) as f:
         meta = json.load(f)
     if len(meta["nodes"]) > max_nodes:
-        return [(None, f"{len(meta['nodes'])} nodes")] * 2
+        return [(None, f"{len(meta['nodes'])} nodes")] * 3
     if meta["budget"] <= 0:
-        return [(None, "no memory left")] * 2
+        return [(None, "no memory left")] * 3
 
     def solve(limit, memory="held"):
         out = subprocess.run(
@@ -111,7 +119,71 @@ def milp_share(build, path, budget, seconds, max_nodes):
         cost, status = solve(meta["budget"], memory)
         shares.append((None, str(status)) if cost is None else
                       (100 * (cost - held) / meta["forward_cost"], status))
+    shares.append(milp_verified(build, path, graph, meta, budget, seconds,
+                                max_nodes))
     return shares
+
+
+def recomputed_units(schedule, nodes):
+    """The units whose run (node 2i of the exported graph) a MILP schedule
+    (ga-remat --schedule) computes again in the backward pass: in a stage
+    other than its own adjoint's."""
+    units = set()
+    for k, computed in re.findall(r"^stage (\d+) \(adjoint of node \d+\): "
+                                  r"held[\d ]*; computed([\d ]*)$",
+                                  schedule, re.M):
+        own = nodes - 1 - int(k)
+        for node in map(int, computed.split()):
+            if int(k) > 0 and node != own and node % 2 == 0:
+                units.add(node // 2)
+    return sorted(units)
+
+
+def segments(units):
+    """'a-b,c' for the sorted unit indices, consecutive ones joined."""
+    pieces, start = [], None
+    for i, u in enumerate(units):
+        if start is None:
+            start = u
+        if i + 1 == len(units) or units[i + 1] != u + 1:
+            pieces.append(f"{start}-{u}" if u != start else f"{start}")
+            start = None
+    return ",".join(pieces)
+
+
+def milp_verified(build, path, graph, meta, budget, seconds, max_nodes,
+                  rounds=4):
+    """The held MILP's plan compiled: its recomputed units as checkpointed
+    segments (train-plan-remat plan=...), measured by the memory model. Where
+    it peaks over the budget, the MILP is solved again with its budget less
+    the excess (at most `rounds` solves). (share %, status): the compiled
+    plan's recomputed share, as the planner counts it."""
+    limit = meta["budget"]
+    for solves in range(1, rounds + 1):
+        out = subprocess.run(
+            [os.path.join(build, "bin", "ga-remat"), graph,
+             f"--budget={limit}", "--milp", f"--time-limit={seconds}",
+             f"--milp-max-nodes={max_nodes}", "--stage-memory=held",
+             "--schedule"], capture_output=True, text=True)
+        if out.returncode or "recompute_cost" not in out.stdout:
+            return None, f"unsolved at {limit}"
+        plan = segments(recomputed_units(out.stdout, len(meta["nodes"])))
+        proc = subprocess.run(
+            [os.path.join(build, "bin", "ga-opt"), path,
+             f"--train-plan-remat=memory-budget={budget} plan={plan}",
+             "-o", os.devnull], capture_output=True, text=True)
+        if proc.returncode == 0:
+            share = re.search(r"recomputed ([0-9.]+)% of the forward work",
+                              proc.stderr)
+            return (float(share.group(1)) if share else None,
+                    f"fits ({solves})")
+        peak = re.search(r"peaks at (\d+) bytes", proc.stderr)
+        if not peak:
+            return None, "not compiled"
+        limit -= int(peak.group(1)) - budget
+        if limit <= 0:
+            return None, "no memory left"
+    return None, f"over ({rounds})"
 
 
 def main():
@@ -141,7 +213,7 @@ def main():
               f"{'fits':>4} {'ckpts':>5} {'recomp%':>7} {'step ms':>8} "
               f"{'x plain':>7} {'solve s':>7} {'measure s':>9} "
               f"{'compiled':>8} {'milp%':>6} {'milp':>8} {'milpc%':>6} "
-              f"{'milpc':>8}")
+              f"{'milpc':>8} {'milpv%':>6} {'milpv':>10}")
     for L in depths:
         path = os.path.join(work, f"gpt{L}.mlir")
         with open(path, "w") as f:
@@ -198,23 +270,29 @@ def main():
                        solve_s=float(remark.group(4)),
                        compiled=int(remark.group(5)),
                        measure_s=float(remark.group(6)), wall_s=seconds)
-            (share, status), (strict, strict_status) = milp_share(
+            ((share, status), (strict, strict_status),
+             (verified, verified_status)) = milp_share(
                 args.build, path, budget, args.milp_seconds,
                 args.milp_max_nodes)
             row.update(milp_recomputed=share, milp_status=status,
                        milp_computed_recomputed=strict,
-                       milp_computed_status=strict_status)
+                       milp_computed_status=strict_status,
+                       milp_verified_recomputed=verified,
+                       milp_verified_status=verified_status)
             rows.append(row)
             fits = "yes" if measured <= budget else "OVER"
             milp = f"{share:>6.1f}" if share is not None else f"{'-':>6}"
             strict_text = (f"{strict:>6.1f}" if strict is not None
                            else f"{'-':>6}")
+            verified_text = (f"{verified:>6.1f}" if verified is not None
+                             else f"{'-':>6}")
             print(f"{L:>3} {budget:>10} {row['planned']:>10} "
                   f"{measured:>10} {fits:>4} {row['checkpoints']:>5} "
                   f"{row['recomputed']:>7.1f} {step_ms:>8.2f} "
                   f"{step_ms / plain_ms:>7.2f} {row['solve_s']:>7.3f} "
                   f"{row['measure_s']:>9.1f} {row['compiled']:>8} "
-                  f"{milp} {status:>8} {strict_text} {strict_status:>8}")
+                  f"{milp} {status:>8} {strict_text} {strict_status:>8} "
+                  f"{verified_text} {verified_status:>10}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump(rows, f, indent=1)

@@ -729,6 +729,83 @@ struct TrainPlanRematPass
     return outcome;
   }
 
+  /// `plan=...` (unit ranges "a-b" or "a", increasing, disjoint, by
+  /// commas): that plan at the step's micro-batch count, measured; an
+  /// error where it does not parse or does not fit the budget.
+  FailureOr<Outcome> measureGiven(ModuleOp module, unsigned index,
+                                  ga::train::StepOp step, func::FuncOp function,
+                                  ArrayRef<Unit> fullBatchUnits,
+                                  int64_t fullBatchTail) {
+    if (microbatches == "auto")
+      return step.emitError("train-plan-remat: plan='")
+             << fixedPlan << "' applies a plan at the step's micro-batch "
+             << "count; it cannot be given with microbatches=auto";
+    unsigned n = fullBatchUnits.size();
+    SmallVector<Segment> given;
+    SmallVector<StringRef> pieces;
+    StringRef(fixedPlan).split(pieces, ',', -1, /*KeepEmpty=*/false);
+    for (StringRef piece : pieces) {
+      auto [from, to] = piece.trim().split('-');
+      unsigned first = 0, last = 0;
+      bool bad = from.trim().getAsInteger(10, first);
+      if (to.empty())
+        last = first;
+      else
+        bad |= to.trim().getAsInteger(10, last);
+      if (bad || last < first || last >= n ||
+          (!given.empty() && first <= given.back().last))
+        return step.emitError("train-plan-remat: plan='")
+               << fixedPlan << "': expected increasing, disjoint ranges of "
+               << "units 'a-b' or 'a' below " << n
+               << " (the step's units), separated by commas; got '"
+               << piece.trim() << "'";
+      given.push_back({first, last, true});
+    }
+    SegmentPlan plan;
+    for (unsigned i = 0; i < n;) {
+      auto *segment = llvm::find_if(
+          given, [&](const Segment &segment) { return segment.first == i; });
+      if (segment != given.end()) {
+        plan.push_back(*segment);
+        i = segment->last + 1;
+      } else {
+        plan.push_back({i, i, fullBatchUnits[i].mustRecompute});
+        ++i;
+      }
+    }
+    int64_t k = static_cast<int64_t>(step.getMicrobatches());
+    Outcome outcome;
+    outcome.microbatches = k;
+    outcome.units = perMicrobatch(fullBatchUnits, k);
+    outcome.tailBytes = fullBatchTail / k;
+    SegmentPlan unplannedPlan;
+    for (auto [i, unit] : llvm::enumerate(outcome.units))
+      unplannedPlan.push_back({static_cast<unsigned>(i),
+                               static_cast<unsigned>(i), unit.mustRecompute});
+    FailureOr<int64_t> unplanned =
+        peakOf(module, function, index, outcome.units, unplannedPlan);
+    if (failed(unplanned))
+      return failure();
+    double copies = 0;
+    FailureOr<int64_t> peak = peakOf(module, function, index, outcome.units,
+                                     plan, nullptr, nullptr, &copies);
+    if (failed(peak))
+      return failure();
+    if (*peak > memoryBudget)
+      return step.emitError("train-plan-remat: plan='")
+             << fixedPlan << "' peaks at " << *peak
+             << " bytes, over the budget of "
+             << static_cast<int64_t>(memoryBudget) << " bytes";
+    outcome.unplanned = *unplanned;
+    outcome.fits = true;
+    outcome.plan = plan;
+    outcome.peak = *peak;
+    outcome.copies = copies;
+    outcome.cost =
+        chainOf(outcome.units, outcome.tailBytes).costOf(plan) + copies;
+    return outcome;
+  }
+
   LogicalResult plan(ModuleOp module, unsigned index, ga::train::StepOp step,
                      bool automatic) {
     candidates = 0;
@@ -808,6 +885,16 @@ struct TrainPlanRematPass
     int64_t original = step.getMicrobatches();
     std::optional<Outcome> chosen;
     SmallVector<Outcome> tried;
+    // plan=...: the given segments, measured, instead of a search.
+    if (!fixedPlan.empty()) {
+      FailureOr<Outcome> given =
+          measureGiven(module, index, step, function, units, tail);
+      if (failed(given))
+        return failure();
+      chosen = *given;
+      tried.push_back(*given);
+      counts.clear();
+    }
     for (int64_t k : counts) {
       step.setMicrobatches(k);
       // When choosing, only the largest count searches the plans of least

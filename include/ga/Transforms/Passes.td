@@ -829,6 +829,11 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "whatever the plan (cuBLAS's workspace), added to every "
            "candidate's peak (--ga-pipeline sets it for target=cuda with "
            "gpu-blas)">,
+    Option<"fixedPlan", "plan", "std::string", /*default=*/"",
+           "Instead of a search, checkpoint these units and measure the "
+           "step: increasing, disjoint ranges 'a-b' or 'a' of unit indices "
+           "(report-plans numbers them), by commas; an error where the "
+           "step does not fit the budget (a reference plan's check)">,
     Option<"exportGraph", "export-graph", "std::string", /*default=*/"",
            "Write the chosen plan's chain of units to this file as a "
            "ga-remat graph (JSON), to compare the plan with ga-remat's MILP">,
