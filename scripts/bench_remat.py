@@ -125,27 +125,33 @@ def milp_share(build, path, budget, seconds, max_nodes):
 
 
 def recomputed_units(schedule, nodes):
-    """The units whose run (node 2i of the exported graph) a MILP schedule
-    (ga-remat --schedule) computes again in the backward pass: in a stage
-    other than its own adjoint's."""
-    units = set()
-    for k, computed in re.findall(r"^stage (\d+) \(adjoint of node \d+\): "
-                                  r"held[\d ]*; computed([\d ]*)$",
-                                  schedule, re.M):
+    """(the units whose run, node 2i of the exported graph, a MILP schedule
+    of ga-remat --schedule computes again in the backward pass, in a stage
+    other than its own adjoint's; the units whose boundary, node 2i + 1,
+    it keeps from the forward pass)."""
+    units, held = set(), set()
+    for k, kept, computed in re.findall(
+            r"^stage (\d+) \(adjoint of node \d+\): held([\d ]*); "
+            r"computed([\d ]*)$", schedule, re.M):
         own = nodes - 1 - int(k)
         for node in map(int, computed.split()):
             if int(k) > 0 and node != own and node % 2 == 0:
                 units.add(node // 2)
-    return sorted(units)
+        # Held at the start of the first backward stage: kept from the
+        # forward pass (later stages also hold what they recomputed).
+        held.update(node // 2 for node in map(int, kept.split())
+                    if int(k) == 1 and node % 2 == 1)
+    return sorted(units), held
 
 
-def segments(units):
-    """'a-b,c' for the sorted unit indices, consecutive ones joined."""
+def segments(units, held=()):
+    """'a-b,c' for the sorted unit indices: consecutive ones joined into a
+    segment, which ends at a unit whose boundary is `held`."""
     pieces, start = [], None
     for i, u in enumerate(units):
         if start is None:
             start = u
-        if i + 1 == len(units) or units[i + 1] != u + 1:
+        if i + 1 == len(units) or units[i + 1] != u + 1 or u in held:
             pieces.append(f"{start}-{u}" if u != start else f"{start}")
             start = None
     return ",".join(pieces)
@@ -167,7 +173,7 @@ def milp_verified(build, path, graph, meta, budget, seconds, max_nodes,
              "--schedule"], capture_output=True, text=True)
         if out.returncode or "recompute_cost" not in out.stdout:
             return None, f"unsolved at {limit}"
-        plan = segments(recomputed_units(out.stdout, len(meta["nodes"])))
+        plan = segments(*recomputed_units(out.stdout, len(meta["nodes"])))
         proc = subprocess.run(
             [os.path.join(build, "bin", "ga-opt"), path,
              f"--train-plan-remat=memory-budget={budget} plan={plan}",
