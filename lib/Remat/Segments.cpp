@@ -94,15 +94,23 @@ std::optional<SegmentPlan> SegmentChain::cheapestWithin(int64_t limit) const {
                                  static_cast<int>(s),
                                  i,
                                  {i, i, false}});
-      // A checkpointed segment [i, j].
+      // A checkpointed segment [i, j]: backwardPeak(state.kept, i, j, _)
+      // kept up to date as j grows (linear in the segment, not
+      // quadratic).
       double cost = state.cost;
+      int64_t adjoints = 0, running = 0, values = 0;
       for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
         cost += units[j].cost;
+        adjoints = std::max(adjoints, units[j].adjoints());
+        running = std::max(running, values + units[j].transientBytes);
+        values += units[j].savedBytes + units[j].boundaryBytes;
         // Without the lift (which falls as the segment grows) the peak
         // only grows with j.
-        if (backwardPeak(state.kept, i, j, false) > limit)
+        if (state.kept + std::max(running, values + adjoints) > limit)
           break;
-        if (backwardPeak(state.kept, i, j, true) > limit)
+        if (state.kept +
+                std::max(units[j].liftBytes + running, values + adjoints) >
+            limit)
           continue;
         states[j + 1].push_back({state.kept + kept(i, j, true),
                                  cost,
