@@ -742,13 +742,23 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     ga-gpu-offload-buffers, which fits it into the same budget), a plan's
     cost is the work it recomputes plus the work the device could do while
     the copies that do not hide delay the step (the offload pass's
-    `exposed_work`), and where the cheapest plan found pays for copies,
-    up to 8 more plans that recompute more but less than its cost are
-    measured, and the fixed segments below: per value, keeping it, recomputing it and moving it to host
-    memory are weighed by estimated time. The units are then measured on
-    the step compiled without host-offload (an offloaded buffer would leave
-    its unit's bytes for a stretch). The remark and `train.memory_plan`
-    (`copies`) state the copies' share beside the recomputed one.
+    `exposed_work`). The bisection looks for the cheapest plan that fits
+    without such copies (nearly every plan fits with them); the plans
+    that fit only with them are weighed as they are measured, and while
+    one recomputes less than the best cost, up to 8 more plans of the list
+    below that cost are measured, the dearest first; where the chosen plan
+    pays for copies, the fixed segments below are measured too. Per value,
+    keeping it, recomputing it and moving it to host memory are so weighed
+    by estimated time. The units are then measured on the step compiled
+    without host-offload (an offloaded buffer would leave its unit's bytes
+    for a stretch). The remark and `train.memory_plan` (`copies`) state
+    the copies' share beside the recomputed one.
+
+    `plan=RANGES` (for instance `plan=2,4-6`) skips the search: those
+    units are checkpointed (a range as one segment), the step is compiled
+    and measured at its micro-batch count, and the plan is applied, or
+    refused with its peak where it does not fit the budget (how a
+    reference plan, the MILP's, is checked on the compiled step).
 
     A checkpoint's empty tensors, constants and fills are rebuilt inside it,
     each just before its first reader: a buffer is allocated where its
