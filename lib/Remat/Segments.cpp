@@ -7,6 +7,7 @@
 #include "ga/Remat/Segments.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ga::remat {
 
@@ -26,19 +27,36 @@ int64_t SegmentChain::kept(unsigned first, unsigned last,
   return checkpointed ? units[last].boundaryBytes : valuesOf(first, last);
 }
 
+namespace {
+/// The bytes of a piece as its units are added in order, for its backward
+/// peak: the piece runs (forward, or recomputed when checkpointed), the
+/// values of its units before each one alive with that one's temporaries
+/// (recomputed, with what the backward pass holds by then, the lift); then
+/// its values and the largest of its units' backward additions.
+struct PieceBytes {
+  int64_t adjoints = 0, values = 0;
+  /// The most of the values before a unit and its temporaries.
+  int64_t running = std::numeric_limits<int64_t>::min();
+
+  void add(const ChainUnit &unit) {
+    adjoints = std::max(adjoints, unit.adjoints());
+    running = std::max(running, values + unit.transientBytes);
+    values += unit.savedBytes + unit.boundaryBytes;
+  }
+  /// The peak with `before` bytes kept by the pieces before it (at least
+  /// one unit added).
+  int64_t peak(int64_t before, int64_t lift) const {
+    return before + std::max({int64_t(0), lift + running, values + adjoints});
+  }
+};
+} // namespace
+
 int64_t SegmentChain::backwardPeak(int64_t before, unsigned first,
                                    unsigned last, bool checkpointed) const {
-  // The piece runs (forward, or recomputed when checkpointed): the values
-  // of its units before each one are alive with that one's temporaries;
-  // recomputed, with what the backward pass holds by then.
-  int64_t lift = checkpointed ? units[last].liftBytes : 0;
-  int64_t adjoints = 0, running = 0, values = 0;
-  for (unsigned i = first; i <= last; ++i) {
-    adjoints = std::max(adjoints, units[i].adjoints());
-    running = std::max(running, lift + values + units[i].transientBytes);
-    values += units[i].savedBytes + units[i].boundaryBytes;
-  }
-  return before + std::max(running, values + adjoints);
+  PieceBytes bytes;
+  for (unsigned i = first; i <= last; ++i)
+    bytes.add(units[i]);
+  return bytes.peak(before, checkpointed ? units[last].liftBytes : 0);
 }
 
 int64_t SegmentChain::peakOf(const SegmentPlan &plan) const {
@@ -94,23 +112,18 @@ std::optional<SegmentPlan> SegmentChain::cheapestWithin(int64_t limit) const {
                                  static_cast<int>(s),
                                  i,
                                  {i, i, false}});
-      // A checkpointed segment [i, j]: backwardPeak(state.kept, i, j, _)
-      // kept up to date as j grows (linear in the segment, not
-      // quadratic).
+      // A checkpointed segment [i, j]: its bytes (backwardPeak's) kept up
+      // to date as j grows, linear in the segment's length.
       double cost = state.cost;
-      int64_t adjoints = 0, running = 0, values = 0;
+      PieceBytes bytes;
       for (unsigned j = i; j < n && !units[j].mustSave; ++j) {
         cost += units[j].cost;
-        adjoints = std::max(adjoints, units[j].adjoints());
-        running = std::max(running, values + units[j].transientBytes);
-        values += units[j].savedBytes + units[j].boundaryBytes;
+        bytes.add(units[j]);
         // Without the lift (which falls as the segment grows) the peak
         // only grows with j.
-        if (state.kept + std::max(running, values + adjoints) > limit)
+        if (bytes.peak(state.kept, 0) > limit)
           break;
-        if (state.kept +
-                std::max(units[j].liftBytes + running, values + adjoints) >
-            limit)
+        if (bytes.peak(state.kept, units[j].liftBytes) > limit)
           continue;
         states[j + 1].push_back({state.kept + kept(i, j, true),
                                  cost,
