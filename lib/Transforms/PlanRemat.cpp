@@ -296,12 +296,18 @@ struct TrainPlanRematPass
     SmallVector<Measured> measured;
     Outcome outcome;
 
-    /// The copies' cost of `plan`, measured (0 if it was not).
-    double copiesOf(const SegmentPlan &plan) const {
+    /// `plan`'s measurement, if it was measured.
+    const Measured *find(const SegmentPlan &plan) const {
       for (const Measured &other : measured)
         if (other.plan == plan)
-          return other.copies;
-      return 0;
+          return &other;
+      return nullptr;
+    }
+
+    /// The copies' cost of `plan`, measured (0 if it was not).
+    double copiesOf(const SegmentPlan &plan) const {
+      const Measured *found = find(plan);
+      return found ? found->copies : 0;
     }
 
     /// Keeps `plan` if it fits and is cheaper (or as cheap and smaller).
@@ -328,6 +334,26 @@ struct TrainPlanRematPass
       return plan;
     }
   };
+
+  /// The plan that checkpoints `segments` (disjoint, in any order) and
+  /// leaves every other unit alone: saved, or checkpointed when marked
+  /// "recompute".
+  static SegmentPlan planWith(ArrayRef<Unit> units,
+                              ArrayRef<Segment> segments) {
+    SegmentPlan plan;
+    for (unsigned i = 0; i < units.size();) {
+      const Segment *segment = llvm::find_if(
+          segments, [&](const Segment &segment) { return segment.first == i; });
+      if (segment != segments.end()) {
+        plan.push_back(*segment);
+        i = segment->last + 1;
+      } else {
+        plan.push_back({i, i, units[i].mustRecompute});
+        ++i;
+      }
+    }
+    return plan;
+  }
 
   /// Whether the candidates are compiled with host-offload (the pipeline's
   /// options as it prints them, the last occurrence winning).
@@ -363,9 +389,8 @@ struct TrainPlanRematPass
   /// its simulation).
   FailureOr<int64_t> exact(Search &search, const SegmentPlan &plan,
                            UnitTrace *trace = nullptr) {
-    for (const Search::Measured &other : search.measured)
-      if (other.plan == plan)
-        return other.peak;
+    if (const Search::Measured *found = search.find(plan))
+      return found->peak;
     std::string where;
     double copies = 0;
     FailureOr<int64_t> peak =
@@ -503,11 +528,6 @@ struct TrainPlanRematPass
     // measured does, up to kWindow more plans of the list that recompute
     // less than the best cost so far, the dearest first (those nearest the
     // best plan need the fewest copies).
-    auto measured = [&](const SegmentPlan &plan) {
-      return llvm::any_of(search.measured, [&](const Search::Measured &m) {
-        return m.plan == plan;
-      });
-    };
     bool paidCopies =
         llvm::any_of(search.measured, [&](const Search::Measured &m) {
           return m.copies > 0 && m.peak <= search.budget &&
@@ -517,7 +537,7 @@ struct TrainPlanRematPass
       unsigned scanned = 0;
       for (int64_t g = kLimits - 1; g >= 0 && scanned < kWindow; --g) {
         const std::optional<SegmentPlan> &plan = candidate(g);
-        if (!plan || measured(*plan) ||
+        if (!plan || search.find(*plan) ||
             search.model.costOf(*plan) >= search.outcome.cost)
           continue;
         ++scanned;
@@ -578,21 +598,7 @@ struct TrainPlanRematPass
       });
       // The first `n` segments checkpointed, every other unit saved.
       auto prefix = [&](unsigned n) {
-        SegmentPlan chosen(segments.begin(), segments.begin() + n);
-        SegmentPlan plan;
-        for (unsigned i = 0; i < units.size();) {
-          auto it = llvm::find_if(chosen, [&](const Segment &segment) {
-            return segment.first == i;
-          });
-          if (it != chosen.end()) {
-            plan.push_back(*it);
-            i = it->last + 1;
-          } else {
-            plan.push_back({i, i, false});
-            ++i;
-          }
-        }
-        return search.withForced(plan);
+        return planWith(units, ArrayRef(segments).take_front(n));
       };
       unsigned low = 0, high = segments.size(); // high fits, low does not
       while (high - low > 1) {
@@ -630,10 +636,7 @@ struct TrainPlanRematPass
     outcome.tailBytes = fullBatchTail / k;
 
     // Without new checkpoints (units marked "recompute" checkpointed).
-    SegmentPlan unplannedPlan;
-    for (auto [i, unit] : llvm::enumerate(units))
-      unplannedPlan.push_back({static_cast<unsigned>(i),
-                               static_cast<unsigned>(i), unit.mustRecompute});
+    SegmentPlan unplannedPlan = planWith(units, {});
     UnitTrace trace(units.size());
     FailureOr<int64_t> unplanned = failure();
     if (measureUnits && offloads()) {
@@ -761,29 +764,14 @@ struct TrainPlanRematPass
                << piece.trim() << "'";
       given.push_back({first, last, true});
     }
-    SegmentPlan plan;
-    for (unsigned i = 0; i < n;) {
-      auto *segment = llvm::find_if(
-          given, [&](const Segment &segment) { return segment.first == i; });
-      if (segment != given.end()) {
-        plan.push_back(*segment);
-        i = segment->last + 1;
-      } else {
-        plan.push_back({i, i, fullBatchUnits[i].mustRecompute});
-        ++i;
-      }
-    }
+    SegmentPlan plan = planWith(fullBatchUnits, given);
     int64_t k = static_cast<int64_t>(step.getMicrobatches());
     Outcome outcome;
     outcome.microbatches = k;
     outcome.units = perMicrobatch(fullBatchUnits, k);
     outcome.tailBytes = fullBatchTail / k;
-    SegmentPlan unplannedPlan;
-    for (auto [i, unit] : llvm::enumerate(outcome.units))
-      unplannedPlan.push_back({static_cast<unsigned>(i),
-                               static_cast<unsigned>(i), unit.mustRecompute});
-    FailureOr<int64_t> unplanned =
-        peakOf(module, function, index, outcome.units, unplannedPlan);
+    FailureOr<int64_t> unplanned = peakOf(
+        module, function, index, outcome.units, planWith(outcome.units, {}));
     if (failed(unplanned))
       return failure();
     double copies = 0;
