@@ -99,29 +99,37 @@ def milp_share(build, path, budget, seconds, max_nodes):
     if meta["budget"] <= 0:
         return [(None, "no memory left")] * 3
 
-    def solve(limit, memory="held"):
-        out = subprocess.run(
-            [os.path.join(build, "bin", "ga-remat"), graph,
-             f"--budget={limit}", "--milp", f"--time-limit={seconds}",
-             f"--milp-max-nodes={max_nodes}", f"--stage-memory={memory}"],
-            capture_output=True, text=True)
-        status = re.search(r"^status: (\w+)", out.stdout, re.M)
-        cost = re.search(r"^recompute_cost: ([0-9.e+-]+)", out.stdout, re.M)
-        if out.returncode or not status or not cost:
-            return None, (out.stdout + out.stderr).strip().splitlines()[-1:]
-        return float(cost.group(1)), status.group(1)
-
-    held, _ = solve(10**15)  # every output held: the work with no remat
+    # Every output held: the work with no remat.
+    held, _, _ = solve_milp(build, graph, 10**15, seconds, max_nodes)
     if held is None:
-        return None, "not solved"
-    shares = []
+        return [(None, "not solved")] * 3
+    shares, schedule = [], None
     for memory in ("held", "computed"):
-        cost, status = solve(meta["budget"], memory)
+        cost, status, stdout = solve_milp(build, graph, meta["budget"],
+                                          seconds, max_nodes, memory)
+        if memory == "held" and cost is not None:
+            schedule = stdout
         shares.append((None, str(status)) if cost is None else
                       (100 * (cost - held) / meta["forward_cost"], status))
     shares.append(milp_verified(build, path, graph, meta, budget, seconds,
-                                max_nodes))
+                                max_nodes, schedule))
     return shares
+
+
+def solve_milp(build, graph, limit, seconds, max_nodes, memory="held"):
+    """ga-remat --milp --schedule on `graph` within `limit` bytes: (cost,
+    status, its output); cost None, status why, where it is not solved."""
+    out = subprocess.run(
+        [os.path.join(build, "bin", "ga-remat"), graph,
+         f"--budget={limit}", "--milp", f"--time-limit={seconds}",
+         f"--milp-max-nodes={max_nodes}", f"--stage-memory={memory}",
+         "--schedule"], capture_output=True, text=True)
+    status = re.search(r"^status: (\w+)", out.stdout, re.M)
+    cost = re.search(r"^recompute_cost: ([0-9.e+-]+)", out.stdout, re.M)
+    if out.returncode or not status or not cost:
+        return (None, (out.stdout + out.stderr).strip().splitlines()[-1:],
+                out.stdout)
+    return float(cost.group(1)), status.group(1), out.stdout
 
 
 def recomputed_units(schedule, nodes):
@@ -158,22 +166,22 @@ def segments(units, held=()):
 
 
 def milp_verified(build, path, graph, meta, budget, seconds, max_nodes,
-                  rounds=4):
+                  schedule, rounds=4):
     """The held MILP's plan compiled: its recomputed units as checkpointed
     segments (train-plan-remat plan=...), measured by the memory model. Where
     it peaks over the budget, the MILP is solved again with its budget less
-    the excess (at most `rounds` solves). (share %, status): the compiled
+    the excess (at most `rounds` solves; `schedule`: the first solve's
+    output, None where it was not solved). (share %, status): the compiled
     plan's recomputed share, as the planner counts it."""
     limit = meta["budget"]
     for solves in range(1, rounds + 1):
-        out = subprocess.run(
-            [os.path.join(build, "bin", "ga-remat"), graph,
-             f"--budget={limit}", "--milp", f"--time-limit={seconds}",
-             f"--milp-max-nodes={max_nodes}", "--stage-memory=held",
-             "--schedule"], capture_output=True, text=True)
-        if out.returncode or "recompute_cost" not in out.stdout:
+        if solves > 1:
+            cost, _, schedule = solve_milp(build, graph, limit, seconds,
+                                           max_nodes)
+            schedule = schedule if cost is not None else None
+        if schedule is None:
             return None, f"unsolved at {limit}"
-        plan = segments(*recomputed_units(out.stdout, len(meta["nodes"])))
+        plan = segments(*recomputed_units(schedule, len(meta["nodes"])))
         proc = subprocess.run(
             [os.path.join(build, "bin", "ga-opt"), path,
              f"--train-plan-remat=memory-budget={budget} plan={plan}",
