@@ -52,9 +52,13 @@ FUNCTION() returns (model, batch).
 import os
 import re
 import subprocess
+import sys
 import tempfile
 
+from .check import check_step, ga_run_beside
+from .conventions import ConventionError, PyTorchConventions
 from .keyed_sums import keyed_sums_mode
+from .modes import reparametrized, training_semantics
 
 __all__ = ["ImportError_", "ImportedStep", "import_step", "export_forward"]
 
@@ -89,7 +93,7 @@ def _tensor_type(t):
 
 
 def export_forward(model, inputs, func_name="ga_forward", shift=False,
-                   loss_fn=None, batch=None):
+                   loss_fn=None, batch=None, dropout="refuse"):
     """(generic MLIR text of the forward function, parameter names,
     parameter tensors, the result's tensor type): torch-mlir's export of
     `model(**inputs)` with the parameters as leading arguments; with
@@ -109,22 +113,32 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     # custom op through; else it is torch-mlir's own).
     stopped = []
 
+    # What the conventions rewrote, for the check's report.
+    rewritten = {}
+
     class Forward(torch.nn.Module):
         def forward(self, *args):
             with _gradient_modes_traced(torch) as modes, \
-                    keyed_sums_mode(torch):
+                    keyed_sums_mode(torch), \
+                    PyTorchConventions(torch, modes.stop,
+                                       dropout) as conventions:
                 result = self.traced(*args)
             if modes.used:
                 stopped.append(True)
+            rewritten.update(conventions.rewritten)
             return result
 
         def traced(self, *args):
             ps = dict(zip(names, args[:len(names)]))
             kw = dict(zip(keys, args[len(names):]))
-            out = torch.func.functional_call(
-                model, ps, (), {k: v for k, v in kw.items() if k in inputs})
-            if loss_fn:
-                return loss_fn(out, kw)
+            # The model's parameters are the step's arguments for the model
+            # and for the loss alike: a loss that reads one by closure
+            # (model.temperature, an L2 penalty over model.parameters())
+            # differentiates it like the model does.
+            with reparametrized(torch, model, ps):
+                out = model(**{k: v for k, v in kw.items() if k in inputs})
+                if loss_fn:
+                    return loss_fn(out, kw)
             if hasattr(out, "logits"):
                 out = out.logits
             if isinstance(out, (tuple, list)):
@@ -134,21 +148,21 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
             return out.reshape(-1, out.shape[-1])
 
     args = [*params, *((batch if loss_fn else inputs)[k] for k in keys)]
-    # Exported in eval mode: dropout would draw random numbers, which a
-    # step that ga-opt splits and checks bit for bit does not take.
-    training = model.training
-    model.eval()
     try:
-        module = fx.export_and_import(Forward(), *args, output_type="raw",
-                                      func_name=func_name)
+        with training_semantics(torch, model, dropout):
+            module = fx.export_and_import(Forward(), *args,
+                                          output_type="raw",
+                                          func_name=func_name)
         module = _lower_to_linalg(module, carried=bool(stopped))
     except ImportError_:
         raise
     except Exception as e:  # torch's and torch-mlir's errors, as they are
+        refusal = _convention_error(e)
+        if refusal:
+            raise ImportError_(str(refusal)) from e
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
-    finally:
-        model.train(training)
+    export_forward.rewritten = rewritten
     text = _stop_gradients(_inline_resources(module.operation.get_asm(
         print_generic_op_form=True, assume_verified=True)))
     if "ml_program." in text:
@@ -176,6 +190,18 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
         raise ImportError_("the model's exported forward does not return "
                            "one tensor of logits [N, V]")
     return text, names, params, result.group(1)
+
+
+def _convention_error(e):
+    """The ConventionError behind an exception raised while tracing (torch
+    may wrap it), or None."""
+    seen = set()
+    while e is not None and id(e) not in seen:
+        if isinstance(e, ConventionError):
+            return e
+        seen.add(id(e))
+        e = e.__cause__ or e.__context__
+    return None
 
 
 # Gradients stopped in the model or the loss: torch.export drops `.detach()`
@@ -237,6 +263,7 @@ class _gradient_modes_traced:
                     return result
                 return tree_map(stopped, result)
 
+        self.stop = stop
         self.detach = torch.Tensor.detach
         torch.Tensor.detach = stop
         self.mode = GradientsOff()
@@ -407,11 +434,20 @@ def _inner_func(module_text):
 def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 ignore_index=-100, reduction="mean", microbatches=1,
                 data_parallel=1, name="step", train=False, clip=1.0,
-                shift_labels=False, loss_fn=None, model_inputs=None):
+                shift_labels=False, loss_fn=None, model_inputs=None,
+                check=True, check_tolerance=1e-5, ga_run=None,
+                dropout="refuse", log=sys.stderr):
     """The training step of `model` on `batch` as ga-opt MLIR text (see the
     module's docstring). With `loss_fn`, `model_inputs` names the entries of
     the batch that the model takes (by keyword; default: every entry but the
-    labels): the others (rewards, group ids, masks) only the loss reads."""
+    labels): the others (rewards, group ids, masks) only the loss reads.
+
+    `check` (default on): the step, run by ga-run (`ga_run`, default beside
+    `ga_opt`) on the CPU on this batch, must give PyTorch's float64 loss and
+    gradients within `check_tolerance` (see ga_import.check), else the
+    import is refused naming the worst parameter; its cost is printed on
+    `log` (None: quiet). `dropout`: 'refuse' (a model in training mode
+    with dropout) or 'off' (the step without dropout)."""
     torch = _torch()
     if labels_key not in batch:
         raise ImportError_(f"the batch has no '{labels_key}' entry (the "
@@ -452,9 +488,15 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 f"{', '.join(inputs) or 'none'})")
     # The export takes the batch as the step does: the inputs, then the
     # labels.
+    if not (isinstance(check_tolerance, (int, float)) and
+            check_tolerance > 0):
+        raise ImportError_(f"check_tolerance must be a positive number, got "
+                           f"{check_tolerance!r}")
     forward, names, params, logits = export_forward(
         model, {k: inputs[k] for k in model_keys}, shift=shift_labels,
-        loss_fn=loss_fn, batch={**inputs, labels_key: labels})
+        loss_fn=loss_fn, batch={**inputs, labels_key: labels},
+        dropout=dropout)
+    rewritten = dict(export_forward.rewritten)
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     if loss_fn:
         element = re.fullmatch(r"tensor<(\w+)>", logits).group(1)
@@ -477,7 +519,72 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                       reduction=reduction, name=name, train=train, clip=clip,
                       shift_labels=shift_labels, loss_fn=loss_fn is not None,
                       batch_names=[*inputs, labels_key])
-    return step.reschedule(microbatches, data_parallel)
+    step.rewritten = rewritten
+    step.check_result = None
+    if check:
+        step.check_result = _check(torch, step, model, batch, names,
+                                   ga_run or ga_run_beside(ga_opt),
+                                   labels_key, loss_fn, model_keys,
+                                   shift_labels, ignore_index, reduction,
+                                   dropout, check_tolerance, log)
+    scheduled = step.reschedule(microbatches, data_parallel)
+    scheduled.rewritten, scheduled.check_result = rewritten, step.check_result
+    return scheduled
+
+
+def _check(torch, step, model, batch, names, ga_run, labels_key, loss_fn,
+           model_keys, shift_labels, ignore_index, reduction, dropout,
+           tolerance, log):
+    """The check against PyTorch (ga_import.check); refuses the import with
+    the worst parameter, its error and its module when it fails."""
+    wrap = dict(step._wrap, train=False)
+    text = _wrap(**wrap, names=step.param_names, params=step.params,
+                 inputs=step.inputs, labels=step.labels, microbatches=1,
+                 data_parallel=1)
+    try:
+        result = check_step(
+            torch, text, [*step.params, *step.inputs, step.labels], model,
+            batch, names, ga_run=ga_run, labels_key=labels_key,
+            loss_fn=loss_fn, model_keys=model_keys,
+            shift_labels=shift_labels, ignore_index=ignore_index,
+            reduction=reduction, dropout=dropout, tolerance=tolerance,
+            log=log)
+    except RuntimeError as e:
+        raise ImportError_(str(e)) from e
+    if not result.ok:
+        raise ImportError_(_check_failure(model, result, step.rewritten))
+    return result
+
+
+def _check_failure(model, result, rewritten):
+    """The refusal of a step that differs from PyTorch."""
+    name, error = result.worst
+    if result.loss_error > result.tolerance and \
+            result.loss_error >= error:
+        what = (f"its loss is {result.loss:.9g}, PyTorch's "
+                f"{result.loss64:.9g} (relative error "
+                f"{result.loss_error:.1e})")
+    else:
+        owner = name.rpartition(".")[0]
+        try:
+            module = type(model.get_submodule(owner)).__name__ \
+                if owner else type(model).__name__
+        except AttributeError:
+            module = "?"
+        what = (f"the gradient of {name} (in a {module}) differs from "
+                f"PyTorch's by {error:.1e} relative")
+    others = sorted((e, n) for n, e in result.errors.items()
+                    if e > result.tolerance and n != name)[::-1][:3]
+    also = ("; also " + ", ".join(f"{n} {e:.1e}" for e, n in others)
+            if others else "")
+    seen = (" (ga-import rewrote " + ", ".join(sorted(rewritten)) +
+            " to PyTorch's conventions)" if rewritten else "")
+    return (f"the imported step does not compute PyTorch's gradients on the "
+            f"example batch: {what}, over the bound "
+            f"{result.tolerance:.0e}{also}{seen}. A construct of the model "
+            "or the loss is imported with another meaning than PyTorch's; "
+            "the step is not written (check=False / --no-check skips this "
+            "check)")
 
 
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,

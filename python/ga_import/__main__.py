@@ -7,6 +7,12 @@ OUT.argN.npy beside it with --save-arguments, the model's parameters as
 DIR/paramN.npy with --save-init DIR (for ga-train --init DIR), and the
 parameter names, in argument order, to stderr. --train writes a whole
 training step for ga-train (gradients clipped to --clip, AdamW).
+
+Before the step is written it is checked against PyTorch: run by ga-run
+(beside --ga-opt, or --ga-run) on the example batch, its loss and every
+gradient must be PyTorch's float64 autograd's within --check-tolerance
+(default 1e-5), else nothing is written and the worst parameter is named.
+--no-check skips the check.
 """
 
 import argparse
@@ -45,6 +51,19 @@ def main(argv=None):
     parser.add_argument("--save-init", metavar="DIR",
                         help="the model's parameters as DIR/param<i>.npy, "
                         "for ga-train --init DIR")
+    parser.add_argument("--no-check", action="store_true",
+                        help="do not check the step against PyTorch's "
+                        "float64 autograd on the example batch")
+    parser.add_argument("--check-tolerance", type=float, default=1e-5,
+                        help="the check's bound on the relative error of "
+                        "the loss and of every gradient (default 1e-5)")
+    parser.add_argument("--ga-run", default=None,
+                        help="the ga-run that runs the check (default: "
+                        "beside --ga-opt)")
+    parser.add_argument("--dropout", default="refuse",
+                        choices=["refuse", "off"],
+                        help="a model in training mode with dropout: "
+                        "refused (default), or imported without it")
     args = parser.parse_args(argv)
 
     path, sep, func = args.model.rpartition(":")
@@ -68,7 +87,11 @@ def main(argv=None):
             ignore_index=args.ignore_index, reduction=args.reduction,
             microbatches=args.microbatches,
             data_parallel=args.data_parallel, train=args.train,
-            clip=args.clip, shift_labels=args.shift_labels)
+            clip=args.clip, shift_labels=args.shift_labels,
+            check=not args.no_check, check_tolerance=args.check_tolerance,
+            ga_run=args.ga_run or (shutil.which("ga-run") if os.sep not in
+                                   args.ga_opt else None),
+            dropout=args.dropout)
     except ga_import.ImportError_ as e:
         sys.exit(f"ga-import: error: {e}")
     if args.output == "-":

@@ -98,6 +98,51 @@ case("rsqrt-erf-powf-neg-abs", [("x", [5], away_from_zero)], ew("y", [("%x", "f6
       %b = arith.addf %a, %n : f64
       %c = arith.mulf %b, %ab : f64
       linalg.yield %c : f64"""), [5])
+# The rules of the functions torch-mlir lowers PyTorch's softplus,
+# log-sigmoid, trigonometric and hyperbolic functions to.
+case("log1p-expm1-exp2-log2-log10", [("x", [2, 3], positive)], ew("y", [("%x", "f64")], [2, 3], """
+      %a = math.log1p %in0 : f64
+      %b = math.expm1 %in0 : f64
+      %c = math.exp2 %in0 : f64
+      %d = math.log2 %in0 : f64
+      %e = math.log10 %in0 : f64
+      %s1 = arith.mulf %a, %b : f64
+      %s2 = arith.addf %s1, %c : f64
+      %s3 = arith.mulf %s2, %d : f64
+      %s4 = arith.addf %s3, %e : f64
+      linalg.yield %s4 : f64"""), [2, 3])
+case("sin-cos-tan-sinh-cosh-cbrt", [("x", [2, 3], away_from_zero)], ew("y", [("%x", "f64")], [2, 3], """
+      %a = math.sin %in0 : f64
+      %b = math.cos %in0 : f64
+      %c = math.tan %in0 : f64
+      %d = math.sinh %in0 : f64
+      %e = math.cosh %in0 : f64
+      %f = math.cbrt %in0 : f64
+      %s1 = arith.mulf %a, %b : f64
+      %s2 = arith.addf %s1, %c : f64
+      %s3 = arith.mulf %s2, %d : f64
+      %s4 = arith.addf %s3, %e : f64
+      %s5 = arith.mulf %s4, %f : f64
+      linalg.yield %s5 : f64"""), [2, 3])
+case("atan-atan2-asin-acos-asinh-atanh-erfc-fma",
+     [("x", [2, 3], away_from_zero), ("w", [2, 3], away_from_zero)],
+     ew("y", [("%x", "f64"), ("%w", "f64")], [2, 3], """
+      %h = arith.constant 0.3 : f64
+      %xs = arith.mulf %in0, %h : f64
+      %a = math.atan %in0 : f64
+      %b = math.atan2 %in0, %in1 : f64
+      %c = math.asin %xs : f64
+      %d = math.acos %xs : f64
+      %e = math.asinh %in0 : f64
+      %f = math.atanh %xs : f64
+      %g = math.erfc %in1 : f64
+      %s1 = arith.mulf %a, %b : f64
+      %s2 = arith.addf %s1, %c : f64
+      %s3 = arith.mulf %s2, %d : f64
+      %s4 = arith.addf %s3, %e : f64
+      %s5 = arith.mulf %s4, %f : f64
+      %s6 = math.fma %s5, %g, %in1 : f64
+      linalg.yield %s6 : f64"""), [2, 3])
 # math.fpowi: a constant exponent becomes multiplications (ga-legalize-
 # import); a variable one (here -2..2 along a row, 0 included) keeps
 # fpowi and its rule, in scalar code (a vector of exponents has no lowering).

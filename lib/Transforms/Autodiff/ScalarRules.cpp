@@ -228,11 +228,132 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
               arith::CmpIOp::create(b, loc, arith::CmpIPredicate::eq, n, zero);
           k.seed(0, k.e.select(isZero, k.e.cst(0.0), d));
         }};
+    // d|x| = sign(x) c, with sign(0) = 0 (PyTorch's and JAX's convention:
+    // no gradient at the kink).
     t[TypeID::get<math::AbsFOp>()] = {
         ReadsOperands, [](RuleContext &k) {
-          Value pos = k.e.cmp(arith::CmpFPredicate::OGE, k.x(0), k.e.cst(0.0));
-          k.seed(0, k.e.select(pos, k.c, k.e.neg(k.c)));
+          Value x = k.x(0), zero = k.e.cst(0.0);
+          Value pos = k.e.cmp(arith::CmpFPredicate::OGT, x, zero);
+          Value neg = k.e.cmp(arith::CmpFPredicate::OLT, x, zero);
+          k.seed(0, k.e.select(pos, k.c,
+                               k.e.select(neg, k.e.neg(k.c), zero)));
         }};
+    // The rest of PyTorch's elementwise functions as torch-mlir lowers them
+    // (softplus and log-sigmoid through log1p, expm1, the trigonometric and
+    // hyperbolic functions, erfc, base-2 and base-10 logarithms).
+    t[TypeID::get<math::Log1pOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0, k.e.div(k.c, k.e.add(k.e.cst(1.0), k.x(0))));
+        }};
+    t[TypeID::get<math::ExpM1Op>()] = {
+        ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.mul(k.c, k.e.add(k.r(), k.e.cst(1.0))));
+        }};
+    t[TypeID::get<math::Exp2Op>()] = {
+        ReadsResult, [](RuleContext &k) {
+          k.seed(0, k.e.mul(k.c, k.e.mul(k.r(), k.e.cst(M_LN2))));
+        }};
+    t[TypeID::get<math::Log2Op>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0, k.e.div(k.c, k.e.mul(k.x(0), k.e.cst(M_LN2))));
+        }};
+    t[TypeID::get<math::Log10Op>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0, k.e.div(k.c, k.e.mul(k.x(0), k.e.cst(M_LN10))));
+        }};
+    t[TypeID::get<math::SinOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0, k.e.mul(k.c, math::CosOp::create(k.e.b, k.e.loc, k.x(0))));
+        }};
+    t[TypeID::get<math::CosOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0, k.e.neg(k.e.mul(
+                        k.c, math::SinOp::create(k.e.b, k.e.loc, k.x(0)))));
+        }};
+    // d tan x = 1 + tan^2 x.
+    t[TypeID::get<math::TanOp>()] = {
+        ReadsResult, [](RuleContext &k) {
+          Value r = k.r();
+          k.seed(0, k.e.mul(k.c, k.e.add(k.e.cst(1.0), k.e.mul(r, r))));
+        }};
+    t[TypeID::get<math::SinhOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0,
+                 k.e.mul(k.c, math::CoshOp::create(k.e.b, k.e.loc, k.x(0))));
+        }};
+    t[TypeID::get<math::CoshOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          k.seed(0,
+                 k.e.mul(k.c, math::SinhOp::create(k.e.b, k.e.loc, k.x(0))));
+        }};
+    t[TypeID::get<math::AtanOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          k.seed(0, k.e.div(k.c, k.e.add(k.e.cst(1.0), k.e.mul(x, x))));
+        }};
+    // r = atan2(y, x): dy = c x / (x^2 + y^2), dx = -c y / (x^2 + y^2).
+    t[TypeID::get<math::Atan2Op>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value y = k.x(0), x = k.x(1);
+          Value n = k.e.add(k.e.mul(x, x), k.e.mul(y, y));
+          k.seed(0, k.e.div(k.e.mul(k.c, x), n));
+          k.seed(1, k.e.neg(k.e.div(k.e.mul(k.c, y), n)));
+        }};
+    // d asin x = 1 / sqrt(1 - x^2), d acos x = -1 / sqrt(1 - x^2).
+    t[TypeID::get<math::AsinOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          Value s = math::SqrtOp::create(
+              k.e.b, k.e.loc, k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
+          k.seed(0, k.e.div(k.c, s));
+        }};
+    t[TypeID::get<math::AcosOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          Value s = math::SqrtOp::create(
+              k.e.b, k.e.loc, k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
+          k.seed(0, k.e.neg(k.e.div(k.c, s)));
+        }};
+    // d asinh x = 1 / sqrt(x^2 + 1), d atanh x = 1 / (1 - x^2).
+    t[TypeID::get<math::AsinhOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          Value s = math::SqrtOp::create(
+              k.e.b, k.e.loc, k.e.add(k.e.mul(x, x), k.e.cst(1.0)));
+          k.seed(0, k.e.div(k.c, s));
+        }};
+    t[TypeID::get<math::AtanhOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          k.seed(0, k.e.div(k.c, k.e.sub(k.e.cst(1.0), k.e.mul(x, x))));
+        }};
+    // d erfc x = -2 / sqrt(pi) exp(-x^2).
+    t[TypeID::get<math::ErfcOp>()] = {
+        ReadsOperands, [](RuleContext &k) {
+          Value x = k.x(0);
+          Value g = math::ExpOp::create(k.e.b, k.e.loc, k.e.neg(k.e.mul(x, x)));
+          k.seed(0, k.e.mul(k.c, k.e.mul(k.e.cst(-2.0 / std::sqrt(M_PI)), g)));
+        }};
+    // d cbrt x = 1 / (3 r^2).
+    t[TypeID::get<math::CbrtOp>()] = {
+        ReadsResult, [](RuleContext &k) {
+          Value r = k.r();
+          k.seed(0, k.e.div(k.c, k.e.mul(k.e.cst(3.0), k.e.mul(r, r))));
+        }};
+    // r = a b + c.
+    t[TypeID::get<math::FmaOp>()] = {ReadsOperands, [](RuleContext &k) {
+                                       k.seed(0, k.e.mul(k.c, k.x(1)));
+                                       k.seed(1, k.e.mul(k.c, k.x(0)));
+                                       k.seed(2, k.c);
+                                     }};
+    // Piecewise constant: zero gradient (as PyTorch's floor, ceil, round,
+    // trunc).
+    auto zeroRule = [](RuleContext &) {};
+    t[TypeID::get<math::FloorOp>()] = {ReadsNothing, zeroRule};
+    t[TypeID::get<math::CeilOp>()] = {ReadsNothing, zeroRule};
+    t[TypeID::get<math::RoundOp>()] = {ReadsNothing, zeroRule};
+    t[TypeID::get<math::RoundEvenOp>()] = {ReadsNothing, zeroRule};
+    t[TypeID::get<math::TruncOp>()] = {ReadsNothing, zeroRule};
     // Not differentiated through (its tensor comes from above, see
     // GenericRules), but recomputing it needs its operands.
     t[TypeID::get<tensor::ExtractOp>()] = {ReadsOperands, nullptr};

@@ -1,0 +1,167 @@
+"""The import's check against PyTorch: the imported step, compiled for the
+CPU and run (ga-run) on the example batch at k = 1, against PyTorch's own
+autograd of the same model and loss in float64.
+
+The reference runs the user's module itself, its parameters (and floating
+point buffers) replaced by float64 copies for the forward pass and the loss
+(so a loss that reads a parameter by closure reads the copy), in the
+training-mode semantics of the import (batch normalization on the batch's
+statistics, dropout off). No copy of the model is made and the model is not
+changed.
+
+The bound: the loss's relative error and, for every parameter, the error of
+its gradient in the 2-norm relative to the larger of the gradient's own norm
+and 1e-2 times the norm of all the step's gradients together. A gradient
+that is zero in exact arithmetic (the bias before a batch normalization,
+whose mean removes it) is float32 rounding noise in the step: it is
+measured on the step's scale, as is a tiny gradient next to large ones (a
+wrong one is still off by its own size: 100% of a gradient of 1e-3 of the
+step's norm is an error of 0.1). Float32 steps are held to
+`tolerance` (default 1e-5); a step that is not finite where PyTorch's is,
+fails at any bound.
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+
+__all__ = ["CheckResult", "check_step", "ga_run_beside"]
+
+
+class CheckResult:
+    """What the check measured: `loss` and `loss64`, `errors` (parameter
+    name -> relative error), `worst` (name, error), `seconds`."""
+
+    def __init__(self, loss, loss64, errors, seconds, tolerance):
+        self.loss, self.loss64, self.errors = loss, loss64, errors
+        self.seconds, self.tolerance = seconds, tolerance
+        self.loss_error = abs(loss - loss64) / max(abs(loss64), 1e-30)
+        self.worst = max(errors.items(), key=lambda kv: kv[1]) \
+            if errors else ("", 0.0)
+
+    @property
+    def ok(self):
+        return self.loss_error <= self.tolerance and \
+            self.worst[1] <= self.tolerance
+
+    def summary(self):
+        return (f"loss error {self.loss_error:.1e}, worst gradient "
+                f"{self.worst[0]} {self.worst[1]:.1e} (bound "
+                f"{self.tolerance:.0e})")
+
+
+def ga_run_beside(ga_opt):
+    """ga-run's path: beside `ga_opt` when that is a path, else on PATH."""
+    if os.sep in ga_opt:
+        return os.path.join(os.path.dirname(ga_opt), "ga-run")
+    return "ga-run"
+
+
+def _float64(torch, t):
+    return t.detach().double() if t.is_floating_point() else t
+
+
+def reference(torch, model, batch, names, labels_key, loss_fn, model_keys,
+              shift_labels, ignore_index, reduction, dropout):
+    """PyTorch's float64 loss and gradients (in `names` order) of the
+    import's model and loss."""
+    from .modes import reparametrized, training_semantics
+    F = torch.nn.functional
+    named = dict(model.named_parameters())
+    p64 = {n: named[n].detach().double().requires_grad_(True)
+           for n in names}
+    state = dict(p64)
+    for n, b in model.named_buffers():
+        if b.is_floating_point():
+            state[n] = b.detach().double()
+    b64 = {k: _float64(torch, v) for k, v in batch.items()}
+    inputs = {k: b64[k] for k in model_keys}
+    with torch.enable_grad(), training_semantics(torch, model, dropout), \
+            reparametrized(torch, model, state):
+        out = model(**inputs)
+        if loss_fn:
+            loss = loss_fn(out, b64)
+        else:
+            logits = getattr(out, "logits", out)
+            if isinstance(logits, (tuple, list)):
+                logits = logits[0]
+            labels = batch[labels_key]
+            if shift_labels:
+                logits, labels = logits[:, :-1], labels[:, 1:]
+            loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]),
+                                   labels.reshape(-1),
+                                   ignore_index=ignore_index,
+                                   reduction=reduction)
+        loss = loss.double()
+        grads = torch.autograd.grad(loss, [p64[n] for n in names],
+                                    allow_unused=True)
+    return float(loss.detach()), [
+        np.zeros(tuple(p64[n].shape)) if g is None else g.detach().numpy()
+        for g, n in zip(grads, names)]
+
+
+def run_step(ga_run, text, arguments, n_results):
+    """The step's results (loss, gradients) from ga-run on the CPU."""
+    with tempfile.TemporaryDirectory(prefix="ga-import-check-") as work:
+        src = os.path.join(work, "step.mlir")
+        with open(src, "w") as f:
+            f.write(text)
+        paths = []
+        for i, t in enumerate(arguments):
+            paths.append(os.path.join(work, f"arg{i}.npy"))
+            np.save(paths[-1], t.detach().cpu().numpy())
+        out = os.path.join(work, "out")
+        try:
+            done = subprocess.run([ga_run, src, *paths, "--out-dir", out],
+                                  capture_output=True, text=True)
+        except OSError as e:
+            raise RuntimeError(
+                f"cannot run ga-run '{ga_run}' for the check against "
+                f"PyTorch: {e.strerror} (pass ga_run=PATH, or check=False "
+                "to skip the check)") from e
+        if done.returncode:
+            raise RuntimeError("ga-run could not run the imported step for "
+                               "the check against PyTorch:\n"
+                               + done.stderr[-3000:])
+        return [np.load(os.path.join(out, f"result{i}.npy"))
+                for i in range(n_results)]
+
+
+def compare(names, loss, grads, loss64, grads64, tolerance):
+    """The check's measurements (see the module's docstring)."""
+    scale = float(np.sqrt(sum(float(np.sum(np.square(g))) for g in grads64)))
+    errors = {}
+    for n, g, g64 in zip(names, grads, grads64):
+        g = np.asarray(g, dtype=np.float64)
+        if not np.all(np.isfinite(g)) and np.all(np.isfinite(g64)):
+            errors[n] = float("inf")
+            continue
+        floor = max(float(np.linalg.norm(g64)), 1e-2 * scale, 1e-30)
+        errors[n] = float(np.linalg.norm(g - g64)) / floor
+    if not np.isfinite(loss) and np.isfinite(loss64):
+        loss = float("inf")
+    return errors, loss
+
+
+def check_step(torch, step_text, arguments, model, batch, names, *,
+               ga_run, labels_key, loss_fn, model_keys, shift_labels,
+               ignore_index, reduction, dropout, tolerance, log=sys.stderr):
+    """Runs the check; returns a CheckResult (the caller refuses on
+    `not result.ok`)."""
+    start = time.perf_counter()
+    got = run_step(ga_run, step_text, arguments, len(names) + 1)
+    loss64, grads64 = reference(torch, model, batch, names, labels_key,
+                                loss_fn, model_keys, shift_labels,
+                                ignore_index, reduction, dropout)
+    errors, loss = compare(names, float(got[0]), got[1:], loss64, grads64,
+                           tolerance)
+    result = CheckResult(loss, loss64, errors, time.perf_counter() - start,
+                         tolerance)
+    if log is not None:
+        print(f"ga-import: checked against PyTorch's float64 autograd in "
+              f"{result.seconds:.1f} s: {result.summary()}", file=log)
+    return result

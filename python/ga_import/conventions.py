@@ -1,0 +1,396 @@
+"""PyTorch's semantics where an export of the forward pass loses them.
+
+torch.export records what a model computes, not how PyTorch differentiates
+it. Where PyTorch's backward has a rule of its own that the forward's
+operations do not imply, the step that ga-opt differentiates would get
+another gradient with no error. While the model and the loss are traced,
+`PyTorchConventions` (a TorchFunctionMode) writes each such call as
+operations whose derivative under ga-opt's autodiff is PyTorch's, with
+the same forward value:
+
+| PyTorch call | what PyTorch's backward does | written as |
+|---|---|---|
+| `F.embedding(padding_idx=p)` | no gradient into row p | the rows read at p stop their gradient |
+| `F.embedding(scale_grad_by_freq=True)` | a row's gradient divided by its token's count in the call's input | `sg(e) + (e - sg(e)) / count` |
+| `F.gelu(approximate="tanh")` | sqrt(2/pi) in the tanh form (torch-mlir's decomposition has 0.797724) | the formula, with sqrt(2/pi) |
+| `amax`, `amin`, `max()`, `min()` (no dim) | split evenly among ties | `sg(m) + sum(ties (x - m)) / count` |
+| `max(dim)`, `min(dim)` | all to the index returned | `sg(m) + (x - m) at the index` |
+| `maximum`, `minimum`, `max(a, b)`, `min(a, b)` | half to each operand at a tie | selects with `(a + b) / 2` at ties |
+| `clamp`, `clip`, `clamp_min`, `clamp_max` | zero at the bounds (strict) | `where(lo < x < hi, x, sg(clamp(x)))` |
+| `linalg.vector_norm`, `norm`, `F.normalize` | zero at a zero norm (sqrt's NaN masked) | `where(s == 0, 0, sqrt(where(s == 0, 1, s)))` |
+
+and refuses what it cannot express with its reason and the user's line
+(`ConventionError`): a `torch.autograd.Function` (its backward is its own,
+and PyTorch runs its forward without gradients), `F.embedding(max_norm=...)`
+(which renormalizes the table in place), dropout that is on.
+
+`abs` at 0 needs nothing here: ga-opt's rule for `math.absf` is sign(x)
+with sign(0) = 0, PyTorch's.
+
+`sg` is ga-import's `ga::stop_gradient` (`train.stop_gradient` in the step).
+"""
+
+import inspect
+import math
+import os
+
+__all__ = ["ConventionError", "PyTorchConventions", "user_frame"]
+
+
+class ConventionError(RuntimeError):
+    """A PyTorch construct whose gradient ga-import cannot carry; the
+    message names it, the user's line and what to do."""
+
+
+_OWN = (os.sep + "torch" + os.sep, os.sep + "torch_mlir" + os.sep,
+        os.sep + "ga_import" + os.sep, "site-packages" + os.sep + "transformers",
+        os.sep + "contextlib.py", os.sep + "functools.py")
+
+
+def user_frame(skip_library=True):
+    """'file:line' of the innermost frame of the user's code (outside torch,
+    torch-mlir and ga-import; transformers' own files count as the user's
+    model), or ''."""
+    frame = inspect.currentframe()
+    fallback = ""
+    while frame is not None:
+        path = frame.f_code.co_filename
+        here = f"{path}:{frame.f_lineno}"
+        own = any(part in path for part in _OWN[:3] + _OWN[4:])
+        if not own and not path.startswith("<"):
+            return here
+        if not fallback and "transformers" in path:
+            fallback = here
+        frame = frame.f_back
+    return fallback
+
+
+def _bind(signature, args, kwargs):
+    """The arguments of a call by name, by a Python signature."""
+    return signature(*args, **(kwargs or {}))
+
+
+class PyTorchConventions:
+    """A context manager: while it is active, the calls in the table above
+    are written in PyTorch's conventions. `stop` is the stop-gradient
+    function of the trace (it also records that one was used)."""
+
+    def __init__(self, torch, stop, dropout="refuse"):
+        self.torch = torch
+        self.stop = stop
+        self.dropout_mode = dropout
+        self.rewritten = {}  # what was rewritten: {name: count}
+
+    # -- the rewrites --------------------------------------------------------
+
+    def _note(self, what):
+        self.rewritten[what] = self.rewritten.get(what, 0) + 1
+
+    def embedding(self, func, args, kwargs):
+        torch = self.torch
+
+        def sig(input, weight, padding_idx=None, max_norm=None, norm_type=2.0,
+                scale_grad_by_freq=False, sparse=False):
+            return input, weight, padding_idx, max_norm, scale_grad_by_freq
+        ids, weight, pad, max_norm, by_freq = _bind(sig, args, kwargs)
+        if max_norm is not None:
+            raise ConventionError(
+                f"nn.Embedding(max_norm={max_norm}) at {user_frame()}: it "
+                "renormalizes the rows it reads in place during the forward "
+                "pass, which a training step of ga-opt does not do; drop "
+                "max_norm (or renormalize the table outside the step)")
+        out = torch.nn.functional.embedding(ids, weight)
+        if not weight.is_floating_point():
+            return out
+        if pad is not None:
+            self._note("embedding padding_idx")
+            if pad < 0:
+                pad += weight.shape[0]
+            out = torch.where((ids == pad).unsqueeze(-1), self.stop(out), out)
+        if by_freq:
+            self._note("embedding scale_grad_by_freq")
+            vocab = torch.arange(weight.shape[0], device=ids.device)
+            hits = (ids.reshape(-1, 1) == vocab).to(weight.dtype).sum(0)
+            count = torch.nn.functional.embedding(ids, hits.unsqueeze(-1))
+            held = self.stop(out)
+            out = held + (out - held) / count
+        return out
+
+    def gelu(self, func, args, kwargs):
+        torch = self.torch
+
+        def sig(input, approximate="none"):
+            return input, approximate
+        x, approximate = _bind(sig, args, kwargs)
+        if approximate != "tanh" or not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("gelu tanh")
+        inner = math.sqrt(2.0 / math.pi) * (x + 0.044715 * x * x * x)
+        return 0.5 * x * (1.0 + torch.tanh(inner))
+
+    def _dims(self, x, dim):
+        if dim is None or (isinstance(dim, (tuple, list)) and len(dim) == 0):
+            return tuple(range(x.dim()))
+        if isinstance(dim, int):
+            dim = (dim,)
+        return tuple(d % max(x.dim(), 1) for d in dim)
+
+    def _shape(self, x, dims, keepdim):
+        return tuple(1 if i in dims else s for i, s in enumerate(x.shape)) \
+            if keepdim else tuple(s for i, s in enumerate(x.shape)
+                                  if i not in dims)
+
+    def _even(self, x, m, dims):
+        """sg(m) + sum over the ties of (x - m) / their count: the value m,
+        the gradient split evenly among the elements equal to m (m keeps
+        its reduced dimensions)."""
+        torch = self.torch
+        m = self.stop(m)
+        finite = m.abs() < math.inf
+        m0 = torch.where(finite, m, torch.zeros_like(m))
+        ties = x == m
+        count = ties.to(x.dtype).sum(dims, keepdim=True)
+        part = torch.where(ties & finite, x - m0, torch.zeros_like(x))
+        return m + part.sum(dims, keepdim=True) / count
+
+    def extremum(self, func, args, kwargs, largest):
+        """amax/amin, and max/min in their three forms."""
+        torch = self.torch
+        kwargs = dict(kwargs or {})
+        name = "max" if largest else "min"
+        if kwargs.get("out") is not None:
+            return func(*args, **kwargs)
+        x = args[0] if args else kwargs.get("input")
+        if not isinstance(x, torch.Tensor) or not x.is_floating_point():
+            return func(*args, **kwargs)
+        is_a = func in self._reductions
+        rest = list(args[1:])
+        other = rest[0] if rest else kwargs.get("other")
+        if not is_a and isinstance(other, torch.Tensor):
+            return self.pairwise(x, other, largest)
+        if is_a:  # amax(input, dim=(), keepdim=False)
+            def sig(input, dim=(), keepdim=False):
+                return dim, keepdim
+            dim, keepdim = _bind(sig, args, kwargs)
+            dims = self._dims(x, dim)
+            self._note(f"a{name} ties")
+            m = func(x, dims, keepdim=True)
+            return self._even(x, m, dims).reshape(
+                self._shape(x, dims, keepdim))
+        dim = rest[0] if rest else kwargs.get("dim")
+        if dim is None:  # max(): the whole tensor, split evenly
+            self._note(f"{name}() ties")
+            dims = tuple(range(x.dim()))
+            m = func(x)
+            return self._even(x, m.reshape((1,) * x.dim()), dims).reshape(())
+        keepdim = rest[1] if len(rest) > 1 else kwargs.get("keepdim", False)
+        d = dim % max(x.dim(), 1)
+        self._note(f"{name}(dim) ties")
+        values, index = func(x, d, keepdim=True)
+        held = self.stop(values)
+        finite = held.abs() < math.inf
+        v0 = torch.where(finite, held, torch.zeros_like(held))
+        shape = [1] * x.dim()
+        shape[d] = x.shape[d]
+        at = torch.arange(x.shape[d], device=x.device).reshape(shape) == index
+        part = torch.where(at & finite, x - v0, torch.zeros_like(x))
+        out = held + part.sum(d, keepdim=True)
+        if not keepdim:
+            out, index = out.squeeze(d), index.squeeze(d)
+        result = torch.return_types.max if largest else torch.return_types.min
+        return result((out, index))
+
+    def pairwise(self, a, b, largest):
+        """maximum/minimum with PyTorch's half-and-half at ties."""
+        torch = self.torch
+        if not (a.is_floating_point() and b.is_floating_point()):
+            return torch.maximum(a, b) if largest else torch.minimum(a, b)
+        self._note("maximum ties" if largest else "minimum ties")
+        first, second = (a > b, a < b) if largest else (a < b, a > b)
+        return torch.where(first, a, torch.where(second, b, (a + b) * 0.5))
+
+    def maximum(self, func, args, kwargs, largest=True):
+        def sig(input, other):
+            return input, other
+        a, b = _bind(sig, args, {k: v for k, v in (kwargs or {}).items()
+                                 if k != "out"})
+        if (kwargs or {}).get("out") is not None:
+            return func(*args, **kwargs)
+        return self.pairwise(a, b, largest)
+
+    def clamp(self, func, args, kwargs, which=None):
+        """clamp/clip/clamp_min/clamp_max: PyTorch passes the gradient only
+        strictly inside the bounds."""
+        torch = self.torch
+        kwargs = dict(kwargs or {})
+        if kwargs.get("out") is not None:
+            return func(*args, **kwargs)
+        if which == "min":
+            def sig(input, min):
+                return input, min, None
+        elif which == "max":
+            def sig(input, max):
+                return input, None, max
+        else:
+            def sig(input, min=None, max=None):
+                return input, min, max
+        x, lo, hi = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **kwargs)
+        self._note("clamp bounds")
+        value = torch.clamp(x, lo, hi)
+        inside = torch.ones_like(x, dtype=torch.bool)
+        if lo is not None:
+            inside = inside & (x > lo)
+        if hi is not None:
+            inside = inside & (x < hi)
+        return torch.where(inside, x, self.stop(value))
+
+    def _safe_norm(self, x, ord, dims, keepdim):
+        """The ord-norm of x over dims with PyTorch's zero gradient at a
+        zero norm."""
+        torch = self.torch
+        if ord in (math.inf, -math.inf):
+            a = x.abs()
+            m = (torch.amax if ord > 0 else torch.amin)(a, dims, keepdim=True)
+            return self._even(a, m, dims).reshape(self._shape(x, dims,
+                                                              keepdim))
+        if ord == 2:
+            s = (x * x).sum(dims, keepdim=keepdim)
+        else:
+            s = (x.abs() ** ord).sum(dims, keepdim=keepdim)
+        zero = s == 0
+        safe = torch.where(zero, torch.ones_like(s), s)
+        root = torch.sqrt(safe) if ord == 2 else safe ** (1.0 / ord)
+        return torch.where(zero, torch.zeros_like(s), root)
+
+    def vector_norm(self, func, args, kwargs):
+        def sig(input, ord=2, dim=None, keepdim=False, *, dtype=None,
+                out=None):
+            return input, ord, dim, keepdim, dtype, out
+        x, ord, dim, keepdim, dtype, out = _bind(sig, args, kwargs)
+        return self._norm(func, args, kwargs, x, ord, dim, keepdim, dtype,
+                          out)
+
+    def norm(self, func, args, kwargs):
+        def sig(input, p="fro", dim=None, keepdim=False, out=None,
+                dtype=None):
+            return input, p, dim, keepdim, dtype, out
+        x, p, dim, keepdim, dtype, out = _bind(sig, args, kwargs)
+        if p == "fro":
+            p = 2
+        return self._norm(func, args, kwargs, x, p, dim, keepdim, dtype, out)
+
+    def _norm(self, func, args, kwargs, x, ord, dim, keepdim, dtype, out):
+        if (out is not None or isinstance(ord, str) or ord in (0, None)
+                or not x.is_floating_point() or not ord > 0 and
+                ord != -math.inf):
+            return func(*args, **(kwargs or {}))
+        if dtype is not None:
+            x = x.to(dtype)
+        self._note("norm at zero")
+        return self._safe_norm(x, float(ord), self._dims(x, dim), keepdim)
+
+    def normalize(self, func, args, kwargs):
+        def sig(input, p=2.0, dim=1, eps=1e-12, out=None):
+            return input, p, dim, eps, out
+        x, p, dim, eps, out = _bind(sig, args, kwargs)
+        if out is not None or not x.is_floating_point() or not p > 0:
+            return func(*args, **(kwargs or {}))
+        self._note("norm at zero")
+        n = self._safe_norm(x, float(p), self._dims(x, dim), True)
+        torch = self.torch
+        held = self.stop(torch.clamp(n, min=eps))
+        denom = torch.where(n > eps, n, held)
+        return x / denom.expand_as(x)
+
+    def dropout(self, func, args, kwargs):
+        def sig(input, p=0.5, training=True, inplace=False):
+            return p, training
+        p, training = _bind(sig, args, kwargs)
+        if training and p > 0 and self.dropout_mode == "off":
+            return args[0] if args else kwargs["input"]
+        if training and p > 0:
+            raise ConventionError(
+                f"dropout with p = {p} in training mode at {user_frame()}: "
+                "a step that ga-opt splits bit for bit draws no random "
+                "numbers; put the model in eval() mode for the import, set "
+                "the dropout probability to 0, or pass dropout='off' for the "
+                "step without dropout")
+        return func(*args, **(kwargs or {}))
+
+    # -- the mode ------------------------------------------------------------
+
+    def __enter__(self):
+        torch = self.torch
+        F = torch.nn.functional
+        T = torch.Tensor
+        self._reductions = {torch.amax, torch.amin, T.amax, T.amin}
+        table = {F.embedding: self.embedding, F.gelu: self.gelu}
+        for f in (torch.amax, T.amax, torch.max, T.max):
+            table[f] = lambda fn, a, k: self.extremum(fn, a, k, True)
+        for f in (torch.amin, T.amin, torch.min, T.min):
+            table[f] = lambda fn, a, k: self.extremum(fn, a, k, False)
+        for f in (torch.maximum, T.maximum):
+            table[f] = lambda fn, a, k: self.maximum(fn, a, k, True)
+        for f in (torch.minimum, T.minimum):
+            table[f] = lambda fn, a, k: self.maximum(fn, a, k, False)
+        for f in (torch.clamp, T.clamp, torch.clip, T.clip):
+            table[f] = self.clamp
+        for f in (torch.clamp_min, T.clamp_min):
+            table[f] = lambda fn, a, k: self.clamp(fn, a, k, "min")
+        for f in (torch.clamp_max, T.clamp_max):
+            table[f] = lambda fn, a, k: self.clamp(fn, a, k, "max")
+        table[torch.linalg.vector_norm] = self.vector_norm
+        for f in (torch.norm, T.norm):
+            table[f] = self.norm
+        table[F.normalize] = self.normalize
+        for f in (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d,
+                  F.alpha_dropout, F.feature_alpha_dropout):
+            table[f] = self.dropout
+
+        conventions = self
+
+        class Mode(torch.overrides.TorchFunctionMode):
+            def __torch_function__(self, func, types, args=(), kwargs=None):
+                rewrite = table.get(func)
+                if rewrite is None or not torch.is_grad_enabled():
+                    return func(*args, **(kwargs or {}))
+                return rewrite(func, args, kwargs)
+
+        # The classmethod itself, to put back as it was.
+        self._function_apply = vars(torch.autograd.Function)["apply"]
+        original = self._function_apply
+
+        def apply(cls, *args, **kwargs):
+            if not torch.is_grad_enabled():
+                return original.__get__(None, cls)(*args, **kwargs)
+            try:
+                source = inspect.getsourcefile(cls)
+                line = inspect.getsourcelines(cls)[1]
+                defined = f" (defined at {source}:{line})"
+            except (OSError, TypeError):
+                defined = ""
+            raise ConventionError(
+                f"torch.autograd.Function {cls.__qualname__}{defined} is "
+                f"applied at {user_frame()}: its backward is its own and "
+                "PyTorch runs its forward without gradients, so the step "
+                "would not compute its gradient; write it with torch "
+                "operations (whose gradient ga-opt derives), or keep it "
+                "out of the step")
+
+        torch.autograd.Function.apply = classmethod(apply)
+        self.mode = Mode()
+        try:
+            self.mode.__enter__()
+        except BaseException:
+            torch.autograd.Function.apply = self._function_apply
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        try:
+            self.mode.__exit__(*exc)
+        finally:
+            self.torch.autograd.Function.apply = self._function_apply
+        return False

@@ -1,0 +1,78 @@
+"""The model's state while it is traced: its parameters as the step's
+arguments, and PyTorch's training-mode semantics where a step can hold them.
+
+- `reparametrized`: the model's parameters replaced by the traced
+  arguments for the model's forward *and* the loss, so that a loss reading
+  a parameter by closure (a learnable temperature, an L2 penalty over
+  `model.parameters()`, an LM head applied inside the loss) differentiates
+  it instead of baking in its import-time value.
+- `training_semantics`: a model in `train()` mode is traced as PyTorch
+  trains it. Batch normalization normalizes with the batch's statistics
+  (the running statistics are neither read nor updated by the step; the
+  split analysis then refuses a split of it, or `batch-statistics=prepass`
+  proves one). Dropout that would draw random numbers is refused (a step
+  that ga-opt splits bit for bit draws none) unless `dropout="off"` asks
+  for the step without it. Every module's mode is restored afterwards.
+"""
+
+import contextlib
+
+from .conventions import ConventionError
+
+__all__ = ["reparametrized", "training_semantics", "active_dropout"]
+
+
+def reparametrized(torch, model, params):
+    """A context in which `model`'s parameters named in `params` are those
+    tensors (tied parameters follow), for its forward and for any code
+    that reads them through the module."""
+    from torch.nn.utils.stateless import _reparametrize_module
+    return _reparametrize_module(model, params, tie_weights=True)
+
+
+def active_dropout(torch, model):
+    """(qualified name, p) of the first dropout module that is in training
+    mode with p > 0, or None."""
+    for name, m in model.named_modules():
+        if isinstance(m, torch.nn.modules.dropout._DropoutNd) and \
+                m.training and m.p > 0:
+            return name or type(m).__name__, m.p
+    return None
+
+
+@contextlib.contextmanager
+def training_semantics(torch, model, dropout="refuse"):
+    """While active: `model` in eval mode but for its batch normalizations
+    that were in training mode, which normalize with the batch's statistics
+    and leave their running statistics alone. `dropout="refuse"` raises
+    ConventionError for a dropout module in training mode (the functional
+    form is refused where it is called, by PyTorchConventions);
+    `dropout="off"` traces it as in eval mode."""
+    if dropout not in ("refuse", "off"):
+        raise ConventionError(f"dropout must be 'refuse' or 'off', got "
+                              f"{dropout!r}")
+    if dropout == "refuse":
+        found = active_dropout(torch, model)
+        if found:
+            raise ConventionError(
+                f"the model is in training mode with dropout ({found[0]}, "
+                f"p = {found[1]}): a step that ga-opt splits bit for bit "
+                "draws no random numbers; call model.eval() before the "
+                "import, or pass dropout='off' (--dropout=off) for the step "
+                "without dropout")
+    modes = {m: m.training for m in model.modules()}
+    norms = [m for m in model.modules()
+             if isinstance(m, torch.nn.modules.batchnorm._BatchNorm)
+             and m.training]
+    tracking = {m: m.track_running_stats for m in norms}
+    model.eval()
+    for m in norms:
+        m.training = True
+        m.track_running_stats = False
+    try:
+        yield norms
+    finally:
+        for m, training in modes.items():
+            m.training = training
+        for m, track in tracking.items():
+            m.track_running_stats = track

@@ -1,0 +1,303 @@
+#!/usr/bin/env python3
+"""The importer's fuzzer: random PyTorch models and losses, each imported by
+ga-import and checked against PyTorch's float64 autograd, with the splits.
+
+  PY=$(scripts/setup_frontend.sh --locate)
+  PYTHONPATH=python $PY scripts/import_fuzz.py --seed S --count N
+                    [--build DIR] [--splits] [--keep-going]
+
+Models. Each is composed at random from the families whose gradients live
+in PyTorch's backward, modes or closures, and the ordinary ones around
+them: token embeddings (with and without padding_idx or
+scale_grad_by_freq, the pad id attended) or dense inputs; Linear layers;
+activations (tanh, relu, the exact and the tanh GELU, SiLU, sigmoid,
+softplus, leaky ReLU, abs, clamp); normalizations (LayerNorm, an RMSNorm
+written out, F.normalize, BatchNorm in training mode); a causal softmax
+attention; pooling over the sequence (mean, amax, max(dim)) or per-token
+logits; maximum/minimum against zero; residual connections. Losses:
+cross-entropy (mean over the valid labels, ignore -100, or sum), a masked
+token mean written in PyTorch, binary cross-entropy with logits, DPO's
+-logsigmoid of a margin, a focal-style weighting, and terms that read the
+model's parameters by closure (an L2 penalty, a learnable temperature);
+now and then a torch.autograd.Function, which must be refused.
+
+Oracle. ga-import's own check (the step run by ga-run at k = 1 on the
+example batch against PyTorch's float64 autograd of the same module and
+loss, bound 1e-5): a model is `ok` when the import passes it, `refused`
+when ga-import refuses the model with its reason (a construct it cannot
+carry, such as a Function), and `WRONG` when the check finds a gradient
+that differs from PyTorch's (a construct imported with another meaning,
+caught: the class to fix). With --splits, a model that imports is run
+again at k = 2 micro-batches, which must give the k = 1 step's loss and
+gradients bit for bit, or be refused by the split analysis with a located
+reason (a batch statistic). Any other failure (an exception, a crash of a
+tool) is `ERROR`.
+
+Exit status 1 when any model is WRONG or ERROR. The last line:
+`import-fuzz: N models: a ok, b refused, c WRONG, d ERROR (splits: e
+bitwise, f refused, g DIFFER)`.
+"""
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import tempfile
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+ROOT = os.path.dirname(HERE)
+
+import ga_import  # noqa: E402
+from ga_import.check import run_step  # noqa: E402
+
+V, D, S = 12, 8, 6
+
+
+class Negate(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class RMSNorm(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.weight = torch.nn.Parameter(torch.ones(dim))
+
+    def forward(self, x):
+        return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
+                                             + 1e-6)
+
+
+class Attention(torch.nn.Module):
+    def __init__(self, dim):
+        super().__init__()
+        self.qkv = torch.nn.Linear(dim, 3 * dim)
+        self.proj = torch.nn.Linear(dim, dim)
+
+    def forward(self, x):
+        q, k, v = self.qkv(x).chunk(3, dim=-1)
+        scores = q @ k.transpose(-1, -2) / (x.shape[-1] ** 0.5)
+        causal = torch.ones(x.shape[1], x.shape[1], dtype=torch.bool).tril()
+        scores = scores.masked_fill(~causal, float("-inf"))
+        return self.proj(F.softmax(scores, dim=-1) @ v)
+
+
+ACTIVATIONS = {
+    "tanh": torch.tanh, "relu": F.relu, "gelu": F.gelu,
+    "gelu-tanh": lambda x: F.gelu(x, approximate="tanh"), "silu": F.silu,
+    "sigmoid": torch.sigmoid, "softplus": F.softplus,
+    "leaky-relu": lambda x: F.leaky_relu(x, 0.1), "abs": torch.abs,
+    "clamp": lambda x: x.clamp(-0.5, 0.5), "max0": lambda x: torch.maximum(
+        x, torch.zeros_like(x)), "min0": lambda x: torch.minimum(
+        x, torch.zeros_like(x)), "negate-fn": Negate.apply,
+}
+
+
+class Model(torch.nn.Module):
+    """A random model of `spec` (a dict of choices, printed with the
+    result)."""
+
+    def __init__(self, spec):
+        super().__init__()
+        self.spec = spec
+        if spec["input"] == "tokens":
+            self.emb = torch.nn.Embedding(V, D, **spec["embedding"])
+        else:
+            self.inp = torch.nn.Linear(4, D)
+        self.layers = torch.nn.ModuleList()
+        for layer in spec["layers"]:
+            if layer == "attention":
+                self.layers.append(Attention(D))
+            elif layer == "layernorm":
+                self.layers.append(torch.nn.LayerNorm(D))
+            elif layer == "rmsnorm":
+                self.layers.append(RMSNorm(D))
+            elif layer == "batchnorm":
+                self.layers.append(torch.nn.BatchNorm1d(S))
+            else:
+                self.layers.append(torch.nn.Linear(D, D))
+        self.head = torch.nn.Linear(D, V)
+        if spec["temperature"]:
+            self.log_temp = torch.nn.Parameter(torch.tensor(0.2))
+
+    def forward(self, x):
+        h = self.emb(x) if self.spec["input"] == "tokens" else self.inp(x)
+        for layer, kind, act in zip(self.layers, self.spec["layers"],
+                                    self.spec["activations"]):
+            if kind == "normalize":
+                y = F.normalize(layer(h) * (h.abs() > 0.05), dim=-1)
+            else:
+                y = layer(h)
+            y = ACTIVATIONS[act](y)
+            h = h + y if self.spec["residual"] else y
+        if self.spec["pool"] == "amax":
+            h = h.amax(1)
+        elif self.spec["pool"] == "max":
+            h = h.max(1).values
+        elif self.spec["pool"] == "mean":
+            h = h.mean(1)
+        return self.head(h)
+
+
+def random_spec(rng):
+    tokens = rng.random() < 0.6
+    embedding = {}
+    if tokens and rng.random() < 0.5:
+        embedding["padding_idx"] = 0
+    if tokens and rng.random() < 0.2:
+        embedding["scale_grad_by_freq"] = True
+    n = rng.randint(1, 3)
+    kinds = ["linear", "linear", "attention", "layernorm", "rmsnorm",
+             "normalize", "batchnorm"]
+    acts = list(ACTIVATIONS)
+    layers = [rng.choice(kinds) for _ in range(n)]
+    activations = [rng.choice(acts if rng.random() < 0.1 else
+                              [a for a in acts if a != "negate-fn"])
+                   for _ in range(n)]
+    pool = rng.choice(["none", "none", "mean", "amax", "max"])
+    losses = ["ce", "ce-sum", "token-mean", "bce", "dpo", "focal"]
+    return {"input": "tokens" if tokens else "dense",
+            "embedding": embedding, "layers": layers,
+            "activations": activations, "residual": rng.random() < 0.5,
+            "pool": pool, "loss": rng.choice(losses),
+            "l2": rng.random() < 0.2, "temperature": rng.random() < 0.2}
+
+
+def random_batch(spec, gen, rows=4):
+    if spec["input"] == "tokens":
+        x = torch.randint(0, V, (rows, S), generator=gen)
+        x[:, 0] = 0  # the pad id (when there is one), attended
+        x[:, 2] = x[:, 1]  # a repeated token: ties in a max-pooling
+    else:
+        x = torch.randn(rows, S, 4, generator=gen)
+    shape = (rows,) if spec["pool"] != "none" else (rows, S)
+    labels = torch.randint(0, V, shape, generator=gen)
+    labels.view(-1)[1] = -100
+    return {"x": x, "labels": labels}
+
+
+def make_loss(spec, model):
+    def loss_fn(out, b):
+        labels = b["labels"]
+        logits = out.reshape(-1, out.shape[-1])
+        flat = labels.reshape(-1)
+        if spec["temperature"]:
+            logits = logits * model.log_temp.exp()
+        valid = (flat != -100)
+        kind = spec["loss"]
+        if kind == "token-mean":
+            ce = F.cross_entropy(logits, flat.clamp(min=0), reduction="none")
+            loss = (ce * valid).sum() / valid.sum()
+        elif kind == "bce":
+            target = (flat.clamp(min=0) % 2).to(logits.dtype)
+            per = F.binary_cross_entropy_with_logits(
+                logits[:, 0], target, reduction="none")
+            loss = (per * valid).sum() / valid.sum()
+        elif kind == "dpo":
+            margin = logits[:, 0] - logits[:, 1]
+            loss = -(F.logsigmoid(0.5 * margin) * valid).sum() / valid.sum()
+        elif kind == "focal":
+            logp = F.log_softmax(logits, -1)
+            picked = logp.gather(1, flat.clamp(min=0).unsqueeze(1))[:, 0]
+            weight = (1 - picked.exp()) ** 2
+            loss = -(weight * picked * valid).sum() / valid.sum()
+        else:
+            loss = F.cross_entropy(logits, flat, ignore_index=-100,
+                                   reduction="sum" if kind == "ce-sum"
+                                   else "mean")
+        if spec["l2"]:
+            loss = loss + 1e-3 * sum(p.pow(2).sum()
+                                     for p in model.parameters())
+        return loss
+    return loss_fn
+
+
+def run_one(seed, args, counts):
+    rng = random.Random(seed)
+    spec = random_spec(rng)
+    torch.manual_seed(seed)
+    model = Model(spec)
+    if "batchnorm" not in spec["layers"]:
+        model.eval()
+    batch = random_batch(spec, torch.Generator().manual_seed(seed))
+    loss_fn = make_loss(spec, model)
+    tag = (f"seed {seed}: {spec['input']} {spec['embedding'] or ''} "
+           f"{'+'.join(f'{k}/{a}' for k, a in zip(spec['layers'], spec['activations']))} "
+           f"pool={spec['pool']} loss={spec['loss']}"
+           f"{' +l2' if spec['l2'] else ''}"
+           f"{' +temperature' if spec['temperature'] else ''}")
+    try:
+        step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
+                                     ga_run=args.ga_run, loss_fn=loss_fn,
+                                     model_inputs=["x"], log=None)
+    except ga_import.ImportError_ as e:
+        text = str(e)
+        if "does not compute PyTorch's gradients" in text:
+            counts["WRONG"] += 1
+            print(f"WRONG {tag}\n  {text}")
+        else:
+            counts["refused"] += 1
+            print(f"refused {tag}: {text.splitlines()[0][:200]}")
+        return
+    except Exception as e:  # noqa: BLE001 - every other failure is a finding
+        counts["ERROR"] += 1
+        print(f"ERROR {tag}: {type(e).__name__}: {e}")
+        return
+    counts["ok"] += 1
+    print(f"ok {tag}: {step.check_result.summary()}")
+    if not args.splits:
+        return
+    n = len(step.param_names) + 1
+    full = run_step(args.ga_run, step.mlir, step.arguments(), n)
+    try:
+        split = run_step(args.ga_run, step.reschedule(2).mlir,
+                         step.arguments(), n)
+    except RuntimeError as e:
+        first = [l for l in str(e).splitlines() if "error" in l][:1]
+        counts["split refused"] += 1
+        print(f"  k = 2 refused: {first[0][:200] if first else str(e)[:200]}")
+        return
+    same = all(np.array_equal(a, b) for a, b in zip(full, split))
+    counts["split bitwise" if same else "split DIFFER"] += 1
+    if not same:
+        print(f"  k = 2 DIFFERS from k = 1 ({tag})")
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--count", type=int, default=10)
+    parser.add_argument("--build", default=os.path.join(ROOT, "build"))
+    parser.add_argument("--splits", action="store_true")
+    args = parser.parse_args()
+    args.ga_opt = os.path.join(args.build, "bin", "ga-opt")
+    args.ga_run = os.path.join(args.build, "bin", "ga-run")
+    counts = dict.fromkeys(["ok", "refused", "WRONG", "ERROR",
+                            "split bitwise", "split refused",
+                            "split DIFFER"], 0)
+    start = time.time()
+    for seed in range(args.seed, args.seed + args.count):
+        run_one(seed, args, counts)
+        sys.stdout.flush()
+    print(f"import-fuzz: {args.count} models in {time.time() - start:.0f} s: "
+          f"{counts['ok']} ok, {counts['refused']} refused, "
+          f"{counts['WRONG']} WRONG, {counts['ERROR']} ERROR (splits: "
+          f"{counts['split bitwise']} bitwise, {counts['split refused']} "
+          f"refused, {counts['split DIFFER']} DIFFER)")
+    sys.exit(1 if counts["WRONG"] or counts["ERROR"] or
+             counts["split DIFFER"] else 0)
+
+
+if __name__ == "__main__":
+    main()

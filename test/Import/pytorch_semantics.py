@@ -1,0 +1,423 @@
+"""PyTorch's semantics at the door: the constructs whose gradient lives in
+PyTorch's backward, modes or closures, each imported (with the import's own
+check off, so that the fix itself is what is measured), run by ga-run at
+k = 1 and compared with PyTorch's float64 autograd of a float64 copy of the
+same model and loss (relative error of the loss and of every gradient in
+the 2-norm, against the larger of its own norm and 1e-2 of all of them:
+bound 1e-5). Then what is refused (a torch.autograd.Function, an
+embedding's max_norm), and the check itself: on by default, printing its
+cost, and refusing a step whose meaning was changed on purpose (a tanh of
+the step replaced by a sine), naming the parameter.
+
+  pytorch_semantics.py --ga-opt BIN --workdir DIR [--only NAME]
+"""
+
+import argparse
+import copy
+import io
+import os
+import sys
+import time
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import ga_import
+from ga_import.check import run_step
+
+BOUND = 1e-5
+FAILED = []
+
+
+def report(name, ok, detail):
+    print(f"{'PASS' if ok else 'FAIL'}: {name}: {detail}")
+    if not ok:
+        FAILED.append(name)
+
+
+def float64_autograd(model, batch, names, loss_fn=None, model_keys=None):
+    """The oracle: a float64 deep copy of the model, PyTorch's autograd of
+    the loss (cross-entropy over the labels, ignore -100, or `loss_fn`)."""
+    m = copy.deepcopy(model).double()
+    b = {k: (v.double() if v.is_floating_point() else v)
+         for k, v in batch.items()}
+    keys = model_keys or [k for k in batch if k != "labels"]
+    out = m(**{k: b[k] for k in keys})
+    if loss_fn:
+        loss = loss_fn(m, out, b)
+    else:
+        loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
+                               batch["labels"].reshape(-1),
+                               ignore_index=-100)
+    params = dict(m.named_parameters())
+    grads = torch.autograd.grad(loss, [params[n] for n in names],
+                                allow_unused=True)
+    return float(loss.detach()), [np.zeros(params[n].shape) if g is None
+                         else g.detach().numpy() for g, n in
+                         zip(grads, names)]
+
+
+def errors(got, ref):
+    """Relative to the larger of the gradient's norm and 1e-2 of all the
+    gradients' norm (a gradient zero in exact arithmetic, such as the bias
+    before a batch normalization, is rounding noise in float32)."""
+    scale = np.sqrt(sum(np.sum(np.square(r)) for r in ref))
+    return [float(np.linalg.norm(g - r)) /
+            max(np.linalg.norm(r), 1e-2 * scale, 1e-30)
+            if np.all(np.isfinite(g)) else float("inf")
+            for g, r in zip(got, ref)]
+
+
+def against_pytorch(name, args, model, batch, loss_fn=None, model_keys=None,
+                    **options):
+    """Imports (check off), runs at k = 1 and compares with the oracle."""
+    closure = None
+    if loss_fn:
+        def closure(out, b):
+            return loss_fn(model, out, b)
+    step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
+                                 loss_fn=closure, model_inputs=model_keys,
+                                 check=False, **options)
+    got = run_step(args.ga_run, step.mlir, step.arguments(),
+                   len(step.param_names) + 1)
+    loss64, ref = float64_autograd(model, batch, step.param_names, loss_fn,
+                                   model_keys)
+    loss_err = abs(float(got[0]) - loss64) / max(abs(loss64), 1e-30)
+    errs = errors(got[1:], ref)
+    worst = int(np.argmax(errs))
+    report(name, loss_err <= BOUND and errs[worst] <= BOUND,
+           f"loss {loss_err:.1e}, worst gradient {step.param_names[worst]} "
+           f"{errs[worst]:.1e} (bound {BOUND:.0e}); rewritten: "
+           f"{', '.join(sorted(step.rewritten)) or 'nothing'}")
+    return step, got
+
+
+def refused(name, args, model, batch, expected, **options):
+    try:
+        ga_import.import_step(model, batch, ga_opt=args.ga_opt, **options)
+    except ga_import.ImportError_ as e:
+        print(f"  {name}: ga-import: error: {e}")
+        report(name, all(x in str(e) for x in expected),
+               "refused" + ("" if all(x in str(e) for x in expected) else
+                            f", without {expected}"))
+        return
+    report(name, False, "imported, expected a refusal")
+
+
+# -- models -------------------------------------------------------------------
+
+def seeded(seed=0):
+    torch.manual_seed(seed)
+    return torch.Generator().manual_seed(seed)
+
+
+class Tokens(torch.nn.Module):
+    def __init__(self, **embedding):
+        super().__init__()
+        self.emb = torch.nn.Embedding(16, 8, **embedding)
+        self.out = torch.nn.Linear(8, 16)
+
+    def forward(self, input_ids):
+        return self.out(torch.tanh(self.emb(input_ids)))
+
+
+def token_batch(gen):
+    ids = torch.randint(0, 16, (4, 8), generator=gen)
+    ids[:, 0] = 0   # the pad id, attended
+    ids[2, 1:4] = 5  # a repeated token
+    labels = torch.randint(0, 16, (4, 8), generator=gen)
+    labels[1] = -100
+    return {"input_ids": ids, "labels": labels}
+
+
+class Kink(torch.nn.Module):
+    """logits = fc(op(p, z) + x) with p holding zeros and ties, z zeros."""
+
+    def __init__(self, op):
+        super().__init__()
+        self.p = torch.nn.Parameter(
+            torch.tensor([0.0, 0.0, 1.0, -1.0, 2.0, 2.0, 0.5, -0.25]))
+        self.z = torch.nn.Parameter(torch.zeros(8))
+        self.fc = torch.nn.Linear(8, 4)
+        self.op = op
+
+    def forward(self, x):
+        return self.fc(self.op(self.p, self.z) + x)
+
+
+KINKS = {
+    "F.normalize at a zero vector": lambda p, z: F.normalize(z, dim=0) + p,
+    "vector_norm at a zero vector":
+        lambda p, z: torch.linalg.vector_norm(z) + p,
+    "Tensor.norm at a zero vector": lambda p, z: z.norm() + p,
+    "abs at 0": lambda p, z: p.abs(),
+    "maximum at a tie": lambda p, z: torch.maximum(p, torch.zeros_like(p)),
+    "minimum at a tie": lambda p, z: torch.minimum(p, torch.zeros_like(p)),
+    "clamp(min=0) at 0": lambda p, z: p.clamp(min=0),
+    "clamp(-1, 1) at its bounds": lambda p, z: torch.clamp(p, -1.0, 1.0),
+    "amax with two maxima": lambda p, z: p.amax() + 0 * p,
+    "amin with two minima": lambda p, z: (-p).amin() + 0 * p,
+    "max() with two maxima": lambda p, z: p.max() + 0 * p,
+    "max(dim) with ties": lambda p, z: p.view(4, 2).max(0).values.repeat(4)
+    + 0 * p,
+    "min(dim) with ties": lambda p, z: (-p).view(2, 4).min(1).values
+    .repeat(4) + 0 * p,
+    "inf-norm with ties": lambda p, z: torch.linalg.vector_norm(
+        p, ord=float("inf")) + 0 * p,
+    "relu at 0 (control)": lambda p, z: F.relu(p),
+}
+
+
+class SWEM(torch.nn.Module):
+    """Max-pooling of token embeddings over a sentence with a repeated
+    token (every feature of that token ties with itself)."""
+
+    def __init__(self, reduce):
+        super().__init__()
+        self.emb = torch.nn.Embedding(32, 16)
+        self.fc = torch.nn.Linear(16, 5)
+        self.reduce = reduce
+
+    def forward(self, input_ids):
+        h = self.emb(input_ids)
+        return self.fc(h.amax(1) if self.reduce == "amax"
+                       else h.max(1).values)
+
+
+class MLP(torch.nn.Module):
+    def __init__(self, act=torch.nn.Tanh(), norm=None):
+        super().__init__()
+        self.a = torch.nn.Linear(8, 16)
+        self.norm = norm or torch.nn.Identity()
+        self.act = act
+        self.b = torch.nn.Linear(16, 4)
+
+    def forward(self, x):
+        return self.b(self.act(self.norm(self.a(x))))
+
+
+def mlp_batch(gen, rows=8):
+    labels = torch.randint(0, 4, (rows,), generator=gen)
+    labels[1] = -100
+    return {"x": torch.randn(rows, 8, generator=gen), "labels": labels}
+
+
+class Tempered(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+        self.log_temp = torch.nn.Parameter(torch.tensor(0.3))  # loss only
+
+    def forward(self, x):
+        return self.lin(x)
+
+
+def tempered_loss(model, out, b):
+    """A learnable temperature and an L2 penalty over model.parameters(),
+    both read by closure."""
+    ce = F.cross_entropy(out * model.log_temp.exp(), b["labels"])
+    return ce + 1e-2 * sum(p.pow(2).sum() for p in model.parameters())
+
+
+def softplus_family(model, out, b):
+    """log1p, softplus, log-sigmoid, BCE with logits, and DPO's loss as
+    trainers write it (-logsigmoid(beta * margin))."""
+    y = (b["labels"] >= 2).to(out.dtype)
+    margin = out[:, 0] - out[:, 1]
+    return (F.binary_cross_entropy_with_logits(out[:, 2], y)
+            + F.softplus(out[:, 3]).mean()
+            - F.logsigmoid(0.1 * margin).mean()
+            + torch.log1p(out[:, 1].abs()).mean()
+            + torch.expm1(0.1 * out[:, 0]).mean())
+
+
+def trig_family(model, out, b):
+    return (torch.sin(out).mean() + torch.cos(out[:, 0]).mean()
+            + torch.atan(out[:, 1]).mean() + torch.erf(out[:, 2]).mean()
+            + torch.atan2(out[:, 3], out[:, 0] + 3.0).mean()
+            + torch.sinh(0.1 * out).mean())
+
+
+class GradReverse(torch.autograd.Function):
+    @staticmethod
+    def forward(ctx, x):
+        return x.view_as(x)
+
+    @staticmethod
+    def backward(ctx, grad):
+        return -grad
+
+
+class Reversed(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.lin = torch.nn.Linear(8, 4)
+
+    def forward(self, x):
+        return GradReverse.apply(self.lin(x))
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--ga-opt", required=True)
+    parser.add_argument("--ga-run", default="ga-run")
+    parser.add_argument("--only")
+    args = parser.parse_args()
+
+    def want(group):
+        return not args.only or args.only == group
+
+    if want("embedding"):
+        gen = seeded()
+        batch = token_batch(gen)
+        for kw in ({"padding_idx": 0}, {"padding_idx": -16},
+                   {"scale_grad_by_freq": True},
+                   {"padding_idx": 0, "scale_grad_by_freq": True}):
+            seeded(1)
+            model = Tokens(**kw)
+            with torch.no_grad():
+                model.emb.weight[0] = torch.randn(8)  # a pad row in use
+            against_pytorch(f"nn.Embedding({kw})", args, model, batch)
+        seeded(1)
+        refused("nn.Embedding(max_norm=1.0)", args, Tokens(max_norm=1.0),
+                batch, ["max_norm", "pytorch_semantics.py"])
+
+    if want("gelu"):
+        gen = seeded()
+        seeded(2)
+        against_pytorch("F.gelu(approximate='tanh')", args,
+                        MLP(torch.nn.GELU(approximate="tanh")),
+                        mlp_batch(gen))
+
+    if want("kinks"):
+        gen = seeded()
+        batch = {"x": torch.randn(4, 8, generator=gen),
+                 "labels": torch.randint(0, 4, (4,), generator=gen)}
+        for name, op in KINKS.items():
+            seeded(3)
+            against_pytorch(name, args, Kink(op), batch)
+        gen = seeded()
+        ids = torch.randint(0, 32, (4, 6), generator=gen)
+        ids[:, 3] = ids[:, 1]  # a token twice in every sentence
+        swem = {"input_ids": ids,
+                "labels": torch.randint(0, 5, (4,), generator=gen)}
+        for reduce in ("amax", "max"):
+            seeded(4)
+            against_pytorch(f"max-pooling with ties ({reduce})", args,
+                            SWEM(reduce), swem)
+
+    if want("closure"):
+        gen = seeded()
+        batch = mlp_batch(gen)
+        seeded(5)
+        model = Tempered()
+        step, got = against_pytorch(
+            "parameters read by the loss's closure", args, model, batch,
+            loss_fn=tempered_loss, model_keys=["x"])
+        report("the closure's parameter is a step argument",
+               "log_temp" in step.param_names,
+               f"parameters {step.param_names}")
+        # The step reads the parameter's value from its argument: after an
+        # update, the step's loss is PyTorch's at the new value.
+        with torch.no_grad():
+            model.log_temp.fill_(1.0)
+        again = run_step(args.ga_run, step.mlir, step.arguments(), 1)
+        loss64, _ = float64_autograd(model, batch, step.param_names,
+                                     tempered_loss, ["x"])
+        err = abs(float(again[0]) - loss64) / abs(loss64)
+        report("the closure's parameter is not baked in", err <= BOUND,
+               f"after log_temp := 1: loss error {err:.1e}")
+
+    if want("batchnorm"):
+        gen = seeded()
+        batch = mlp_batch(gen)
+        seeded(6)
+        model = MLP(norm=torch.nn.BatchNorm1d(16)).train()
+        running = model.norm.running_mean.clone()
+        step, _ = against_pytorch("BatchNorm1d in training mode (batch "
+                                  "statistics)", args, model, batch)
+        report("the model's modes and statistics are left as they were",
+               model.training and model.norm.training and
+               model.norm.track_running_stats and
+               torch.equal(running, model.norm.running_mean),
+               "train() mode, running statistics unchanged")
+        # Split, the batch statistic is refused at the operation.
+        import subprocess
+        import tempfile
+        with tempfile.TemporaryDirectory() as work:
+            src = os.path.join(work, "bn.mlir")
+            with open(src, "w") as f:
+                f.write(step.reschedule(2).mlir)
+            done = subprocess.run([args.ga_opt, src,
+                                   "--ga-pipeline=target=cpu", "-o",
+                                   os.devnull], capture_output=True,
+                                  text=True)
+        report("BatchNorm's batch statistics refuse a split",
+               done.returncode != 0 and "batch" in done.stderr,
+               done.stderr.strip().splitlines()[0] if done.stderr else
+               "compiled")
+        seeded(6)
+        model = MLP(norm=torch.nn.BatchNorm1d(16)).eval()
+        against_pytorch("BatchNorm1d in eval mode (running statistics)",
+                        args, model, batch)
+
+    if want("math"):
+        gen = seeded()
+        batch = mlp_batch(gen)
+        for name, fn in (("log1p, expm1, softplus, log-sigmoid, BCE with "
+                          "logits, DPO", softplus_family),
+                         ("sin, cos, atan, atan2, erf, sinh", trig_family)):
+            seeded(7)
+            against_pytorch(name, args, MLP(), batch, loss_fn=fn,
+                            model_keys=["x"])
+
+    if want("functions"):
+        gen = seeded()
+        seeded(8)
+        refused("torch.autograd.Function", args, Reversed(), mlp_batch(gen),
+                ["GradReverse", "pytorch_semantics.py:",
+                 "its backward is its own"])
+
+    if want("check"):
+        gen = seeded()
+        batch = mlp_batch(gen)
+        seeded(9)
+        model = MLP()
+        log = io.StringIO()
+        start = time.perf_counter()
+        step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
+                                     log=log)
+        total = time.perf_counter() - start
+        result = step.check_result
+        report("the check is on by default", result is not None and
+               result.ok and "checked against PyTorch" in log.getvalue(),
+               log.getvalue().strip())
+        print(f"  the check took {result.seconds:.1f} s of the import's "
+              f"{total:.1f} s")
+        # A construct with another meaning, on purpose: every tanh of the
+        # step is a sine.
+        wrap = ga_import._wrap
+
+        def edited(*a, **k):
+            return wrap(*a, **k).replace("math.tanh", "math.sin")
+        ga_import._wrap = edited
+        try:
+            ga_import.import_step(model, batch, ga_opt=args.ga_opt, log=None)
+            report("the check refuses a step that is not PyTorch's", False,
+                   "imported")
+        except ga_import.ImportError_ as e:
+            print(f"  ga-import: error: {e}")
+            report("the check refuses a step that is not PyTorch's",
+                   "does not compute PyTorch's gradients" in str(e) and
+                   ("a.weight" in str(e) or "b.weight" in str(e)),
+                   "refused, naming the parameter")
+        finally:
+            ga_import._wrap = wrap
+
+    print(f"pytorch-semantics: {len(FAILED)} failed")
+    sys.exit(1 if FAILED else 0)
+
+
+if __name__ == "__main__":
+    main()
