@@ -57,6 +57,7 @@ void ga::addCPULoweringFromBuffers(OpPassManager &pm,
   // calls for the rest.
   if (options.approximateMath)
     pm.addPass(ga::createGaApproximateMathPass());
+  pm.addPass(ga::createGaExpandIntegerMathPass());
   pm.addPass(createConvertMathToLLVMPass());
   pm.addPass(createConvertMathToLibmPass());
   ConvertVectorToLLVMPassOptions vectors;

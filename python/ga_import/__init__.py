@@ -115,6 +115,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
 
     # What the conventions rewrote, for the check's report.
     rewritten = {}
+    traced_loss = _as_module(torch, loss_fn) if loss_fn else None
 
     class Forward(torch.nn.Module):
         def forward(self, *args):
@@ -138,7 +139,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
             with reparametrized(torch, model, ps):
                 out = model(**{k: v for k, v in kw.items() if k in inputs})
                 if loss_fn:
-                    return loss_fn(out, kw)
+                    return traced_loss(out, kw)
             if hasattr(out, "logits"):
                 out = out.logits
             if isinstance(out, (tuple, list)):
@@ -190,6 +191,22 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
         raise ImportError_("the model's exported forward does not return "
                            "one tensor of logits [N, V]")
     return text, names, params, result.group(1)
+
+
+def _as_module(torch, fn):
+    """`fn` called as a module's forward, so that the export records the
+    lines of the loss that make each op (torch.export keeps the frames of
+    modules' `forward`s only): a plain function becomes the forward of a
+    module, under that name; any other callable is called as it is."""
+    import types
+    if not isinstance(fn, types.FunctionType):
+        return fn
+    forward = types.FunctionType(fn.__code__.replace(co_name="forward"),
+                                 fn.__globals__, "forward", fn.__defaults__,
+                                 fn.__closure__)
+    forward.__kwdefaults__ = fn.__kwdefaults__
+    return type("Loss", (torch.nn.Module,),
+                {"forward": staticmethod(forward)})()
 
 
 def _convention_error(e):
@@ -287,7 +304,8 @@ def _lower_to_linalg(module, carried):
     from torch_mlir.passmanager import PassManager
 
     # The export is printed and parsed again only to carry the op.
-    text = (module.operation.get_asm(print_generic_op_form=True)
+    text = (module.operation.get_asm(print_generic_op_form=True,
+                                     enable_debug_info=True)
             if carried else "")
     declared = {}
 
@@ -310,23 +328,40 @@ def _lower_to_linalg(module, carried):
         if head not in text:
             raise ImportError_("the raw export is not a module in generic form")
         text = text.replace(head, head + "\n" + decls, 1)
+    errors = []
+
+    def collect(diagnostic):
+        # torch-mlir's errors, kept for the refusal (and not printed).
+        if diagnostic.severity == ir.DiagnosticSeverity.ERROR:
+            errors.append((str(diagnostic.location), diagnostic.message))
+        return True
+
     with module.context:
-        if declared:
-            module = ir.Module.parse(text)
-        run_pipeline_with_repro_report(
-            module,
-            "builtin.module(func.func(torch-match-quantized-custom-ops), "
-            "torchdynamo-export-to-torch-backend-pipeline{ extra-library=})",
-            "Lowering TorchFX IR -> Torch Backend IR")
-        pipeline = str(PassManager.parse(
-            "builtin.module(torch-backend-to-linalg-on-tensors-backend-"
-            "pipeline)"))
-        verify = ",torch-verify-linalg-on-tensors-backend-contract)"
-        if declared and pipeline.endswith(verify):
-            pipeline = pipeline[:-len(verify)] + ")"
-        run_pipeline_with_repro_report(
-            module, pipeline,
-            "Lowering Torch Backend IR -> Linalg-on-Tensors Backend IR")
+        handler = module.context.attach_diagnostic_handler(collect)
+        try:
+            if declared:
+                module = ir.Module.parse(text)
+            run_pipeline_with_repro_report(
+                module,
+                "builtin.module(func.func(torch-match-quantized-custom-ops), "
+                "torchdynamo-export-to-torch-backend-pipeline"
+                "{ extra-library=})",
+                "Lowering TorchFX IR -> Torch Backend IR")
+            pipeline = str(PassManager.parse(
+                "builtin.module(torch-backend-to-linalg-on-tensors-backend-"
+                "pipeline)"))
+            verify = ",torch-verify-linalg-on-tensors-backend-contract)"
+            if declared and pipeline.endswith(verify):
+                pipeline = pipeline[:-len(verify)] + ")"
+            run_pipeline_with_repro_report(
+                module, pipeline,
+                "Lowering Torch Backend IR -> Linalg-on-Tensors Backend IR")
+        except Exception as e:
+            if errors:
+                raise ImportError_(_lowering_error(*errors[0])) from e
+            raise
+        finally:
+            handler.detach()
     if declared:
         lowered = module.operation.get_asm(print_generic_op_form=True)
         left = re.search(r'"(torch(?:_c)?\.[\w.]+)"', lowered)
@@ -334,6 +369,36 @@ def _lower_to_linalg(module, carried):
             raise ImportError_(f"torch-mlir left {left.group(1)} in the "
                                "export, which it cannot lower to linalg")
     return module
+
+
+def user_location(location):
+    """' at FILE:LINE' of the first frame of an MLIR location (torch-mlir's
+    call-site locations of the export) that is the user's: not PyTorch's,
+    torch-mlir's or ga-import's own; '' when there is none."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    frames = re.findall(r'"([^"]+)":(\d+)', location)
+    user = [f for f in frames if not f[0].startswith(here) and
+            "site-packages" not in f[0] and "dist-packages" not in f[0]]
+    if not user:
+        return ""
+    # Call-site locations list the innermost frame first.
+    file, line = user[0]
+    return f" at {file}:{line}"
+
+
+def _lowering_error(location, message):
+    """torch-mlir's first error as a refusal: the op, the PyTorch call it
+    stands for, the user's line."""
+    op = re.search(r"'(torch\.[\w.]+)'", message)
+    name = re.search(r'name = "torch\.(aten\.\w+)', message) or \
+        re.search(r"torch\.(aten\.\w+)", message)
+    call = f" (PyTorch's {name.group(1).replace('aten.', 'torch.')})" \
+        if name else ""
+    what = op.group(1) if op else "an operation"
+    first = message.splitlines()[0]
+    return (f"torch-mlir cannot lower {what}{call} to linalg"
+            f"{user_location(location)}: {first[:300]}; write it with other "
+            "PyTorch operations, or keep it out of the step")
 
 
 def _stop_gradients(text):
@@ -387,8 +452,10 @@ def _tm_tensor_error(module):
             body = aliases[alias]
             frames += re.findall(r'"([^"]+)":(\d+)', body)
             work += re.findall(r"#loc\d*", body)
+        own = os.path.dirname(os.path.abspath(__file__))
         user = [f for f in frames
-                if "site-packages" not in f[0] and "dist-packages" not in f[0]]
+                if "site-packages" not in f[0] and "dist-packages" not in f[0]
+                and not f[0].startswith(own)]
         if user or frames:
             file, line = (user or frames)[0]
             where = f" at {file}:{line}"

@@ -239,6 +239,23 @@ def trig_family(model, out, b):
             + torch.sinh(0.1 * out).mean())
 
 
+class RelativeBuckets(torch.nn.Module):
+    """T5's relative-position buckets: abs of int64 positions (math.absi,
+    vectorized by the default CPU pipeline)."""
+
+    def __init__(self):
+        super().__init__()
+        self.bias = torch.nn.Embedding(8, 1)
+        self.fc = torch.nn.Linear(8, 16)
+
+    def forward(self, x):
+        s = x.shape[1]
+        rel = torch.arange(s)[None, :] - torch.arange(s)[:, None]
+        bucket = (rel > 0).long() * 4 + torch.abs(rel).clamp(max=3)
+        scores = self.bias(bucket)[..., 0]
+        return self.fc(torch.softmax(scores, -1) @ x)
+
+
 class GradReverse(torch.autograd.Function):
     @staticmethod
     def forward(ctx, x):
@@ -372,12 +389,30 @@ def main():
             against_pytorch(name, args, MLP(), batch, loss_fn=fn,
                             model_keys=["x"])
 
+    if want("integers"):
+        gen = seeded()
+        batch = {"x": torch.randn(4, 32, 8, generator=gen),
+                 "labels": torch.randint(0, 16, (4, 32), generator=gen)}
+        batch["labels"][1] = -100
+        seeded(10)
+        against_pytorch("abs of int64 positions (T5's buckets), vectorized",
+                        args, RelativeBuckets(), batch)
+
     if want("functions"):
         gen = seeded()
         seeded(8)
         refused("torch.autograd.Function", args, Reversed(), mlp_batch(gen),
                 ["GradReverse", "pytorch_semantics.py:",
                  "its backward is its own"])
+
+    if want("lowering"):
+        gen = seeded()
+        seeded(11)
+        refused("an op torch-mlir cannot lower (torch.erfc), in the loss",
+                args, MLP(), mlp_batch(gen),
+                ["torch.erfc", "pytorch_semantics.py:"],
+                loss_fn=lambda out, b: torch.erfc(out).mean(),
+                model_inputs=["x"])
 
     if want("check"):
         gen = seeded()

@@ -77,6 +77,19 @@ def GaApproximateMathPass : Pass<"ga-approximate-math"> {
   ];
 }
 
+def GaExpandIntegerMathPass : Pass<"ga-expand-integer-math"> {
+  let summary = "Integer math operations as arith, for vector code";
+  let description = [{
+    Rewrites `math.absi x` (scalars and vectors of any rank) into
+    `arith.maxsi(x, 0 - x)`, which the lowering to LLVM takes at every
+    vector shape (`convert-math-to-llvm` does not take the n-D vectors that
+    ga-tile-and-vectorize makes of it). PyTorch's `abs` of integer
+    positions (T5's relative position buckets) imports as `math.absi`.
+    Exact: the same values, also for the minimum integer (both wrap).
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect"];
+}
+
 def GaParallelizeLoopsPass : Pass<"ga-parallelize-loops"> {
   let summary = "Run the parallel tile loops on threads (scf.parallel)";
   let description = [{
