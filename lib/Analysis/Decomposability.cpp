@@ -454,11 +454,22 @@ void Decomposability::visitBatchLoop(linalg::LinalgOp linalgOp,
                         "micro-batch sees other positions");
   for (OpOperand &operand : op->getOpOperands()) {
     BatchClass c = get(operand.get());
-    if (c.kind == BatchClass::BatchSum && c.paramDependent)
-      return setMixed(op, "feeds a batch statistic that depends on the "
-                          "parameters into per-example values (like "
-                          "batch normalization): a split would compute "
-                          "the statistic per micro-batch");
+    if (c.kind != BatchClass::BatchSum || !c.paramDependent)
+      continue;
+    std::string why = "feeds a batch statistic that depends on the "
+                      "parameters into per-example values (like batch "
+                      "normalization): a split would compute the statistic "
+                      "per micro-batch";
+    // Detached (PPO's advantage normalization, a no-grad threshold): the
+    // statistics pre-pass makes it a global of the whole batch.
+    if (!c.differentiable)
+      why += "; it carries no gradient: batch-statistics=prepass computes "
+             "it over the whole batch before the micro-batches, at the cost "
+             "of one more forward pass of what it needs (" +
+             std::to_string(static_cast<int>(
+                 std::lround(100 * prepassShare({operand.get()})))) +
+             "% of the step's forward work)";
+    return setMixed(op, why);
   }
   bool parallel = linalgOp.getIteratorTypesArray()[batchLoop] ==
                   utils::IteratorType::parallel;

@@ -9,7 +9,10 @@ training-mode semantics of the import (batch normalization on the batch's
 statistics, dropout off). No copy of the model is made and the model is not
 changed.
 
-The bound: the loss's relative error and, for every parameter, the error of
+The bound: the loss's error relative to the larger of |loss| and 1 (a loss
+that is a small difference of terms of size about 1, as GRPO's with its
+zero-mean advantages, is rounded on the terms' scale; the gradients carry
+the loss's meaning) and, for every parameter, the error of
 its gradient in the 2-norm relative to the larger of the gradient's own norm
 and 1e-2 times the norm of all the step's gradients together. A gradient
 that is zero in exact arithmetic (the bias before a batch normalization,
@@ -39,7 +42,7 @@ class CheckResult:
     def __init__(self, loss, loss64, errors, seconds, tolerance):
         self.loss, self.loss64, self.errors = loss, loss64, errors
         self.seconds, self.tolerance = seconds, tolerance
-        self.loss_error = abs(loss - loss64) / max(abs(loss64), 1e-30)
+        self.loss_error = abs(loss - loss64) / max(abs(loss64), 1.0)
         self.worst = max(errors.items(), key=lambda kv: kv[1]) \
             if errors else ("", 0.0)
 

@@ -70,8 +70,9 @@ def errors(got, ref):
 
 
 def against_pytorch(name, args, model, batch, loss_fn=None, model_keys=None,
-                    **options):
-    """Imports (check off), runs at k = 1 and compares with the oracle."""
+                    split=False, **options):
+    """Imports (check off), runs at k = 1 and compares with the oracle;
+    with `split`, k = 2 micro-batches must give k = 1's bits."""
     closure = None
     if loss_fn:
         def closure(out, b):
@@ -90,6 +91,12 @@ def against_pytorch(name, args, model, batch, loss_fn=None, model_keys=None,
            f"loss {loss_err:.1e}, worst gradient {step.param_names[worst]} "
            f"{errs[worst]:.1e} (bound {BOUND:.0e}); rewritten: "
            f"{', '.join(sorted(step.rewritten)) or 'nothing'}")
+    if split:
+        halves = run_step(args.ga_run, step.reschedule(2).mlir,
+                          step.arguments(), len(got))
+        report(f"{name}: k = 2 is k = 1 bit for bit",
+               all(np.array_equal(a, b) for a, b in zip(got, halves)),
+               "compared every result")
     return step, got
 
 
@@ -232,6 +239,15 @@ def softplus_family(model, out, b):
             + torch.expm1(0.1 * out[:, 0]).mean())
 
 
+def ppo_normalized(model, out, b):
+    """PPO's advantage normalization on detached values: a batch statistic
+    that depends on the parameters but carries no gradient."""
+    logp = F.log_softmax(out, -1)[:, 0]
+    adv = logp.detach()
+    adv = (adv - adv.mean()) / (adv.std() + 1e-6)
+    return -(adv * logp).mean()
+
+
 def trig_family(model, out, b):
     return (torch.sin(out).mean() + torch.cos(out[:, 0]).mean()
             + torch.atan(out[:, 1]).mean() + torch.erf(out[:, 2]).mean()
@@ -295,7 +311,8 @@ def main():
             model = Tokens(**kw)
             with torch.no_grad():
                 model.emb.weight[0] = torch.randn(8)  # a pad row in use
-            against_pytorch(f"nn.Embedding({kw})", args, model, batch)
+            against_pytorch(f"nn.Embedding({kw})", args, model, batch,
+                            split=True)
         seeded(1)
         refused("nn.Embedding(max_norm=1.0)", args, Tokens(max_norm=1.0),
                 batch, ["max_norm", "pytorch_semantics.py"])
@@ -322,7 +339,7 @@ def main():
         for reduce in ("amax", "max"):
             seeded(4)
             against_pytorch(f"max-pooling with ties ({reduce})", args,
-                            SWEM(reduce), swem)
+                            SWEM(reduce), swem, split=True)
 
     if want("closure"):
         gen = seeded()
@@ -397,6 +414,53 @@ def main():
         seeded(10)
         against_pytorch("abs of int64 positions (T5's buckets), vectorized",
                         args, RelativeBuckets(), batch)
+
+    if want("statistics"):
+        # A detached batch statistic: refused at k = 2 with the option that
+        # makes it exact named; with it, k = 2 gives k = 1's bits.
+        import subprocess
+        import tempfile
+        gen = seeded()
+        batch = mlp_batch(gen)
+        seeded(12)
+        model = MLP()
+        step, full = against_pytorch("PPO's advantage normalization (a "
+                                     "detached batch statistic)", args,
+                                     model, batch, loss_fn=ppo_normalized,
+                                     model_keys=["x"])
+        with tempfile.TemporaryDirectory() as work:
+            src = os.path.join(work, "ppo.mlir")
+            with open(src, "w") as f:
+                f.write(step.reschedule(2).mlir)
+            done = subprocess.run([args.ga_opt, src,
+                                   "--ga-pipeline=target=cpu", "-o",
+                                   os.devnull], capture_output=True,
+                                  text=True)
+        first = done.stderr.strip().splitlines()[0] if done.stderr else ""
+        report("a detached batch statistic is refused, naming "
+               "batch-statistics=prepass", done.returncode != 0 and
+               "batch-statistics=prepass" in first, first)
+        import shutil
+        with tempfile.TemporaryDirectory() as work:
+            src = os.path.join(work, "ppo.mlir")
+            with open(src, "w") as f:
+                f.write(step.reschedule(2).mlir)
+            paths = []
+            for i, t in enumerate(step.arguments()):
+                paths.append(os.path.join(work, f"a{i}.npy"))
+                np.save(paths[-1], t.detach().numpy())
+            done = subprocess.run(
+                [args.ga_run, src, *paths, "--out-dir",
+                 os.path.join(work, "out"), "--pipeline-options",
+                 "batch-statistics=prepass"], capture_output=True, text=True)
+            split = [np.load(os.path.join(work, "out", f"result{i}.npy"))
+                     for i in range(len(full))] if not done.returncode \
+                else None
+            shutil.rmtree(os.path.join(work, "out"), ignore_errors=True)
+        report("with batch-statistics=prepass, k = 2 is k = 1 bit for bit",
+               split is not None and all(np.array_equal(a, b) for a, b in
+                                         zip(split, full)),
+               done.stderr.strip()[-300:] if done.returncode else "bitwise")
 
     if want("functions"):
         gen = seeded()

@@ -235,8 +235,7 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
           Value x = k.x(0), zero = k.e.cst(0.0);
           Value pos = k.e.cmp(arith::CmpFPredicate::OGT, x, zero);
           Value neg = k.e.cmp(arith::CmpFPredicate::OLT, x, zero);
-          k.seed(0, k.e.select(pos, k.c,
-                               k.e.select(neg, k.e.neg(k.c), zero)));
+          k.seed(0, k.e.select(pos, k.c, k.e.select(neg, k.e.neg(k.c), zero)));
         }};
     // The rest of PyTorch's elementwise functions as torch-mlir lowers them
     // (softplus and log-sigmoid through log1p, expm1, the trigonometric and
@@ -278,13 +277,11 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
         }};
     t[TypeID::get<math::SinhOp>()] = {
         ReadsOperands, [](RuleContext &k) {
-          k.seed(0,
-                 k.e.mul(k.c, math::CoshOp::create(k.e.b, k.e.loc, k.x(0))));
+          k.seed(0, k.e.mul(k.c, math::CoshOp::create(k.e.b, k.e.loc, k.x(0))));
         }};
     t[TypeID::get<math::CoshOp>()] = {
         ReadsOperands, [](RuleContext &k) {
-          k.seed(0,
-                 k.e.mul(k.c, math::SinhOp::create(k.e.b, k.e.loc, k.x(0))));
+          k.seed(0, k.e.mul(k.c, math::SinhOp::create(k.e.b, k.e.loc, k.x(0))));
         }};
     t[TypeID::get<math::AtanOp>()] = {
         ReadsOperands, [](RuleContext &k) {
@@ -303,23 +300,23 @@ const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
     t[TypeID::get<math::AsinOp>()] = {
         ReadsOperands, [](RuleContext &k) {
           Value x = k.x(0);
-          Value s = math::SqrtOp::create(
-              k.e.b, k.e.loc, k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
+          Value s = math::SqrtOp::create(k.e.b, k.e.loc,
+                                         k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
           k.seed(0, k.e.div(k.c, s));
         }};
     t[TypeID::get<math::AcosOp>()] = {
         ReadsOperands, [](RuleContext &k) {
           Value x = k.x(0);
-          Value s = math::SqrtOp::create(
-              k.e.b, k.e.loc, k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
+          Value s = math::SqrtOp::create(k.e.b, k.e.loc,
+                                         k.e.sub(k.e.cst(1.0), k.e.mul(x, x)));
           k.seed(0, k.e.neg(k.e.div(k.c, s)));
         }};
     // d asinh x = 1 / sqrt(x^2 + 1), d atanh x = 1 / (1 - x^2).
     t[TypeID::get<math::AsinhOp>()] = {
         ReadsOperands, [](RuleContext &k) {
           Value x = k.x(0);
-          Value s = math::SqrtOp::create(
-              k.e.b, k.e.loc, k.e.add(k.e.mul(x, x), k.e.cst(1.0)));
+          Value s = math::SqrtOp::create(k.e.b, k.e.loc,
+                                         k.e.add(k.e.mul(x, x), k.e.cst(1.0)));
           k.seed(0, k.e.div(k.c, s));
         }};
     t[TypeID::get<math::AtanhOp>()] = {

@@ -35,7 +35,8 @@ def list_labels():
 def gpt2_bytes():
     """transformers' GPT2LMHeadModel over bytes (vocabulary 256), sequences
     of 32: the corpus of scripts/make_corpus.py --seq-len 32
-    --attention-mask, 16 rows a step."""
+    --attention-mask, 16 rows a step. In eval mode: its dropout (p = 0.1
+    by default) would draw random numbers, which ga-import refuses."""
     import os
     os.environ["HF_HUB_OFFLINE"] = "1"
     from transformers import GPT2Config, GPT2LMHeadModel
@@ -46,7 +47,7 @@ def gpt2_bytes():
     batch = {"input_ids": torch.zeros(16, 32, dtype=torch.int64),
              "attention_mask": torch.ones(16, 32, dtype=torch.int64),
              "labels": torch.zeros(16, 32, dtype=torch.int64)}
-    return GPT2LMHeadModel(config), batch
+    return GPT2LMHeadModel(config).eval(), batch
 
 
 class Cumsum(torch.nn.Module):
