@@ -414,9 +414,9 @@ def _stop_gradients(text):
 # torch-mlir's TMTensor ops (MLIR 22 has no such dialect): the PyTorch calls
 # that make them, and what to do instead.
 _TM_TENSOR = {
-    "scan": ("torch.cumsum or cumprod; transformers' models make one when "
-             "the batch has no attention_mask", "pass an attention_mask, or "
-             "write the running sum as a product with a triangular matrix"),
+    "scan": ("torch.cumprod or another running reduction (ga-import "
+             "writes torch.cumsum as a masked sum)", "write it as a masked "
+             "reduction over the positions up to each one"),
     "sort": ("torch.sort, argsort or topk", "keep sorting out of the step"),
     "scatter": ("torch.scatter or index_put; ga-import writes scatter_add, "
                 "index_add and scatter_reduce's sum as one-hot products",

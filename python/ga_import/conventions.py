@@ -18,6 +18,7 @@ the same forward value:
 | `maximum`, `minimum`, `max(a, b)`, `min(a, b)` | half to each operand at a tie | selects with `(a + b) / 2` at ties |
 | `clamp`, `clip`, `clamp_min`, `clamp_max` | zero at the bounds (strict) | `where(lo < x < hi, x, sg(clamp(x)))` |
 | `linalg.vector_norm`, `norm`, `F.normalize` | zero at a zero norm (sqrt's NaN masked) | `where(s == 0, 0, sqrt(where(s == 0, 1, s)))` |
+| `cumsum` | (torch-mlir makes tm_tensor.scan, which MLIR 22 lacks) | `sum_i x[i] [i <= j]` |
 
 and refuses what it cannot express with its reason and the user's line
 (`ConventionError`): a `torch.autograd.Function` (its backward is its own,
@@ -304,6 +305,34 @@ class PyTorchConventions:
         denom = torch.where(n > eps, n, held)
         return x / denom.expand_as(x)
 
+    def cumsum(self, func, args, kwargs):
+        """torch.cumsum as a masked sum over the positions up to each one
+        (torch-mlir lowers a running sum to tm_tensor.scan, which MLIR 22
+        does not have): out[..., j] = sum_i x[..., i] [i <= j]. The same
+        values (integers exactly; floats summed in another order) and the
+        same gradient. Transformers' OPT, RoBERTa, BLOOM and Falcon build
+        position ids or ALiBi biases this way from the attention mask."""
+        torch = self.torch
+
+        def sig(input, dim, *, dtype=None, out=None):
+            return input, dim, dtype, out
+        x, dim, dtype, out = _bind(sig, args, kwargs)
+        if out is not None or x.dim() == 0:
+            return func(*args, **(kwargs or {}))
+        if dtype is not None:
+            x = x.to(dtype)
+        elif x.dtype == torch.bool or not (x.is_floating_point() or
+                                           x.dtype == torch.int64):
+            x = x.to(torch.int64)  # PyTorch's running sum of integers
+        self._note("cumsum")
+        d = dim % x.dim()
+        n = x.shape[d]
+        moved = x.movedim(d, -1)
+        positions = torch.arange(n, device=x.device)
+        upto = (positions.unsqueeze(1) <= positions.unsqueeze(0)).to(x.dtype)
+        summed = (moved.unsqueeze(-1) * upto).sum(-2)
+        return summed.movedim(-1, d)
+
     def dropout(self, func, args, kwargs):
         def sig(input, p=0.5, training=True, inplace=False):
             return p, training
@@ -345,6 +374,12 @@ class PyTorchConventions:
         for f in (torch.norm, T.norm):
             table[f] = self.norm
         table[F.normalize] = self.normalize
+        for f in (torch.cumsum, T.cumsum):
+            table[f] = self.cumsum
+        # Not a gradient's convention: also where gradients are off.
+        always = {torch.cumsum, T.cumsum, F.dropout, F.dropout1d,
+                  F.dropout2d, F.dropout3d, F.alpha_dropout,
+                  F.feature_alpha_dropout}
         for f in (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d,
                   F.alpha_dropout, F.feature_alpha_dropout):
             table[f] = self.dropout
@@ -354,7 +389,8 @@ class PyTorchConventions:
         class Mode(torch.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
                 rewrite = table.get(func)
-                if rewrite is None or not torch.is_grad_enabled():
+                if rewrite is None or (func not in always and
+                                       not torch.is_grad_enabled()):
                     return func(*args, **(kwargs or {}))
                 return rewrite(func, args, kwargs)
 

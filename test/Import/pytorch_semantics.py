@@ -36,9 +36,11 @@ def report(name, ok, detail):
         FAILED.append(name)
 
 
-def float64_autograd(model, batch, names, loss_fn=None, model_keys=None):
+def float64_autograd(model, batch, names, loss_fn=None, model_keys=None,
+                     shift=False):
     """The oracle: a float64 deep copy of the model, PyTorch's autograd of
-    the loss (cross-entropy over the labels, ignore -100, or `loss_fn`)."""
+    the loss (cross-entropy over the labels, ignore -100, the logits of
+    positions 0..S-2 against labels 1..S-1 with `shift`, or `loss_fn`)."""
     m = copy.deepcopy(model).double()
     b = {k: (v.double() if v.is_floating_point() else v)
          for k, v in batch.items()}
@@ -47,9 +49,12 @@ def float64_autograd(model, batch, names, loss_fn=None, model_keys=None):
     if loss_fn:
         loss = loss_fn(m, out, b)
     else:
+        out = getattr(out, "logits", out)
+        labels = batch["labels"]
+        if shift:
+            out, labels = out[:, :-1], labels[:, 1:]
         loss = F.cross_entropy(out.reshape(-1, out.shape[-1]),
-                               batch["labels"].reshape(-1),
-                               ignore_index=-100)
+                               labels.reshape(-1), ignore_index=-100)
     params = dict(m.named_parameters())
     grads = torch.autograd.grad(loss, [params[n] for n in names],
                                 allow_unused=True)
@@ -83,7 +88,8 @@ def against_pytorch(name, args, model, batch, loss_fn=None, model_keys=None,
     got = run_step(args.ga_run, step.mlir, step.arguments(),
                    len(step.param_names) + 1)
     loss64, ref = float64_autograd(model, batch, step.param_names, loss_fn,
-                                   model_keys)
+                                   model_keys,
+                                   options.get("shift_labels", False))
     # On the scale of max(|loss|, 1), as the import's check: a loss that is
     # a small difference of terms of size 1 is rounded on their scale.
     loss_err = abs(float(got[0]) - loss64) / max(abs(loss64), 1.0)
@@ -468,6 +474,38 @@ def main():
                split is not None and all(np.array_equal(a, b) for a, b in
                                          zip(split, full)),
                done.stderr.strip()[-300:] if done.returncode else "bitwise")
+
+    if want("transformers"):
+        # Position ids from a cumsum of the attention mask (tm_tensor.scan
+        # in torch-mlir's lowering) and embeddings with padding_idx: OPT
+        # (causal, pad id 1 inside a padded row) and RoBERTa.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from transformers import (OPTConfig, OPTForCausalLM, RobertaConfig,
+                                  RobertaForMaskedLM)
+        gen = seeded()
+        ids = torch.randint(2, 64, (4, 12), generator=gen)
+        mask = torch.ones(4, 12, dtype=torch.int64)
+        mask[1, 8:] = 0
+        ids[1, 8:] = 1
+        labels = ids.clone()
+        labels[mask == 0] = -100
+        batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+        seeded(13)
+        opt = OPTForCausalLM(OPTConfig(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2, ffn_dim=64,
+            num_attention_heads=4, max_position_embeddings=32,
+            word_embed_proj_dim=32, attn_implementation="eager",
+            pad_token_id=1)).eval()
+        against_pytorch("transformers' OPT (cumsum positions, padding_idx)",
+                        args, opt, batch, split=True, shift_labels=True)
+        seeded(14)
+        roberta = RobertaForMaskedLM(RobertaConfig(
+            vocab_size=64, hidden_size=32, num_hidden_layers=2,
+            intermediate_size=64, num_attention_heads=4,
+            max_position_embeddings=40, pad_token_id=1,
+            attn_implementation="eager")).eval()
+        against_pytorch("transformers' RoBERTa (cumsum positions, "
+                        "padding_idx)", args, roberta, batch, split=True)
 
     if want("functions"):
         gen = seeded()

@@ -366,3 +366,32 @@ func.func @shuffled_buffer(%wpe: tensor<8x4xf32>) -> tensor<2x8x4xf32> {
   } -> tensor<2x8x4xf32>
   return %y : tensor<2x8x4xf32>
 }
+
+// -----
+
+// A gather from a zero buffer expanded over the batch (transformers' default
+// token_type_ids), read at the batch loop's index: the extract of a splat is
+// the splatted value, so that nothing reads a position within the batch.
+// CHECK-LABEL: func.func @gather_from_splat
+// CHECK-NOT: tensor.extract
+// CHECK: linalg.yield %{{.*}} : i64
+#id2s = affine_map<(b, s) -> (b, s)>
+func.func @gather_from_splat(%pos: tensor<2x8xi64>) -> tensor<2x8xi64> {
+  %c0 = arith.constant 0 : i64
+  %e = tensor.empty() : tensor<2x16xi64>
+  %zeros = linalg.generic {indexing_maps = [#id2s], iterator_types = ["parallel", "parallel"]}
+      outs(%e : tensor<2x16xi64>) {
+  ^bb0(%o: i64):
+    linalg.yield %c0 : i64
+  } -> tensor<2x16xi64>
+  %e2 = tensor.empty() : tensor<2x8xi64>
+  %y = linalg.generic {indexing_maps = [#id2s, #id2s], iterator_types = ["parallel", "parallel"]}
+      ins(%pos : tensor<2x8xi64>) outs(%e2 : tensor<2x8xi64>) {
+  ^bb0(%in: i64, %o: i64):
+    %b = linalg.index 0 : index
+    %p = arith.index_cast %in : i64 to index
+    %v = tensor.extract %zeros[%b, %p] : tensor<2x16xi64>
+    linalg.yield %v : i64
+  } -> tensor<2x8xi64>
+  return %y : tensor<2x8xi64>
+}

@@ -11,6 +11,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/ControlFlow/IR/ControlFlowOps.h"
+#include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/Matchers.h"
 
@@ -245,9 +246,41 @@ struct FoldLoopIndexBounds : OpRewritePattern<linalg::GenericOp> {
   }
 };
 
+/// tensor.extract from a splat (a generic without inputs that yields one
+/// value defined above it, or linalg.fill) is that value: a gather from a
+/// zero buffer expanded over the batch (transformers' default
+/// token_type_ids, read at the batch loop's index) then reads no position
+/// within the batch.
+struct ExtractFromSplat : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract,
+                                PatternRewriter &rewriter) const override {
+    Operation *def = extract.getTensor().getDefiningOp();
+    Value splat;
+    if (auto fill = dyn_cast_or_null<linalg::FillOp>(def)) {
+      splat = fill.getInputs()[0];
+    } else if (auto generic = dyn_cast_or_null<linalg::GenericOp>(def)) {
+      if (generic.getNumDpsInputs() != 0 || generic.getNumResults() != 1)
+        return failure();
+      Block &body = generic.getRegion().front();
+      Value yielded = body.getTerminator()->getOperand(0);
+      // Defined above the generic (not in its body, not a block argument).
+      if (yielded.getParentRegion() == &generic.getRegion())
+        return failure();
+      splat = yielded;
+    }
+    if (!splat || splat.getType() != extract.getType())
+      return failure();
+    // The splat dominates the generic that reads it, which dominates the
+    // extract of its result.
+    rewriter.replaceOp(extract, splat);
+    return success();
+  }
+};
+
 } // namespace
 
 void ga::legalize::populateIndexPatterns(RewritePatternSet &patterns) {
-  patterns.add<IotaInputsAsIndices, GatherAtLoopIndices, FoldLoopIndexBounds>(
-      patterns.getContext());
+  patterns.add<IotaInputsAsIndices, GatherAtLoopIndices, FoldLoopIndexBounds,
+               ExtractFromSplat>(patterns.getContext());
 }

@@ -51,7 +51,8 @@ def gpt2_bytes():
 
 
 class Cumsum(torch.nn.Module):
-    """torch.cumsum, which torch-mlir lowers to tm_tensor.scan."""
+    """torch.cumsum, which torch-mlir lowers to tm_tensor.scan: ga-import
+    writes it as a masked sum."""
 
     def __init__(self):
         super().__init__()
@@ -64,6 +65,22 @@ class Cumsum(torch.nn.Module):
 def cumsum():
     model, batch = mlp()
     return Cumsum(), batch
+
+
+class Sort(torch.nn.Module):
+    """torch.sort, which torch-mlir lowers to tm_tensor.sort."""
+
+    def __init__(self):
+        super().__init__()
+        self.fc = torch.nn.Linear(8, 5)
+
+    def forward(self, input):
+        return self.fc(torch.sort(input, dim=1).values)
+
+
+def sort():
+    model, batch = mlp()
+    return Sort(), batch
 
 
 def dropout():
