@@ -16,7 +16,11 @@ the same forward value:
 | `amax`, `amin`, `max()`, `min()` (no dim) | split evenly among ties | `sg(m) + sum(ties (x - m)) / count` |
 | `max(dim)`, `min(dim)` | all to the index returned | `sg(m) + (x - m) at the index` |
 | `maximum`, `minimum`, `max(a, b)`, `min(a, b)` | half to each operand at a tie | selects with `(a + b) / 2` at ties |
-| `clamp`, `clip`, `clamp_min`, `clamp_max` | zero at the bounds (strict) | `where(lo < x < hi, x, sg(clamp(x)))` |
+| `clamp`, `clip`, `clamp_min`, `clamp_max`, `hardtanh`, `relu6` | zero at the bounds (strict) | `where(lo < x < hi, x, sg(clamp(x)))` |
+| `leaky_relu`, `prelu` | the slope at 0 (torch-mlir's decomposition gives 1 + slope) | `where(x > 0, x, slope x)` |
+| `elu`, `selu` | the negative branch at 0 | `where(x > 0, x, alpha expm1(x))` (times selu's scale) |
+| `hardswish` | 0 at -3, 1 at 3 | `where(x <= -3, 0, where(x < 3, x (x + 3) / 6, x))` |
+| `hardsigmoid` | zero at -3 and 3 | `where(-3 < x < 3, x/6 + 1/2, sg(clamp(...)))` |
 | `linalg.vector_norm`, `norm`, `F.normalize` | zero at a zero norm (sqrt's NaN masked) | `where(s == 0, 0, sqrt(where(s == 0, 1, s)))` |
 | `cumsum` | (torch-mlir makes tm_tensor.scan, which MLIR 22 lacks) | `sum_i x[i] [i <= j]` |
 
@@ -305,6 +309,99 @@ class PyTorchConventions:
         denom = torch.where(n > eps, n, held)
         return x / denom.expand_as(x)
 
+    def leaky_relu(self, func, args, kwargs):
+        """PyTorch's slope at 0 (torch-mlir's decomposition gives 1 + slope
+        there): where(x > 0, x, slope x)."""
+        torch = self.torch
+
+        def sig(input, negative_slope=0.01, inplace=False):
+            return input, negative_slope
+        x, slope = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("leaky_relu at 0")
+        return torch.where(x > 0, x, x * slope)
+
+    def prelu(self, func, args, kwargs):
+        """As leaky_relu, with the slope a parameter (per channel, dim 1)."""
+        torch = self.torch
+
+        def sig(input, weight):
+            return input, weight
+        x, w = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("prelu at 0")
+        if w.numel() > 1 and x.dim() >= 2:
+            w = w.reshape([1, w.numel()] + [1] * (x.dim() - 2))
+        return torch.where(x > 0, x, x * w)
+
+    def hardtanh(self, func, args, kwargs, bounds=None):
+        """hardtanh/relu6: zero gradient at the bounds, as clamp."""
+        torch = self.torch
+        if bounds is None:
+            def sig(input, min_val=-1.0, max_val=1.0, inplace=False):
+                return input, min_val, max_val
+            x, lo, hi = _bind(sig, args, kwargs)
+        else:
+            def sig(input, inplace=False):
+                return input
+            x, (lo, hi) = _bind(sig, args, kwargs), bounds
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("clamp bounds")
+        inside = (x > lo) & (x < hi)
+        return torch.where(inside, x, self.stop(torch.clamp(x, lo, hi)))
+
+    def elu(self, func, args, kwargs, selu=False):
+        """elu/selu as PyTorch differentiates them: the negative branch
+        from 0 down (alpha at 0), the identity above."""
+        torch = self.torch
+        if selu:
+            def sig(input, inplace=False):
+                return input, 1.6732632423543772848170429916717, \
+                    1.0507009873554804934193349852946
+        else:
+            def sig(input, alpha=1.0, inplace=False):
+                return input, alpha, 1.0
+        x, alpha, scale = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("elu at 0")
+        negative = alpha * torch.expm1(x)
+        out = torch.where(x > 0, x, negative)
+        return out * scale if selu else out
+
+    def hardsigmoid(self, func, args, kwargs):
+        """relu6(x + 3) / 6 with PyTorch's zero gradient at -3 and 3."""
+        torch = self.torch
+
+        def sig(input, inplace=False):
+            return input
+        x = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("hardsigmoid bounds")
+        linear = x / 6.0 + 0.5
+        inside = (x > -3.0) & (x < 3.0)
+        return torch.where(inside, linear,
+                           self.stop(torch.clamp(linear, 0.0, 1.0)))
+
+    def hardswish(self, func, args, kwargs):
+        """x relu6(x + 3) / 6 with PyTorch's gradient: 0 up to -3, x/3 + 1/2
+        strictly between, 1 from 3 up."""
+        torch = self.torch
+
+        def sig(input, inplace=False):
+            return input
+        x = _bind(sig, args, kwargs)
+        if not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("hardswish bounds")
+        middle = x * (x + 3.0) / 6.0
+        return torch.where(x <= -3.0, torch.zeros_like(x),
+                           torch.where(x < 3.0, middle, x))
+
     def cumsum(self, func, args, kwargs):
         """torch.cumsum as a masked sum over the positions up to each one
         (torch-mlir lowers a running sum to tm_tensor.scan, which MLIR 22
@@ -376,6 +473,14 @@ class PyTorchConventions:
         table[F.normalize] = self.normalize
         for f in (torch.cumsum, T.cumsum):
             table[f] = self.cumsum
+        table[F.leaky_relu] = self.leaky_relu
+        table[F.elu] = self.elu
+        table[F.selu] = lambda fn, a, k: self.elu(fn, a, k, selu=True)
+        table[F.hardsigmoid] = self.hardsigmoid
+        table[F.hardswish] = self.hardswish
+        table[F.prelu] = self.prelu
+        table[F.hardtanh] = self.hardtanh
+        table[F.relu6] = lambda fn, a, k: self.hardtanh(fn, a, k, (0.0, 6.0))
         # Not a gradient's convention: also where gradients are off.
         always = {torch.cumsum, T.cumsum, F.dropout, F.dropout1d,
                   F.dropout2d, F.dropout3d, F.alpha_dropout,

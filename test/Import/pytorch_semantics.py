@@ -181,6 +181,21 @@ KINKS = {
     "inf-norm with ties": lambda p, z: torch.linalg.vector_norm(
         p, ord=float("inf")) + 0 * p,
     "relu at 0 (control)": lambda p, z: F.relu(p),
+    "leaky_relu at 0": lambda p, z: F.leaky_relu(p, 0.1),
+    "prelu at 0": lambda p, z: F.prelu(p.view(1, 8),
+                                       torch.full((1,), 0.25, dtype=p.dtype))
+    .view(8),
+    "hardtanh at its bounds": lambda p, z: F.hardtanh(p, -1.0, 1.0),
+    "relu6 at 0": lambda p, z: F.relu6(p),
+    "elu at 0": lambda p, z: F.elu(p),
+    "selu at 0": lambda p, z: F.selu(p),
+    "celu at 0": lambda p, z: F.celu(p),
+    "hardswish at 0": lambda p, z: F.hardswish(p),
+    "hardswish at -3 and 3": lambda p, z: F.hardswish(p * 3.0),
+    "hardsigmoid": lambda p, z: F.hardsigmoid(p * 3.0),
+    "threshold at 0": lambda p, z: F.threshold(p, 0.0, 0.0),
+    "softshrink at its bounds": lambda p, z: F.softshrink(p, 0.5) + F.softshrink(p * 0.5, 0.5),
+    "mish at 0": lambda p, z: F.mish(p),
 }
 
 
