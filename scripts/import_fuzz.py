@@ -29,13 +29,14 @@ carry, such as a Function), and `WRONG` when the check finds a gradient
 that differs from PyTorch's (a construct imported with another meaning,
 caught: the class to fix). With --splits, a model that imports is run
 again at k = 2 micro-batches, which must give the k = 1 step's loss and
-gradients bit for bit, or be refused by the split analysis with a located
-reason (a batch statistic). Any other failure (an exception, a crash of a
+gradients bit for bit (or within 1e-6 where a sum is reassociated: a
+parameter scaled after a reduction), or be refused by the split analysis
+with a located reason (a batch statistic). Any other failure (an exception, a crash of a
 tool) is `ERROR`.
 
 Exit status 1 when any model is WRONG or ERROR. The last line:
-`import-fuzz: N models: a ok, b refused, c WRONG, d ERROR (splits: e
-bitwise, f refused, g DIFFER)`.
+`import-fuzz: N models in T s: a ok, b refused, c WRONG, d ERROR (splits:
+e bitwise, f within 1e-6, g refused, h DIFFER)`.
 """
 
 import argparse
@@ -268,10 +269,22 @@ def run_one(seed, args, counts):
         counts["split refused"] += 1
         print(f"  k = 2 refused: {first[0][:200] if first else str(e)[:200]}")
         return
-    same = all(np.array_equal(a, b) for a, b in zip(full, split))
-    counts["split bitwise" if same else "split DIFFER"] += 1
-    if not same:
-        print(f"  k = 2 DIFFERS from k = 1 ({tag})")
+    if all(np.array_equal(a, b) for a, b in zip(full, split)):
+        counts["split bitwise"] += 1
+        return
+    # Equal up to the reassociation of sums (DESIGN.md's invariant): a
+    # parameter scaled after a reduction (a learnable temperature) sums its
+    # micro-batches' partial products in another order.
+    scale = max(float(np.linalg.norm(a)) for a in full)
+    off = max(float(np.linalg.norm(a - b)) / max(float(np.linalg.norm(a)),
+                                                 1e-2 * scale, 1e-30)
+              for a, b in zip(full, split))
+    if off <= 1e-6:
+        counts["split reassociated"] += 1
+        print(f"  k = 2 within {off:.1e} of k = 1 (reassociated)")
+    else:
+        counts["split DIFFER"] += 1
+        print(f"  k = 2 DIFFERS from k = 1 by {off:.1e} ({tag})")
 
 
 def main():
@@ -284,8 +297,8 @@ def main():
     args.ga_opt = os.path.join(args.build, "bin", "ga-opt")
     args.ga_run = os.path.join(args.build, "bin", "ga-run")
     counts = dict.fromkeys(["ok", "refused", "WRONG", "ERROR",
-                            "split bitwise", "split refused",
-                            "split DIFFER"], 0)
+                            "split bitwise", "split reassociated",
+                            "split refused", "split DIFFER"], 0)
     start = time.time()
     for seed in range(args.seed, args.seed + args.count):
         run_one(seed, args, counts)
@@ -293,8 +306,10 @@ def main():
     print(f"import-fuzz: {args.count} models in {time.time() - start:.0f} s: "
           f"{counts['ok']} ok, {counts['refused']} refused, "
           f"{counts['WRONG']} WRONG, {counts['ERROR']} ERROR (splits: "
-          f"{counts['split bitwise']} bitwise, {counts['split refused']} "
-          f"refused, {counts['split DIFFER']} DIFFER)")
+          f"{counts['split bitwise']} bitwise, "
+          f"{counts['split reassociated']} within 1e-6, "
+          f"{counts['split refused']} refused, {counts['split DIFFER']} "
+          f"DIFFER)")
     sys.exit(1 if counts["WRONG"] or counts["ERROR"] or
              counts["split DIFFER"] else 0)
 

@@ -626,11 +626,13 @@ def _check(torch, step, model, batch, names, ga_run, labels_key, loss_fn,
 def _check_failure(model, result, rewritten):
     """The refusal of a step that differs from PyTorch."""
     name, error = result.worst
-    if result.loss_error > result.tolerance and \
-            result.loss_error >= error:
+    over = {n: e for n, e in result.errors.items() if e > result.bounds[n]}
+    if not over or (result.loss_error > result.loss_bound and
+                    result.loss_error / result.loss_bound >=
+                    error / result.bounds[name]):
         what = (f"its loss is {result.loss:.9g}, PyTorch's "
                 f"{result.loss64:.9g} (relative error "
-                f"{result.loss_error:.1e})")
+                f"{result.loss_error:.1e}, bound {result.loss_bound:.0e})")
     else:
         owner = name.rpartition(".")[0]
         try:
@@ -639,16 +641,16 @@ def _check_failure(model, result, rewritten):
         except AttributeError:
             module = "?"
         what = (f"the gradient of {name} (in a {module}) differs from "
-                f"PyTorch's by {error:.1e} relative")
-    others = sorted((e, n) for n, e in result.errors.items()
-                    if e > result.tolerance and n != name)[::-1][:3]
+                f"PyTorch's by {error:.1e} relative (bound "
+                f"{result.bounds[name]:.0e}; PyTorch's own float32 "
+                f"autograd: {result.torch_errors[name]:.0e})")
+    others = sorted((e, n) for n, e in over.items() if n != name)[::-1][:3]
     also = ("; also " + ", ".join(f"{n} {e:.1e}" for e, n in others)
             if others else "")
     seen = (" (ga-import rewrote " + ", ".join(sorted(rewritten)) +
             " to PyTorch's conventions)" if rewritten else "")
     return (f"the imported step does not compute PyTorch's gradients on the "
-            f"example batch: {what}, over the bound "
-            f"{result.tolerance:.0e}{also}{seen}. A construct of the model "
+            f"example batch: {what}{also}{seen}. A construct of the model "
             "or the loss is imported with another meaning than PyTorch's; "
             "the step is not written (check=False / --no-check skips this "
             "check)")

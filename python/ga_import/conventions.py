@@ -502,10 +502,11 @@ class PyTorchConventions:
         # The classmethod itself, to put back as it was.
         self._function_apply = vars(torch.autograd.Function)["apply"]
         original = self._function_apply
+        # While a Function is applied where gradients are off (its gradient
+        # does not matter), its forward runs as it is.
+        passing = []
 
-        def apply(cls, *args, **kwargs):
-            if not torch.is_grad_enabled():
-                return original.__get__(None, cls)(*args, **kwargs)
+        def refuse(cls):
             try:
                 source = inspect.getsourcefile(cls)
                 line = inspect.getsourcelines(cls)[1]
@@ -520,18 +521,56 @@ class PyTorchConventions:
                 "operations (whose gradient ga-opt derives), or keep it "
                 "out of the step")
 
+        def apply(cls, *args, **kwargs):
+            if torch.is_grad_enabled():
+                refuse(cls)
+            passing.append(cls)
+            try:
+                return original.__get__(None, cls)(*args, **kwargs)
+            finally:
+                passing.pop()
+
         torch.autograd.Function.apply = classmethod(apply)
+        # `MyFunction.apply` taken before the trace (`gelu = GeLU.apply` at
+        # a module's top) skips the patched apply: the Functions' own
+        # forwards refuse then (those of torch's own modules are left).
+        self._forwards = {}
+
+        def subclasses(cls):
+            for c in cls.__subclasses__():
+                yield c
+                yield from subclasses(c)
+
+        def guarded(cls, forward):
+            def run(*args, **kwargs):
+                if not passing or passing[-1] is not cls:
+                    refuse(cls)
+                return forward(*args, **kwargs)
+            return staticmethod(run)
+
+        for cls in set(subclasses(torch.autograd.Function)):
+            forward = vars(cls).get("forward")
+            if (cls.__module__ or "").startswith("torch") or \
+                    not isinstance(forward, staticmethod):
+                continue
+            self._forwards[cls] = forward
+            cls.forward = guarded(cls, forward.__func__)
         self.mode = Mode()
         try:
             self.mode.__enter__()
         except BaseException:
-            torch.autograd.Function.apply = self._function_apply
+            self._restore()
             raise
         return self
+
+    def _restore(self):
+        self.torch.autograd.Function.apply = self._function_apply
+        for cls, forward in self._forwards.items():
+            cls.forward = forward
 
     def __exit__(self, *exc):
         try:
             self.mode.__exit__(*exc)
         finally:
-            self.torch.autograd.Function.apply = self._function_apply
+            self._restore()
         return False

@@ -319,6 +319,15 @@ class Reversed(torch.nn.Module):
         return GradReverse.apply(self.lin(x))
 
 
+# The Function's apply taken once, at import (as BLOOM's `gelu` is).
+reverse = GradReverse.apply
+
+
+class ReversedAlias(Reversed):
+    def forward(self, x):
+        return reverse(self.lin(x))
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-opt", required=True)
@@ -526,6 +535,11 @@ def main():
         gen = seeded()
         seeded(8)
         refused("torch.autograd.Function", args, Reversed(), mlp_batch(gen),
+                ["GradReverse", "pytorch_semantics.py:",
+                 "its backward is its own"])
+        seeded(8)
+        refused("torch.autograd.Function through an alias of its apply",
+                args, ReversedAlias(), mlp_batch(gen),
                 ["GradReverse", "pytorch_semantics.py:",
                  "its backward is its own"])
 
