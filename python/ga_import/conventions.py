@@ -47,27 +47,24 @@ class ConventionError(RuntimeError):
     message names it, the user's line and what to do."""
 
 
-_OWN = (os.sep + "torch" + os.sep, os.sep + "torch_mlir" + os.sep,
-        os.sep + "ga_import" + os.sep, "site-packages" + os.sep + "transformers",
-        os.sep + "contextlib.py", os.sep + "functools.py")
+# Frames that are not the user's: PyTorch's, torch-mlir's, ga-import's own
+# and the standard library's wrappers (transformers' files count as the
+# user's model).
+_NOT_USER = (os.sep + "torch" + os.sep, os.sep + "torch_mlir" + os.sep,
+             os.sep + "ga_import" + os.sep, os.sep + "contextlib.py",
+             os.sep + "functools.py")
 
 
-def user_frame(skip_library=True):
-    """'file:line' of the innermost frame of the user's code (outside torch,
-    torch-mlir and ga-import; transformers' own files count as the user's
-    model), or ''."""
+def user_frame():
+    """'file:line' of the innermost frame of the user's code, or ''."""
     frame = inspect.currentframe()
-    fallback = ""
     while frame is not None:
         path = frame.f_code.co_filename
-        here = f"{path}:{frame.f_lineno}"
-        own = any(part in path for part in _OWN[:3] + _OWN[4:])
-        if not own and not path.startswith("<"):
-            return here
-        if not fallback and "transformers" in path:
-            fallback = here
+        if not path.startswith("<") and \
+                not any(part in path for part in _NOT_USER):
+            return f"{path}:{frame.f_lineno}"
         frame = frame.f_back
-    return fallback
+    return ""
 
 
 def _bind(signature, args, kwargs):
