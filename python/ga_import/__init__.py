@@ -587,16 +587,13 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                       shift_labels=shift_labels, loss_fn=loss_fn is not None,
                       batch_names=[*inputs, labels_key])
     step.rewritten = rewritten
-    step.check_result = None
     if check:
         step.check_result = _check(torch, step, model, batch, names,
                                    ga_run or ga_run_beside(ga_opt),
                                    labels_key, loss_fn, model_keys,
                                    shift_labels, ignore_index, reduction,
                                    dropout, check_tolerance, log)
-    scheduled = step.reschedule(microbatches, data_parallel)
-    scheduled.rewritten, scheduled.check_result = rewritten, step.check_result
-    return scheduled
+    return step.reschedule(microbatches, data_parallel)
 
 
 def _check(torch, step, model, batch, names, ga_run, labels_key, loss_fn,
@@ -795,12 +792,17 @@ class ImportedStep:
     """What import_step made: `mlir` (the module's text), `param_names`
     (the model's state_dict keys, in the order of the step's parameter
     arguments), `params`, `inputs` and `labels` (the tensors of the
-    example, in argument order: `arguments()` gives all of them)."""
+    example, in argument order: `arguments()` gives all of them),
+    `rewritten` and `check_result`."""
 
     def __init__(self, mlir, param_names, params, inputs, labels):
         self.mlir, self.param_names = mlir, param_names
         self.params, self.inputs, self.labels = params, inputs, labels
         self._wrap = None
+        # What ga-import wrote in PyTorch's conventions ({what: count}),
+        # and the check against PyTorch (ga_import.check.CheckResult, None
+        # with check=False).
+        self.rewritten, self.check_result = {}, None
 
     def reschedule(self, microbatches=1, data_parallel=1):
         """The same step with another schedule (`microbatches` per rank,
@@ -813,6 +815,7 @@ class ImportedStep:
         step = ImportedStep(None, self.param_names, self.params, self.inputs,
                             self.labels)
         step._wrap = self._wrap
+        step.rewritten, step.check_result = self.rewritten, self.check_result
         step.mlir = _wrap(**self._wrap, names=self.param_names,
                           params=self.params,
                           inputs=self.inputs, labels=self.labels,
