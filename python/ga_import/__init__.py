@@ -93,7 +93,7 @@ def _tensor_type(t):
 
 
 def export_forward(model, inputs, func_name="ga_forward", shift=False,
-                   loss_fn=None, batch=None, dropout="refuse"):
+                   loss_fn=None, batch=None, dropout="refuse", rewritten=None):
     """(generic MLIR text of the forward function, parameter names,
     parameter tensors, the result's tensor type): torch-mlir's export of
     `model(**inputs)` with the parameters as leading arguments; with
@@ -113,8 +113,8 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     # custom op through; else it is torch-mlir's own).
     stopped = []
 
-    # What the conventions rewrote, for the check's report.
-    rewritten = {}
+    # What the conventions rewrote ({what: count}), into the caller's dict.
+    rewritten = {} if rewritten is None else rewritten
     traced_loss = _as_module(torch, loss_fn) if loss_fn else None
 
     class Forward(torch.nn.Module):
@@ -163,7 +163,6 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
             raise ImportError_(str(refusal)) from e
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
-    export_forward.rewritten = rewritten
     text = _stop_gradients(_inline_resources(module.operation.get_asm(
         print_generic_op_form=True, assume_verified=True)))
     if "ml_program." in text:
@@ -371,19 +370,20 @@ def _lower_to_linalg(module, carried):
     return module
 
 
+def _user_frames(frames):
+    """The (file, line) frames of an export's location that are the user's:
+    not installed packages' (PyTorch, torch-mlir) nor ga-import's own."""
+    here = os.path.dirname(os.path.abspath(__file__))
+    return [f for f in frames if not f[0].startswith(here) and
+            "site-packages" not in f[0] and "dist-packages" not in f[0]]
+
+
 def user_location(location):
     """' at FILE:LINE' of the first frame of an MLIR location (torch-mlir's
-    call-site locations of the export) that is the user's: not PyTorch's,
-    torch-mlir's or ga-import's own; '' when there is none."""
-    here = os.path.dirname(os.path.abspath(__file__))
-    frames = re.findall(r'"([^"]+)":(\d+)', location)
-    user = [f for f in frames if not f[0].startswith(here) and
-            "site-packages" not in f[0] and "dist-packages" not in f[0]]
-    if not user:
-        return ""
-    # Call-site locations list the innermost frame first.
-    file, line = user[0]
-    return f" at {file}:{line}"
+    call-site locations of the export, innermost first) that is the user's;
+    '' when there is none."""
+    user = _user_frames(re.findall(r'"([^"]+)":(\d+)', location))
+    return f" at {user[0][0]}:{user[0][1]}" if user else ""
 
 
 def _lowering_error(location, message):
@@ -452,10 +452,7 @@ def _tm_tensor_error(module):
             body = aliases[alias]
             frames += re.findall(r'"([^"]+)":(\d+)', body)
             work += re.findall(r"#loc\d*", body)
-        own = os.path.dirname(os.path.abspath(__file__))
-        user = [f for f in frames
-                if "site-packages" not in f[0] and "dist-packages" not in f[0]
-                and not f[0].startswith(own)]
+        user = _user_frames(frames)
         if user or frames:
             file, line = (user or frames)[0]
             where = f" at {file}:{line}"
@@ -559,11 +556,11 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
             check_tolerance > 0):
         raise ImportError_(f"check_tolerance must be a positive number, got "
                            f"{check_tolerance!r}")
+    rewritten = {}
     forward, names, params, logits = export_forward(
         model, {k: inputs[k] for k in model_keys}, shift=shift_labels,
         loss_fn=loss_fn, batch={**inputs, labels_key: labels},
-        dropout=dropout)
-    rewritten = dict(export_forward.rewritten)
+        dropout=dropout, rewritten=rewritten)
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     if loss_fn:
         element = re.fullmatch(r"tensor<(\w+)>", logits).group(1)

@@ -89,8 +89,7 @@ def main(argv=None):
             data_parallel=args.data_parallel, train=args.train,
             clip=args.clip, shift_labels=args.shift_labels,
             check=not args.no_check, check_tolerance=args.check_tolerance,
-            ga_run=args.ga_run or (shutil.which("ga-run") if os.sep not in
-                                   args.ga_opt else None),
+            ga_run=args.ga_run,
             dropout=args.dropout)
     except ga_import.ImportError_ as e:
         sys.exit(f"ga-import: error: {e}")

@@ -104,18 +104,18 @@ def reference(torch, model, batch, names, labels_key, loss_fn, model_keys,
     F = torch.nn.functional
     dtype = getattr(torch, dtype) if dtype else None
     named = dict(model.named_parameters())
-    p64 = {n: _cast(named[n], dtype).requires_grad_(True) for n in names}
-    state = dict(p64)
+    ps = {n: _cast(named[n], dtype).requires_grad_(True) for n in names}
+    state = dict(ps)
     for n, b in model.named_buffers():
         if b.is_floating_point():
             state[n] = _cast(b, dtype)
-    b64 = {k: _cast(v, dtype) for k, v in batch.items()}
-    inputs = {k: b64[k] for k in model_keys}
+    cast = {k: _cast(v, dtype) for k, v in batch.items()}
+    inputs = {k: cast[k] for k in model_keys}
     with torch.enable_grad(), training_semantics(torch, model, dropout), \
             reparametrized(torch, model, state):
         out = model(**inputs)
         if loss_fn:
-            loss = loss_fn(out, b64)
+            loss = loss_fn(out, cast)
         else:
             logits = getattr(out, "logits", out)
             if isinstance(logits, (tuple, list)):
@@ -128,10 +128,10 @@ def reference(torch, model, batch, names, labels_key, loss_fn, model_keys,
                                    ignore_index=ignore_index,
                                    reduction=reduction)
         loss = loss.double()
-        grads = torch.autograd.grad(loss, [p64[n] for n in names],
+        grads = torch.autograd.grad(loss, [ps[n] for n in names],
                                     allow_unused=True)
     return float(loss.detach()), [
-        np.zeros(tuple(p64[n].shape)) if g is None else g.detach().numpy()
+        np.zeros(tuple(ps[n].shape)) if g is None else g.detach().numpy()
         for g, n in zip(grads, names)]
 
 

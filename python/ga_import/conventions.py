@@ -142,17 +142,18 @@ class PyTorchConventions:
             if keepdim else tuple(s for i, s in enumerate(x.shape)
                                   if i not in dims)
 
-    def _even(self, x, m, dims):
-        """sg(m) + sum over the ties of (x - m) / their count: the value m,
-        the gradient split evenly among the elements equal to m (m keeps
-        its reduced dimensions)."""
+    def _even(self, x, m, dims, chosen=None):
+        """sg(m) + sum over the chosen elements of (x - m) / their count:
+        the value m, the gradient split evenly among the chosen elements
+        (default: those equal to m; max(dim) chooses the index it returns).
+        m keeps its reduced dimensions."""
         torch = self.torch
         m = self.stop(m)
         finite = m.abs() < math.inf
         m0 = torch.where(finite, m, torch.zeros_like(m))
-        ties = x == m
-        count = ties.to(x.dtype).sum(dims, keepdim=True)
-        part = torch.where(ties & finite, x - m0, torch.zeros_like(x))
+        chosen = x == m if chosen is None else chosen
+        count = chosen.to(x.dtype).sum(dims, keepdim=True)
+        part = torch.where(chosen & finite, x - m0, torch.zeros_like(x))
         return m + part.sum(dims, keepdim=True) / count
 
     def extremum(self, func, args, kwargs, largest):
@@ -189,14 +190,10 @@ class PyTorchConventions:
         d = dim % max(x.dim(), 1)
         self._note(f"{name}(dim) ties")
         values, index = func(x, d, keepdim=True)
-        held = self.stop(values)
-        finite = held.abs() < math.inf
-        v0 = torch.where(finite, held, torch.zeros_like(held))
         shape = [1] * x.dim()
         shape[d] = x.shape[d]
         at = torch.arange(x.shape[d], device=x.device).reshape(shape) == index
-        part = torch.where(at & finite, x - v0, torch.zeros_like(x))
-        out = held + part.sum(d, keepdim=True)
+        out = self._even(x, values, (d,), chosen=at)
         if not keepdim:
             out, index = out.squeeze(d), index.squeeze(d)
         result = torch.return_types.max if largest else torch.return_types.min
@@ -478,15 +475,12 @@ class PyTorchConventions:
         table[F.prelu] = self.prelu
         table[F.hardtanh] = self.hardtanh
         table[F.relu6] = lambda fn, a, k: self.hardtanh(fn, a, k, (0.0, 6.0))
-        # Not a gradient's convention: also where gradients are off.
-        always = {torch.cumsum, T.cumsum, F.dropout, F.dropout1d,
-                  F.dropout2d, F.dropout3d, F.alpha_dropout,
-                  F.feature_alpha_dropout}
-        for f in (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d,
-                  F.alpha_dropout, F.feature_alpha_dropout):
+        dropouts = (F.dropout, F.dropout1d, F.dropout2d, F.dropout3d,
+                    F.alpha_dropout, F.feature_alpha_dropout)
+        for f in dropouts:
             table[f] = self.dropout
-
-        conventions = self
+        # Not a gradient's convention: also where gradients are off.
+        always = {torch.cumsum, T.cumsum, *dropouts}
 
         class Mode(torch.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):
