@@ -86,6 +86,14 @@ def GaExpandIntegerMathPass : Pass<"ga-expand-integer-math"> {
     ga-tile-and-vectorize makes of it). PyTorch's `abs` of integer
     positions (T5's relative position buckets) imports as `math.absi`.
     Exact: the same values, also for the minimum integer (both wrap).
+
+    ```mlir
+    %a = math.absi %x : vector<1x8xi64>
+    // becomes
+    %zero = arith.constant dense<0> : vector<1x8xi64>
+    %n = arith.subi %zero, %x : vector<1x8xi64>
+    %a = arith.maxsi %x, %n : vector<1x8xi64>
+    ```
   }];
   let dependentDialects = ["::mlir::arith::ArithDialect"];
 }
