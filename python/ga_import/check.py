@@ -31,6 +31,7 @@ step's norm is an error of 0.1). Float32 steps are held to
 fails at any bound.
 """
 
+import contextlib
 import os
 import subprocess
 import sys
@@ -100,7 +101,7 @@ def reference(torch, model, batch, names, labels_key, loss_fn, model_keys,
     """PyTorch's loss and gradients (in `names` order) of the import's model
     and loss: in float64 (`dtype`), or in the model's own precision
     (dtype=None)."""
-    from .modes import reparametrized, training_semantics
+    from .modes import computed_in, reparametrized, training_semantics
     F = torch.nn.functional
     dtype = getattr(torch, dtype) if dtype else None
     named = dict(model.named_parameters())
@@ -111,8 +112,10 @@ def reference(torch, model, batch, names, labels_key, loss_fn, model_keys,
             state[n] = _cast(b, dtype)
     cast = {k: _cast(v, dtype) for k, v in batch.items()}
     inputs = {k: cast[k] for k in model_keys}
+    promoted = computed_in(torch, dtype) if dtype is not None \
+        else contextlib.nullcontext()
     with torch.enable_grad(), training_semantics(torch, model, dropout), \
-            reparametrized(torch, model, state):
+            reparametrized(torch, model, state), promoted:
         out = model(**inputs)
         if loss_fn:
             loss = loss_fn(out, cast)

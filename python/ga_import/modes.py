@@ -13,13 +13,20 @@ arguments, and PyTorch's training-mode semantics where a step can hold them.
   proves one). Dropout that would draw random numbers is refused (a step
   that ga-opt splits bit for bit draws none) unless `dropout="off"` asks
   for the step without it. Every module's mode is restored afterwards.
+- `computed_in`: every floating point tensor an operation reads is taken in
+  the reference's precision first, so that a tensor the model or the loss
+  holds outside its parameters and buffers (a class weight read by the
+  loss's closure, a plain tensor attribute of a module) and a cast the
+  model writes (`x.to(torch.float32)`, `.float()`) keep the float64
+  reference in float64 instead of mixing precisions or failing.
 """
 
 import contextlib
 
 from .conventions import ConventionError
 
-__all__ = ["reparametrized", "training_semantics", "active_dropout"]
+__all__ = ["reparametrized", "training_semantics", "active_dropout",
+           "computed_in"]
 
 
 def reparametrized(torch, model, params):
@@ -76,3 +83,29 @@ def training_semantics(torch, model, dropout="refuse"):
             m.training = training
         for m, track in tracking.items():
             m.track_running_stats = track
+
+
+def computed_in(torch, dtype):
+    """A context in which the floating point tensors that every operation
+    reads, and the results of the casts between floating point types, are
+    in `dtype`. In-place operations keep their destination's type."""
+    from torch.overrides import TorchFunctionMode
+    from torch.utils._pytree import tree_map
+    casts = {torch.Tensor.to, torch.Tensor.type, torch.Tensor.float,
+             torch.Tensor.half, torch.Tensor.bfloat16, torch.Tensor.double}
+
+    def promote(t):
+        if isinstance(t, torch.Tensor) and t.is_floating_point() and \
+                t.dtype != dtype:
+            return t.to(dtype)
+        return t
+
+    class ComputedIn(TorchFunctionMode):
+        def __torch_function__(self, func, types, args=(), kwargs=None):
+            kwargs = kwargs or {}
+            if not getattr(func, "__name__", "").endswith("_"):
+                args, kwargs = tree_map(promote, (args, kwargs))
+            out = func(*args, **kwargs)
+            return tree_map(promote, out) if func in casts else out
+
+    return ComputedIn()

@@ -449,6 +449,37 @@ def main():
             against_pytorch(name, args, MLP(), batch, loss_fn=fn,
                             model_keys=["x"])
 
+    if want("weighted"):
+        # Cross-entropy with class weights (the weights' sum over the valid
+        # labels is its denominator): exact, so it splits bit for bit. The
+        # weight is a float32 tensor the loss reads by closure; the import's
+        # own float64 check takes it in float64.
+        gen = seeded()
+        batch = mlp_batch(gen)
+        classes = torch.rand(4, generator=gen) + 0.5
+
+        def weighted(model, out, b):
+            return F.cross_entropy(out, b["labels"],
+                                   weight=classes.to(out.dtype),
+                                   ignore_index=-100)
+        seeded(15)
+        model = MLP()
+        against_pytorch("cross-entropy with class weights", args, model,
+                        batch, loss_fn=weighted, model_keys=["x"],
+                        split=True)
+        try:
+            step = ga_import.import_step(
+                model, batch, ga_opt=args.ga_opt, ga_run=args.ga_run,
+                model_inputs=["x"], log=None,
+                loss_fn=lambda out, b: F.cross_entropy(
+                    out, b["labels"], weight=classes, ignore_index=-100))
+            report("the check reads a float32 tensor of the loss's closure "
+                   "in float64", step.check_result.ok,
+                   step.check_result.summary())
+        except ga_import.ImportError_ as e:
+            report("the check reads a float32 tensor of the loss's closure "
+                   "in float64", False, str(e)[:300])
+
     if want("integers"):
         gen = seeded()
         batch = {"x": torch.randn(4, 32, 8, generator=gen),

@@ -395,3 +395,35 @@ func.func @gather_from_splat(%pos: tensor<2x8xi64>) -> tensor<2x8xi64> {
   } -> tensor<2x8xi64>
   return %y : tensor<2x8xi64>
 }
+
+// -----
+
+// cross-entropy's class weight broadcast over the batch's rows and gathered
+// at (row, label): the extract reads the weight at the label alone, so that
+// nothing reads a position within the batch.
+// CHECK-LABEL: func.func @gather_from_broadcast
+// CHECK-SAME: (%[[LABELS:.*]]: tensor<6xi64>, %[[W:.*]]: tensor<10xf32>)
+// CHECK-NOT: linalg.index
+// CHECK: %[[C:.*]] = arith.index_cast
+// CHECK-NEXT: tensor.extract %[[W]][%[[C]]] : tensor<10xf32>
+#bc_row = affine_map<(b, c) -> (c)>
+#bc_id = affine_map<(b, c) -> (b, c)>
+#bc_1 = affine_map<(b) -> (b)>
+func.func @gather_from_broadcast(%labels: tensor<6xi64>, %w: tensor<10xf32>) -> tensor<6xf32> {
+  %e = tensor.empty() : tensor<6x10xf32>
+  %bw = linalg.generic {indexing_maps = [#bc_row, #bc_id], iterator_types = ["parallel", "parallel"]}
+      ins(%w : tensor<10xf32>) outs(%e : tensor<6x10xf32>) {
+  ^bb0(%in: f32, %o: f32):
+    linalg.yield %in : f32
+  } -> tensor<6x10xf32>
+  %e2 = tensor.empty() : tensor<6xf32>
+  %y = linalg.generic {indexing_maps = [#bc_1, #bc_1], iterator_types = ["parallel"]}
+      ins(%labels : tensor<6xi64>) outs(%e2 : tensor<6xf32>) {
+  ^bb0(%in: i64, %o: f32):
+    %b = linalg.index 0 : index
+    %c = arith.index_cast %in : i64 to index
+    %v = tensor.extract %bw[%b, %c] : tensor<6x10xf32>
+    linalg.yield %v : f32
+  } -> tensor<6xf32>
+  return %y : tensor<6xf32>
+}

@@ -278,9 +278,45 @@ struct ExtractFromSplat : OpRewritePattern<tensor::ExtractOp> {
   }
 };
 
+/// tensor.extract from a broadcast (an all-parallel generic that yields its
+/// one input, read through a projected permutation, into an identity
+/// output) reads the input at the indices the broadcast keeps: a class
+/// weight of cross-entropy, broadcast over the batch's rows and gathered at
+/// (row, label), then reads the label alone and not the row's position
+/// within the batch.
+struct ExtractFromBroadcast : OpRewritePattern<tensor::ExtractOp> {
+  using OpRewritePattern::OpRewritePattern;
+  LogicalResult matchAndRewrite(tensor::ExtractOp extract,
+                                PatternRewriter &rewriter) const override {
+    auto generic = extract.getTensor().getDefiningOp<linalg::GenericOp>();
+    if (!generic || generic.getNumDpsInputs() != 1 ||
+        generic.getNumResults() != 1 ||
+        generic.getNumParallelLoops() != generic.getNumLoops())
+      return failure();
+    Block &body = generic.getRegion().front();
+    if (body.getTerminator()->getOperand(0) != body.getArgument(0))
+      return failure();
+    OpOperand *input = generic.getDpsInputOperand(0);
+    if (!isa<RankedTensorType>(input->get().getType()))
+      return failure();
+    AffineMap inputMap = generic.getMatchingIndexingMap(input);
+    AffineMap outputMap =
+        generic.getMatchingIndexingMap(generic.getDpsInitOperand(0));
+    if (!outputMap.isIdentity() || !inputMap.isProjectedPermutation())
+      return failure();
+    SmallVector<Value> indices;
+    for (AffineExpr expr : inputMap.getResults())
+      indices.push_back(
+          extract.getIndices()[cast<AffineDimExpr>(expr).getPosition()]);
+    rewriter.replaceOpWithNewOp<tensor::ExtractOp>(extract, input->get(),
+                                                   indices);
+    return success();
+  }
+};
+
 } // namespace
 
 void ga::legalize::populateIndexPatterns(RewritePatternSet &patterns) {
   patterns.add<IotaInputsAsIndices, GatherAtLoopIndices, FoldLoopIndexBounds,
-               ExtractFromSplat>(patterns.getContext());
+               ExtractFromSplat, ExtractFromBroadcast>(patterns.getContext());
 }

@@ -35,6 +35,10 @@
 //                     embedding at `arange` positions, a mask's rows at
 //                     `arange(B)`) is a read of that tensor through a map,
 //                     and the bounds checks of loop indices fold away;
+//   * broadcast gathers: a tensor.extract from a splat or a broadcast reads
+//                     the splat's value or the broadcast's source at the
+//                     indices it keeps (a class weight gathered at
+//                     (row, label) reads the label alone);
 //   * powers:         math.fpowi with a constant exponent is the
 //                     multiplications that its lowering would compute.
 //
