@@ -13,9 +13,10 @@ scale_grad_by_freq, the pad id attended) or dense inputs; Linear layers;
 activations (tanh, relu, the exact and the tanh GELU, SiLU, sigmoid,
 softplus, leaky ReLU, abs, clamp); normalizations (LayerNorm, an RMSNorm
 written out, F.normalize, BatchNorm in training mode); a causal softmax
-attention; pooling over the sequence (mean, amax, max(dim)) or per-token
+attention; a causal Conv1d over the sequence (kernel 1-3, dilation 1-2); pooling over the sequence (mean, amax, max(dim)) or per-token
 logits; maximum/minimum against zero; residual connections. Losses:
-cross-entropy (mean over the valid labels, ignore -100, or sum), a masked
+cross-entropy (mean over the valid labels, ignore -100, or sum, or with
+class weights read by closure), a masked
 token mean written in PyTorch, binary cross-entropy with logits, DPO's
 -logsigmoid of a margin, a focal-style weighting, and terms that read the
 model's parameters by closure (an L2 penalty, a learnable temperature);
@@ -35,8 +36,10 @@ with a located reason (a batch statistic). Any other failure (an exception, a cr
 tool) is `ERROR`.
 
 Exit status 1 when any model is WRONG or ERROR. The last line:
-`import-fuzz: N models in T s: a ok, b refused, c WRONG, d ERROR (splits:
-e bitwise, f within 1e-6, g refused, h DIFFER)`.
+`import-fuzz: N models in T s: a ok (r by float32 rounding), b refused, c
+WRONG, d ERROR (splits: e bitwise, f within 1e-6, g refused, h DIFFER)`;
+"by float32 rounding" counts the steps over their float32 bounds whose
+float64 import matches PyTorch's float64 (the check's second opinion).
 """
 
 import argparse
@@ -78,6 +81,20 @@ class RMSNorm(torch.nn.Module):
     def forward(self, x):
         return self.weight * x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True)
                                              + 1e-6)
+
+
+class SeqConv(torch.nn.Module):
+    """A causal convolution over the sequence (channels D): Conv1d padded by
+    (kernel - 1) * dilation, its first S positions kept."""
+
+    def __init__(self, dim, kernel, dilation):
+        super().__init__()
+        self.conv = torch.nn.Conv1d(dim, dim, kernel, dilation=dilation,
+                                    padding=(kernel - 1) * dilation)
+
+    def forward(self, x):
+        y = self.conv(x.transpose(1, 2))[..., :x.shape[1]]
+        return y.transpose(1, 2)
 
 
 class Attention(torch.nn.Module):
@@ -126,6 +143,8 @@ class Model(torch.nn.Module):
                 self.layers.append(RMSNorm(D))
             elif layer == "batchnorm":
                 self.layers.append(torch.nn.BatchNorm1d(S))
+            elif layer == "conv":
+                self.layers.append(SeqConv(D, *spec["conv"]))
             else:
                 self.layers.append(torch.nn.Linear(D, D))
         self.head = torch.nn.Linear(D, V)
@@ -160,19 +179,21 @@ def random_spec(rng):
         embedding["scale_grad_by_freq"] = True
     n = rng.randint(1, 3)
     kinds = ["linear", "linear", "attention", "layernorm", "rmsnorm",
-             "normalize", "batchnorm"]
+             "normalize", "batchnorm", "conv"]
     acts = list(ACTIVATIONS)
     layers = [rng.choice(kinds) for _ in range(n)]
     activations = [rng.choice(acts if rng.random() < 0.1 else
                               [a for a in acts if a != "negate-fn"])
                    for _ in range(n)]
     pool = rng.choice(["none", "none", "mean", "amax", "max"])
-    losses = ["ce", "ce-sum", "token-mean", "bce", "dpo", "focal"]
+    losses = ["ce", "ce-sum", "ce-weighted", "token-mean", "bce", "dpo",
+              "focal"]
     return {"input": "tokens" if tokens else "dense",
             "embedding": embedding, "layers": layers,
             "activations": activations, "residual": rng.random() < 0.5,
             "pool": pool, "loss": rng.choice(losses),
-            "l2": rng.random() < 0.2, "temperature": rng.random() < 0.2}
+            "l2": rng.random() < 0.2, "temperature": rng.random() < 0.2,
+            "conv": (rng.randint(1, 3), rng.randint(1, 2))}
 
 
 def random_batch(spec, gen, rows=4):
@@ -189,6 +210,9 @@ def random_batch(spec, gen, rows=4):
 
 
 def make_loss(spec, model):
+    # Class weights of "ce-weighted": a float32 tensor of the loss's closure.
+    classes = torch.rand(V, generator=torch.Generator().manual_seed(V)) + 0.5
+
     def loss_fn(out, b):
         labels = b["labels"]
         logits = out.reshape(-1, out.shape[-1])
@@ -213,6 +237,9 @@ def make_loss(spec, model):
             picked = logp.gather(1, flat.clamp(min=0).unsqueeze(1))[:, 0]
             weight = (1 - picked.exp()) ** 2
             loss = -(weight * picked * valid).sum() / valid.sum()
+        elif kind == "ce-weighted":
+            loss = F.cross_entropy(logits, flat, weight=classes,
+                                   ignore_index=-100)
         else:
             loss = F.cross_entropy(logits, flat, ignore_index=-100,
                                    reduction="sum" if kind == "ce-sum"
@@ -249,13 +276,17 @@ def run_one(seed, args, counts):
             print(f"WRONG {tag}\n  {text}")
         else:
             counts["refused"] += 1
-            print(f"refused {tag}: {text.splitlines()[0][:200]}")
+            lines = text.splitlines()
+            reason = next((l for l in lines if "error:" in l), lines[0])
+            print(f"refused {tag}: {reason.strip()[:200]}")
         return
     except Exception as e:  # noqa: BLE001 - every other failure is a finding
         counts["ERROR"] += 1
         print(f"ERROR {tag}: {type(e).__name__}: {e}")
         return
     counts["ok"] += 1
+    if step.check_result.float64 is not None:
+        counts["rounding"] += 1
     print(f"ok {tag}: {step.check_result.summary()}")
     if not args.splits:
         return
@@ -296,7 +327,7 @@ def main():
     args = parser.parse_args()
     args.ga_opt = os.path.join(args.build, "bin", "ga-opt")
     args.ga_run = os.path.join(args.build, "bin", "ga-run")
-    counts = dict.fromkeys(["ok", "refused", "WRONG", "ERROR",
+    counts = dict.fromkeys(["ok", "rounding", "refused", "WRONG", "ERROR",
                             "split bitwise", "split reassociated",
                             "split refused", "split DIFFER"], 0)
     start = time.time()
@@ -304,7 +335,8 @@ def main():
         run_one(seed, args, counts)
         sys.stdout.flush()
     print(f"import-fuzz: {args.count} models in {time.time() - start:.0f} s: "
-          f"{counts['ok']} ok, {counts['refused']} refused, "
+          f"{counts['ok']} ok ({counts['rounding']} by float32 rounding), "
+          f"{counts['refused']} refused, "
           f"{counts['WRONG']} WRONG, {counts['ERROR']} ERROR (splits: "
           f"{counts['split bitwise']} bitwise, "
           f"{counts['split reassociated']} within 1e-6, "

@@ -626,6 +626,28 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
       setAll(op, perExample(d), dep);
     return true;
   }
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    // A padding of each example (a convolution's zeros around its
+    // positions); the padding value must not vary with the batch.
+    BatchClass src = get(pad.getSource());
+    Value padding = pad.getConstantPaddingValue();
+    if (!padding || get(padding).kind == BatchClass::PerExample ||
+        get(padding).kind == BatchClass::BatchSum) {
+      setMixed(op, "pads with a value that is not a constant");
+      return true;
+    }
+    if (src.kind != BatchClass::PerExample) {
+      setAll(op, src, dep);
+      return true;
+    }
+    int64_t d = src.batchDim;
+    if (pad.getStaticLow()[d] != 0 || pad.getStaticHigh()[d] != 0)
+      setMixed(op, "pads the batch dimension: a micro-batch would hold "
+                   "padding rows of its own");
+    else
+      setAll(op, perExample(d), dep);
+    return true;
+  }
   if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
     // Per-example inputs with one batch dimension, joined along another.
     std::optional<int64_t> d;

@@ -73,8 +73,9 @@ static Value takeRows(OpBuilder &b, Location loc, Value operand,
 }
 
 /// A value of type `want` built like `init` (an empty tensor, a fill of
-/// one, or a splat constant) but with another shape; null if `init` is
-/// built otherwise.
+/// one, a splat constant, a broadcast along the dimensions that change, or
+/// an expand_shape of one of them) but with another shape; null if `init`
+/// is built otherwise.
 static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
   if (init.getType() == want)
     return init;
@@ -89,6 +90,43 @@ static Value reshapeInit(OpBuilder &b, Value init, RankedTensorType want) {
       return {};
     return linalg::FillOp::create(b, loc, fill.getInputs()[0], inner)
         .getResult(0);
+  }
+  // An expanded init (a grouped convolution's bias broadcast, split into
+  // [groups, channels]): the source's extents are the products of its
+  // groups'.
+  if (auto expand = dyn_cast_or_null<tensor::ExpandShapeOp>(def)) {
+    SmallVector<int64_t> shape;
+    for (const ReassociationIndices &group : expand.getReassociationIndices()) {
+      int64_t size = 1;
+      for (int64_t d : group)
+        size *= want.getDimSize(d);
+      shape.push_back(size);
+    }
+    Value inner =
+        reshapeInit(b, expand.getSrc(),
+                    RankedTensorType::get(shape, want.getElementType(),
+                                          want.getEncoding()));
+    if (!inner)
+      return {};
+    return tensor::ExpandShapeOp::create(b, loc, want, inner,
+                                         expand.getReassociationIndices());
+  }
+  // A broadcast of a value without the batch (a convolution's bias
+  // repeated over the batch's positions, its init), along every dimension
+  // that changes.
+  if (auto broadcast = dyn_cast_or_null<linalg::BroadcastOp>(def)) {
+    auto have = cast<RankedTensorType>(init.getType());
+    ArrayRef<int64_t> added = broadcast.getDimensions();
+    for (int64_t d = 0; d < have.getRank(); ++d)
+      if (have.getDimSize(d) != want.getDimSize(d) &&
+          !llvm::is_contained(added, d))
+        return {};
+    Value inner = reshapeInit(b, broadcast.getInit(), want);
+    if (!inner)
+      return {};
+    return linalg::BroadcastOp::create(b, loc, broadcast.getInput(), inner,
+                                       added)
+        ->getResult(0);
   }
   if (auto constant = dyn_cast_or_null<arith::ConstantOp>(def))
     if (auto splat = dyn_cast<SplatElementsAttr>(constant.getValue()))
@@ -341,8 +379,9 @@ LogicalResult Splitter::retype(Operation *original, Operation *clone,
       if (!reshaped)
         return original->emitError()
                << "cannot split: the init of this operation does not come "
-                  "from tensor.empty, linalg.fill or a splat constant, so "
-                  "it cannot be re-typed to a slice of the batch";
+                  "from tensor.empty, linalg.fill, a splat constant or a "
+                  "broadcast along the batch, so it cannot be re-typed to a "
+                  "slice of the batch";
       init.set(reshaped);
     }
   }

@@ -584,20 +584,44 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                       shift_labels=shift_labels, loss_fn=loss_fn is not None,
                       batch_names=[*inputs, labels_key])
     step.rewritten = rewritten
+
+    def in_float64():
+        """The same import in float64, checked at FLOAT64_BOUND."""
+        from .modes import in_precision
+        batch64 = {k: v.double() if v.is_floating_point() else v
+                   for k, v in batch.items()}
+        with in_precision(torch, model, torch.float64):
+            return import_step(
+                model, batch64, ga_opt=ga_opt, labels_key=labels_key,
+                ignore_index=ignore_index, reduction=reduction, name=name,
+                clip=clip, shift_labels=shift_labels, loss_fn=loss_fn,
+                model_inputs=model_inputs, check=True,
+                check_tolerance=FLOAT64_BOUND, ga_run=ga_run,
+                dropout=dropout, log=None).check_result
     if check:
+        single = any(p.is_floating_point() and p.dtype != torch.float64
+                     for p in params)
         step.check_result = _check(torch, step, model, batch, names,
                                    ga_run or ga_run_beside(ga_opt),
                                    labels_key, loss_fn, model_keys,
                                    shift_labels, ignore_index, reduction,
-                                   dropout, check_tolerance, log)
+                                   dropout, check_tolerance, log,
+                                   in_float64 if single else None)
     return step.reschedule(microbatches, data_parallel)
+
+
+# The bound of the second opinion's float64 step: its own rounding is
+# about 1e-15, another meaning is off by far more.
+FLOAT64_BOUND = 1e-9
 
 
 def _check(torch, step, model, batch, names, ga_run, labels_key, loss_fn,
            model_keys, shift_labels, ignore_index, reduction, dropout,
-           tolerance, log):
+           tolerance, log, in_float64=None):
     """The check against PyTorch (ga_import.check); refuses the import with
-    the worst parameter, its error and its module when it fails."""
+    the worst parameter, its error and its module when it fails, unless
+    `in_float64` (the same import in float64) says that the difference is
+    float32 rounding."""
     wrap = dict(step._wrap, train=False)
     text = _wrap(**wrap, names=step.param_names, params=step.params,
                  inputs=step.inputs, labels=step.labels, microbatches=1,
@@ -612,6 +636,16 @@ def _check(torch, step, model, batch, names, ga_run, labels_key, loss_fn,
             log=log)
     except RuntimeError as e:
         raise ImportError_(str(e)) from e
+    if not result.ok and in_float64 is not None:
+        try:
+            second = in_float64()
+        except ImportError_:
+            second = None
+        if second is not None and second.ok:
+            result.float64 = second
+            if log is not None:
+                print(f"ga-import: warning: {result.summary()}", file=log)
+            return result
     if not result.ok:
         raise ImportError_(_check_failure(model, result, step.rewritten))
     return result

@@ -13,6 +13,10 @@ arguments, and PyTorch's training-mode semantics where a step can hold them.
   proves one). Dropout that would draw random numbers is refused (a step
   that ga-opt splits bit for bit draws none) unless `dropout="off"` asks
   for the step without it. Every module's mode is restored afterwards.
+- `in_precision`: the model's floating point parameters and buffers in
+  another precision (float64, for the check's second opinion), the same
+  tensors (a loss's closure that holds a parameter sees it), restored to
+  their own types afterwards.
 - `computed_in`: every floating point tensor an operation reads is taken in
   the reference's precision first, so that a tensor the model or the loss
   holds outside its parameters and buffers (a class weight read by the
@@ -26,7 +30,7 @@ import contextlib
 from .conventions import ConventionError
 
 __all__ = ["reparametrized", "training_semantics", "active_dropout",
-           "computed_in"]
+           "computed_in", "in_precision"]
 
 
 def reparametrized(torch, model, params):
@@ -109,3 +113,21 @@ def computed_in(torch, dtype):
             return tree_map(promote, out) if func in casts else out
 
     return ComputedIn()
+
+
+@contextlib.contextmanager
+def in_precision(torch, model, dtype):
+    """The model's floating point parameters and buffers in `dtype` within
+    the context (their `.data`, so that every holder of the tensor sees
+    it), each restored to its own type (exactly: float32 -> float64 ->
+    float32 loses nothing) afterwards."""
+    tensors = [t for t in (*model.parameters(), *model.buffers())
+               if t.is_floating_point()]
+    types = [t.dtype for t in tensors]
+    try:
+        for t in tensors:
+            t.data = t.data.to(dtype)
+        yield
+    finally:
+        for t, old in zip(tensors, types):
+            t.data = t.data.to(old)

@@ -16,6 +16,7 @@ import argparse
 import copy
 import io
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -242,6 +243,21 @@ class MLP(torch.nn.Module):
 
     def forward(self, x):
         return self.b(self.act(self.norm(self.a(x))))
+
+
+class CNN(torch.nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.c1 = torch.nn.Conv2d(2, 4, 3, stride=2, padding=1, dilation=2)
+        self.c2 = torch.nn.Conv2d(4, 4, 2, padding=1, groups=2)
+        self.c3 = torch.nn.Conv1d(4, 3, 3, stride=2, padding=2)
+        self.out = torch.nn.Linear(3, 5)
+
+    def forward(self, x):
+        h = torch.tanh(self.c1(x))            # [B, 4, 4, 4]
+        h = torch.tanh(self.c2(h))            # [B, 4, 5, 5]
+        h = torch.tanh(self.c3(h.flatten(2)))  # [B, 3, 14]
+        return self.out(h.mean(-1))
 
 
 def mlp_batch(gen, rows=8):
@@ -480,6 +496,18 @@ def main():
             report("the check reads a float32 tensor of the loss's closure "
                    "in float64", False, str(e)[:300])
 
+    if want("cnn"):
+        # Convolutions: Conv2d with stride, padding and dilation, a grouped
+        # Conv2d and a Conv1d after it, each input differentiated (the
+        # transposed convolution) and padded (tensor.pad's slice back).
+        gen = seeded()
+        batch = {"x": torch.randn(4, 2, 9, 9, generator=gen),
+                 "labels": torch.randint(0, 5, (4,), generator=gen)}
+        seeded(16)
+        against_pytorch("a CNN (Conv2d stride 2, padding 1, dilation 2; "
+                        "grouped Conv2d; Conv1d)", args, CNN(), batch,
+                        split=True)
+
     if want("integers"):
         gen = seeded()
         batch = {"x": torch.randn(4, 32, 8, generator=gen),
@@ -611,6 +639,33 @@ def main():
                    "does not compute PyTorch's gradients" in str(e) and
                    ("a.weight" in str(e) or "b.weight" in str(e)),
                    "refused, naming the parameter")
+        finally:
+            ga_import._wrap = wrap
+        # Rounding alone, on purpose: every tanh of a float32 step is rounded
+        # to bfloat16 (4e-3 relative, far over the bounds), which the same
+        # import in float64 does not do. The check's second opinion, that
+        # float64 step, matches PyTorch's float64: the step is kept, with a
+        # warning that names float32 rounding.
+        def rounded(*a, **k):
+            return re.sub(
+                r"%(\w+) = math\.tanh (%\w+) : f32",
+                r"%t\1 = math.tanh \2 : f32\n"
+                r"%h\1 = arith.truncf %t\1 : f32 to bf16\n"
+                r"%\1 = arith.extf %h\1 : bf16 to f32", wrap(*a, **k))
+        ga_import._wrap = rounded
+        log = io.StringIO()
+        try:
+            step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
+                                         log=log)
+            result = step.check_result
+            report("a step over its bounds by float32 rounding alone is "
+                   "kept, with a warning",
+                   not result.ok and result.float64 is not None and
+                   result.float64.ok and "float32 rounding" in
+                   log.getvalue(), log.getvalue().strip()[-300:])
+        except ga_import.ImportError_ as e:
+            report("a step over its bounds by float32 rounding alone is "
+                   "kept, with a warning", False, str(e)[:300])
         finally:
             ga_import._wrap = wrap
 

@@ -317,6 +317,33 @@ case("checkpoint-region", [("x", [3, 4], away_from_zero), ("w", [4, 4], None)], 
       %m = arith.mulf %in0, %in1 : f64
       linalg.yield %m : f64"""), [3, 4])
 
+# Convolutions: the weight through the generic rule, the input through the
+# transposed convolution (ConvRules.cpp), with strides, dilations, kernel
+# sizes that leave input positions unread, and groups.
+def conv(name, op, x, w, y, attrs):
+    case(name, [("x", x, None), ("w", w, None)], f"""
+    %z = arith.constant 0.0 : f64
+    %e = tensor.empty() : {t(y)}
+    %f = linalg.fill ins(%z : f64) outs(%e : {t(y)}) -> {t(y)}
+    %c = linalg.{op} {attrs} ins(%x, %w : {t(x)}, {t(w)}) outs(%f : {t(y)}) -> {t(y)}
+""" + ew("y", [("%c", "f64")], y, """
+      %th = math.tanh %in0 : f64
+      linalg.yield %th : f64"""), y)
+
+
+conv("conv2d-nchw-stride2-dilation2", "conv_2d_nchw_fchw", [2, 3, 9, 8],
+     [4, 3, 2, 3], [2, 4, 4, 2],
+     "{dilations = dense<2> : vector<2xi64>, strides = dense<2> : vector<2xi64>}")
+conv("conv2d-nchw-stride-3-1", "conv_2d_nchw_fchw", [2, 2, 8, 5],
+     [3, 2, 3, 2], [2, 3, 2, 4],
+     "{dilations = dense<1> : vector<2xi64>, strides = dense<[3, 1]> : vector<2xi64>}")
+conv("conv1d-ncw-dilation2", "conv_1d_ncw_fcw", [2, 4, 16], [3, 4, 2],
+     [2, 3, 14],
+     "{dilations = dense<2> : vector<1xi64>, strides = dense<1> : vector<1xi64>}")
+conv("conv2d-grouped", "conv_2d_ngchw_gfchw", [2, 2, 2, 6, 6],
+     [2, 3, 2, 3, 3], [2, 2, 3, 2, 2],
+     "{dilations = dense<1> : vector<2xi64>, strides = dense<2> : vector<2xi64>}")
+
 
 def build(c):
     params = c["params"]

@@ -65,11 +65,16 @@ func.func @needs(%w: tensor<4x3xf32>, %b: tensor<3xf32>, %s: tensor<2x4x3xf32>,
     ^bb0(%a: tensor<8x3xf32>, %m: tensor<8xf32>):
       train.yield %a : tensor<8x3xf32>
     }
-    // expected-remark @below {{no adjoint rule}}
+    // A padding needs nothing (the slice back of its cotangent).
+    // expected-remark @below {{adjoint needs operands [], results []}}
     %p = tensor.pad %b_ low[1] high[0] {
     ^bb0(%i: index):
       tensor.yield %zero : f32
     } : tensor<3xf32> to tensor<4xf32>
+    // expected-remark @below {{adjoint needs operands [], results []}}
+    %shape = arith.constant dense<[3, 1]> : tensor<2xi64>
+    // expected-remark @below {{no adjoint rule}}
+    %r = tensor.reshape %b_(%shape) : (tensor<3xf32>, tensor<2xi64>) -> tensor<3x1xf32>
     train.yield %l : tensor<f32>
   }
   return %loss, %g#0, %g#1, %g#2 : tensor<f32>, tensor<4x3xf32>, tensor<3xf32>, tensor<2x4x3xf32>

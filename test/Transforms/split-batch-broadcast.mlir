@@ -107,3 +107,42 @@ func.func @rows_differ(%w: tensor<4x4xf32>, %x: tensor<8x4xf32>) -> (tensor<f32>
   }
   return %loss, %g : tensor<f32>, tensor<4x4xf32>
 }
+
+// -----
+
+// A convolution as torch-mlir writes it: its input padded around each
+// example's positions (tensor.pad, per-example) and its init the bias
+// broadcast over the batch and the positions (linalg.broadcast), which the
+// micro-batch re-creates at its own size.
+// CHECK-LABEL: func.func @padded_conv_bias_init
+// CHECK: train.accumulate microbatches = 2
+// CHECK: tensor.pad %{{.*}} low[0, 0, 1] high[0, 0, 1]
+// CHECK: } : tensor<2x3x6xf32> to tensor<2x3x8xf32>
+// CHECK: %[[I:.+]] = linalg.broadcast ins(%{{.*}} : tensor<4xf32>) outs(%{{.*}} : tensor<2x4x6xf32>) dimensions = [0, 2]
+// CHECK: linalg.conv_1d_ncw_fcw {{.*}} outs(%[[I]] : tensor<2x4x6xf32>)
+func.func @padded_conv_bias_init(%w: tensor<4x3x3xf32>, %bias: tensor<4xf32>, %x: tensor<4x3x6xf32>) -> (tensor<f32>, tensor<4x3x3xf32>, tensor<4xf32>) {
+  %loss, %g:2 = train.step params(%w, %bias : tensor<4x3x3xf32>, tensor<4xf32>) batch(%x : tensor<4x3x6xf32>)
+      attributes {microbatches = 2 : i64} -> tensor<f32> grads(tensor<4x3x3xf32>, tensor<4xf32>) {
+  ^bb0(%pw: tensor<4x3x3xf32>, %pb: tensor<4xf32>, %bx: tensor<4x3x6xf32>):
+    %zero = arith.constant 0.0 : f32
+    %padded = tensor.pad %bx low[0, 0, 1] high[0, 0, 1] {
+    ^bb0(%i: index, %j: index, %k: index):
+      tensor.yield %zero : f32
+    } : tensor<4x3x6xf32> to tensor<4x3x8xf32>
+    %e = tensor.empty() : tensor<4x4x6xf32>
+    %init = linalg.broadcast ins(%pb : tensor<4xf32>) outs(%e : tensor<4x4x6xf32>) dimensions = [0, 2]
+    %y = linalg.conv_1d_ncw_fcw {dilations = dense<1> : vector<1xi64>, strides = dense<1> : vector<1xi64>}
+        ins(%padded, %pw : tensor<4x3x8xf32>, tensor<4x3x3xf32>) outs(%init : tensor<4x4x6xf32>) -> tensor<4x4x6xf32>
+    %es = tensor.empty() : tensor<f32>
+    %zs = linalg.fill ins(%zero : f32) outs(%es : tensor<f32>) -> tensor<f32>
+    %sum = linalg.generic {indexing_maps = [affine_map<(i, j, k) -> (i, j, k)>, affine_map<(i, j, k) -> ()>], iterator_types = ["reduction", "reduction", "reduction"]}
+        ins(%y : tensor<4x4x6xf32>) outs(%zs : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %sq = arith.mulf %a, %a : f32
+      %t = arith.addf %acc, %sq : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    train.yield %sum : tensor<f32>
+  }
+  return %loss, %g#0, %g#1 : tensor<f32>, tensor<4x3x3xf32>, tensor<4xf32>
+}

@@ -5,10 +5,10 @@
 //===----------------------------------------------------------------------===//
 //
 // Adding a differentiable op is writing one external model of
-// DifferentiableOpInterface: tensor.pad has no adjoint in ga-opt, so
-// train-differentiate refuses a step that pads parameters; with the model
-// below (the example of docs/autodiff.md) attached, it differentiates it,
-// and the adjoint needs come from the same model.
+// DifferentiableOpInterface: tensor.reshape has no adjoint in ga-opt, so
+// train-differentiate refuses a step that reshapes parameters with it; with
+// the model below (the example of docs/autodiff.md) attached, it
+// differentiates it, and the adjoint needs come from the same model.
 //
 //===----------------------------------------------------------------------===//
 
@@ -18,6 +18,7 @@
 #include "ga/Transforms/Passes.h"
 #include "train/TrainOps.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/IR/BuiltinOps.h"
@@ -33,23 +34,28 @@ using namespace mlir;
 
 namespace {
 
-/// The slice of a tensor.pad's (static widths) result adjoint that its
-/// source was copied to, at the low padding.
-Value sourceSlice(tensor::PadOp pad, ga::ad::Sweep &sweep) {
-  auto type = pad.getSourceType();
-  SmallVector<int64_t> strides(type.getRank(), 1);
-  return tensor::ExtractSliceOp::create(
-      sweep.builder, pad.getLoc(), type, sweep.getAdjoint(pad.getResult()),
-      ValueRange{}, ValueRange{}, ValueRange{}, pad.getStaticLow(),
-      type.getShape(), strides);
+/// The result adjoint of a tensor.reshape (static shapes) reshaped back to
+/// its source's shape.
+Value reshapedBack(tensor::ReshapeOp reshape, ga::ad::Sweep &sweep) {
+  OpBuilder &b = sweep.builder;
+  auto type = cast<RankedTensorType>(reshape.getSource().getType());
+  auto shapeType = RankedTensorType::get({type.getRank()}, b.getI64Type());
+  Value shape = arith::ConstantOp::create(
+      b, reshape.getLoc(),
+      DenseIntElementsAttr::get(shapeType, type.getShape()));
+  return tensor::ReshapeOp::create(
+      b, reshape.getLoc(), type, sweep.getAdjoint(reshape.getResult()), shape);
 }
 
-/// The adjoint of tensor.pad: the source gets that slice.
-struct PadModel
-    : ga::DifferentiableOpInterface::ExternalModel<PadModel, tensor::PadOp> {
+/// The adjoint of tensor.reshape: the source gets the result's adjoint in
+/// its own shape.
+struct ReshapeModel
+    : ga::DifferentiableOpInterface::ExternalModel<ReshapeModel,
+                                                   tensor::ReshapeOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
-    auto pad = cast<tensor::PadOp>(op);
-    sweep.addAdjoint(op->getLoc(), pad.getSource(), sourceSlice(pad, sweep));
+    auto reshape = cast<tensor::ReshapeOp>(op);
+    sweep.addAdjoint(op->getLoc(), reshape.getSource(),
+                     reshapedBack(reshape, sweep));
     return success();
   }
   ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
@@ -63,47 +69,48 @@ struct PadModel
 
 /// The same adjoint, written by a rule that folds the source's adjoint so
 /// far itself and sets it (setAdjoint) instead of adding to it.
-struct SettingPadModel
-    : ga::DifferentiableOpInterface::ExternalModel<SettingPadModel,
-                                                   tensor::PadOp> {
+struct SettingReshapeModel
+    : ga::DifferentiableOpInterface::ExternalModel<SettingReshapeModel,
+                                                   tensor::ReshapeOp> {
   LogicalResult buildAdjoint(Operation *op, ga::ad::Sweep &sweep) const {
-    auto pad = cast<tensor::PadOp>(op);
-    auto type = pad.getSourceType();
-    Value slice = sourceSlice(pad, sweep);
-    if (Value old = sweep.getAdjoint(pad.getSource())) {
+    auto reshape = cast<tensor::ReshapeOp>(op);
+    auto type = cast<RankedTensorType>(reshape.getSource().getType());
+    Value back = reshapedBack(reshape, sweep);
+    if (Value old = sweep.getAdjoint(reshape.getSource())) {
       Value empty = tensor::EmptyOp::create(
           sweep.builder, op->getLoc(), type.getShape(), type.getElementType());
-      slice = linalg::AddOp::create(sweep.builder, op->getLoc(),
-                                    ValueRange{old, slice}, ValueRange{empty})
-                  .getResult(0);
+      back = linalg::AddOp::create(sweep.builder, op->getLoc(),
+                                   ValueRange{old, back}, ValueRange{empty})
+                 .getResult(0);
     }
-    sweep.setAdjoint(pad.getSource(), slice);
+    sweep.setAdjoint(reshape.getSource(), back);
     return success();
   }
   ga::AdjointNeeds getAdjointNeeds(Operation *op) const {
-    return PadModel().getAdjointNeeds(op);
+    return ReshapeModel().getAdjointNeeds(op);
   }
 };
 
-/// The body of both inputs below: loss = sum(pad(w) + pad(w)) with two
-/// paddings, two contributions to w's gradient, which is 2 everywhere.
+/// The body of both inputs below: loss = sum(reshape(w) * reshape(w)^T)
+/// with two reshapes, two contributions to w's gradient.
 constexpr const char *kLossBody = R"mlir(
     %zero = arith.constant 0.0 : f32
-    %p1 = tensor.pad %pw low[1] high[3] {
-    ^bb0(%i: index):
-      tensor.yield %zero : f32
-    } : tensor<4xf32> to tensor<8xf32>
-    %p2 = tensor.pad %pw low[4] high[0] {
-    ^bb0(%i: index):
-      tensor.yield %zero : f32
-    } : tensor<4xf32> to tensor<8xf32>
-    %ec = tensor.empty() : tensor<8xf32>
-    %c = linalg.add ins(%p1, %p2 : tensor<8xf32>, tensor<8xf32>) outs(%ec : tensor<8xf32>) -> tensor<8xf32>
+    %shape = arith.constant dense<[2, 2]> : tensor<2xi64>
+    %p1 = tensor.reshape %pw(%shape) : (tensor<4xf32>, tensor<2xi64>) -> tensor<2x2xf32>
+    %p2 = tensor.reshape %pw(%shape) : (tensor<4xf32>, tensor<2xi64>) -> tensor<2x2xf32>
+    %ec = tensor.empty() : tensor<2x2xf32>
+    %c = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j, i)>, affine_map<(i, j) -> (i, j)>],
+                         iterator_types = ["parallel", "parallel"]}
+        ins(%p1, %p2 : tensor<2x2xf32>, tensor<2x2xf32>) outs(%ec : tensor<2x2xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      linalg.yield %m : f32
+    } -> tensor<2x2xf32>
     %e = tensor.empty() : tensor<f32>
     %z = linalg.fill ins(%zero : f32) outs(%e : tensor<f32>) -> tensor<f32>
-    %s = linalg.generic {indexing_maps = [affine_map<(i) -> (i)>, affine_map<(i) -> ()>],
-                         iterator_types = ["reduction"]}
-        ins(%c : tensor<8xf32>) outs(%z : tensor<f32>) {
+    %s = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> ()>],
+                         iterator_types = ["reduction", "reduction"]}
+        ins(%c : tensor<2x2xf32>) outs(%z : tensor<f32>) {
     ^bb0(%a: f32, %o: f32):
       %r = arith.addf %o, %a : f32
       linalg.yield %r : f32
@@ -159,7 +166,7 @@ TEST(DifferentiableOp, WithoutAModelTheOpIsRefused) {
   OwningOpRef<ModuleOp> module;
   std::string error;
   EXPECT_FALSE(differentiate(context, module, error));
-  EXPECT_NE(error.find("'tensor.pad' op cannot be differentiated"),
+  EXPECT_NE(error.find("'tensor.reshape' op cannot be differentiated"),
             std::string::npos)
       << error;
 }
@@ -167,17 +174,17 @@ TEST(DifferentiableOp, WithoutAModelTheOpIsRefused) {
 TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::PadOp::attachInterface<PadModel>(*ctx);
+    tensor::ReshapeOp::attachInterface<ReshapeModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module;
   std::string error;
   ASSERT_TRUE(differentiate(context, module, error)) << error;
   ASSERT_TRUE(succeeded(verify(*module)));
-  // The model's adjoint: one slice of the result's adjoint per pad.
-  int slices = 0;
-  module->walk([&](tensor::ExtractSliceOp) { ++slices; });
-  EXPECT_EQ(slices, 2);
+  // The model's adjoint: the result's adjoint reshaped back, per reshape.
+  int reshapes = 0;
+  module->walk([&](tensor::ReshapeOp) { ++reshapes; });
+  EXPECT_EQ(reshapes, 4);
   int steps = 0;
   module->walk([&](ga::train::StepOp) { ++steps; });
   EXPECT_EQ(steps, 0);
@@ -189,7 +196,7 @@ TEST(DifferentiableOp, OneExternalModelMakesItDifferentiable) {
 TEST(DifferentiableOp, SetAdjointInAMicroBatchBodyAccumulates) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::PadOp::attachInterface<SettingPadModel>(*ctx);
+    tensor::ReshapeOp::attachInterface<SettingReshapeModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module;
@@ -209,17 +216,17 @@ TEST(DifferentiableOp, SetAdjointInAMicroBatchBodyAccumulates) {
 TEST(DifferentiableOp, NeedsComeFromTheModel) {
   DialectRegistry registry = gaRegistry();
   registry.addExtension(+[](MLIRContext *ctx, tensor::TensorDialect *) {
-    tensor::PadOp::attachInterface<PadModel>(*ctx);
+    tensor::ReshapeOp::attachInterface<ReshapeModel>(*ctx);
   });
   MLIRContext context(registry);
   OwningOpRef<ModuleOp> module = parseSourceString<ModuleOp>(kStep, &context);
   ASSERT_TRUE(module);
-  tensor::PadOp pad;
-  module->walk([&](tensor::PadOp op) { pad = op; });
-  ASSERT_TRUE(pad);
-  ga::AdjointNeeds needs = ga::getAdjointNeeds(pad);
+  tensor::ReshapeOp reshape;
+  module->walk([&](tensor::ReshapeOp op) { reshape = op; });
+  ASSERT_TRUE(reshape);
+  ga::AdjointNeeds needs = ga::getAdjointNeeds(reshape);
   EXPECT_TRUE(needs.differentiable);
-  EXPECT_EQ(needs.operands, SmallVector<bool>({false}));
+  EXPECT_EQ(needs.operands, SmallVector<bool>({false, false}));
   // The generic's model: a sum's adjoint reads neither operand.
   linalg::GenericOp sum;
   module->walk([&](linalg::GenericOp op) { sum = op; });

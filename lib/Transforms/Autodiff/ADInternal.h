@@ -45,6 +45,14 @@ bool matchReductionThroughLayouts(
 
 /// Adjoint rule of a linalg.generic whose results have adjoints in `sweep`.
 mlir::LogicalResult adjointGeneric(mlir::linalg::GenericOp op, Sweep &sweep);
+/// Whether `operand` of `op` is the input of a convolution `y += x * w`,
+/// read through windows `stride * o + dilation * k` (ConvRules.cpp).
+bool isConvolutionInput(mlir::linalg::GenericOp op, mlir::OpOperand *operand);
+/// Adds the adjoint of a convolution's input (the transposed convolution of
+/// the result's adjoint `dy` with the weight) to `sweep`.
+mlir::LogicalResult adjointConvolutionInput(mlir::linalg::GenericOp op,
+                                            mlir::OpOperand *operand,
+                                            mlir::Value dy, Sweep &sweep);
 /// Adjoint rules of the tensor and train operations.
 mlir::LogicalResult adjointTensorOp(mlir::Operation *op, Sweep &sweep);
 /// True if adjointTensorOp has a rule for `op`.

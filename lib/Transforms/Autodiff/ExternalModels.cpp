@@ -153,6 +153,7 @@ void ga::registerDifferentiableOpInterfaceExternalModels(
     tensor::ExpandShapeOp::attachInterface<TensorModel<tensor::ExpandShapeOp>>(
         *ctx);
     tensor::ConcatOp::attachInterface<TensorModel<tensor::ConcatOp>>(*ctx);
+    tensor::PadOp::attachInterface<TensorModel<tensor::PadOp>>(*ctx);
     tensor::CollapseShapeOp::attachInterface<
         TensorModel<tensor::CollapseShapeOp>>(*ctx);
   });

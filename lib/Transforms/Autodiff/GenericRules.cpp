@@ -11,6 +11,8 @@
 // derivative of the forward body, seeded with the result cotangents. A
 // matmul's adjoints come out as contractions again (and are specialized back
 // to named ops by the driver); a bias broadcast's adjoint is a reduction.
+// A convolution's input, read through windows, gets the transposed
+// convolution (ConvRules.cpp).
 //
 // Reductions must combine with an addition (the init's adjoint is then the
 // result's) or with a minimum/maximum (the cotangent goes to the elements
@@ -320,11 +322,16 @@ LogicalResult GenericAdjoint::adjointOfOperand(OpOperand *operand) {
   if (!isa<RankedTensorType>(value.getType()) || !sweep.isActive(value))
     return success();
   AffineMap map = op.getMatchingIndexingMap(operand);
-  if (!map.isProjectedPermutation(/*allowZeroInResults=*/false))
+  if (!map.isProjectedPermutation(/*allowZeroInResults=*/false)) {
+    // A convolution's input, read through windows (ConvRules.cpp).
+    if (isConvolutionInput(op, operand))
+      return dy[0] ? adjointConvolutionInput(op, operand, dy[0], sweep)
+                   : success();
     return op.emitOpError() << "cannot be differentiated: operand #"
                             << operand->getOperandNumber()
                             << " is read through " << AffineMapAttr::get(map)
                             << ", which is not a projected permutation";
+  }
 
   unsigned numLoops = op.getNumLoops();
   llvm::SmallBitVector kept(numLoops);

@@ -8,8 +8,9 @@
 // slice is an insertion into zeros (or an in-place addition into the
 // adjoint accumulated so far), that of an insertion is a slice, that of a
 // concatenation is a slice per input, and expand/collapse invert each
-// other. train.cross_entropy gets train.cross_entropy_grad, and
-// train.attention train.attention_grad.
+// other; a padding's adjoint is the slice of the padded cotangent that the
+// source fills (the padding value is a constant). train.cross_entropy gets
+// train.cross_entropy_grad, and train.attention train.attention_grad.
 //
 //===----------------------------------------------------------------------===//
 
@@ -24,7 +25,7 @@ namespace ga::ad {
 
 bool hasTensorRule(Operation *op) {
   return isa<tensor::ExtractSliceOp, tensor::InsertSliceOp, tensor::ConcatOp,
-             tensor::ExpandShapeOp, tensor::CollapseShapeOp,
+             tensor::ExpandShapeOp, tensor::CollapseShapeOp, tensor::PadOp,
              train::CrossEntropyOp, train::AttentionOp>(op);
 }
 
@@ -79,6 +80,31 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
                            b, loc, zerosLike(b, loc, sourceType), dy,
                            insert.getMixedOffsets(), insert.getMixedSizes(),
                            insert.getMixedStrides()));
+    return success();
+  }
+  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
+    Value padding = pad.getConstantPaddingValue();
+    if (!padding || sweep.isActive(padding))
+      return op->emitOpError()
+             << "cannot be differentiated: its padding value is not a "
+                "constant";
+    auto sourceType = pad.getSourceType();
+    if (!sourceType.hasStaticShape() ||
+        llvm::any_of(pad.getStaticLow(), [](int64_t l) { return l < 0; }))
+      return op->emitOpError()
+             << "cannot be differentiated: its source or its low padding "
+                "is not static";
+    if (sweep.isActive(pad.getSource())) {
+      SmallVector<OpFoldResult> offsets, sizes,
+          strides(sourceType.getRank(), b.getIndexAttr(1));
+      for (int64_t low : pad.getStaticLow())
+        offsets.push_back(b.getIndexAttr(low));
+      for (int64_t size : sourceType.getShape())
+        sizes.push_back(b.getIndexAttr(size));
+      sweep.addAdjoint(loc, pad.getSource(),
+                       tensor::ExtractSliceOp::create(b, loc, sourceType, dy,
+                                                      offsets, sizes, strides));
+    }
     return success();
   }
   if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
