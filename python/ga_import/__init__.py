@@ -158,7 +158,7 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     except ImportError_:
         raise
     except Exception as e:  # torch's and torch-mlir's errors, as they are
-        refusal = _convention_error(e)
+        refusal = _convention_error(e) or _data_dependent_error(e)
         if refusal:
             raise ImportError_(str(refusal)) from e
         raise ImportError_(f"torch-mlir could not export the model: "
@@ -370,12 +370,47 @@ def _lower_to_linalg(module, carried):
     return module
 
 
+# Installed packages whose frames are never the model's own code.
+_FRAMEWORK = ("torch", "torch_mlir", "functorch", "torchgen")
+
+
 def _user_frames(frames):
     """The (file, line) frames of an export's location that are the user's:
-    not installed packages' (PyTorch, torch-mlir) nor ga-import's own."""
+    outside installed packages and ga-import, or else (a model shipped by a
+    library, such as transformers') outside PyTorch, torch-mlir and
+    ga-import."""
     here = os.path.dirname(os.path.abspath(__file__))
-    return [f for f in frames if not f[0].startswith(here) and
-            "site-packages" not in f[0] and "dist-packages" not in f[0]]
+    ours = [f for f in frames if not f[0].startswith(here)]
+    own = [f for f in ours if "site-packages" not in f[0] and
+           "dist-packages" not in f[0]]
+    if own:
+        return own
+    framework = tuple(f"-packages{os.sep}{p}{os.sep}" for p in _FRAMEWORK)
+    return [f for f in ours if not any(p in f[0] for p in framework)]
+
+
+def _data_dependent_error(e):
+    """A refusal for torch.export's data-dependent guard (a shape or a
+    branch that depends on the batch's values), at the model's line; None
+    for other errors."""
+    text = str(e)
+    if "data-dependent" not in text and \
+            type(e).__name__ != "GuardOnDataDependentSymNode":
+        return None
+    import traceback
+    frames = [(f.filename, str(f.lineno), f.line)
+              for f in traceback.extract_tb(e.__traceback__)
+              if os.path.isfile(f.filename)]
+    user = _user_frames([f[:2] for f in frames])
+    where = ""
+    if user:
+        line = next(f[2] for f in frames if f[:2] == user[-1])
+        where = f" at {user[-1][0]}:{user[-1][1]} (`{line}`)"
+    return (f"the model has a shape or a branch that depends on the batch's "
+            f"values{where}, which torch.export cannot trace "
+            f"({text.splitlines()[0][:200]}): write it with fixed shapes (a "
+            "mask instead of a selection; transformers' mixture-of-experts "
+            "models: experts_implementation=\"batched_mm\")")
 
 
 def user_location(location):
@@ -396,9 +431,21 @@ def _lowering_error(location, message):
         if name else ""
     what = op.group(1) if op else "an operation"
     first = message.splitlines()[0]
+    hint = next((h for calls, h in _LOWERING_HINTS if name and
+                 name.group(1) in calls), "")
     return (f"torch-mlir cannot lower {what}{call} to linalg"
             f"{user_location(location)}: {first[:300]}; write it with other "
-            "PyTorch operations, or keep it out of the step")
+            f"PyTorch operations, or keep it out of the step{hint}")
+
+
+# What to do about the PyTorch calls that torch-mlir cannot lower, where a
+# model library offers another form.
+_LOWERING_HINTS = [
+    (("aten.histc", "aten._grouped_mm", "aten.bincount"),
+     " (transformers' mixture-of-experts models: "
+     "experts_implementation=\"batched_mm\", whose top-k routing ga-import "
+     "writes as passes of max)"),
+]
 
 
 def _stop_gradients(text):

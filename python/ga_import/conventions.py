@@ -50,6 +50,10 @@ class ConventionError(RuntimeError):
 # Frames that are not the user's: PyTorch's, torch-mlir's, ga-import's own
 # and the standard library's wrappers (transformers' files count as the
 # user's model).
+# The largest k of torch.topk written as k passes of max(dim) (a router's
+# top-k experts); a larger k is left to torch-mlir (a refusal: sort).
+TOPK_MAX = 8
+
 _NOT_USER = (os.sep + "torch" + os.sep, os.sep + "torch_mlir" + os.sep,
              os.sep + "ga_import" + os.sep, os.sep + "contextlib.py",
              os.sep + "functools.py")
@@ -424,6 +428,40 @@ class PyTorchConventions:
         summed = (moved.unsqueeze(-1) * upto).sum(-2)
         return summed.movedim(-1, d)
 
+    def topk(self, func, args, kwargs):
+        """torch.topk for k <= TOPK_MAX as k passes of max(dim), each taking
+        the first extreme of what is left (torch-mlir lowers topk to
+        tm_tensor.sort, which MLIR 22 does not have): the same values and
+        indices (in descending order, ties to the first index; PyTorch's
+        order among ties is unspecified), each value's gradient to its
+        index. A mixture of experts' router (transformers' Mixtral,
+        Qwen-MoE) takes its top-k experts so."""
+        torch = self.torch
+
+        def sig(input, k, dim=-1, largest=True, sorted=True, *, out=None):
+            return input, k, dim, largest, out
+        x, k, dim, largest, out = _bind(sig, args, kwargs)
+        if out is not None or not isinstance(k, int) or k > TOPK_MAX or \
+                x.dim() == 0 or not x.is_floating_point():
+            return func(*args, **(kwargs or {}))
+        self._note("topk")
+        d = dim % x.dim()
+        shape = [1] * x.dim()
+        shape[d] = x.shape[d]
+        positions = torch.arange(x.shape[d], device=x.device).reshape(shape)
+        left = x.detach()
+        fill = -math.inf if largest else math.inf
+        values, indices = [], []
+        for _ in range(k):
+            m, index = (torch.max if largest else torch.min)(left, d,
+                                                             keepdim=True)
+            at = positions == index
+            values.append(self._even(x, m, (d,), chosen=at))
+            indices.append(index)
+            left = torch.where(at, torch.full_like(left, fill), left)
+        return torch.return_types.topk((torch.cat(values, d),
+                                        torch.cat(indices, d)))
+
     def dropout(self, func, args, kwargs):
         def sig(input, p=0.5, training=True, inplace=False):
             return p, training
@@ -467,6 +505,8 @@ class PyTorchConventions:
         table[F.normalize] = self.normalize
         for f in (torch.cumsum, T.cumsum):
             table[f] = self.cumsum
+        for f in (torch.topk, T.topk):
+            table[f] = self.topk
         table[F.leaky_relu] = self.leaky_relu
         table[F.elu] = self.elu
         table[F.selu] = lambda fn, a, k: self.elu(fn, a, k, selu=True)
@@ -480,7 +520,7 @@ class PyTorchConventions:
         for f in dropouts:
             table[f] = self.dropout
         # Not a gradient's convention: also where gradients are off.
-        always = {torch.cumsum, T.cumsum, *dropouts}
+        always = {torch.cumsum, T.cumsum, torch.topk, T.topk, *dropouts}
 
         class Mode(torch.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -585,6 +585,47 @@ def main():
         against_pytorch("transformers' RoBERTa (cumsum positions, "
                         "padding_idx)", args, roberta, batch, split=True)
 
+    if want("moe"):
+        # transformers' Mixtral as shipped, by experts implementation: with
+        # batched_mm (the router's topk written as passes of max) it imports
+        # and matches PyTorch and splits; eager (a loop over the experts hit)
+        # and grouped_mm (histc, sort, grouped products) are refused at the
+        # model's line, naming batched_mm.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        from transformers import MixtralConfig, MixtralForCausalLM
+        gen = seeded()
+        ids = torch.randint(0, 64, (4, 8), generator=gen)
+        mask = torch.ones(4, 8, dtype=torch.int64)
+        mask[2, 6:] = 0
+        labels = ids.clone()
+        labels[mask == 0] = -100
+        batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
+
+        def mixtral(experts):
+            seeded(17)
+            model = MixtralForCausalLM(MixtralConfig(
+                vocab_size=64, hidden_size=32, intermediate_size=32,
+                num_hidden_layers=2, num_attention_heads=4,
+                num_key_value_heads=2, num_local_experts=4,
+                num_experts_per_tok=2, max_position_embeddings=32,
+                attn_implementation="eager")).eval()
+            model.set_experts_implementation(experts)
+            return model
+        step, _ = against_pytorch("transformers' Mixtral (batched_mm "
+                                  "experts, top-2 routing)", args,
+                                  mixtral("batched_mm"), batch, split=True,
+                                  shift_labels=True)
+        report("the router's topk is written as passes of max",
+               "topk" in step.rewritten, f"rewritten: {step.rewritten}")
+        refused("transformers' Mixtral with eager experts", args,
+                mixtral("eager"), batch,
+                ["depends on the batch's values", "modeling_mixtral.py:",
+                 "batched_mm"], shift_labels=True)
+        refused("transformers' Mixtral with grouped_mm experts", args,
+                mixtral("grouped_mm"), batch,
+                ["torch.histc", "transformers", "batched_mm"],
+                shift_labels=True)
+
     if want("functions"):
         gen = seeded()
         seeded(8)
