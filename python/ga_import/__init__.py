@@ -163,8 +163,10 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
             raise ImportError_(str(refusal)) from e
         raise ImportError_(f"torch-mlir could not export the model: "
                            f"{type(e).__name__}: {e}") from e
-    text = _stop_gradients(_inline_resources(module.operation.get_asm(
-        print_generic_op_form=True, assume_verified=True)))
+    text = _stop_gradients(_inline_resources(_user_locations(
+        module.operation.get_asm(print_generic_op_form=True,
+                                 assume_verified=True,
+                                 enable_debug_info=True))))
     if "ml_program." in text:
         raise ImportError_(
             "the export keeps state between calls (ml_program globals, such "
@@ -448,14 +450,78 @@ _LOWERING_HINTS = [
 ]
 
 
+def _user_locations(text, ignore=None):
+    """The export's locations (torch-mlir's call sites of each op, as
+    aliases after the module) replaced in place by the user's line that
+    made the op (`loc("model.py":12:0)`; see _user_frames), or dropped
+    where no frame is the user's: ga-opt's diagnostics on the step (a split
+    refused, an op without a derivative) then name the model's or the
+    loss's line. Frames in the file `ignore` (ga-import's own temporary
+    module) are not the user's."""
+    aliases = dict(re.findall(r"^(#loc\d*) = loc\((.*)\)$", text,
+                              re.MULTILINE))
+    resolved = {}
+
+    def frames(alias):
+        """The (file, line) frames of an alias, innermost first, its
+        references expanded in place."""
+        if alias not in resolved:
+            resolved[alias] = []  # a cycle ends here
+            resolved[alias] = expand(aliases.get(alias, ""))
+        return resolved[alias]
+
+    def expand(body):
+        found = []
+        for match in re.finditer(r'"([^"]+)":(\d+)|(#loc\d*)', body):
+            if match.group(3):
+                found += frames(match.group(3))
+            else:
+                found.append((match.group(1), match.group(2)))
+        return found
+
+    text = re.sub(r"^#loc\d* = loc\(.*\)$\n?", "", text, flags=re.MULTILINE)
+    # Every ` loc(...)` (balanced, outside string literals) in place.
+    out, at = [], 0
+    while True:
+        start = text.find(" loc(", at)
+        if start < 0:
+            break
+        depth, i, quoted = 0, start + 4, False
+        while i < len(text):
+            c = text[i]
+            if quoted:
+                if c == "\\":
+                    i += 1
+                elif c == '"':
+                    quoted = False
+            elif c == '"':
+                quoted = True
+            elif c == "(":
+                depth += 1
+            elif c == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            i += 1
+        user = _user_frames([f for f in expand(text[start + 5:i])
+                             if f[0] != ignore])
+        out.append(text[at:start])
+        if user:
+            file = user[0][0].replace("\\", "\\\\").replace('"', '\\"')
+            out.append(f' loc("{file}":{user[0][1]}:0)')
+        at = i + 1
+    out.append(text[at:])
+    return "".join(out)
+
+
 def _stop_gradients(text):
     """The carrier calls of `ga::stop_gradient` as `train.stop_gradient`,
     and their declarations dropped."""
     text = re.sub(r'"func\.call"\((%[\w#:]+)\) <\{callee = @' + _CARRIER +
                   r'\d+\}>', r'"train.stop_gradient"(\1)', text)
     return re.sub(r'\s*"func\.func"\(\) <\{function_type = [^\n]*sym_name = "' +
-                  _CARRIER + r'\d+"[^\n]*\n(\s*\}\) : \(\) -> \(\))?', "",
-                  text)
+                  _CARRIER + r'\d+"[^\n]*\n(\s*\}\) : \(\) -> \(\)'
+                  r'( loc\([^\n]*\))?)?', "", text)
 
 
 # torch-mlir's TMTensor ops (MLIR 22 has no such dialect): the PyTorch calls
@@ -854,7 +920,8 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         try:
             done = subprocess.run(
                 [ga_opt, src, "--inline", "--symbol-dce",
-                 "--ga-legalize-import", "--canonicalize"],
+                 "--ga-legalize-import", "--canonicalize",
+                 "--mlir-print-debuginfo"],
                 capture_output=True, text=True)
         except OSError as e:
             raise ImportError_(f"cannot run ga-opt '{ga_opt}': {e.strerror} "
@@ -863,7 +930,9 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
         first = done.stderr.strip().splitlines()[0] if done.stderr else ""
         raise ImportError_(f"ga-opt cannot read torch-mlir's export: {first}"
                            f"\n{done.stderr[-4000:]}")
-    return done.stdout
+    # The wrapper's own ops (and those without a user's line) are located
+    # at the lines of the step's text, where it is read.
+    return _user_locations(done.stdout, ignore=src)
 
 
 class ImportedStep:

@@ -950,9 +950,12 @@ def main():
                                    "--ga-pipeline=target=cpu", "-o",
                                    os.devnull], capture_output=True,
                                   text=True)
-            located = re.search(r"k2\.mlir:\d+:\d+: error: .*" +
+            # At the line of the model or the loss that made the operation
+            # (ga-import keeps the export's locations of the user's code).
+            located = re.search(r"\.py:\d+:\d+: error: .*" +
                                 re.escape(refused), done.stderr)
-            check(f"{name}: k = 2 refused at the operation ('{refused}')",
+            check(f"{name}: k = 2 refused at the operation's line in the "
+                  f"model or the loss ('{refused}')",
                   done.returncode != 0 and located is not None,
                   done.stderr[-2000:])
             continue

@@ -448,8 +448,10 @@ def main():
                "train() mode, running statistics unchanged")
         # Split, the batch statistic is refused at the operation.
         first = split_refusal(args, step)
-        report("BatchNorm's batch statistics refuse a split",
-               "batch statistic" in first, first or "compiled")
+        report("BatchNorm's batch statistics refuse a split, at the "
+               "model's line", "batch statistic" in first and
+               first.startswith(os.path.abspath(__file__) + ":"),
+               first or "compiled")
         seeded(6)
         model = MLP(norm=torch.nn.BatchNorm1d(16)).eval()
         against_pytorch("BatchNorm1d in eval mode (running statistics)",
