@@ -498,6 +498,24 @@ def main():
             report("the check reads a float32 tensor of the loss's closure "
                    "in float64", False, str(e)[:300])
 
+    if want("vector-sum"):
+        # A per-position mean over the batch, summed: the vector of batch
+        # sums is accumulated as a vector and reduced after the
+        # micro-batches, so the loss too is k = 1's bits.
+        gen = seeded()
+        batch = {"x": torch.randn(8, 6, 8, generator=gen),
+                 "labels": torch.randint(0, 4, (8, 6), generator=gen)}
+
+        def per_position_mean(model, out, b):
+            per = F.cross_entropy(out.reshape(-1, 4),
+                                  b["labels"].reshape(-1),
+                                  reduction="none").reshape(out.shape[:2])
+            return per.mean(0).sum()
+        seeded(18)
+        against_pytorch("a per-position mean over the batch", args, MLP(),
+                        batch, loss_fn=per_position_mean, model_keys=["x"],
+                        split=True)
+
     if want("cnn"):
         # Convolutions: Conv2d with stride, padding and dilation, a grouped
         # Conv2d and a Conv1d after it, each input differentiated (the

@@ -423,3 +423,66 @@ func.func @detached_factor(%w: tensor<4xf32>, %x: tensor<8x4xf32>)
   }
   return %loss, %g : tensor<f32>, tensor<4xf32>
 }
+
+// -----
+
+// A per-position mean over the batch, summed (a vector of batch sums
+// reduced to the loss): the vector is accumulated as a vector, each
+// micro-batch's sum over its rows continuing it in place, and divided and
+// reduced once in the finalize region, as in the full batch (bitwise).
+
+// CHECK-LABEL: func.func @accumulate_vector_of_sums
+// CHECK: ^bb0(%{{.+}}: tensor<3xf32>, %{{.+}}: tensor<2x3xf32>, %[[VACC:.+]]: tensor<3xf32>, %{{.+}}: tensor<3xf32>):
+// CHECK: %[[V:.+]] = linalg.generic {{.*}} iterator_types = ["reduction", "parallel"]{{.*}} outs(%[[VACC]] : tensor<3xf32>)
+// CHECK: train.yield %[[V]], %{{.+}} : tensor<3xf32>, tensor<3xf32>
+// CHECK-NEXT: } finalize {
+// CHECK-NEXT: ^bb0(%[[FV:.+]]: tensor<3xf32>, %{{.+}}: tensor<3xf32>, %{{.+}}: tensor<3xf32>):
+// CHECK: %[[M:.+]] = linalg.generic {{.*}} ins(%[[FV]] : tensor<3xf32>)
+// CHECK: arith.divf
+// CHECK: %[[L:.+]] = linalg.generic {{.*}} ins(%[[M]] : tensor<3xf32>)
+// CHECK: train.yield %[[L]], %{{.+}} : tensor<f32>, tensor<3xf32>
+#v_id = affine_map<(b, s) -> (b, s)>
+#v_col = affine_map<(b, s) -> (s)>
+#v_1 = affine_map<(s) -> (s)>
+#v_0 = affine_map<(s) -> ()>
+func.func @accumulate_vector_of_sums(%w: tensor<3xf32>, %x: tensor<4x3xf32>)
+    -> (tensor<f32>, tensor<3xf32>) {
+  %loss, %g = train.accumulate microbatches = 2 params(%w : tensor<3xf32>)
+      batch(%x : tensor<4x3xf32>) -> tensor<f32> grads(tensor<3xf32>) {
+  ^bb0(%w_: tensor<3xf32>, %x_: tensor<2x3xf32>):
+    %zero = arith.constant 0.0 : f32
+    %four = arith.constant 4.0 : f32
+    %e = tensor.empty() : tensor<2x3xf32>
+    %p = linalg.generic {indexing_maps = [#v_id, #v_col, #v_id], iterator_types = ["parallel", "parallel"]}
+        ins(%x_, %w_ : tensor<2x3xf32>, tensor<3xf32>) outs(%e : tensor<2x3xf32>) {
+    ^bb0(%a: f32, %b: f32, %o: f32):
+      %m = arith.mulf %a, %b : f32
+      %t = math.tanh %m : f32
+      linalg.yield %t : f32
+    } -> tensor<2x3xf32>
+    %ev = tensor.empty() : tensor<3xf32>
+    %zv = linalg.fill ins(%zero : f32) outs(%ev : tensor<3xf32>) -> tensor<3xf32>
+    %v = linalg.generic {indexing_maps = [#v_id, #v_col], iterator_types = ["reduction", "parallel"]}
+        ins(%p : tensor<2x3xf32>) outs(%zv : tensor<3xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %t = arith.addf %acc, %a : f32
+      linalg.yield %t : f32
+    } -> tensor<3xf32>
+    %mean = linalg.generic {indexing_maps = [#v_1, #v_1], iterator_types = ["parallel"]}
+        ins(%v : tensor<3xf32>) outs(%ev : tensor<3xf32>) {
+    ^bb0(%a: f32, %o: f32):
+      %q = arith.divf %a, %four : f32
+      linalg.yield %q : f32
+    } -> tensor<3xf32>
+    %es = tensor.empty() : tensor<f32>
+    %zs = linalg.fill ins(%zero : f32) outs(%es : tensor<f32>) -> tensor<f32>
+    %l = linalg.generic {indexing_maps = [#v_1, #v_0], iterator_types = ["reduction"]}
+        ins(%mean : tensor<3xf32>) outs(%zs : tensor<f32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %t = arith.addf %acc, %a : f32
+      linalg.yield %t : f32
+    } -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss, %g : tensor<f32>, tensor<3xf32>
+}

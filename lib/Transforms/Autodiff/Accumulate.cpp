@@ -6,9 +6,10 @@
 //
 // The rewrite of an implicit train.accumulate (a micro-batch loop whose body
 // yields a loss) into explicit accumulators: the loss's final scaling peeled
-// into the finalize region where it is linear, the gradients of the body
-// accumulated by the sweep (Differentiate.cpp) into accumulators of their
-// own, and the finalize region that scales them once.
+// into the finalize region where it is linear (a vector of batch sums
+// reduced to the loss is accumulated as a vector and reduced there), the
+// gradients of the body accumulated by the sweep (Differentiate.cpp) into
+// accumulators of their own, and the finalize region that scales them once.
 //
 //===----------------------------------------------------------------------===//
 
@@ -45,22 +46,114 @@ struct LossScaling {
   /// sequence length, a batch size): cloned into the finalize region with
   /// the tree.
   llvm::SetVector<Operation *> constants;
+  /// The body's values that hold examples (examplesAlong): never a leaf
+  /// under a reduction, whose sum over them must stay in the body.
+  DenseMap<Value, int64_t> examples;
   Value leaf(unsigned i) const { return leaves[i]->get(); }
 };
 } // namespace
 
-/// A 0-d generic with one result, read once, whose init is a tensor.empty.
-static linalg::GenericOp scalarGeneric(Value v) {
-  auto generic = v.getDefiningOp<linalg::GenericOp>();
-  if (!generic || !v.hasOneUse() || generic.getNumLoops() != 0 ||
-      generic.getNumDpsInits() != 1 ||
-      !generic.getDpsInits()[0].getDefiningOp<tensor::EmptyOp>())
-    return {};
-  return generic;
+/// The values of the micro-batch body that hold the micro-batch's examples
+/// along a dimension (the batch operands' dimension 0, followed through
+/// structured ops whose loop over it is parallel and through reshapes and
+/// slices), each with that dimension. A sum over the batch is not one of
+/// them. Where the dimension is lost track of, a value counts as holding
+/// examples (the scaling then accumulates it as before).
+static DenseMap<Value, int64_t> examplesAlong(AccumulateOp acc) {
+  DenseMap<Value, int64_t> along;
+  for (Value arg : acc.getBatchArgs())
+    along[arg] = 0;
+  acc.getBody().front().walk([&](Operation *op) {
+    std::optional<int64_t> dim;
+    bool reads = false;
+    if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op)) {
+      for (OpOperand &operand : op->getOpOperands()) {
+        auto it = along.find(operand.get());
+        if (it == along.end())
+          continue;
+        reads = true;
+        AffineMap map = linalgOp.getMatchingIndexingMap(&operand);
+        auto loop = dyn_cast<AffineDimExpr>(map.getResult(it->second));
+        if (!loop) {
+          dim = 0; // lost track
+          break;
+        }
+        if (linalgOp.getIteratorTypesArray()[loop.getPosition()] !=
+            utils::IteratorType::parallel)
+          continue; // summed over the examples
+        AffineMap out =
+            linalgOp.getMatchingIndexingMap(linalgOp.getDpsInitOperand(0));
+        std::optional<unsigned> position = out.getResultPosition(
+            getAffineDimExpr(loop.getPosition(), op->getContext()));
+        dim = position ? *position : 0;
+      }
+    } else if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
+      auto it = along.find(collapse.getSrc());
+      if ((reads = it != along.end()))
+        for (auto [g, group] :
+             llvm::enumerate(collapse.getReassociationIndices()))
+          if (llvm::is_contained(group, it->second))
+            dim = g;
+    } else if (auto expand = dyn_cast<tensor::ExpandShapeOp>(op)) {
+      auto it = along.find(expand.getSrc());
+      if ((reads = it != along.end()))
+        dim = expand.getReassociationIndices()[it->second].front();
+    } else {
+      for (Value v : op->getOperands())
+        if (along.count(v))
+          reads = true;
+      dim = 0; // slices, pads, concatenations: kept where they were
+    }
+    if (!reads || !dim)
+      return;
+    for (Value r : op->getResults())
+      if (auto type = dyn_cast<RankedTensorType>(r.getType());
+          type && type.getRank() > *dim)
+        along[r] = *dim;
+  });
+  return along;
 }
 
+/// A generic of the loss's scaling: one result, read once, either without
+/// reductions and with a tensor.empty init, or an additive reduction from
+/// zeros (a sum over positions of a sum over the batch's rows).
+static linalg::GenericOp scalingGeneric(Value v) {
+  auto generic = v.getDefiningOp<linalg::GenericOp>();
+  if (!generic || !v.hasOneUse() || generic.getNumDpsInits() != 1 ||
+      generic.getNumResults() != 1)
+    return {};
+  Value init = generic.getDpsInits()[0];
+  if (generic.getNumReductionLoops() == 0)
+    return init.getDefiningOp<tensor::EmptyOp>() ? generic
+                                                 : linalg::GenericOp();
+  if (ga::isZeroTensor(init) && ga::isAdditiveReduction(generic, 0))
+    return generic;
+  return {};
+}
+
+/// Whether `v` is a sum that its accumulator can continue in place, in the
+/// full batch's order of terms (continueSum): an additive reduction from
+/// zeros, or a cross-entropy sum.
+static bool continuable(Value v) {
+  if (auto ce = v.getDefiningOp<CrossEntropyOp>())
+    return v == ce.getLoss() && ce.getReduction() == Reduction::Sum &&
+           !ce.getInit();
+  auto linalgOp = v.getDefiningOp<linalg::LinalgOp>();
+  if (!linalgOp)
+    return false;
+  unsigned j = cast<OpResult>(v).getResultNumber();
+  return ga::isZeroTensor(linalgOp.getDpsInits()[j]) &&
+         ga::isAdditiveReduction(linalgOp, j);
+}
+
+/// Adds `generic` and the scaling generics it reads to `scaling`. Under a
+/// reduction (`sums`: a sum over positions of a vector of batch sums) each
+/// leaf must be a sum its accumulator continues, so that the vector is
+/// accumulated as a vector in the full batch's order and reduced once,
+/// after the micro-batches.
 static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
-                           LossScaling &scaling) {
+                           LossScaling &scaling, bool sums = false) {
+  sums |= generic.getNumReductionLoops() != 0;
   // It is cloned into the finalize region: its body may read only its own
   // values and constants (cloned with it).
   bool captures = false;
@@ -85,36 +178,49 @@ static bool collectScaling(linalg::GenericOp generic, AccumulateOp acc,
     if (isa<BlockArgument>(v) && !llvm::is_contained(acc.getBatchArgs(), v))
       continue;
     terms.insert(generic.getBlock()->getArgument(input->getOperandNumber()));
-    if (linalg::GenericOp producer = scalarGeneric(v)) {
-      if (!collectScaling(producer, acc, scaling))
-        return false;
-      continue;
+    if (linalg::GenericOp producer = scalingGeneric(v)) {
+      // A producer that is not part of the scaling is a leaf.
+      size_t tree = scaling.tree.size(), leaves = scaling.leaves.size();
+      llvm::SetVector<Operation *> constants = scaling.constants;
+      if (collectScaling(producer, acc, scaling, sums))
+        continue;
+      scaling.tree.truncate(tree);
+      scaling.leaves.truncate(leaves);
+      scaling.constants = constants;
     }
     // One accumulator per leaf: a value read twice is not peeled.
     if (llvm::any_of(scaling.leaves,
-                     [&](OpOperand *leaf) { return leaf->get() == v; }))
+                     [&](OpOperand *leaf) { return leaf->get() == v; }) ||
+        (sums && (!continuable(v) || scaling.examples.count(v))))
       return false;
     scaling.leaves.push_back(input);
   }
   // Linear in the terms computed by the body, by the analysis's own rule:
   // summed over the micro-batches, it gives its value on the summed terms.
+  // A reduction's init (zeros) holds a partial sum of the same terms.
   std::string why;
-  if (terms.empty() ||
-      ga::bodyLinearity(generic, terms, {}, why) != ga::Linearity::Proportional)
+  llvm::SmallDenseSet<Value> accumulators;
+  if (generic.getNumReductionLoops() != 0)
+    accumulators.insert(
+        generic.getBlock()->getArgument(generic.getNumDpsInputs()));
+  if (terms.empty() || ga::bodyLinearity(generic, terms, accumulators, why) !=
+                           ga::Linearity::Proportional)
     return false;
   scaling.tree.push_back(generic);
   return true;
 }
 
-/// If `loss` is computed by 0-d generics that are linear in the values the
+/// If `loss` is computed by generics that are linear in the values the
 /// body computes that they read, with factors that are the same in every
 /// micro-batch (a sum divided by a global count; two such quotients added,
-/// one per mask), returns them: their inputs are accumulated over the
-/// micro-batches and the generics run once, on the accumulated values, as
-/// in the full-batch step.
+/// one per mask; a sum over positions of per-position sums over the batch,
+/// each divided by the batch size), returns them: their inputs are accumulated
+/// over the micro-batches and the generics run once, on the accumulated values,
+/// as in the full-batch step.
 static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
-  linalg::GenericOp root = scalarGeneric(loss);
+  linalg::GenericOp root = scalingGeneric(loss);
   LossScaling scaling;
+  scaling.examples = examplesAlong(acc);
   if (!root || !collectScaling(root, acc, scaling))
     return std::nullopt;
   return scaling;
@@ -330,9 +436,11 @@ private:
       for (linalg::GenericOp generic : peel->tree) {
         auto type = cast<RankedTensorType>(generic.getResult(0).getType());
         toFinal.map(generic.getDpsInits()[0],
-                    tensor::EmptyOp::create(fb, loc, type.getShape(),
-                                            type.getElementType())
-                        .getResult());
+                    generic.getNumReductionLoops() != 0
+                        ? ga::zerosLike(fb, loc, type)
+                        : tensor::EmptyOp::create(fb, loc, type.getShape(),
+                                                  type.getElementType())
+                              .getResult());
         scaled = fb.clone(*generic, toFinal)->getResult(0);
       }
       results.push_back(scaled);
