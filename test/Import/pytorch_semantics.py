@@ -605,6 +605,60 @@ def main():
         against_pytorch("transformers' RoBERTa (cumsum positions, "
                         "padding_idx)", args, roberta, batch, split=True)
 
+    if want("transformers-more"):
+        # Gemma (the tanh GELU, a pad id), T5 (int64 relative-position
+        # buckets) and BART (pad id 1 in the decoder) match PyTorch; BLOOM
+        # applies a torch.autograd.Function in its MLP and is refused at it.
+        os.environ["HF_HUB_OFFLINE"] = "1"
+        import transformers as T
+        gen = seeded()
+        ids = torch.randint(3, 64, (4, 10), generator=gen)
+        mask = torch.ones(4, 10, dtype=torch.int64)
+        mask[1, 7:] = 0
+        labels = ids.clone()
+        labels[mask == 0] = -100
+        dec = torch.randint(3, 64, (4, 6), generator=gen)
+        dec[3, 5] = 1
+        dec_labels = dec.clone()
+        dec_labels[3, 5] = -100
+        common = dict(vocab_size=64, num_hidden_layers=1,
+                      num_attention_heads=4, attn_implementation="eager")
+        seeded(19)
+        gemma = T.GemmaForCausalLM(T.GemmaConfig(
+            hidden_size=32, intermediate_size=64, num_key_value_heads=2,
+            head_dim=8, max_position_embeddings=32, pad_token_id=0,
+            **common)).eval()
+        against_pytorch("transformers' Gemma (tanh GELU, pad id)", args,
+                        gemma, {"input_ids": ids, "attention_mask": mask,
+                                "labels": labels}, shift_labels=True)
+        seeded(20)
+        t5 = T.T5ForConditionalGeneration(T.T5Config(
+            vocab_size=64, d_model=32, d_kv=8, d_ff=64, num_layers=1,
+            num_heads=4, decoder_start_token_id=0, pad_token_id=0)).eval()
+        against_pytorch("transformers' T5 (relative-position buckets)", args,
+                        t5, {"input_ids": ids, "attention_mask": mask,
+                             "decoder_input_ids": dec,
+                             "labels": dec_labels})
+        seeded(21)
+        bart = T.BartForConditionalGeneration(T.BartConfig(
+            vocab_size=64, d_model=32, encoder_layers=1, decoder_layers=1,
+            encoder_attention_heads=4, decoder_attention_heads=4,
+            encoder_ffn_dim=64, decoder_ffn_dim=64,
+            max_position_embeddings=32, pad_token_id=1,
+            attn_implementation="eager")).eval()
+        against_pytorch("transformers' BART (pad id in the decoder)", args,
+                        bart, {"input_ids": ids, "attention_mask": mask,
+                               "decoder_input_ids": dec,
+                               "labels": dec_labels})
+        seeded(22)
+        bloom = T.BloomForCausalLM(T.BloomConfig(
+            vocab_size=64, hidden_size=32, n_layer=1, n_head=4,
+            pad_token_id=0, attn_implementation="eager")).eval()
+        refused("transformers' BLOOM (a torch.autograd.Function in its MLP)",
+                args, bloom, {"input_ids": ids, "attention_mask": mask,
+                              "labels": labels},
+                ["GeLUFunction", "modeling_bloom.py:"], shift_labels=True)
+
     if want("moe"):
         # transformers' Mixtral as shipped, by experts implementation: with
         # batched_mm (the router's topk written as passes of max) it imports
