@@ -450,21 +450,15 @@ _LOWERING_HINTS = [
 ]
 
 
-def _user_locations(text, ignore=None):
-    """The export's locations (torch-mlir's call sites of each op, as
-    aliases after the module) replaced in place by the user's line that
-    made the op (`loc("model.py":12:0)`; see _user_frames), or dropped
-    where no frame is the user's: ga-opt's diagnostics on the step (a split
-    refused, an op without a derivative) then name the model's or the
-    loss's line. Frames in the file `ignore` (ga-import's own temporary
-    module) are not the user's."""
+def _location_frames(text):
+    """For the MLIR `text` printed with its locations: a function from the
+    body of one `loc(...)` to its (file, line) frames, innermost first, the
+    `#loc` aliases it refers to expanded in place."""
     aliases = dict(re.findall(r"^(#loc\d*) = loc\((.*)\)$", text,
                               re.MULTILINE))
     resolved = {}
 
     def frames(alias):
-        """The (file, line) frames of an alias, innermost first, its
-        references expanded in place."""
         if alias not in resolved:
             resolved[alias] = []  # a cycle ends here
             resolved[alias] = expand(aliases.get(alias, ""))
@@ -478,38 +472,55 @@ def _user_locations(text, ignore=None):
             else:
                 found.append((match.group(1), match.group(2)))
         return found
+    return expand
 
+
+def _loc_end(text, start):
+    """The index of the `)` that closes the ` loc(` at `start` (balanced,
+    outside string literals)."""
+    depth, i, quoted = 0, start + 4, False
+    while i < len(text):
+        c = text[i]
+        if quoted:
+            if c == "\\":
+                i += 1
+            elif c == '"':
+                quoted = False
+        elif c == '"':
+            quoted = True
+        elif c == "(":
+            depth += 1
+        elif c == ")":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    return i
+
+
+def _user_locations(text, ignore=None):
+    """The export's locations (torch-mlir's call sites of each op, as
+    aliases after the module) replaced in place by the user's line that
+    made the op (`loc("model.py":12:0)`; see _user_frames), or dropped
+    where no frame is the user's: ga-opt's diagnostics on the step (a split
+    refused, an op without a derivative) then name the model's or the
+    loss's line. Frames in the file `ignore` (ga-import's own temporary
+    module) are not the user's."""
+    expand = _location_frames(text)
     text = re.sub(r"^#loc\d* = loc\(.*\)$\n?", "", text, flags=re.MULTILINE)
-    # Every ` loc(...)` (balanced, outside string literals) in place.
     out, at = [], 0
     while True:
         start = text.find(" loc(", at)
         if start < 0:
             break
-        depth, i, quoted = 0, start + 4, False
-        while i < len(text):
-            c = text[i]
-            if quoted:
-                if c == "\\":
-                    i += 1
-                elif c == '"':
-                    quoted = False
-            elif c == '"':
-                quoted = True
-            elif c == "(":
-                depth += 1
-            elif c == ")":
-                depth -= 1
-                if depth == 0:
-                    break
-            i += 1
-        user = _user_frames([f for f in expand(text[start + 5:i])
+        end = _loc_end(text, start)
+        user = _user_frames([f for f in expand(text[start + 5:end])
                              if f[0] != ignore])
         out.append(text[at:start])
         if user:
             file = user[0][0].replace("\\", "\\\\").replace('"', '\\"')
             out.append(f' loc("{file}":{user[0][1]}:0)')
-        at = i + 1
+        at = end + 1
     out.append(text[at:])
     return "".join(out)
 
@@ -548,23 +559,13 @@ def _tm_tensor_error(module):
                                     enable_debug_info=True)
     match = re.search(r'"tm_tensor\.(\w+)"', text)
     name = match.group(1)
-    # The op's location: the first location reference after it, resolved
-    # through the aliases to the first file outside torch and transformers.
-    aliases = dict(re.findall(r"^(#loc\d*) = (loc\(.*\))$", text,
-                              re.MULTILINE))
+    # The op's location: the first one after it, its frames resolved
+    # through the aliases, the user's innermost (else the innermost).
     where = ""
-    ref = re.search(r"loc\((#loc\d*)\)", text[match.end():])
-    if ref:
-        seen, work = set(), [ref.group(1)]
-        frames = []
-        while work:
-            alias = work.pop(0)
-            if alias in seen or alias not in aliases:
-                continue
-            seen.add(alias)
-            body = aliases[alias]
-            frames += re.findall(r'"([^"]+)":(\d+)', body)
-            work += re.findall(r"#loc\d*", body)
+    start = text.find(" loc(", match.end())
+    if start >= 0:
+        frames = _location_frames(text)(text[start + 5:_loc_end(text,
+                                                               start)])
         user = _user_frames(frames)
         if user or frames:
             file, line = (user or frames)[0]

@@ -47,13 +47,13 @@ class ConventionError(RuntimeError):
     message names it, the user's line and what to do."""
 
 
-# Frames that are not the user's: PyTorch's, torch-mlir's, ga-import's own
-# and the standard library's wrappers (transformers' files count as the
-# user's model).
 # The largest k of torch.topk written as k passes of max(dim) (a router's
 # top-k experts); a larger k is left to torch-mlir (a refusal: sort).
 TOPK_MAX = 8
 
+# Frames that are not the user's: PyTorch's, torch-mlir's, ga-import's own
+# and the standard library's wrappers (transformers' files count as the
+# user's model).
 _NOT_USER = (os.sep + "torch" + os.sep, os.sep + "torch_mlir" + os.sep,
              os.sep + "ga_import" + os.sep, os.sep + "contextlib.py",
              os.sep + "functools.py")

@@ -245,6 +245,17 @@ class MLP(torch.nn.Module):
         return self.b(self.act(self.norm(self.a(x))))
 
 
+def padded_tokens(gen, low, shape, row, start):
+    """Token ids in [low, 64) of `shape`, the attention mask with `row`
+    padded from `start`, and the labels (the ids, -100 where padded)."""
+    ids = torch.randint(low, 64, shape, generator=gen)
+    mask = torch.ones(*shape, dtype=torch.int64)
+    mask[row, start:] = 0
+    labels = ids.clone()
+    labels[mask == 0] = -100
+    return ids, mask, labels
+
+
 class CNN(torch.nn.Module):
     def __init__(self):
         super().__init__()
@@ -581,12 +592,8 @@ def main():
         from transformers import (OPTConfig, OPTForCausalLM, RobertaConfig,
                                   RobertaForMaskedLM)
         gen = seeded()
-        ids = torch.randint(2, 64, (4, 12), generator=gen)
-        mask = torch.ones(4, 12, dtype=torch.int64)
-        mask[1, 8:] = 0
-        ids[1, 8:] = 1
-        labels = ids.clone()
-        labels[mask == 0] = -100
+        ids, mask, labels = padded_tokens(gen, 2, (4, 12), 1, 8)
+        ids[1, 8:] = 1  # the pad id in the padded row
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
         seeded(13)
         opt = OPTForCausalLM(OPTConfig(
@@ -612,11 +619,7 @@ def main():
         os.environ["HF_HUB_OFFLINE"] = "1"
         import transformers as T
         gen = seeded()
-        ids = torch.randint(3, 64, (4, 10), generator=gen)
-        mask = torch.ones(4, 10, dtype=torch.int64)
-        mask[1, 7:] = 0
-        labels = ids.clone()
-        labels[mask == 0] = -100
+        ids, mask, labels = padded_tokens(gen, 3, (4, 10), 1, 7)
         dec = torch.randint(3, 64, (4, 6), generator=gen)
         dec[3, 5] = 1
         dec_labels = dec.clone()
@@ -668,11 +671,7 @@ def main():
         os.environ["HF_HUB_OFFLINE"] = "1"
         from transformers import MixtralConfig, MixtralForCausalLM
         gen = seeded()
-        ids = torch.randint(0, 64, (4, 8), generator=gen)
-        mask = torch.ones(4, 8, dtype=torch.int64)
-        mask[2, 6:] = 0
-        labels = ids.clone()
-        labels[mask == 0] = -100
+        ids, mask, labels = padded_tokens(gen, 0, (4, 8), 2, 6)
         batch = {"input_ids": ids, "attention_mask": mask, "labels": labels}
 
         def mixtral(experts):

@@ -232,24 +232,15 @@ static std::optional<LossScaling> peelableScale(Value loss, AccumulateOp acc) {
 /// reduction from zeros (the analysis's rule); `acc + v` otherwise.
 static Value continueSum(OpBuilder &b, Location loc, Value v, Value acc,
                          bool alone) {
-  if (alone && v.getType() == acc.getType()) {
-    if (auto ce = v.getDefiningOp<CrossEntropyOp>();
-        ce && v == ce.getLoss() && ce.getReduction() == Reduction::Sum &&
-        !ce.getInit()) {
-      ce.getInitMutable().assign(acc);
-      return v;
-    }
-    if (auto linalgOp = v.getDefiningOp<linalg::LinalgOp>()) {
-      unsigned j = cast<OpResult>(v).getResultNumber();
-      OpOperand &init = linalgOp.getDpsInitsMutable()[j];
-      if (ga::isZeroTensor(init.get()) &&
-          ga::isAdditiveReduction(linalgOp, j)) {
-        init.set(acc);
-        return v;
-      }
-    }
-  }
-  return addInto(b, loc, acc, v);
+  if (!alone || v.getType() != acc.getType() || !continuable(v))
+    return addInto(b, loc, acc, v);
+  if (auto ce = v.getDefiningOp<CrossEntropyOp>())
+    ce.getInitMutable().assign(acc);
+  else
+    v.getDefiningOp<linalg::LinalgOp>()
+        .getDpsInitsMutable()[cast<OpResult>(v).getResultNumber()]
+        .set(acc);
+  return v;
 }
 
 /// A linalg.generic that copies its one input to its result through

@@ -66,8 +66,6 @@ bool matchScaledDim(AffineExpr expr, unsigned &dim, int64_t &coefficient) {
   return true;
 }
 
-bool readsDim(AffineMap map, unsigned dim) { return map.isFunctionOfDim(dim); }
-
 /// Whether `op` is a convolution `y += x * w` of the input `x` (with the
 /// other input `w`), static, in one float type, whose map for x is a
 /// projected permutation but for its windows; fills `windows`.
@@ -127,12 +125,13 @@ bool matchConvolution(GenericOp op, OpOperand *x, OpOperand *&w,
         !matchScaledDim(sum.getRHS(), d1, c1) || d0 == d1)
       return false;
     // o is read by the output and not the weight; k the other way round.
-    if (readsDim(yMap, d1) && readsDim(wMap, d0)) {
+    if (yMap.isFunctionOfDim(d1) && wMap.isFunctionOfDim(d0)) {
       std::swap(d0, d1);
       std::swap(c0, c1);
     }
-    if (!readsDim(yMap, d0) || readsDim(wMap, d0) || !readsDim(wMap, d1) ||
-        readsDim(yMap, d1) || used.test(d0) || used.test(d1))
+    if (!yMap.isFunctionOfDim(d0) || wMap.isFunctionOfDim(d0) ||
+        !wMap.isFunctionOfDim(d1) || yMap.isFunctionOfDim(d1) ||
+        used.test(d0) || used.test(d1))
       return false;
     used.set(d0);
     used.set(d1);
