@@ -63,6 +63,12 @@ from .modes import reparametrized, training_semantics
 __all__ = ["ImportError_", "ImportedStep", "import_step", "export_forward"]
 
 
+class StopImport(Exception):
+    """Raised by an `on_export` hook to stop import_step after the export
+    (compile_step, whose cache holds the step of that program); it passes
+    through import_step as it is."""
+
+
 class ImportError_(RuntimeError):
     """A model or batch that ga-import cannot turn into a step; the message
     says what and why."""
@@ -93,12 +99,15 @@ def _tensor_type(t):
 
 
 def export_forward(model, inputs, func_name="ga_forward", shift=False,
-                   loss_fn=None, batch=None, dropout="refuse", rewritten=None):
+                   loss_fn=None, batch=None, dropout="refuse", rewritten=None,
+                   on_export=None):
     """(generic MLIR text of the forward function, parameter names,
     parameter tensors, the result's tensor type): torch-mlir's export of
     `model(**inputs)` with the parameters as leading arguments; with
     `loss_fn`, of `loss_fn(model(**inputs), batch)` with the parameters and
-    then every entry of `batch` as arguments."""
+    then every entry of `batch` as arguments. `on_export(program)` is
+    called with torch.export's program before torch-mlir imports it (the
+    compile cache's key is read from it; it may raise to stop there)."""
     torch = _torch()
     from torch_mlir import fx
 
@@ -151,11 +160,15 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
     args = [*params, *((batch if loss_fn else inputs)[k] for k in keys)]
     try:
         with training_semantics(torch, model, dropout):
-            module = fx.export_and_import(Forward(), *args,
-                                          output_type="raw",
+            program = torch.export.export(Forward(), tuple(args),
+                                          strict=False)
+        if on_export is not None:
+            on_export(program)
+        with training_semantics(torch, model, dropout):
+            module = fx.export_and_import(program, output_type="raw",
                                           func_name=func_name)
         module = _lower_to_linalg(module, carried=bool(stopped))
-    except ImportError_:
+    except (ImportError_, StopImport):
         raise
     except Exception as e:  # torch's and torch-mlir's errors, as they are
         refusal = _convention_error(e) or _data_dependent_error(e)
@@ -614,7 +627,8 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                 data_parallel=1, name="step", train=False, clip=1.0,
                 shift_labels=False, loss_fn=None, model_inputs=None,
                 check=True, check_tolerance=1e-5, ga_run=None,
-                dropout="refuse", log=sys.stderr):
+                dropout="refuse", log=sys.stderr, adamw=None,
+                on_export=None):
     """The training step of `model` on `batch` as ga-opt MLIR text (see the
     module's docstring). With `loss_fn`, `model_inputs` names the entries of
     the batch that the model takes (by keyword; default: every entry but the
@@ -625,7 +639,13 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     gradients within `check_tolerance` (see ga_import.check), else the
     import is refused naming the worst parameter; its cost is printed on
     `log` (None: quiet). `dropout`: 'refuse' (a model in training mode
-    with dropout) or 'off' (the step without dropout)."""
+    with dropout) or 'off' (the step without dropout).
+
+    With `train=True`, `adamw` sets train.adamw's hyperparameters (a dict
+    of beta1, beta2, eps, weight_decay; default torch.optim.AdamW's) and
+    `clip=None` clips nothing (the norm is still returned); with `loss_fn`
+    the training step returns no count. `on_export` is export_forward's
+    hook (compile_step's cache)."""
     torch = _torch()
     if labels_key not in batch:
         raise ImportError_(f"the batch has no '{labels_key}' entry (the "
@@ -650,9 +670,10 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     if shift_labels and labels.dim() != 2:
         raise ImportError_(f"shift_labels needs labels [B, S], got shape "
                            f"{tuple(labels.shape)}")
-    if loss_fn and (train or shift_labels):
-        raise ImportError_("loss_fn takes neither train nor shift_labels: "
-                           "the loss it returns is the step's")
+    if loss_fn and shift_labels:
+        raise ImportError_("loss_fn does not take shift_labels: the loss it "
+                           "returns is the step's")
+    adamw = _adamw_attributes(adamw)
     model_keys = list(inputs) if model_inputs is None else list(model_inputs)
     if model_inputs is not None:
         if not loss_fn:
@@ -674,7 +695,7 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
     forward, names, params, logits = export_forward(
         model, {k: inputs[k] for k in model_keys}, shift=shift_labels,
         loss_fn=loss_fn, batch={**inputs, labels_key: labels},
-        dropout=dropout, rewritten=rewritten)
+        dropout=dropout, rewritten=rewritten, on_export=on_export)
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
     if loss_fn:
         element = re.fullmatch(r"tensor<(\w+)>", logits).group(1)
@@ -690,13 +711,14 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
         'sym_name = "ga_forward", sym_visibility = "private"', 1)
     step = ImportedStep(None, names, params, [inputs[k] for k in inputs],
                         labels)
-    if not clip > 0:
-        raise ImportError_(f"clip must be positive, got {clip!r}")
+    if clip is not None and not (isinstance(clip, (int, float)) and
+                                 clip > 0):
+        raise ImportError_(f"clip must be positive or None, got {clip!r}")
     step._wrap = dict(ga_opt=ga_opt, aliases=aliases, forward=forward,
                       logits=logits, element=element, ignore_index=ignore_index,
                       reduction=reduction, name=name, train=train, clip=clip,
                       shift_labels=shift_labels, loss_fn=loss_fn is not None,
-                      batch_names=[*inputs, labels_key])
+                      batch_names=[*inputs, labels_key], adamw=adamw)
     step.rewritten = rewritten
 
     def in_float64():
@@ -722,6 +744,40 @@ def import_step(model, batch, ga_opt="ga-opt", labels_key="labels",
                                    dropout, check_tolerance, log,
                                    in_float64 if single else None)
     return step.reschedule(microbatches, data_parallel)
+
+
+_ADAMW_DEFAULTS = {"beta1": 0.9, "beta2": 0.999, "eps": 1e-8,
+                   "weight_decay": 0.01}
+
+
+def _adamw_attributes(adamw):
+    """train.adamw's attributes from a dict of hyperparameters, checked."""
+    adamw = dict(adamw or {})
+    unknown = sorted(set(adamw) - set(_ADAMW_DEFAULTS))
+    if unknown:
+        raise ImportError_(f"adamw takes {', '.join(_ADAMW_DEFAULTS)}, got "
+                           f"{', '.join(unknown)}")
+    values = {**_ADAMW_DEFAULTS, **adamw}
+    for k, v in values.items():
+        if not isinstance(v, (int, float)):
+            raise ImportError_(f"adamw {k} must be a number, got {v!r}")
+    if not (0 <= values["beta1"] < 1 and 0 <= values["beta2"] < 1):
+        raise ImportError_(f"adamw betas must lie in [0, 1), got "
+                           f"({values['beta1']!r}, {values['beta2']!r})")
+    if not values["eps"] > 0 or values["weight_decay"] < 0:
+        raise ImportError_(f"adamw needs eps > 0 and weight_decay >= 0, got "
+                           f"eps {values['eps']!r}, weight_decay "
+                           f"{values['weight_decay']!r}")
+    return {k: float(v) for k, v in values.items()}
+
+
+def _mlir_float(value):
+    """A float as MLIR's parser reads it (a '.' before any exponent)."""
+    text = repr(float(value))
+    mantissa, e, exponent = text.partition("e")
+    if "." not in mantissa:
+        mantissa += ".0"
+    return mantissa + e + exponent
 
 
 # The bound of the second opinion's float64 step: its own rounding is
@@ -801,7 +857,7 @@ def _check_failure(model, result, rewritten):
 def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
           name, names, params, inputs, labels, microbatches, data_parallel,
           train=False, clip=1.0, shift_labels=False, loss_fn=False,
-          batch_names=None):
+          batch_names=None, adamw=None):
     """The step module around the exported forward function, inlined,
     legalized (ga-legalize-import) and verified by ga-opt."""
     n = labels.numel() - (labels.shape[0] if shift_labels else 0)
@@ -849,7 +905,7 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
             f"batch({', '.join(inn + ['%labels'])} : "
             f"{', '.join(itypes + [ltype])}) attributes {{{sched}}} "
             f"-> {loss} grads({', '.join(ptypes)})"
-            + (" aux(tensor<i64>)" if train else "") + " {")
+            + (" aux(tensor<i64>)" if train and not loss_fn else "") + " {")
     block = (f"  ^bb0({', '.join([f'{b}: {t}' for b, t in zip(bp, ptypes)] + [f'{b}: {t}' for b, t in zip(bi, itypes)] + [f'%blabels: {ltype}'])}):")
     if loss_fn:
         # The loss written in PyTorch: the forward function returns it, and
@@ -883,11 +939,18 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
     else:
         # The whole training step of ga-train (examples/mlp_train.mlir):
         # the gradients clipped to a global norm of `clip`, then AdamW
-        # (torch.optim.AdamW's defaults) on every parameter.
+        # (torch.optim.AdamW's defaults, or `adamw`) on every parameter. A
+        # loss written in PyTorch counts nothing. clip=None: the largest
+        # float's norm, which scales by exactly 1.
         ms = [f"%m{i}" for i in range(len(params))]
         vs = [f"%v{i}" for i in range(len(params))]
         clipped = ", ".join(f"%c{i}" for i in range(len(params)))
-        results = ptypes * 3 + [loss, loss, "tensor<i64>"]
+        results = ptypes * 3 + [loss, loss] + ([] if loss_fn else
+                                               ["tensor<i64>"])
+        max_norm = 3.4028234663852886e38 if clip is None else float(clip)
+        hyper = adamw or _ADAMW_DEFAULTS
+        attrs = ", ".join(f"{k} = {_mlir_float(hyper[k])} : f64"
+                          for k in ("beta1", "beta2", "eps", "weight_decay"))
         lines = head + [
             f"func.func @{name}("
             + ", ".join(args
@@ -898,17 +961,20 @@ def _wrap(ga_opt, aliases, forward, logits, element, ignore_index, reduction,
                         + [named("%lr", "tensor<f32>", "lr"),
                            named("%t", "tensor<i64>", "step")])
             + f") -> ({', '.join(results)}) {{",
-            f"  %loss, {grads}, %count = {step}", block, *body, "  }",
+            f"  %loss, {grads}{'' if loss_fn else ', %count'} = {step}",
+            block, *body, "  }",
             f"  {clipped}, %norm = train.clip_by_global_norm {grads} "
-            f"max_norm = {float(clip)!r} : {', '.join(ptypes)} -> {loss}",
+            f"max_norm = {_mlir_float(max_norm)} : {', '.join(ptypes)} -> "
+            f"{loss}",
             *[f"  %np{i}, %nm{i}, %nv{i} = train.adamw {p}, %c{i}, {m}, {v}, "
-              f"%lr, %t : {t}, {t}, tensor<f32>, tensor<i64>"
+              f"%lr, %t {{{attrs}}} : {t}, {t}, tensor<f32>, tensor<i64>"
               for i, (p, m, v, t) in enumerate(zip(pn, ms, vs, ptypes))],
             "  return "
             + ", ".join([f"%np{i}" for i in range(len(params))]
                         + [f"%nm{i}" for i in range(len(params))]
                         + [f"%nv{i}" for i in range(len(params))]
-                        + ["%loss", "%norm", "%count"])
+                        + ["%loss", "%norm"]
+                        + ([] if loss_fn else ["%count"]))
             + f" : {', '.join(results)}",
             "}",
             "}",
