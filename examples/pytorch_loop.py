@@ -1,58 +1,63 @@
-"""A PyTorch training loop whose loss and gradients come from ga-opt.
+"""A PyTorch training loop whose whole step is compiled by ga-opt.
 
-transformers' GPT-2 (bytes, 2 layers, D 64), imported with ga-import (the
-labels shifted by one, as transformers' loss; 2 micro-batches, exact),
-compiled ahead of time with ga-compile, and called from an ordinary loop
-with torch tensors: the step replaces `loss.backward()`, torch.optim.AdamW
-does the rest. The same loop with PyTorch's own autograd runs beside it
-from the same weights, and the two loss curves are printed side by side.
+transformers' GPT-2 (bytes, 2 layers, D 64, random weights) trained on
+padded rows with 4 exact micro-batches. The three lines that differ from
+an ordinary PyTorch loop are marked `# ga-opt`: compile_step imports the
+model and its loss (checked against PyTorch's autograd on the first
+batch), compiles forward, backward, clipping and AdamW into one library
+(cached: a second run loads it) and updates the model's parameters in
+place. Two loops with PyTorch's own autograd and torch.optim.AdamW run
+beside it from the same weights: on the full batch (what an exact split
+must give), and accumulating 4 micro-batches the usual way (the mean of
+their means, which weighs a padded row's tokens more): the three loss
+curves are printed side by side, and the largest distance of each from the
+full batch's last.
 
   PY=$(scripts/setup_frontend.sh --locate)
-  PYTHONPATH=python $PY examples/pytorch_loop.py --build build \\
-      --workdir /tmp/loop [--data /tmp/corpus] [--steps 10]
+  $PY -m pip install .        # once: ga_opt into the front end's environment
+  $PY examples/pytorch_loop.py [--data /tmp/corpus] [--steps 10]
 
 --data: a dataset of scripts/make_corpus.py --seq-len 32 --attention-mask
-(without it, rows of bytes that count up from a random start).
+(without it, rows of bytes that count up from a random start, padded).
 """
 
 import argparse
 import copy
 import os
-import subprocess
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-import ga_import
-import ga_step
+import ga_opt  # ga-opt
 
 os.environ["HF_HUB_OFFLINE"] = "1"
 B, S = 16, 32
 
 
 def batches(data, steps):
-    """`steps` batches of B rows: (input_ids, attention_mask, labels)."""
+    """`steps` batches of B rows: input_ids, attention_mask, labels."""
     if data:
         tokens = np.load(os.path.join(data, "tokens.npy"))
         mask = np.load(os.path.join(data, "attention_mask.npy"))
         labels = np.load(os.path.join(data, "labels.npy"))
-    else:  # rows that count up from a random byte: easy to learn
+    else:  # rows that count up from a random byte, some padded
         rng = np.random.default_rng(0)
         start = rng.integers(1, 256, (B * steps, 1))
         tokens = (start + np.arange(S)) % 255 + 1
-        mask, labels = np.ones_like(tokens), tokens.copy()
+        lengths = rng.integers(S // 2, S + 1, (B * steps, 1))
+        mask = (np.arange(S) < lengths).astype(np.int64)
+        labels = np.where(mask == 1, tokens, -100)
     for s in range(steps):
         rows = [(s * B + i) % len(tokens) for i in range(B)]
-        yield (torch.from_numpy(tokens[rows]), torch.from_numpy(mask[rows]),
-               torch.from_numpy(labels[rows]))
+        yield {"input_ids": torch.from_numpy(tokens[rows]),
+               "attention_mask": torch.from_numpy(mask[rows]),
+               "labels": torch.from_numpy(labels[rows])}
 
 
 def main():
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
-    parser.add_argument("--build", default="build")
-    parser.add_argument("--workdir", required=True)
     parser.add_argument("--data")
     parser.add_argument("--steps", type=int, default=10)
     args = parser.parse_args()
@@ -61,48 +66,53 @@ def main():
     model = GPT2LMHeadModel(GPT2Config(
         vocab_size=256, n_positions=S, n_embd=64, n_layer=2, n_head=4,
         attn_implementation="eager", bos_token_id=0, eos_token_id=0)).eval()
-    reference = copy.deepcopy(model)
+    full, naive = copy.deepcopy(model), copy.deepcopy(model)
 
-    # Import and compile the step once.
-    example = next(batches(args.data, 1))
-    step_ir = ga_import.import_step(
-        model, dict(zip(("input_ids", "attention_mask", "labels"), example)),
-        ga_opt=os.path.join(args.build, "bin", "ga-opt"), shift_labels=True,
-        microbatches=2)
-    os.makedirs(args.workdir, exist_ok=True)
-    src = os.path.join(args.workdir, "step.mlir")
-    lib = os.path.join(args.workdir, "libstep.so")
-    with open(src, "w") as f:
-        f.write(step_ir.mlir)
-    subprocess.run([os.path.join(args.build, "bin", "ga-compile"), src,
-                    "-o", lib], check=True, stdout=subprocess.DEVNULL)
-    step = ga_step.load(lib)
+    data = list(batches(args.data, args.steps))
+    step = ga_opt.compile_step(model, data[0], lr=1e-3,  # ga-opt
+                               microbatches=4)
+    torch_steps = [torch_step(full, 1), torch_step(naive, 4)]
+    print("step  ga-opt (4 micro-batches)  PyTorch (full batch)  "
+          "PyTorch (4 micro-batches, mean of means)")
+    curves = [[], [], []]
+    for i, batch in enumerate(data):
+        out = step(batch)  # ga-opt
+        losses = [float(out["loss"])] + [s(batch) for s in torch_steps]
+        for curve, loss in zip(curves, losses):
+            curve.append(loss)
+        print(f"{i + 1:4d}  {losses[0]:24.6f}  {losses[1]:20.6f}  "
+              f"{losses[2]:40.6f}")
+    for name, curve in (("ga-opt", curves[0]), ("naive", curves[2])):
+        print(f"{name}: largest distance from the full batch's loss "
+              f"{max(abs(a - b) for a, b in zip(curve, curves[1])):.1e}")
 
-    # The loop: ga-opt's step gives the loss and the gradients. The step
-    # library names its arguments (the parameters' names, the batch's
-    # keys): step.arguments orders them, and the gradients follow the
-    # parameters in that order.
-    named = dict(model.named_parameters())
-    params = [named[n] for n in step.input_names if n in named]
+
+def loss_of(model, batch):
+    """The mean over the valid labels of `batch`, shifted by one."""
+    logits = model(input_ids=batch["input_ids"],
+                   attention_mask=batch["attention_mask"]).logits
+    return F.cross_entropy(logits[:, :-1].reshape(-1, 256),
+                           batch["labels"][:, 1:].reshape(-1))
+
+
+def torch_step(model, k):
+    """PyTorch's step over k micro-batches, each loss divided by k (the
+    usual accumulation), clipped at 1.0, AdamW; returns its loss as
+    logged (the mean of the micro-batches' means)."""
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3)
-    ref_opt = torch.optim.AdamW(reference.parameters(), lr=1e-3)
-    for i, (ids, mask, labels) in enumerate(batches(args.data, args.steps)):
-        loss, *grads = step(*step.arguments(
-            {**{n: p.detach() for n, p in named.items()},
-             "input_ids": ids, "attention_mask": mask, "labels": labels}))
-        for p, g in zip(params, grads):
-            p.grad = torch.from_numpy(g)
+
+    def step(batch):
+        opt.zero_grad()
+        total = 0.0
+        for i in range(k):
+            part = {n: t.chunk(k)[i] for n, t in batch.items()}
+            loss = loss_of(model, part) / k
+            loss.backward()
+            total += float(loss.detach())
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        # PyTorch's own step, from the same weights.
-        logits = reference(input_ids=ids, attention_mask=mask).logits
-        ref_loss = F.cross_entropy(logits[:, :-1].reshape(-1, 256),
-                                   labels[:, 1:].reshape(-1),
-                                   ignore_index=-100)
-        ref_opt.zero_grad()
-        ref_loss.backward()
-        ref_opt.step()
-        print(f"step {i + 1}: loss {float(loss):.6f} (ga-opt)  "
-              f"{float(ref_loss):.6f} (PyTorch)")
+        return total
+    return step
 
 
 if __name__ == "__main__":

@@ -13,6 +13,10 @@
 #   GA_NO_FRONTEND=1   skip (the importer's tests then report themselves
 #                      unsupported)
 #
+# The extras (EXTRAS below: accelerate, which the Hugging Face Trainer
+# needs) are a second layer with a stamp of their own: changing them adds
+# to a complete environment instead of making it again.
+#
 # `setup_frontend.sh --locate` installs nothing: it prints the python of a
 # complete environment, or nothing (the lit configuration uses it).
 #
@@ -26,10 +30,25 @@ set -euo pipefail
 PYTHON=/usr/bin/python3.11
 PINS=(torch==2.15.0 torch-mlir==20261001 transformers==5.24.0 numpy==2.4.6)
 KEY="py311-torch2.15.0-torchmlir20261001-transformers5.24.0-numpy2.4.6"
+EXTRAS=(accelerate==1.15.0)
 
 ROOT_DIR="${GA_FRONTEND_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/ga-opt}"
 VENV="$ROOT_DIR/venv-$KEY"
 STAMP="$VENV/.ga-complete"
+EXTRAS_STAMP="$VENV/.ga-extras-$(echo "${EXTRAS[*]}" | tr ' =' '_-')"
+
+# extras: installs the second layer into a complete environment, once.
+extras() {
+  [[ -f "$EXTRAS_STAMP" ]] && return 0
+  echo "setup_frontend: installing ${EXTRAS[*]} into $VENV" >&2
+  if "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
+      "${EXTRAS[@]}" >&2; then
+    touch "$EXTRAS_STAMP"
+  else
+    echo "setup_frontend: pip could not install ${EXTRAS[*]}; the Trainer's" \
+         "tests will report themselves unsupported" >&2
+  fi
+}
 
 if [[ "${1:-}" == "--locate" ]]; then
   [[ -f "$STAMP" ]] && echo "$VENV/bin/python"
@@ -40,6 +59,7 @@ if [[ -n "${GA_NO_FRONTEND:-}" ]]; then
   exit 0
 fi
 if [[ -f "$STAMP" ]]; then
+  extras
   echo "$VENV/bin/python"
   exit 0
 fi
@@ -62,5 +82,6 @@ if ! "$VENV/bin/python" -m pip install -q --disable-pip-version-check \
   exit 0
 fi
 touch "$STAMP"
+extras
 echo "setup_frontend: done in $(( $(date +%s) - start )) s" >&2
 echo "$VENV/bin/python"

@@ -63,6 +63,14 @@ if getattr(config, "ga_sanitize", ""):
 # unless a test asks for more (threads-bitwise.test passes --num-threads).
 config.environment["OMP_NUM_THREADS"] = "1"
 
+# The Python packages of the checkout (ga_opt, ga_import, ga_step), ga_opt's
+# tools from this build, and a compile cache of the build's own (tests that
+# need a fresh one set GA_OPT_CACHE to theirs).
+config.environment["PYTHONPATH"] = os.path.join(config.ga_src_root, "python")
+config.environment["GA_OPT_TOOLS"] = config.ga_tools_dir
+config.environment["GA_OPT_CACHE"] = os.path.join(config.ga_obj_root, "test",
+                                                  "ga-opt-cache")
+
 config.substitutions.append(("%PATH%", config.environment["PATH"]))
 config.substitutions.append(("%ga_src", config.ga_src_root))
 config.substitutions.append(("%ga_obj", config.ga_obj_root))
@@ -181,6 +189,10 @@ frontend = subprocess.run(
 if frontend and not getattr(config, "ga_sanitize", ""):
     config.available_features.add("torch-mlir")
     config.substitutions.append(("%frontend_python", frontend))
+    # The Hugging Face Trainer needs accelerate (setup_frontend.sh's extras).
+    if subprocess.run([frontend, "-c", "import accelerate"],
+                      capture_output=True).returncode == 0:
+        config.available_features.add("hf-trainer")
 
 # memcheck sees the JIT-compiled step's memory accesses (the sanitizers do
 # not instrument JIT code); a sanitized ga-run does not run under it.

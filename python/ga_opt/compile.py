@@ -110,6 +110,7 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
                  clip=1.0, microbatches=1, memory_budget=None, target="cpu",
                  labels_key="labels", shift_labels="auto", ignore_index=-100,
                  reduction="mean", model_inputs=None, check=True,
+                 dropout="refuse",
                  cache_steps=True, on_new_shape="compile",
                  pipeline_options="", verbose=True, log=None):
     """The whole training step of `model` on batches shaped like
@@ -125,6 +126,7 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
     `optimizer=None`: the step writes the gradients into each `p.grad`.
     `microbatches`: k, split exactly (or refused with the reason), or
     'auto' with `memory_budget` (bytes, or '20GiB'): the planner's choice.
+    `dropout`: 'refuse' a model in training mode with dropout, or 'off'.
     Returns a CompiledStep: `step(batch)` runs one step."""
     import torch
     import ga_import
@@ -146,7 +148,8 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
         clip=clip, microbatches=microbatches, budget=budget, target=target,
         labels_key=labels_key, shift_labels=bool(shift_labels),
         ignore_index=ignore_index, reduction=reduction,
-        model_inputs=model_inputs, check=check, cache_steps=cache_steps,
+        model_inputs=model_inputs, check=check, dropout=dropout,
+        cache_steps=cache_steps,
         pipeline_options=pipeline_options, device=device, say=say)
     library = build_library(torch, ga_import, example_batch, spec, settings)
     return CompiledStep(torch, library, settings, on_new_shape,
@@ -172,7 +175,7 @@ def _key_options(settings):
     """The options that change the compiled step, for the cache key."""
     keep = ("optimizer", "adamw", "clip", "microbatches", "budget", "target",
             "labels_key", "shift_labels", "ignore_index", "reduction",
-            "model_inputs", "check")
+            "model_inputs", "check", "dropout")
     options = {k: settings[k] for k in keep}
     options["pipeline"] = _pipeline_options(settings)
     return options
@@ -214,6 +217,7 @@ def build_library(torch, ga_import, batch, spec, settings):
             shift_labels=settings["shift_labels"],
             loss_fn=settings["loss_fn"],
             model_inputs=settings["model_inputs"], check=settings["check"],
+            dropout=settings["dropout"],
             log=settings["say"].stream if say.verbose else None,
             adamw=settings["adamw"], on_export=on_export)
     except ga_import.StopImport:

@@ -6,13 +6,15 @@
 // in libga_cuda_runtime themselves (the step's code calls the rest): the
 // step's entry (its inputs copied to the device) and exit (its results
 // back), the device's name and its memory statistics. The tool defines
-// GA_CUDA_RUNTIME_LIBRARY, the runtime's path.
+// GA_CUDA_RUNTIME_LIBRARY, where the build put the runtime (one beside the
+// tool's own lib/ comes first: runtimeLibrary).
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GA_TOOLS_COMMON_CUDARUNTIME_H
 #define GA_TOOLS_COMMON_CUDARUNTIME_H
 
+#include "Tool.h"
 #include "ga/Runtime/ga_step.h"
 
 #include "llvm/ADT/Twine.h"
@@ -43,10 +45,12 @@ struct CudaRuntime {
 /// ...").
 inline std::string loadCudaRuntime(const std::string &stepName,
                                    CudaRuntime &cuda) {
-  void *handle = dlopen(GA_CUDA_RUNTIME_LIBRARY, RTLD_NOW | RTLD_GLOBAL);
+  std::string library =
+      runtimeLibrary("libga_cuda_runtime.so", GA_CUDA_RUNTIME_LIBRARY);
+  void *handle = dlopen(library.c_str(), RTLD_NOW | RTLD_GLOBAL);
   if (!handle)
-    return (llvm::Twine("cannot load the CUDA runtime ") +
-            GA_CUDA_RUNTIME_LIBRARY + ": " + dlerror())
+    return (llvm::Twine("cannot load the CUDA runtime ") + library + ": " +
+            dlerror())
         .str();
   cuda.enter =
       reinterpret_cast<CudaRuntime::Enter>(dlsym(handle, "ga_cuda_step_enter"));
@@ -57,8 +61,7 @@ inline std::string loadCudaRuntime(const std::string &stepName,
   cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
       dlsym(handle, "ga_cuda_memory_stats"));
   if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
-    return (llvm::Twine(GA_CUDA_RUNTIME_LIBRARY) +
-            " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
+    return (llvm::Twine(library) + " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
             "ga_cuda_device_name or ga_cuda_memory_stats")
         .str();
   const char *reason = nullptr;

@@ -4,7 +4,7 @@
 //
 // The preamble of ga-compile, ga-run, ga-train and ga-remat: the clock of
 // their timings, the one way they fail ("TOOL: error: MESSAGE", exit status
-// 1), and a file read as text. Each tool's main is a list of phases, each
+// 1), a file read as text, and where the runtime libraries are. Each tool's main is a list of phases, each
 // a function that returns 0 to go on or the exit status to stop with.
 // (ga-exec links neither MLIR nor LLVM, so that it runs step libraries
 // where neither is installed: it has its own few lines of the same.)
@@ -15,7 +15,10 @@
 #define GA_TOOLS_COMMON_TOOL_H
 
 #include "llvm/ADT/Twine.h"
+#include "llvm/ADT/SmallString.h"
+#include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/WithColor.h"
 #include "llvm/Support/raw_ostream.h"
 
@@ -52,6 +55,24 @@ inline std::string readText(const std::string &file, std::string &error) {
     return "";
   }
   return (*buffer)->getBuffer().str();
+}
+
+/// A runtime library of ga-opt (libga_runtime.so, libga_cuda_runtime.so):
+/// the one in the lib/ beside this executable's directory (an installed
+/// tree, such as the ga_opt Python package's), else `builtIn` (where the
+/// build put it).
+inline std::string runtimeLibrary(llvm::StringRef fileName,
+                                  llvm::StringRef builtIn) {
+  std::string exe = llvm::sys::fs::getMainExecutable(
+      nullptr, reinterpret_cast<void *>(&runtimeLibrary));
+  if (!exe.empty()) {
+    llvm::SmallString<256> path(llvm::sys::path::parent_path(exe));
+    llvm::sys::path::append(path, "..", "lib", fileName);
+    llvm::SmallString<256> real;
+    if (llvm::sys::fs::exists(path) && !llvm::sys::fs::real_path(path, real))
+      return std::string(real);
+  }
+  return builtIn.str();
 }
 
 } // namespace ga::tool

@@ -201,26 +201,10 @@ std::string headerText(const ga::StepSignature &sig, StringRef source) {
   return text;
 }
 
-/// libga_runtime.so: beside this executable's lib/ (a build or install
-/// tree), else where the build put it.
-std::string runtimeLibrary(const char *argv0) {
-  std::string exe =
-      llvm::sys::fs::getMainExecutable(argv0, reinterpret_cast<void *>(&fail));
-  SmallString<256> path(llvm::sys::path::parent_path(exe));
-  llvm::sys::path::append(path, "..", "lib", "libga_runtime.so");
-  if (llvm::sys::fs::exists(path)) {
-    SmallString<256> real;
-    if (!llvm::sys::fs::real_path(path, real))
-      return std::string(real);
-  }
-  return GA_RUNTIME_LIBRARY;
-}
-
 /// One compilation, stage by stage (see main); each stage returns 0 to go
 /// on, or the exit status to stop with.
 class StepCompiler {
 public:
-  explicit StepCompiler(const char *argv0) : argv0(argv0) {}
 
   int checkFlags();
   int loadModule();
@@ -241,7 +225,6 @@ private:
   /// The C compiler driver that links: --linker, else cc, gcc or clang.
   int findLinker(std::string &driver);
 
-  const char *argv0;
   bool cuda = false;
   std::unique_ptr<ga::GaPipelineOptions> options;
   /// The kernels' format in the library (the pipeline's gpu-format).
@@ -490,7 +473,8 @@ int StepCompiler::link() {
   std::string driver;
   if (int rc = findLinker(driver))
     return rc;
-  std::string runtime = runtimeLibrary(argv0);
+  std::string runtime =
+      ga::tool::runtimeLibrary("libga_runtime.so", GA_RUNTIME_LIBRARY);
   if (!llvm::sys::fs::exists(runtime))
     return fail("the runtime library '" + runtime +
                 "' does not exist: build the ga_runtime target");
@@ -585,7 +569,7 @@ int main(int argc, char **argv) {
   ga::tool::name() = "ga-compile";
   cl::HideUnrelatedOptions(category);
   cl::ParseCommandLineOptions(argc, argv, kOverview);
-  StepCompiler compiler(argv[0]);
+  StepCompiler compiler;
   for (int (StepCompiler::*stage)() :
        {&StepCompiler::checkFlags, &StepCompiler::loadModule,
         &StepCompiler::runPipeline, &StepCompiler::dumpKernels,

@@ -1,0 +1,2 @@
+"""ga-opt inside other training frameworks: `ga_opt.integrations.transformers`
+(the Hugging Face Trainer)."""
