@@ -15,10 +15,11 @@ full batch's last.
 
   PY=$(scripts/setup_frontend.sh --locate)
   $PY -m pip install .        # once: ga_opt into the front end's environment
-  $PY examples/pytorch_loop.py [--data /tmp/corpus] [--steps 10]
+  $PY examples/pytorch_loop.py [--data /tmp/corpus] [--steps 10] [--device cpu]
 
 --data: a dataset of scripts/make_corpus.py --seq-len 32 --attention-mask
 (without it, rows of bytes that count up from a random start, padded).
+--device: cpu, cuda, or auto (default: cuda where PyTorch sees a GPU).
 """
 
 import argparse
@@ -60,17 +61,24 @@ def main():
         description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     parser.add_argument("--data")
     parser.add_argument("--steps", type=int, default=10)
+    parser.add_argument("--device", default="auto",
+                        choices=("auto", "cpu", "cuda"))
     args = parser.parse_args()
+    device = args.device
+    if device == "auto":
+        device = "cuda" if torch.cuda.is_available() else "cpu"
     from transformers import GPT2Config, GPT2LMHeadModel
     torch.manual_seed(0)
     model = GPT2LMHeadModel(GPT2Config(
         vocab_size=256, n_positions=S, n_embd=64, n_layer=2, n_head=4,
-        attn_implementation="eager", bos_token_id=0, eos_token_id=0)).eval()
+        bos_token_id=0, eos_token_id=0)).eval().to(device)
     full, naive = copy.deepcopy(model), copy.deepcopy(model)
 
-    data = list(batches(args.data, args.steps))
+    data = [{k: v.to(device) for k, v in b.items()}
+            for b in batches(args.data, args.steps)]
     step = ga_opt.compile_step(model, data[0], lr=1e-3,  # ga-opt
-                               microbatches=4)
+                               microbatches=4, target=device)
+    print(f"on {device}")
     torch_steps = [torch_step(full, 1), torch_step(naive, 4)]
     print("step  ga-opt (4 micro-batches)  PyTorch (full batch)  "
           "PyTorch (4 micro-batches, mean of means)")

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CPU benchmark of the ga-opt pipeline and of one compiled training step.
 
 For both examples at two batch sizes (the example's own B and 4x B), reports

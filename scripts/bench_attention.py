@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CPU benchmark of train.attention and its gradient over tiles.
 
 One causal attention's forward and backward pass (train.attention, then

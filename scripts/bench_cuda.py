@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CUDA benchmark of the tiny-GPT training step: ga-opt against PyTorch.
 
 Two halves, because the GPU machine has no MLIR:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """CPU benchmark of the tiny-GPT training step at four model sizes.
 
 For each size (B, S, V, D, heads, F, layers) of examples/gen_tiny_gpt.py:

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Device budgets with and without host offload, on the driver stand-in.
 
   python3 scripts/bench_offload.py [--build build] [--workdir DIR]

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Rematerialization benchmark: the tiny-GPT step under memory budgets.
 
 For GPT depths (default 4, 12, 24 layers; B=4, S=64, V=256, D=64, 4 heads,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Check ga-opt's CUDA step libraries on a GPU against the CPU pipeline.
 
 Runs on the GPU machine, from the kit that scripts/cuda_kit.py built (needs

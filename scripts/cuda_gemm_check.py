@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """GPU check of the CUDA runtime's GEMM entry points against PyTorch.
 
     python3 scripts/cuda_gemm_check.py --runtime build/device/lib/libga_cuda_runtime.so

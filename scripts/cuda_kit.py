@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Build the kit that checks ga-opt's CUDA target on a machine with a GPU.
 
 The GPU machine has a CUDA driver, Python and NumPy but no MLIR: steps are

@@ -11,8 +11,14 @@
 # the micro-batch count chosen too, with the measured peak); shows the step
 # read by Debian's stock mlir-opt through the ga-opt
 # plugin; shows the diagnostic for a schedule that does not divide the
-# batch; and ends with a short training run of the tiny GPT on real text
-# (ga-train) under several schedules, naive vs exact, as a table.
+# batch; runs a short training run of the tiny GPT on real text (ga-train)
+# under several schedules, naive vs exact, as a table; and ends with a
+# PyTorch user's run: the ga_opt package installed into the front end's
+# environment (pip install .), and a transformers GPT-2 trained on the
+# corpus through ga_opt.compile_step with 4 exact micro-batches, beside
+# PyTorch's full batch and its usual accumulation (examples/pytorch_loop.py;
+# on the CPU, and on CUDA where a GPU is present). Without the front end
+# (GA_NO_FRONTEND) that last part is skipped, saying so.
 #
 #===----------------------------------------------------------------------===#
 set -euo pipefail
@@ -109,6 +115,24 @@ fi
 echo "(the full run, 300 steps with plots: python3 scripts/reproduce.py"
 echo " --plot docs/train_curves.png --table docs/train_table.md; one command"
 echo " trains and logs: ga-train examples/tiny_gpt_train.mlir --data DIR ...)"
+
+rule "From PyTorch: a transformers GPT-2 trained through ga_opt.compile_step"
+FRONTEND=$("$ROOT/scripts/setup_frontend.sh" --locate)
+if [[ -z "$FRONTEND" ]]; then
+  echo "(skipped: no front-end environment; scripts/setup_frontend.sh makes it)"
+else
+  echo "\$ \$PY -m pip install ."
+  "$FRONTEND" -m pip install -q --disable-pip-version-check . 2>&1 \
+    | grep -v '^ga-opt build:' || true
+  "$PYTHON" scripts/make_corpus.py --out "$work/corpus32" --seq-len 32 \
+    --attention-mask
+  echo "\$ \$PY examples/pytorch_loop.py --data corpus --steps 10"
+  (cd "$work" && "$FRONTEND" "$ROOT/examples/pytorch_loop.py" \
+    --data "$work/corpus32" --steps 10 2>&1 | grep -v 'Model config')
+  echo "(three lines of the script are ga-opt's: import ga_opt, compile_step,"
+  echo " step(batch); the split is the full batch's, the usual accumulation"
+  echo " is not; a second run loads the compiled step from ~/.cache/ga-opt)"
+fi
 
 rule "done"
 echo "Next: scripts/test.sh runs every test; scripts/bench.py measures the CPU"

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Device memory under `memory-budget` on the CUDA target, measured three
 ways without a GPU (a report, not a test).
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A training step of real size fitted into a GPU of fixed size, end to end,
 measured on the driver stand-in.
 

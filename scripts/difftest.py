@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Differential testing of ga-opt: random programs, run in configurations
 that must agree, against an oracle that shares no code with the compiler.
 

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Everything ga-opt checks and measures on a GPU, in one command there.
 
 The GPU machine has a CUDA driver, Python, NumPy and PyTorch but no MLIR,

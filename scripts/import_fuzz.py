@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The importer's fuzzer: random PyTorch models and losses, each imported by
 ga-import and checked against PyTorch's float64 autograd, with the splits.
 

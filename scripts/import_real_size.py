@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A model of real size through ga-import, timed stage by stage.
 
 transformers' GPT2LMHeadModel at GPT-2 124M's shape (12 layers, D 768, 12

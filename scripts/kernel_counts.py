@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Kernels per training step on the CUDA target, against the step's linalg
 operations: the table of docs/cuda.md ("Kernels launched per step").
 

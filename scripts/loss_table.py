@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The loss table of docs/exact-accumulation.md, generated from the test.
 
 test/Import/models.test runs test/Import/import_models.py with --table,

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Turns a text corpus from a Debian package into a ga-train dataset.
 
 The corpus: the `fortunes` package's collection (/usr/share/games/fortunes,

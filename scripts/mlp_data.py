@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes random inputs for examples/mlp.mlir (or a --batch-scaled copy) as
 .npy files: w1, b1, w2, x and labels, where about a third of the label
 positions are padding (-100), tails of sequences as in real batches.

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Writes a U-Net-like graph for ga-remat: a chain of N nodes in which node
 i > N/2 also reads node N-1-i (a skip connection), costs 1, 2, 3 in turn,
 outputs of 100 and 150 bytes in turn, an input of 100 bytes (the graph of

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Loss and gradient-norm curves of one training run under many schedules.
 
 The experiment behind gradient-accumulation bug reports: the same global

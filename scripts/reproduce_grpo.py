@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """A GRPO-style run under several accumulation schedules: the same curves.
 
 The experiment behind the RL trainers' accumulation bugs (TRL #5619,

@@ -12,6 +12,9 @@
 #                      ${XDG_CACHE_HOME:-$HOME/.cache}/ga-opt)
 #   GA_NO_FRONTEND=1   skip (the importer's tests then report themselves
 #                      unsupported)
+#   GA_FRONTEND_PYTHON use this python as the front end's, as it is (an
+#                      environment that has the pins; the snippets' test
+#                      layers a throwaway one over the shared one)
 #
 # The extras (EXTRAS below: accelerate, which the Hugging Face Trainer
 # needs) are a second layer with a stamp of their own: changing them adds
@@ -50,6 +53,10 @@ extras() {
   fi
 }
 
+if [[ -n "${GA_FRONTEND_PYTHON:-}" ]]; then
+  echo "$GA_FRONTEND_PYTHON"
+  exit 0
+fi
 if [[ "${1:-}" == "--locate" ]]; then
   [[ -f "$STAMP" ]] && echo "$VENV/bin/python"
   exit 0

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """The split table of the main job: examples/mlp.mlir on padded data, the
 global batch B = 8 split over r data-parallel ranks and k micro-batches
 (micro-batches of B/(r*k) examples), compiled the naive way (each

@@ -23,6 +23,7 @@ the same forward value:
 | `hardsigmoid` | zero at -3 and 3 | `where(-3 < x < 3, x/6 + 1/2, sg(clamp(...)))` |
 | `linalg.vector_norm`, `norm`, `F.normalize` | zero at a zero norm (sqrt's NaN masked) | `where(s == 0, 0, sqrt(where(s == 0, 1, s)))` |
 | `cumsum` | (torch-mlir makes tm_tensor.scan, which MLIR 22 lacks) | `sum_i x[i] [i <= j]` |
+| `F.scaled_dot_product_attention` | (a fused kernel whose result's strides its decomposition does not keep: a later `view` fails; or tm_tensor.attention) | its math path: `softmax(q k^T * scale + mask) v` |
 
 and refuses what it cannot express with its reason and the user's line
 (`ConventionError`): a `torch.autograd.Function` (its backward is its own,
@@ -462,6 +463,45 @@ class PyTorchConventions:
         return torch.return_types.topk((torch.cat(values, d),
                                         torch.cat(indices, d)))
 
+    def attention(self, func, args, kwargs):
+        """F.scaled_dot_product_attention as its math path (PyTorch's
+        reference formula), so that the export never holds the fused
+        kernel."""
+        torch = self.torch
+
+        def sig(query, key, value, attn_mask=None, dropout_p=0.0,
+                is_causal=False, scale=None, enable_gqa=False):
+            return (query, key, value, attn_mask, dropout_p, is_causal, scale,
+                    enable_gqa)
+        q, k, v, mask, p, causal, scale, gqa = _bind(sig, args, kwargs)
+        if p > 0:
+            if self.dropout_mode != "off":
+                raise ConventionError(
+                    f"scaled_dot_product_attention with dropout_p = {p} at "
+                    f"{user_frame()}: a step that ga-opt splits bit for bit "
+                    "draws no random numbers; put the model in eval() mode "
+                    "for the import, or pass dropout='off' for the step "
+                    "without dropout")
+        self._note("scaled_dot_product_attention")
+        if gqa and k.dim() >= 3 and k.shape[-3] != q.shape[-3]:
+            repeat = q.shape[-3] // k.shape[-3]
+            k = k.repeat_interleave(repeat, dim=-3)
+            v = v.repeat_interleave(repeat, dim=-3)
+        if scale is None:
+            scale = 1.0 / math.sqrt(q.shape[-1])
+        scores = torch.matmul(q, k.transpose(-2, -1)) * scale
+        rows, cols = q.shape[-2], k.shape[-2]
+        if causal:
+            keep = torch.ones(rows, cols, dtype=torch.bool,
+                              device=q.device).tril()
+            scores = scores.masked_fill(~keep, -math.inf)
+        if mask is not None:
+            if mask.dtype == torch.bool:
+                scores = scores.masked_fill(~mask, -math.inf)
+            else:
+                scores = scores + mask
+        return torch.matmul(torch.softmax(scores, dim=-1), v)
+
     def dropout(self, func, args, kwargs):
         def sig(input, p=0.5, training=True, inplace=False):
             return p, training
@@ -519,8 +559,10 @@ class PyTorchConventions:
                     F.alpha_dropout, F.feature_alpha_dropout)
         for f in dropouts:
             table[f] = self.dropout
+        table[F.scaled_dot_product_attention] = self.attention
         # Not a gradient's convention: also where gradients are off.
-        always = {torch.cumsum, T.cumsum, torch.topk, T.topk, *dropouts}
+        always = {torch.cumsum, T.cumsum, torch.topk, T.topk, *dropouts,
+                  F.scaled_dot_product_attention}
 
         class Mode(torch.overrides.TorchFunctionMode):
             def __torch_function__(self, func, types, args=(), kwargs=None):

@@ -653,6 +653,27 @@ def main():
                         bart, {"input_ids": ids, "attention_mask": mask,
                                "decoder_input_ids": dec,
                                "labels": dec_labels})
+        # transformers' default attention, F.scaled_dot_product_attention
+        # (its fused kernel's result has strides that its decomposition
+        # does not keep, and GPT-2's view after it failed): its math path.
+        seeded(23)
+        gpt2 = T.GPT2LMHeadModel(T.GPT2Config(
+            vocab_size=64, n_positions=16, n_embd=32, n_layer=2,
+            n_head=4)).eval()
+        against_pytorch("transformers' GPT-2 with its default SDPA "
+                        "attention", args, gpt2,
+                        {"input_ids": ids, "attention_mask": mask,
+                         "labels": labels}, split=True, shift_labels=True)
+        seeded(24)
+        llama = T.LlamaForCausalLM(T.LlamaConfig(
+            vocab_size=64, hidden_size=32, intermediate_size=64,
+            num_hidden_layers=1, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=32,
+            attn_implementation="sdpa")).eval()
+        against_pytorch("transformers' Llama with SDPA and grouped-query "
+                        "keys", args, llama,
+                        {"input_ids": ids, "attention_mask": mask,
+                         "labels": labels}, split=True, shift_labels=True)
         seeded(22)
         bloom = T.BloomForCausalLM(T.BloomConfig(
             vocab_size=64, hidden_size=32, n_layer=1, n_head=4,

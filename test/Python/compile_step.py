@@ -31,6 +31,7 @@ lowering and the check are replaced by failures) and no ga-compile.
 import copy
 import io
 import os
+import re
 import sys
 
 import torch
@@ -218,12 +219,13 @@ def errors(step):
                  lambda: ga_opt.compile_step(make_model(), batch,
                                              target="cuda"),
                  "the model is on cpu but target is 'cuda'")
-    expect_error("error: budget",
-                 lambda: ga_opt.compile_step(
-                     make_model(), batch, microbatches="auto",
-                     memory_budget="64KiB", verbose=False),
-                 "memory_budget 65536 bytes fits no plan",
-                 "the smallest peak is")
+    e = expect_error("error: budget",
+                     lambda: ga_opt.compile_step(
+                         make_model(), batch, microbatches="auto",
+                         memory_budget="64KiB", verbose=False, check=False),
+                     "memory_budget 65536 bytes fits no plan",
+                     "the smallest peak is")
+    planned(int(re.search(r"smallest peak is (\d+)", str(e)).group(1)))
 
     def root_mean(outputs, b):  # the square root of a batch's mean
         losses = F.cross_entropy(outputs.logits.reshape(-1, V),
@@ -232,7 +234,7 @@ def errors(step):
     e = expect_error("error: inexact split",
                      lambda: ga_opt.compile_step(
                          make_model(), batch, loss_fn=root_mean,
-                         microbatches=2, verbose=False),
+                         microbatches=2, verbose=False, check=False),
                      "compile_step.py:")
     line = next(i for i, l in enumerate(open(__file__), 1)
                 if "LINE-ROOT-MEAN" in l and "next(" not in l)
@@ -240,6 +242,31 @@ def errors(step):
            e is not None and f"compile_step.py:{line}" in str(e),
            f"the refusal names this file's line {line}: "
            f"{e is not None and e.location}")
+
+
+def planned(smallest):
+    """microbatches='auto' under a budget between the smallest peak and
+    the unplanned one: the plan printed once, in step.plan, and the step's
+    loss PyTorch's."""
+    budget = smallest * 3 // 2
+    log = io.StringIO()
+    model = make_model()
+    batch = make_batch(30)
+    step = ga_opt.compile_step(model, batch, microbatches="auto",
+                               memory_budget=budget, lr=lr_at, log=log,
+                               **HYPER)
+    loss = float(step(batch)["loss"])
+    ref, _ = torch_loop(make_model(), [batch], torch.float64)
+    plan = step.plan or {}
+    said = [l for l in log.getvalue().splitlines() if "plan:" in l]
+    ok = (plan.get("planned_peak_bytes", budget + 1) <= budget and
+          plan.get("microbatches", 0) >= 1 and len(said) == 1 and
+          abs(loss - ref[0]) / abs(ref[0]) <= 1e-5)
+    report("auto plan", ok,
+           f"budget {budget} bytes: {plan.get('microbatches')} "
+           f"micro-batch(es), {plan.get('checkpoints')} checkpoint(s), "
+           f"planned peak {plan.get('planned_peak_bytes')} bytes; printed "
+           f"{len(said)} time(s); loss {loss:.7f} vs PyTorch's {ref[0]:.7f}")
 
 
 def second_run():
