@@ -61,7 +61,8 @@ inline std::string loadCudaRuntime(const std::string &stepName,
   cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
       dlsym(handle, "ga_cuda_memory_stats"));
   if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
-    return (llvm::Twine(library) + " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
+    return (llvm::Twine(library) +
+            " lacks ga_cuda_step_enter, ga_cuda_step_leave, "
             "ga_cuda_device_name or ga_cuda_memory_stats")
         .str();
   const char *reason = nullptr;

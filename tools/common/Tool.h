@@ -4,18 +4,19 @@
 //
 // The preamble of ga-compile, ga-run, ga-train and ga-remat: the clock of
 // their timings, the one way they fail ("TOOL: error: MESSAGE", exit status
-// 1), a file read as text, and where the runtime libraries are. Each tool's main is a list of phases, each
-// a function that returns 0 to go on or the exit status to stop with.
-// (ga-exec links neither MLIR nor LLVM, so that it runs step libraries
-// where neither is installed: it has its own few lines of the same.)
+// 1), a file read as text, and where the runtime libraries are. Each tool's
+// main is a list of phases, each a function that returns 0 to go on or the exit
+// status to stop with. (ga-exec links neither MLIR nor LLVM, so that it runs
+// step libraries where neither is installed: it has its own few lines of the
+// same.)
 //
 //===----------------------------------------------------------------------===//
 
 #ifndef GA_TOOLS_COMMON_TOOL_H
 #define GA_TOOLS_COMMON_TOOL_H
 
-#include "llvm/ADT/Twine.h"
 #include "llvm/ADT/SmallString.h"
+#include "llvm/ADT/Twine.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/MemoryBuffer.h"
 #include "llvm/Support/Path.h"

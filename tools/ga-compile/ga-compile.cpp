@@ -205,7 +205,6 @@ std::string headerText(const ga::StepSignature &sig, StringRef source) {
 /// on, or the exit status to stop with.
 class StepCompiler {
 public:
-
   int checkFlags();
   int loadModule();
   int runPipeline();
