@@ -148,7 +148,6 @@ class CompiledStep:
     def __call__(self, batch):
         """One training step on `batch`: returns {'loss', 'grad_norm',
         'count'}."""
-        torch = self._torch
         library = self._library_for(batch)
         step = library.step
         params = [self._params[n].detach() for n in self.param_names]

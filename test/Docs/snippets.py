@@ -32,10 +32,8 @@ ga_opt). The environment is a fresh machine's after the setup:
 import argparse
 import os
 import re
-import shutil
 import subprocess
 import sys
-import sysconfig
 import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(

@@ -759,11 +759,11 @@ def main():
               f"{total:.1f} s")
         # A construct with another meaning, on purpose: every tanh of the
         # step is a sine.
-        wrap = ga_import._wrap
+        wrap = ga_import.step_text._wrap
 
         def edited(*a, **k):
             return wrap(*a, **k).replace("math.tanh", "math.sin")
-        ga_import._wrap = edited
+        ga_import.step_text._wrap = edited
         try:
             ga_import.import_step(model, batch, ga_opt=args.ga_opt, log=None)
             report("the check refuses a step that is not PyTorch's", False,
@@ -775,7 +775,7 @@ def main():
                    ("a.weight" in str(e) or "b.weight" in str(e)),
                    "refused, naming the parameter")
         finally:
-            ga_import._wrap = wrap
+            ga_import.step_text._wrap = wrap
         # Rounding alone, on purpose: every tanh of a float32 step is rounded
         # to bfloat16 (4e-3 relative, far over the bounds), which the same
         # import in float64 does not do. The check's second opinion, that
@@ -787,7 +787,7 @@ def main():
                 r"%t\1 = math.tanh \2 : f32\n"
                 r"%h\1 = arith.truncf %t\1 : f32 to bf16\n"
                 r"%\1 = arith.extf %h\1 : bf16 to f32", wrap(*a, **k))
-        ga_import._wrap = rounded
+        ga_import.step_text._wrap = rounded
         log = io.StringIO()
         try:
             step = ga_import.import_step(model, batch, ga_opt=args.ga_opt,
@@ -802,7 +802,7 @@ def main():
             report("a step over its bounds by float32 rounding alone is "
                    "kept, with a warning", False, str(e)[:300])
         finally:
-            ga_import._wrap = wrap
+            ga_import.step_text._wrap = wrap
 
     print(f"pytorch-semantics: {len(FAILED)} failed")
     sys.exit(1 if FAILED else 0)
