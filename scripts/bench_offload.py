@@ -20,7 +20,7 @@ the planner refuses shows the smallest peak it names.
 
 Not a test (test/Tools/ga-compile-cuda-offload.test asserts the claims on
 the tiny GPT); the step time needs a GPU (the copies' delay is estimated:
-see docs/memory.md, "Host offload").
+see docs/device-memory.md, "Host offload").
 """
 
 import argparse

@@ -21,6 +21,7 @@
 #include "ga/Conversion/Passes.h"
 #include "ga/Runtime/ga_cuda.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Transforms/Remat.h"
 #include "mlir/Conversion/Passes.h"
 #include "mlir/Dialect/Bufferization/Pipelines/Passes.h"
 #include "mlir/Dialect/Bufferization/Transforms/Passes.h"
@@ -144,14 +145,9 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << lossChunkRows.getValue();
     return failure();
   }
-  if (!microbatches.empty() && microbatches != "auto") {
-    errors << "microbatches must be 'auto' or empty, got '"
-           << microbatches.getValue() << "'";
-    return failure();
-  }
-  if (microbatches == "auto" && memoryBudget <= 0) {
-    errors << "microbatches=auto needs memory-budget (the planner chooses "
-           << "the count that fits it)";
+  if (std::string error = checkRematOptions(memoryBudget, microbatches);
+      !error.empty()) {
+    errors << error;
     return failure();
   }
   return success();
@@ -281,23 +277,29 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     // cuBLAS's workspace.
     remat.deviceAllocator = cuda;
     remat.deviceFixedBytes = deviceFixedBytes(options);
-    // Every option of this pipeline, as its own printer writes them (a new
-    // option cannot be forgotten), but the budget: the planner compiles
-    // each candidate without one, to buffers (it reads their peaks).
-    ga::GaPipelineOptions unplanned;
-    unplanned.copyOptionValuesFrom(options);
-    unplanned.memoryBudget = 0;
-    unplanned.microbatches = "";
-    unplanned.buffersOnly = true;
+    // Every option of this pipeline (a new option cannot be forgotten) but
+    // the budget: the planner compiles each candidate without one, to
+    // buffers (it reads their peaks).
+    auto unplanned = std::make_shared<ga::GaPipelineOptions>();
+    unplanned->copyOptionValuesFrom(options);
+    unplanned->memoryBudget = 0;
+    unplanned->microbatches = "";
+    unplanned->buffersOnly = true;
     // Each candidate offloads what it must to fit the same budget.
     if (options.hostOffload && options.offloadBudget <= 0)
-      unplanned.offloadBudget = options.memoryBudget;
-    std::string text;
-    llvm::raw_string_ostream os(text);
-    unplanned.print(os);
-    // print() writes `{a=1 b=2}`; the planner adds its own options.
-    remat.pipelineOptions = StringRef(text).drop_front().drop_back().str();
-    pm.addPass(createTrainPlanRematPass(remat));
+      unplanned->offloadBudget = options.memoryBudget;
+    RematCandidatePipeline candidates;
+    candidates.hostOffload = options.hostOffload;
+    candidates.build = [unplanned](OpPassManager &candidatePm,
+                                   bool withoutOffload, std::string &error) {
+      ga::GaPipelineOptions candidate;
+      candidate.copyOptionValuesFrom(*unplanned);
+      if (withoutOffload)
+        candidate.hostOffload = false;
+      llvm::raw_string_ostream os(error);
+      return buildGaPipeline(candidatePm, os, candidate);
+    };
+    pm.addPass(createTrainPlanRematPass(remat, std::move(candidates)));
   }
   // First, while the functions still have their tensor signatures.
   pm.addPass(createTrainRecordSignaturesPass());

@@ -9,6 +9,7 @@
 
 #include "mlir/IR/BuiltinOps.h"
 #include "mlir/Interfaces/FunctionInterfaces.h"
+#include "train/MemoryPlan.h"
 #include "train/TrainOps.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/raw_ostream.h"
@@ -107,23 +108,15 @@ void printStep(llvm::raw_ostream &os, StepOp step) {
   step.getBody().walk([&](CheckpointOp) { ++checkpoints; });
   if (checkpoints)
     os << "  remat:      " << checkpoints << " train.checkpoint region(s)\n";
-  if (auto plan = step->getAttrOfType<DictionaryAttr>("train.memory_plan")) {
-    auto integer = [&](StringRef key) -> int64_t {
-      auto value = dyn_cast_or_null<IntegerAttr>(plan.get(key));
-      return value ? value.getInt() : 0;
-    };
-    auto text = [&](StringRef key) -> StringRef {
-      auto value = dyn_cast_or_null<StringAttr>(plan.get(key));
-      return value ? value.getValue() : "?";
-    };
-    os << "  memory:     budget " << integer("budget")
-       << " bytes, planned peak " << integer("peak")
-       << " bytes (without new checkpoints " << integer("unplanned") << "), "
-       << integer("checkpoints") << " checkpoint(s) chosen, "
-       << text("recomputed")
+  if (auto attr = step->getAttrOfType<DictionaryAttr>(
+          MemoryPlanRecord::attrName())) {
+    MemoryPlanRecord plan = MemoryPlanRecord::fromAttr(attr);
+    os << "  memory:     budget " << plan.budget << " bytes, planned peak "
+       << plan.peak << " bytes (without new checkpoints " << plan.unplanned
+       << "), " << plan.checkpoints << " checkpoint(s) chosen, "
+       << (plan.recomputed.empty() ? "?" : plan.recomputed)
        << " of the forward work recomputed, micro-batches "
-       << (text("choice") == "auto" ? "chosen by train-plan-remat"
-                                    : "as written")
+       << (plan.choice == "auto" ? "chosen by train-plan-remat" : "as written")
        << "\n";
   }
 }

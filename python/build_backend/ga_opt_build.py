@@ -7,7 +7,8 @@ lib/libga_runtime.so, libga_cuda_runtime.so), where ga_opt.tools finds
 them. The C++ is the project's own CMake build: its build directory
 (`GA_OPT_BUILD_DIR`, default `build/` of the checkout) is brought up to
 date with ninja, or configured and built by scripts/build.sh when it does
-not exist yet; `cmake --install` then writes the tools with their run path
+not exist yet (`GA_OPT_NO_BUILD=1`: the build as it is, as the test suite
+takes it); `cmake --install` then writes the tools with their run path
 set to the lib/ beside them (and to Debian's LLVM and MLIR, where the build
 linked them).
 
@@ -55,7 +56,15 @@ def _build_tree():
     """The CMake build directory, up to date; its path."""
     build = os.environ.get("GA_OPT_BUILD_DIR") or os.path.join(SOURCE,
                                                               "build")
-    if os.path.exists(os.path.join(build, "build.ninja")):
+    if os.environ.get("GA_OPT_NO_BUILD"):
+        missing = [t for t in TOOLS
+                   if not os.path.exists(os.path.join(build, "bin", t))]
+        if missing:
+            raise RuntimeError(f"GA_OPT_NO_BUILD: {build} has no "
+                               f"{', '.join(missing)}: build it first "
+                               "(scripts/build.sh)")
+        _log(f"using {build} as it is (GA_OPT_NO_BUILD)")
+    elif os.path.exists(os.path.join(build, "build.ninja")):
         _log(f"bringing {build} up to date (ninja)")
         subprocess.run(["ninja", "-C", build, *TOOLS, "ga_runtime",
                         "ga_cuda_runtime"], check=True,

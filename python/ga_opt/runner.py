@@ -168,6 +168,10 @@ class CompiledStep:
             step(*step.arguments(named), out=[self._host(o) for o in out])
         except ga_step.StepError as e:
             raise GaOptError(str(e)) from None
+        if step.on_device:
+            # The step's own stream wrote the results: PyTorch's streams
+            # read them after it.
+            self._torch.cuda.synchronize()
 
     def _adamw_step(self, step, named, params):
         torch = self._torch

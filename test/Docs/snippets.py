@@ -8,7 +8,8 @@ carries a marker on the line before it:
     <!-- snippet: not run: REASON -->                say why not
 
 A block without one fails this test (naming its file and line), so a new
-snippet is either run or explained. Blocks of only comments (an output
+snippet is either run or explained. Every relative link of those files
+must name a file that exists and, with `#anchor`, one of its headings. Blocks of only comments (an output
 shown as `# ...`) need no marker.
 
 How they run: `sh` blocks with bash (-e -o pipefail) from the checkout's
@@ -71,6 +72,39 @@ def blocks(path):
         marker = MARKER.search(lines[prev]) if prev >= 0 else None
         found.append((start + 1, language, "\n".join(body) + "\n", marker))
     return found
+
+
+def anchor(heading):
+    """GitHub's anchor of a Markdown heading."""
+    text = re.sub(r"[^\w\- ]", "", heading.strip().lower())
+    return text.replace(" ", "-")
+
+
+def check_links(files):
+    """Every relative link resolves: its file, and its heading's anchor."""
+    headings, bad, count = {}, [], 0
+    for path in files:
+        text = open(path).read()
+        text = re.sub(r"```.*?```", "", text, flags=re.S)
+        for target in re.findall(r"\]\(([^)\s]+)\)", text):
+            if re.match(r"[a-z]+:", target):
+                continue
+            count += 1
+            file, _, name = target.partition("#")
+            full = os.path.normpath(os.path.join(os.path.dirname(path), file)) \
+                if file else path
+            if not os.path.exists(full):
+                bad.append(f"{os.path.relpath(path, ROOT)}: {target} (no file)")
+                continue
+            if name and full.endswith(".md"):
+                if full not in headings:
+                    headings[full] = {anchor(h) for h in re.findall(
+                        r"^#+ (.*)$", open(full).read(), re.M)}
+                if name not in headings[full]:
+                    bad.append(f"{os.path.relpath(path, ROOT)}: {target} (no "
+                               "such heading)")
+    report("links", not bad, f"{count} relative links"
+           + ("; broken: " + "; ".join(bad) if bad else ", all resolve"))
 
 
 def only_comments(text):
@@ -163,6 +197,7 @@ def main():
     files = [os.path.join(ROOT, "README.md")] + sorted(
         os.path.join(ROOT, "docs", f) for f in os.listdir(
             os.path.join(ROOT, "docs")) if f.endswith(".md"))
+    check_links(files)
     counts = {"run": 0, "not run": 0}
     for path in files:
         rel = os.path.relpath(path, ROOT)

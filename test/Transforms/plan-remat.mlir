@@ -74,7 +74,7 @@
 // SUMMARY: memory:     budget 15000 bytes, planned peak 12424 bytes (without new checkpoints 12424), 0 checkpoint(s) chosen, 0.0% of the forward work recomputed, micro-batches chosen by train-plan-remat
 
 // AUTO-INFEASIBLE: error: memory budget of 5000 bytes is infeasible at every micro-batch count (1 to 32): the smallest peak the planner reaches is 8836 bytes, with 32 micro-batches (7 units; without checkpoints 8988 bytes)
-// AUTO-NO-BUDGET: error: train-plan-remat: microbatches=auto needs a memory budget (memory-budget=BYTES)
+// AUTO-NO-BUDGET: error: train-plan-remat: microbatches=auto needs memory-budget (the planner chooses the count that fits it)
 // AUTO-BAD: error: train-plan-remat: microbatches must be 'auto' or empty, got '3'
 // AUTO-NO-BUDGET-PIPELINE: ga-pipeline: microbatches=auto needs memory-budget
 

@@ -18,6 +18,7 @@
 #ifndef GA_TOOLS_COMMON_MEMORYPLAN_H
 #define GA_TOOLS_COMMON_MEMORYPLAN_H
 
+#include "train/MemoryPlan.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Pass/Pass.h"
@@ -99,24 +100,18 @@ public:
           ga::train::TrainDialect::MemoryPlanAttrHelper::getNameStr());
       if (!dict)
         return mlir::WalkResult::advance();
+      ga::train::MemoryPlanRecord record =
+          ga::train::MemoryPlanRecord::fromAttr(dict);
       MemoryPlan got;
       got.microbatches = step.getMicrobatches();
-      auto integer = [&](llvm::StringRef key) -> int64_t {
-        auto attr = dict.getAs<mlir::IntegerAttr>(key);
-        return attr ? attr.getInt() : 0;
-      };
-      auto text = [&](llvm::StringRef key) -> std::string {
-        auto attr = dict.getAs<mlir::StringAttr>(key);
-        return attr ? attr.str() : "";
-      };
-      got.budget = integer("budget");
-      got.peak = integer("peak");
-      got.unplanned = integer("unplanned");
-      got.checkpoints = integer("checkpoints");
-      got.units = integer("units");
-      got.recomputed = text("recomputed");
-      got.choice = text("choice");
-      got.copies = text("copies");
+      got.budget = record.budget;
+      got.peak = record.peak;
+      got.unplanned = record.unplanned;
+      got.checkpoints = record.checkpoints;
+      got.units = record.units;
+      got.recomputed = record.recomputed;
+      got.choice = record.choice;
+      got.copies = record.copies;
       std::lock_guard<std::mutex> lock(mutex);
       if (!recorded)
         recorded = got;

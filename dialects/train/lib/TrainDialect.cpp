@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "train/TrainDialect.h"
+#include "train/MemoryPlan.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/SCF/IR/SCF.h"
@@ -146,10 +147,10 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     if (!isa<StepOp>(op))
       return op->emitError() << "'" << name << "' belongs on a train.step, "
                              << "not on '" << op->getName() << "'";
-    for (StringRef key : {"budget", "peak", "unplanned", "checkpoints"})
-      if (!isa_and_nonnull<IntegerAttr>(plan.get(key)))
-        return op->emitError() << "'" << name << "' needs an integer '" << key
-                               << "', got " << value;
+    std::string missing = MemoryPlanRecord::missingEntry(plan);
+    if (!missing.empty())
+      return op->emitError() << "'" << name << "' needs an integer '"
+                             << missing << "', got " << value;
     return success();
   }
   if (name == ArgumentNamesAttrHelper::getNameStr()) {

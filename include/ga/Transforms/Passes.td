@@ -660,164 +660,52 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
                 "budget";
   let description = [{
     Rematerialization under a budget in bytes: the step's own buffers at
-    their peak plus its arguments (what `ga-run --report-memory` prints as
-    `peak_bytes`). Runs on `train.step` operations before the pipeline (as
+    their peak plus its arguments (`ga-run --report-memory`'s
+    `peak_bytes`), or with `device-allocator` the CUDA runtime's device
+    memory. Runs on `train.step` operations before the pipeline (as
     `--ga-pipeline="memory-budget=BYTES"` runs it).
 
-    The forward part of each step body is cut into units: a unit ends after
-    an operation after which exactly one activation (a value that depends on
-    the batch) is still read later, as between the blocks of a transformer
-    and between their attention and MLP halves; a unit without linalg work
-    joins the next, and the loss after the last cut is no unit.
-
-    The search runs on a model of the chain of units built from the step's
-    tensors, without compiling: what each unit's adjoints read (the
-    `DifferentiableOpInterface` needs), its boundary activation and its
-    largest value. A plan is a sequence of pieces, each a saved unit or a
-    checkpointed segment of consecutive units; a dynamic program finds the
-    plan of least recomputed work (the points of the linalg iteration spaces,
-    twice for contractions) whose modelled peak is within a limit. The
-    candidates are its plans for 64 limits evenly spaced from the unplanned
-    plan's modelled peak down to the smallest modelled peak: a list ordered
-    by recomputed work that does not depend on the budget. A candidate
-    fits when its exact peak does: it is compiled on a copy by
-    `--ga-pipeline` with `buffers-only=true` and the given
-    `pipeline-options` and measured by the memory model, which predicts the
-    runtime's count to the byte. A bisection over the list (about 7
-    measurements) finds a fitting candidate; as the exact peaks along the
-    list are not ordered, the 8 distinct plans before it are then measured
-    in order of recomputed work, the first that fits is taken, and so on
-    until a window of 8 holds none (5-8 more measurements). A larger budget
-    only turns candidates that do not fit into ones that fit, so its search
-    ends at the same candidate or a cheaper one: the recomputed work never
-    grows with the budget. When the least-memory candidate does not fit, segments of 1,
-    2, 3, 4 and about sqrt(n) units are measured: the cheapest that fits is
-    applied, or the budget is an error that states the smallest of their
-    peaks, whatever the budget.
-
-    Checkpoints already written are kept (a unit may nest one). An
-    operation marked `train.remat = "save"` keeps its unit saved, one marked
-    `train.remat = "recompute"` has its unit checkpointed whatever the
-    budget. A remark on each step says what was chosen: the units, the
-    share of the forward work recomputed, the peak without new checkpoints,
-    the planned peak, the time of the search and of the measurements. With
-    `report-plans=true`, a remark at each unit's first operation states its
-    share of the forward work and its bytes (a note at its boundary and one
-    at each value it keeps for the backward pass), and one remark per plan
-    measured states its checkpointed segments, the chain model's peak and
-    the exact peak, and where the compiled step reaches that peak with the
-    largest buffers alive then: where the model and the compiled step part.
-
-    The chain model: a unit keeps the values its adjoints read and its
-    boundary; while it runs (forward, or recomputed in its checkpoint) the
-    buffers it makes are alive from their operation to their last reader;
-    in its backward pass, its values, its boundary's adjoint and twice its
-    largest value. A step's exact peak also counts the parameters, their
-    gradients and the arguments.
-
-    With `measure-units=true` (the default), these bytes are then measured
-    at each micro-batch count on the step compiled without new checkpoints,
-    the first plan the search compiles anyway: its operations carry their
-    unit in their location, and the memory model, as it simulates the
-    compiled step, attributes every buffer to the unit whose operation
-    allocates it (an adjoint carries its forward operation's location). A
-    unit keeps what its buffers hold when the loss starts; while it runs,
-    it holds the most bytes held during its forward operations less what
-    the units before it keep; in its backward pass, the most held during
-    its adjoints less what it and the units before it keep (the gradients
-    made so far and every other buffer then alive among them); the loss,
-    the most held while it runs less what all units keep. The model then
-    gives the unplanned step's exact peak, and its plans are ordered by the
-    bytes the compiled step really keeps: fused kernels that recompute a
-    value instead of keeping it, and adjoints that hold several buffers of
-    a unit's largest size, are seen. A unit whose operations the compiled
-    step does not show keeps its modelled bytes. Where none of the
-    measured model's candidates fits, the model built from the tensors
-    proposes its own (unless every plan measured at that micro-batch count
-    is more than a quarter over the budget), and both models' plans of
-    least memory are measured when nothing fits.
-
-    Where the pipeline offloads buffers to host memory (`host-offload` on
-    the CUDA target: each candidate is compiled through
-    ga-gpu-offload-buffers, which fits it into the same budget), a plan's
-    cost is the work it recomputes plus the work the device could do while
-    the copies that do not hide delay the step (the offload pass's
-    `exposed_work`). The bisection looks for the cheapest plan that fits
-    without such copies (nearly every plan fits with them); the plans
-    that fit only with them are weighed as they are measured, and while
-    one recomputes less than the best cost, up to 8 more plans of the list
-    below that cost are measured, the dearest first; where the chosen plan
-    pays for copies, the fixed segments below are measured too. Per value,
-    keeping it, recomputing it and moving it to host memory are so weighed
-    by estimated time. The units are then measured on the step compiled
-    without host-offload (an offloaded buffer would leave its unit's bytes
-    for a stretch). The remark and `train.memory_plan` (`copies`) state
-    the copies' share beside the recomputed one.
-
-    `plan=RANGES` (for instance `plan=2,4-6`) skips the search: those
-    units are checkpointed (a range as one segment), the step is compiled
-    and measured at its micro-batch count, and the plan is applied, or
-    refused with its peak where it does not fit the budget (how a
-    reference plan, the MILP's, is checked on the compiled step).
-
-    A checkpoint's empty tensors, constants and fills are rebuilt inside it,
-    each just before its first reader: a buffer is allocated where its
-    tensor is made, and the backward pass replays the region.
+    The forward part of each step body is cut into units where one
+    activation alone is alive (between a transformer's blocks and between
+    their halves). A dynamic program over a model of that chain (what each
+    unit's adjoints read, its boundary, its largest value; with
+    `measure-units`, measured on the step compiled without new
+    checkpoints) proposes plans of least recomputed work under 64 limits;
+    each candidate is compiled on a copy by the pipeline that built the
+    pass (a typed callback, `ga/Transforms/Remat.h`; from the command
+    line, `--ga-pipeline` with `buffers-only=true` and `pipeline-options`)
+    and measured by the memory model, which predicts the runtime's count
+    to the byte. A bisection and a window of 8 over the candidates take the
+    cheapest that fits; the recomputed work never grows with the budget.
+    Where none fits, fixed segments are measured, or the budget is an error
+    naming the smallest peak reached. With `microbatches=auto` the
+    micro-batch count is chosen too, for the least estimated time; with
+    host offload, a plan's cost includes the copies that do not hide.
 
     Checkpointing never changes values: the planned step's results are
-    bitwise those of the unplanned one.
-
-    `export-graph=FILE` writes the chain of units at the chosen micro-batch
-    count as a graph for `ga-remat`: each unit as two nodes, the unit run
-    (its work; what a saved unit keeps: the values its adjoints read and its
-    boundary activation) and its boundary alone (no work; read by the next
-    unit's run), so that holding a boundary without the rest is expressible
-    (a checkpointed segment keeps its last boundary only). A run's
-    `stage_bytes` is what the stage of its adjoints holds besides the
-    outputs held then, as the chain model counts a unit's backward pass
-    (its values and what its adjoints add); the last boundary's, what the
-    loss holds. Beside the
-    nodes, `budget` is the memory the chain model gives its held values
-    (the budget less the model's offset to the chosen plan's measured
-    peak), and
-    `forward_cost`, `planned_cost`, `planned_peak` and `microbatches` state
-    the plan. `ga-remat FILE --budget B --milp` then gives the least
-    recomputation of any schedule, multi-level ones included, in its stage
-    model (which does not count values made and used within a stage).
-
-    Example (the choice of the micro-batch count included):
+    bitwise those of the unplanned one. `train.remat = "save"` or
+    `"recompute"` on an operation forces its unit; `plan=RANGES` applies a
+    given plan instead of searching; `report-plans` remarks every unit and
+    every plan measured; `export-graph` writes the chain for `ga-remat`.
+    The choice is recorded on the step as `train.memory_plan`
+    (`train/MemoryPlan.h`).
 
     ```sh
     ga-opt step.mlir --train-plan-remat="memory-budget=150000 microbatches=auto" \
       --train-print-summary -o planned.mlir
-    # remark: train-plan-remat: budget 150000 bytes; microbatches 4 chosen of
-    #   k=1: no plan found within the budget; ...; k=4: 69.6% recomputed, ...
     ```
 
-    A budget of device memory, as `--ga-pipeline="target=cuda
-    memory-budget=B"` plans it (the candidates compiled for CUDA, measured
-    in the caching allocator's blocks, cuBLAS's 32 MiB workspace beside
-    them):
-
-    ```sh
-    ga-opt examples/mlp_train.mlir --train-plan-remat="memory-budget=33870000 \
-      device-allocator=true device-fixed-bytes=33554432 \
-      pipeline-options='target=cuda check-labels=false buffers-only=true'"
-    # remark: train-plan-remat: budget 33870000 bytes; 6 units; without new
-    #   checkpoints 33892352 bytes; 1 checkpoints over 3 units (recomputed
-    #   33.7% of the forward work); planned peak 33859072 bytes; ...
-    ```
-
-    (the driver stand-in measures 33,859,072 bytes for that plan:
-    `test/Tools/ga-train-cuda.test`).
+    The algorithm in detail, the chain model, host offload's weighing and
+    the measurements: [Rematerialization](../remat.md) (docs/remat.md).
   }];
   let options = [
     Option<"memoryBudget", "memory-budget", "int64_t", /*default=*/"0",
            "The budget in bytes (0: no planning)">,
     Option<"pipelineOptions", "pipeline-options", "std::string",
            /*default=*/"",
-           "Options of --ga-pipeline that compile the candidates (as the "
-           "step will be compiled)">,
+           "From the command line: options of --ga-pipeline that compile "
+           "the candidates (as the step will be compiled; --ga-pipeline "
+           "hands the planner its own pipeline instead)">,
     Option<"microbatches", "microbatches", "std::string", /*default=*/"",
            "'auto': choose each step's micro-batch count (a divisor of the "
            "batch per rank) with its checkpoints, for the least estimated "

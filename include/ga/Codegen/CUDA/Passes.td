@@ -241,119 +241,28 @@ def GaGpuFuseParallelLoopsPass : Pass<"ga-gpu-fuse-parallel-loops"> {
     and threads (`ga-gpu-map-parallel-loops` runs this step itself with
     `fuse-loops`; this pass is the step alone, for other pipelines and for
     tests). An `scf.parallel` loop nest without results, mapping or nested
-    parallel loop is fused into the next one when:
+    parallel loop is fused into the next one of the same bounds and steps
+    when only allocations, deallocations (moved after the fused loop, past
+    allocations of other block sizes only, so that the caching allocator's
+    peak stays the same) and operations without memory effects lie
+    between them, and every buffer both touch and one writes is touched in
+    both only at the iteration's own element. The fused loop runs the first
+    body and then the second in each iteration: the results are bitwise the
+    same, in one kernel instead of two (a reduction's fill and the
+    reduction, a row's statistics and the elementwise operation that reads
+    them, sibling operations over the same shape).
 
-    - only `memref.alloc`, `memref.dealloc` and operations without memory
-      effects lie between them: the deallocations move after the fused
-      loop, past allocations of other block sizes only (the CUDA runtime's
-      caching allocator gives a freed block to an allocation of its size,
-      rounded to 512 bytes, alone, so for every size the most blocks alive
-      at once, and the device's peak, stay the same); a call, a launch, or
-      an allocation that could take the freed memory keeps the loops
-      apart;
-    - both have the same lower bounds, upper bounds and steps (equal values
-      or equal constants);
-    - their bodies touch memory only with `memref.load`/`memref.store` and
-      `vector.load`/`vector.store`, inside `scf.for` and `scf.if` at most;
-    - every buffer that both touch and one of them writes (views traced to
-      their allocation or argument: distinct allocations never share
-      memory, arguments may) is touched in both only through the same
-      memref value, with the same element or vector type, at the
-      iteration's own element: the indices are the induction variables,
-      each once and in the same places in both (through identity
-      `affine.apply` operations), the last multiplied by the vector's
-      length for a vector access, in a layout whose elements do not
-      overlap.
+    With `row-groups`, each run of such nests is then partitioned into the
+    fewest consecutive groups (of up to 16 nests) that run as one
+    `gpu.launch` each: the nests share their rows (each nest over the rows
+    alone or over the rows and its columns), and no two rows share an
+    element that one writes. Each block runs up to `block-size` / lanes
+    rows, each row on `lanes` threads (at most 32), the nests in turn with
+    `gpu.barrier` between them: a softmax's or a layer norm's statistics
+    and the elementwise operations that read them become one kernel.
 
-    The fused loop runs, in each iteration, the first body and then the
-    second. Under those conditions no iteration touches an element another
-    iteration writes, so each reads what it read before, in any order of
-    the iterations: the results are bitwise the same. The typical fusions
-    of a training step: the fill of a reduction's accumulator into the
-    reduction, a row's statistics into the next statistic of the same row
-    and the elementwise operation that reads them (a softmax, a layer
-    norm, the cross-entropy's rows), sibling operations over the same
-    shape.
-
-    Example:
-
-    ```mlir
-    scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
-      memref.store %zero, %sum[%i] : memref<128xf32>
-    }
-    scf.parallel (%i) = (%c0) to (%c128) step (%c1) {
-      scf.for %k = %c0 to %c64 step %c1 {
-        ... memref.load %sum[%i] ... memref.store %s, %sum[%i]
-      }
-    }
-    ```
-
-    becomes one loop that stores zero and then sums, one kernel.
-
-    With `row-groups`, a second step follows: each run of such loop nests
-    (between them, allocations, deallocations and operations without
-    memory effects) is partitioned into the fewest consecutive groups
-    (of up to 16 nests) that run as one `gpu.launch` each. A group's rows
-    are the extents of its nest of least rank (or those but the
-    innermost); each nest runs over the rows alone or over the rows and
-    one more dimension, its columns (the innermost dimension that leaves
-    the rows' extents in order). A group is one launch when
-
-    - every extent is a constant, every lower bound 0 and every step 1,
-      and some nest has columns;
-    - every buffer that two nests touch and one of them writes is touched
-      in both only in the iteration's own row: each row dimension's
-      induction variable is an index, unscaled, at the same position of
-      the same buffer in both, through subviews that keep that position
-      whole (offset 0, stride 1, the source's size), in layouts whose
-      elements do not overlap, a vector access along another position;
-    - the deallocations between its nests may move after it (only
-      allocations of other block sizes between them and its last nest);
-    - its rows keep a GPU busy: at least 65,536 threads, or at most 4
-      columns per thread; and with the lanes on `threadIdx.x` (below), a
-      nest without columns runs at most 64 sequential iterations (the sum
-      of a row's 32 partial sums, a short row), as it runs in one thread
-      of each row's lanes.
-
-    Each block runs up to `block-size` / lanes rows (a power of two that
-    divides the rows), each row on `lanes` threads (the widest nest's
-    columns rounded up to a power of two, at most 32): the nests in turn,
-    a nest's columns strided over the row's threads, a nest without
-    columns in the row's first thread, `gpu.barrier` between two nests.
-    Lanes run on `threadIdx.x` and rows on `threadIdx.y`, or the rows on
-    `x` where every nest's columns are an outer dimension (neighbouring
-    threads then touch neighbouring elements). So a row statistic (a
-    softmax's maximum and sum, a layer norm's mean and variance, the
-    loss's log-sum-exp, or their lane-parallel partials and the sum of
-    the partials) and the elementwise operations over the row that read
-    it run as one kernel instead of one per iteration space, as do a
-    stacked gradient's zero fill and the copy of a layer's gradient into
-    its row. Every iteration of every nest runs once, with its own
-    indices and body, and no two rows share an element that one writes:
-    the results are bitwise the same.
-
-    Example (`row-groups=true`): a row's sum and the quotients that read it,
-
-    ```mlir
-    scf.parallel (%i) = (%c0) to (%c64) step (%c1) {
-      scf.for %k = %c0 to %c32 step %c1 { ... %sum[%i] += %x[%i, %k] ... }
-    }
-    scf.parallel (%i, %j) = (%c0, %c0) to (%c64, %c32) step (%c1, %c1) {
-      ... %out[%i, %j] = %x[%i, %j] / %sum[%i] ...
-    }
-    ```
-
-    become one launch of 8 blocks of 32 x 8 threads:
-
-    ```mlir
-    gpu.launch blocks(%bx, ...) in (%gx = %c8, ...)
-               threads(%tx, %ty, ...) in (%sx = %c32, %sy = %c8, ...) {
-      %row = %bx * 8 + %ty
-      scf.if (%tx == 0) { ... the sum of row %row ... }
-      gpu.barrier
-      scf.for %j = %tx to %c32 step %c32 { ... %out[%row, %j] ... }
-    }
-    ```
+    The conditions in full, and examples: [The CUDA target](../cuda.md#fusing-parallel-loops-in-detail)
+    (docs/cuda.md).
   }];
   let options = [
     Option<"rowGroups", "row-groups", "bool", /*default=*/"false",

@@ -12,7 +12,9 @@
 // plan it proposes is compiled on a copy by the CPU pipeline up to its
 // buffers and measured by the memory model (ga/Analysis/BufferMemory.h),
 // which predicts the runtime's count to the byte: a plan is used only if the
-// measurement says it fits.
+// measurement says it fits. The pipeline that compiles the candidates comes
+// from the pipeline that built the pass (ga/Transforms/Remat.h), or, on the
+// command line, from `pipeline-options` as text.
 //
 //===----------------------------------------------------------------------===//
 
@@ -21,7 +23,9 @@
 #include "ga/Remat/Segments.h"
 #include "ga/Transforms/Autodiff.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Transforms/Remat.h"
 #include "ga/Utils/Location.h"
+#include "train/MemoryPlan.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -38,6 +42,7 @@
 #include <functional>
 #include <limits>
 #include <map>
+#include <optional>
 
 namespace ga {
 #define GEN_PASS_DEF_TRAINPLANREMATPASS
@@ -81,6 +86,9 @@ struct TrainPlanRematPass
     ga::registerDifferentiableOpInterfaceExternalModels(registry);
   }
 
+  /// The candidates' pipeline, where a pipeline built the pass.
+  std::optional<ga::RematCandidatePipeline> typed;
+
   unsigned candidates = 0;
   double compileSeconds = 0;
   double solveSeconds = 0;
@@ -109,13 +117,8 @@ struct TrainPlanRematPass
       tagUnits(*copy, index, units);
     applyPlan(*copy, index, units, plan);
     PassManager pm(module.getContext());
-    // The last occurrence of an option wins.
-    std::string text = "ga-pipeline{buffers-only=true " +
-                       pipelineOptions.getValue() +
-                       (withoutOffload ? " host-offload=false" : "") + "}";
-    if (failed(parsePassPipeline(text, pm)))
-      return module.emitError("train-plan-remat: cannot build '")
-             << text << "'";
+    if (failed(buildCandidatePipeline(pm, module, withoutOffload)))
+      return failure();
     if (failed(pm.run(*copy)))
       return failure();
     auto compiled = copy->lookupSymbol<func::FuncOp>(function.getSymName());
@@ -159,12 +162,33 @@ struct TrainPlanRematPass
     return profile->peakBytes + argumentBytes(function);
   }
 
+  /// The candidates' pipeline into `pm`: the typed one, or from the
+  /// command line the registered ga-pipeline with `pipeline-options`.
+  LogicalResult buildCandidatePipeline(PassManager &pm, ModuleOp module,
+                                       bool withoutOffload) {
+    if (typed) {
+      std::string error;
+      if (failed(typed->build(pm, withoutOffload, error)))
+        return module.emitError("train-plan-remat: the candidates' "
+                                "pipeline: ")
+               << error;
+      return success();
+    }
+    // The last occurrence of an option wins.
+    std::string text = "ga-pipeline{buffers-only=true " +
+                       pipelineOptions.getValue() +
+                       (withoutOffload ? " host-offload=false" : "") + "}";
+    if (failed(parsePassPipeline(text, pm)))
+      return module.emitError("train-plan-remat: cannot build '")
+             << text << "'";
+    return success();
+  }
+
   void runOnOperation() override {
     bool automatic = microbatches == "auto";
-    if (!microbatches.empty() && !automatic) {
-      getOperation().emitError("train-plan-remat: microbatches must be "
-                               "'auto' or empty, got '")
-          << microbatches << "'";
+    if (std::string error = ga::checkRematOptions(memoryBudget, microbatches);
+        !error.empty()) {
+      getOperation().emitError("train-plan-remat: ") << error;
       return signalPassFailure();
     }
     if (deviceFixedBytes < 0 || (deviceFixedBytes > 0 && !deviceAllocator)) {
@@ -175,14 +199,8 @@ struct TrainPlanRematPass
           << " with device-allocator=" << (deviceAllocator ? "true" : "false");
       return signalPassFailure();
     }
-    if (memoryBudget <= 0) {
-      if (automatic) {
-        getOperation().emitError("train-plan-remat: microbatches=auto needs "
-                                 "a memory budget (memory-budget=BYTES)");
-        return signalPassFailure();
-      }
+    if (memoryBudget <= 0)
       return;
-    }
     ModuleOp module = getOperation();
     SmallVector<ga::train::StepOp> steps;
     module.walk([&](ga::train::StepOp step) { steps.push_back(step); });
@@ -355,9 +373,11 @@ struct TrainPlanRematPass
     return plan;
   }
 
-  /// Whether the candidates are compiled with host-offload (the pipeline's
-  /// options as it prints them, the last occurrence winning).
+  /// Whether the candidates are compiled with host-offload (the typed
+  /// pipeline's, or the options' text, the last occurrence winning).
   bool offloads() const {
+    if (typed)
+      return typed->hostOffload;
     StringRef options = pipelineOptions.getValue();
     size_t on = options.rfind("host-offload=true");
     size_t off = options.rfind("host-offload=false");
@@ -946,24 +966,19 @@ struct TrainPlanRematPass
       os << " ";
     }
     Builder builder(step.getContext());
-    SmallVector<NamedAttribute> record = {
-        builder.getNamedAttr("budget", builder.getI64IntegerAttr(budget)),
-        builder.getNamedAttr("peak", builder.getI64IntegerAttr(chosen->peak)),
-        builder.getNamedAttr("unplanned",
-                             builder.getI64IntegerAttr(chosen->unplanned)),
-        builder.getNamedAttr("checkpoints",
-                             builder.getI64IntegerAttr(checkpoints)),
-        builder.getNamedAttr("units", builder.getI64IntegerAttr(count)),
-        builder.getNamedAttr("recomputed",
-                             builder.getStringAttr(
-                                 percent(chosen->cost - chosen->copies) + "%")),
-        builder.getNamedAttr(
-            "choice", builder.getStringAttr(automatic ? "auto" : "fixed"))};
+    ga::train::MemoryPlanRecord record;
+    record.budget = budget;
+    record.peak = chosen->peak;
+    record.unplanned = chosen->unplanned;
+    record.checkpoints = checkpoints;
+    record.units = count;
+    record.recomputed = percent(chosen->cost - chosen->copies) + "%";
+    record.choice = automatic ? "auto" : "fixed";
     // The copies' delay, in the same unit as the recomputation.
     if (chosen->copies > 0)
-      record.push_back(builder.getNamedAttr(
-          "copies", builder.getStringAttr(percent(chosen->copies) + "%")));
-    step->setAttr("train.memory_plan", builder.getDictionaryAttr(record));
+      record.copies = percent(chosen->copies) + "%";
+    step->setAttr(ga::train::MemoryPlanRecord::attrName(),
+                  record.toAttr(builder));
     step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
                       << why << units.size()
                       << " units; without new checkpoints " << chosen->unplanned
@@ -985,3 +1000,23 @@ struct TrainPlanRematPass
   }
 };
 } // namespace
+
+std::unique_ptr<Pass>
+ga::createTrainPlanRematPass(const TrainPlanRematPassOptions &options,
+                             RematCandidatePipeline candidates) {
+  auto pass = std::make_unique<TrainPlanRematPass>(options);
+  pass->typed = std::move(candidates);
+  return pass;
+}
+
+std::string ga::checkRematOptions(int64_t memoryBudget,
+                                  llvm::StringRef microbatches) {
+  if (!microbatches.empty() && microbatches != "auto")
+    return ("microbatches must be 'auto' or empty, got '" + microbatches +
+            "'")
+        .str();
+  if (microbatches == "auto" && memoryBudget <= 0)
+    return "microbatches=auto needs memory-budget (the planner chooses the "
+           "count that fits it)";
+  return "";
+}
