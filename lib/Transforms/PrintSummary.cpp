@@ -108,8 +108,8 @@ void printStep(llvm::raw_ostream &os, StepOp step) {
   step.getBody().walk([&](CheckpointOp) { ++checkpoints; });
   if (checkpoints)
     os << "  remat:      " << checkpoints << " train.checkpoint region(s)\n";
-  if (auto attr = step->getAttrOfType<DictionaryAttr>(
-          MemoryPlanRecord::attrName())) {
+  if (auto attr =
+          step->getAttrOfType<DictionaryAttr>(MemoryPlanRecord::attrName())) {
     MemoryPlanRecord plan = MemoryPlanRecord::fromAttr(attr);
     os << "  memory:     budget " << plan.budget << " bytes, planned peak "
        << plan.peak << " bytes (without new checkpoints " << plan.unplanned

@@ -6,6 +6,7 @@
 
 #include "ga/InitAll.h"
 #include "ga/Transforms/Passes.h"
+#include "train/MemoryPlan.h"
 #include "train/TrainOps.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -194,6 +195,38 @@ TEST_F(TrainDialectTest, ReportsParseErrorsWithALocation) {
                          "'tensor<4xf32>'"),
             std::string::npos)
       << message;
+}
+
+/// train.memory_plan's record: written and read back through its struct,
+/// and a dictionary without an entry the verifier needs names it.
+TEST_F(TrainDialectTest, MemoryPlanRecordRoundTrips) {
+  Builder builder(&context);
+  MemoryPlanRecord record;
+  record.budget = 150000;
+  record.peak = 149520;
+  record.unplanned = 220496;
+  record.checkpoints = 4;
+  record.units = 9;
+  record.recomputed = "69.6%";
+  record.choice = "auto";
+  DictionaryAttr attr = record.toAttr(builder);
+  EXPECT_EQ(MemoryPlanRecord::missingEntry(attr), "");
+  EXPECT_FALSE(attr.get("copies")) << "no copies without host offload";
+  MemoryPlanRecord back = MemoryPlanRecord::fromAttr(attr);
+  EXPECT_EQ(back.budget, 150000);
+  EXPECT_EQ(back.peak, 149520);
+  EXPECT_EQ(back.unplanned, 220496);
+  EXPECT_EQ(back.checkpoints, 4);
+  EXPECT_EQ(back.units, 9);
+  EXPECT_EQ(back.recomputed, "69.6%");
+  EXPECT_EQ(back.choice, "auto");
+  EXPECT_EQ(back.copies, "");
+  record.copies = "3.1%";
+  EXPECT_EQ(MemoryPlanRecord::fromAttr(record.toAttr(builder)).copies, "3.1%");
+  DictionaryAttr partial = builder.getDictionaryAttr(
+      {builder.getNamedAttr("budget", builder.getI64IntegerAttr(1))});
+  EXPECT_EQ(MemoryPlanRecord::missingEntry(partial), "peak");
+  EXPECT_EQ(MemoryPlanRecord::attrName(), "train.memory_plan");
 }
 
 } // namespace

@@ -149,8 +149,8 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                              << "not on '" << op->getName() << "'";
     std::string missing = MemoryPlanRecord::missingEntry(plan);
     if (!missing.empty())
-      return op->emitError() << "'" << name << "' needs an integer '"
-                             << missing << "', got " << value;
+      return op->emitError() << "'" << name << "' needs an integer '" << missing
+                             << "', got " << value;
     return success();
   }
   if (name == ArgumentNamesAttrHelper::getNameStr()) {

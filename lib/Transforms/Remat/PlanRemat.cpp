@@ -1012,8 +1012,7 @@ ga::createTrainPlanRematPass(const TrainPlanRematPassOptions &options,
 std::string ga::checkRematOptions(int64_t memoryBudget,
                                   llvm::StringRef microbatches) {
   if (!microbatches.empty() && microbatches != "auto")
-    return ("microbatches must be 'auto' or empty, got '" + microbatches +
-            "'")
+    return ("microbatches must be 'auto' or empty, got '" + microbatches + "'")
         .str();
   if (microbatches == "auto" && memoryBudget <= 0)
     return "microbatches=auto needs memory-budget (the planner chooses the "
