@@ -10,17 +10,19 @@ For each size (B, S, V, D, heads, F, layers) of examples/gen_tiny_gpt.py:
     every core (OpenMP threads over output tiles; bitwise the same results);
   * PyTorch: the same model, data and loss in PyTorch eager (float32,
     torch.set_num_threads(cores)), forward and backward, minimum over the
-    same number of runs: the baseline, run in the same script. Its loss is
-    printed beside ga-opt's (they agree to about 5 digits). Where PyTorch is
-    not installed (Debian: python3-torch), the column says so;
+    same number of runs: the baseline, run in the same script, with the
+    PyTorch of the python that runs it (the front end's environment:
+    `$(scripts/setup_frontend.sh --locate) scripts/bench_models.py`). Its
+    loss is printed beside ga-opt's (they agree to about 5 digits). Where
+    PyTorch is not installed, the column says so;
   * ratio: ga-opt step (all cores) / PyTorch step;
   * GFLOP/s and peak: the step's multiply-add FLOPs (3x those of the
     forward contractions) over the step time, and that as a fraction of the
     machine's bound: an FMA loop's measured FLOP/s on one core (compiled
-    here with cc -O2 -march=native) times the cores.
+    here with cc -O3 -funroll-loops -march=native) times the cores.
 Not a test: nothing is asserted.
 
-Rerun: python3 scripts/bench_models.py [--build build] [--repeat 5]
+Rerun: $PY scripts/bench_models.py [--build build] [--repeat 5]
        [--sizes tiny,small,medium,deep] [--layers24] (adds a 24-layer deep
        model, compile time only matters there)
 """
@@ -79,7 +81,10 @@ def fma_peak(work):
     best = None
     for width in (8, 16):
         try:
-            subprocess.run(["cc", "-O2", "-march=native",
+            # -O3 -funroll-loops keeps the 12 accumulators in registers
+            # (at -O2 they stay in memory, and the loop measures the
+            # latency of a store and a load: 6x below the FMA units).
+            subprocess.run(["cc", "-O3", "-funroll-loops", "-march=native",
                             "-ffp-contract=fast", f"-DWIDTH={width}", src,
                             "-o", exe], check=True, capture_output=True)
             out = subprocess.run([exe], check=True, capture_output=True,
@@ -237,8 +242,12 @@ def main():
         print(f"machine bound: FMA loop {peak / 1e9:.1f} GFLOP/s per core, "
               f"{peak * cores / 1e9:.1f} GFLOP/s on {cores} cores")
     if torch is None:
-        print("note: PyTorch is not installed (Debian: python3-torch); "
-              "no baseline column")
+        print("note: PyTorch is not installed (run this script with the "
+              "front end's python, scripts/setup_frontend.sh --locate); no "
+              "baseline column")
+    else:
+        print(f"baseline: PyTorch {torch.__version__} eager, "
+              f"{torch.get_num_threads()} threads, from {sys.executable}")
     print(f"{'model':7} {'B,S,V,D,H,F,L':>26} {'pipeline s':>10} "
           f"{'llvm s':>7} {'codegen s':>9} {'compile s':>9} "
           f"{'ga-compile s':>12} "
