@@ -4,7 +4,8 @@
 # For a restructuring that must not change what the compiler produces: runs
 # two ga-opt binaries (an old build, a new one) on the examples' pipelines
 # under memory budgets (the CPU and CUDA targets, budgets that checkpoint
-# units, microbatches=auto, host offload, bf16-mixed) and compares the IR
+# units, microbatches=auto, host offload, bf16-mixed; attention raised; the
+# CUDA target's fusions on and off) and compares the IR
 # (gpu.binary's timing properties aside) and the remarks (times aside).
 # Prints one line per pipeline and "compare: N same, N differ"; exits 1
 # when one differs.
@@ -40,6 +41,11 @@ cases=(
  "gpt-cuda|examples/tiny_gpt.mlir|target=cuda check-labels=false memory-budget=36000000 microbatches=auto"
  "gpt-cuda-offload|examples/tiny_gpt.mlir|target=cuda check-labels=false memory-budget=33950000 host-offload=true offload-min-bytes=0"
  "gpt-cuda-bf16|examples/tiny_gpt.mlir|target=cuda precision=bf16-mixed memory-budget=35000000"
+ "gpt-cpu-attention|examples/tiny_gpt.mlir|attention-key-tile=8"
+ "gpt-cuda-attention|examples/tiny_gpt.mlir|target=cuda attention-key-tile=8"
+ "gpt-cuda|examples/tiny_gpt.mlir|target=cuda"
+ "gpttrain-cuda|examples/tiny_gpt_train.mlir|target=cuda"
+ "gpt-cuda-nofusion|examples/tiny_gpt.mlir|target=cuda gpu-fusion=false"
 )
 same=0; differ=0
 for c in "${cases[@]}"; do

@@ -142,3 +142,80 @@ std::optional<ga::SoftmaxChain> ga::matchSoftmax(linalg::GenericOp probs) {
       return std::nullopt;
   return c;
 }
+
+/// The first value a generic yields (its only one, where it has one
+/// result).
+Value ga::yieldedValue(linalg::GenericOp g) {
+  return cast<linalg::YieldOp>(g.getBody()->getTerminator()).getOperand(0);
+}
+
+/// c where `v` is mulf(input 0 of `g`, c) or mulf(c, input 0), c a float
+/// constant.
+std::optional<double> ga::constantFactor(Value v, linalg::GenericOp g) {
+  auto mul = v.getDefiningOp<arith::MulFOp>();
+  if (mul && isArg(mul.getLhs(), g, 0))
+    return floatConstant(mul.getRhs());
+  if (mul && isArg(mul.getRhs(), g, 0))
+    return floatConstant(mul.getLhs());
+  return std::nullopt;
+}
+
+/// The loop dimensions of `map`'s results, when each is a plain dimension.
+std::optional<SmallVector<unsigned>> ga::dimsOf(AffineMap map) {
+  SmallVector<unsigned> dims;
+  for (AffineExpr e : map.getResults()) {
+    auto dim = dyn_cast<AffineDimExpr>(e);
+    if (!dim)
+      return std::nullopt;
+    dims.push_back(dim.getPosition());
+  }
+  return dims;
+}
+
+bool ga::dimsAre(AffineMap map, ArrayRef<unsigned> dims) {
+  std::optional<SmallVector<unsigned>> got = dimsOf(map);
+  return got && ArrayRef<unsigned>(*got) == dims;
+}
+
+bool ga::hasShape(linalg::GenericOp g, unsigned inputs, unsigned reductions) {
+  return g.getNumDpsInputs() == inputs && g.getNumDpsInits() == 1 &&
+         g->getNumResults() == 1 && g.getNumReductionLoops() == reductions;
+}
+
+std::optional<ga::Contraction> ga::matchContraction(linalg::GenericOp g) {
+  if (!hasShape(g, 2, 1) || fillValue(g.getDpsInits()[0]) != 0.0)
+    return std::nullopt;
+  auto add = dyn_cast_or_null<arith::AddFOp>(yieldedOp(g));
+  if (!add)
+    return std::nullopt;
+  Value term;
+  if (isArg(add.getLhs(), g, 2))
+    term = add.getRhs();
+  else if (isArg(add.getRhs(), g, 2))
+    term = add.getLhs();
+  else
+    return std::nullopt;
+  auto isProduct = [&](arith::MulFOp m) {
+    return m && ((isArg(m.getLhs(), g, 0) && isArg(m.getRhs(), g, 1)) ||
+                 (isArg(m.getLhs(), g, 1) && isArg(m.getRhs(), g, 0)));
+  };
+  Contraction c;
+  auto mul = term.getDefiningOp<arith::MulFOp>();
+  if (!mul)
+    return std::nullopt;
+  if (!isProduct(mul)) {
+    std::optional<double> factor;
+    arith::MulFOp inner;
+    if ((factor = floatConstant(mul.getRhs())))
+      inner = mul.getLhs().getDefiningOp<arith::MulFOp>();
+    else if ((factor = floatConstant(mul.getLhs())))
+      inner = mul.getRhs().getDefiningOp<arith::MulFOp>();
+    if (!factor || !isProduct(inner))
+      return std::nullopt;
+    c.scale = *factor;
+  }
+  for (auto [i, kind] : llvm::enumerate(g.getIteratorTypesArray()))
+    if (kind == utils::IteratorType::reduction)
+      c.reduction = i;
+  return c;
+}

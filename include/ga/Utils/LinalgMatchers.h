@@ -5,9 +5,11 @@
 //===----------------------------------------------------------------------===//
 //
 // What train-raise-attention and train-differentiate both recognize in
-// linalg on tensors: a generic's body, its fill, its readers, and the
-// softmax written as five generics (row maximum, subtraction, exponential,
-// row sum, division).
+// linalg on tensors: a generic's body, its fill, its readers, its maps'
+// dimensions, a contraction written as a generic, and the softmax written
+// as five generics (row maximum, subtraction, exponential, row sum,
+// division) along the last of any number of loops. (train-raise-attention's
+// own matches of the scores [B, H, S, T] are in lib/Transforms/Attention.)
 //
 //===----------------------------------------------------------------------===//
 
@@ -17,6 +19,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/IR/Value.h"
 #include "llvm/ADT/ArrayRef.h"
+#include "llvm/ADT/SmallVector.h"
 
 #include <optional>
 
@@ -47,6 +50,33 @@ bool combinesInputAndOutput(mlir::linalg::GenericOp g) {
   return op && ((isArg(op.getLhs(), g, 0) && isArg(op.getRhs(), g, 1)) ||
                 (isArg(op.getLhs(), g, 1) && isArg(op.getRhs(), g, 0)));
 }
+
+/// The first value a generic yields (its only one, where it has one
+/// result).
+mlir::Value yieldedValue(mlir::linalg::GenericOp g);
+
+/// c where `v` is mulf(input 0 of `g`, c) or mulf(c, input 0), c a float
+/// constant.
+std::optional<double> constantFactor(mlir::Value v, mlir::linalg::GenericOp g);
+
+/// The loop dimensions of `map`'s results, when each is a plain dimension.
+std::optional<llvm::SmallVector<unsigned>> dimsOf(mlir::AffineMap map);
+
+/// Whether `map`'s results are the loop dimensions `dims`, in order.
+bool dimsAre(mlir::AffineMap map, llvm::ArrayRef<unsigned> dims);
+
+/// Whether `g` has `inputs` inputs, one init, one result and `reductions`
+/// reduction loops.
+bool hasShape(mlir::linalg::GenericOp g, unsigned inputs, unsigned reductions);
+
+/// sum over one reduction loop of in0 * in1 (each product optionally times
+/// a constant), into a fill of zero: the constant (1 without one) and the
+/// reduction loop.
+struct Contraction {
+  double scale = 1.0;
+  unsigned reduction = 0;
+};
+std::optional<Contraction> matchContraction(mlir::linalg::GenericOp g);
 
 /// probs = exp(s - max_j s) / sum_j exp(s - max_j s) along the last of N
 /// loops: the row maximum (from at most the lowest float), the
