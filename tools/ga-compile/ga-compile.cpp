@@ -11,6 +11,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/InitAll.h"
+#include "ga/Pipelines/PipelineFlags.h"
 #include "ga/Pipelines/Pipelines.h"
 #include "ga/Runtime/Signature.h"
 #include "ga/StepDriver.h"
@@ -98,11 +99,14 @@ static cl::opt<std::string> cpu(
              "features), or an LLVM CPU name; x86-64 is a portable baseline "
              "that runs on any x86-64 machine"),
     cl::init("native"), cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string> pipelineOptions(
-    "pipeline-options",
-    cl::desc("Options of --ga-pipeline, as ga-opt takes them, e.g. "
-             "\"parallel=false naive=true\" (target is --target)"),
-    cl::value_desc("options"), cl::cat(category));
+// The pipeline's options: --pipeline-options, and the common ones as flags
+// declared from GaPipelineOptions itself, as ga-run and ga-train take them
+// (target is --target).
+static ga::PipelineFlags
+    pipelineFlags(category,
+                  {"naive", "check-labels", "vectorize", "outline", "parallel",
+                   "loss-chunk-rows", "memory-budget", "microbatches", "chip",
+                   "attention-key-tile", "precision"});
 static cl::opt<std::string>
     headerFile("header",
                cl::desc("The C header to write (default: the library's path "
@@ -260,14 +264,15 @@ int StepCompiler::checkFlags() {
     return fail("--dump-ptx needs --target=cuda");
   if (optLevel < 0 || optLevel > 3)
     return fail("-O must be 0, 1, 2 or 3, got " + Twine(optLevel.getValue()));
-  options = ga::GaPipelineOptions::createFromString(pipelineOptions);
-  if (!options)
-    return fail("cannot parse --pipeline-options='" + pipelineOptions +
-                "' (see above)");
-  if (options->target != "cpu")
+  options = std::make_unique<ga::GaPipelineOptions>();
+  options->target = target;
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  if (failed(pipelineFlags.get(*options, os)))
+    return fail(errors);
+  if (options->target.getValue() != target.getValue())
     return fail("--pipeline-options sets target=" + options->target +
                 "; use --target");
-  options->target = target;
   // ga-compile serializes the kernels itself (PTX for --dump-ptx first).
   gpuFormat = options->gpuFormat;
   if (cuda)
