@@ -90,9 +90,8 @@ def export_forward(model, inputs, func_name="ga_forward", shift=False,
         with training_semantics(torch, model, dropout):
             program = torch.export.export(Forward(), tuple(args),
                                           strict=False)
-        if on_export is not None:
-            on_export(program)
-        with training_semantics(torch, model, dropout):
+            if on_export is not None:
+                on_export(program)
             module = fx.export_and_import(program, output_type="raw",
                                           func_name=func_name)
         module = _lower_to_linalg(module, carried=bool(stopped))

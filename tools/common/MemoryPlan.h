@@ -33,14 +33,10 @@
 
 namespace ga::tool {
 
-/// One step's plan, as train.memory_plan and the step record it.
-struct MemoryPlan {
-  int64_t microbatches = 1, budget = 0, peak = 0, unplanned = 0;
-  int64_t checkpoints = 0, units = 0;
-  std::string recomputed, choice;
-  /// host-offload: the estimated delay of the copies that do not hide, as a
-  /// share of the forward work's time ("" when none).
-  std::string copies;
+/// One step's plan: train.memory_plan's record (train/MemoryPlan.h), the
+/// step's micro-batch count after the planner, and what host offload moved.
+struct MemoryPlan : ga::train::MemoryPlanRecord {
+  int64_t microbatches = 1;
   /// host-offload: the buffers moved to host memory and their bytes (each
   /// way), when the pass ran.
   std::optional<std::pair<int64_t, int64_t>> offloaded;
@@ -100,18 +96,10 @@ public:
           ga::train::TrainDialect::MemoryPlanAttrHelper::getNameStr());
       if (!dict)
         return mlir::WalkResult::advance();
-      ga::train::MemoryPlanRecord record =
-          ga::train::MemoryPlanRecord::fromAttr(dict);
       MemoryPlan got;
+      static_cast<ga::train::MemoryPlanRecord &>(got) =
+          ga::train::MemoryPlanRecord::fromAttr(dict);
       got.microbatches = step.getMicrobatches();
-      got.budget = record.budget;
-      got.peak = record.peak;
-      got.unplanned = record.unplanned;
-      got.checkpoints = record.checkpoints;
-      got.units = record.units;
-      got.recomputed = record.recomputed;
-      got.choice = record.choice;
-      got.copies = record.copies;
       std::lock_guard<std::mutex> lock(mutex);
       if (!recorded)
         recorded = got;

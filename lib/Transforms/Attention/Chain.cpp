@@ -23,20 +23,13 @@
 
 using namespace mlir;
 using namespace ga::attention;
-using ga::combinesInputAndOutput;
-using ga::constantFactor;
 using ga::Contraction;
 using ga::dimsAre;
 using ga::dimsOf;
-using ga::fillValue;
-using ga::floatConstant;
 using ga::hasShape;
 using ga::hasUsers;
-using ga::isArg;
 using ga::matchContraction;
 using ga::producer;
-using ga::yieldedOp;
-using ga::yieldedValue;
 
 /// A generic over [B, H, S, T] whose maps are the identity (and, for a
 /// second input, the row [B, H, S]).

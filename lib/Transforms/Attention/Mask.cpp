@@ -25,19 +25,11 @@
 
 using namespace mlir;
 using namespace ga::attention;
-using ga::combinesInputAndOutput;
-using ga::constantFactor;
-using ga::Contraction;
 using ga::dimsAre;
-using ga::dimsOf;
-using ga::fillValue;
 using ga::floatConstant;
 using ga::hasShape;
-using ga::hasUsers;
 using ga::isArg;
-using ga::matchContraction;
 using ga::producer;
-using ga::yieldedOp;
 using ga::yieldedValue;
 
 namespace {
