@@ -29,7 +29,7 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 
 
 def mlp_source(batch):

@@ -38,7 +38,7 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 
 
 def tiled(b, s, h, d, tile, qtile):

@@ -49,22 +49,12 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts import tiny_gpt
+from ga_scripts.paths import ROOT
 
-SIZES = {  # B, S, V, D, H, F, L (as scripts/bench_models.py)
-    "tiny": (8, 16, 32, 16, 2, 64, 2),
-    "small": (8, 64, 256, 64, 4, 256, 2),
-    "medium": (8, 128, 512, 128, 4, 512, 4),
-    # GPT-2 124M's shape (V padded to 50304 as llm.c does), 4 sequences of
-    # 1024 tokens; its inputs (500 MB of parameters) are drawn from their
-    # seed where the benchmark runs.
-    "gpt2": (4, 1024, 50304, 768, 12, 3072, 12),
-    # The same at 8 and 16 sequences (llm.c's and the goals' batches).
-    "gpt2_b8": (8, 1024, 50304, 768, 12, 3072, 12),
-    "gpt2_b16": (16, 1024, 50304, 768, 12, 3072, 12),
-}
-# Parameters are normal * INIT_STD (GPT-2's 0.02 at its own size).
-INIT_STD = {"gpt2": 0.02, "gpt2_b8": 0.02, "gpt2_b16": 0.02}
+# The model's sizes are tiny_gpt.SIZES; those benchmarked here by default.
+SIZES = {name: tiny_gpt.SIZES[name] for name in
+         ("tiny", "small", "medium", "gpt2", "gpt2_b8", "gpt2_b16")}
 # Dense peak TFLOP/s of a device (NVIDIA's data sheets): float32 on CUDA
 # cores (TF32 off) and bfloat16 on tensor cores, by a part of the name
 # torch.cuda.get_device_name() gives; the first that matches.
@@ -76,16 +66,6 @@ PEAK_TFLOPS = [("H100 PCIe", 51.2, 756.0), ("H100", 66.9, 989.4),
 BLAS_WORKSPACE_BYTES = 32 << 20
 # Where the PyTorch baselines run ("cpu" checks them without a GPU).
 DEVICE = "cuda"
-
-
-def step_flops(size):
-    """The work of one training step of the model, forward and backward,
-    as nanoGPT and PaLM count it: 6 per weight of the products (blocks and
-    head; embeddings, norms and biases aside) and 12 * L * D * S for the
-    attention's two products, per token (the causal mask not halved)."""
-    B, S, V, D, H, F, L = size
-    weights = L * (3 * D * D + D * D + 2 * D * F) + D * V
-    return (6 * weights + 12 * L * D * S) * B * S
 
 
 def peak_flops(device, bf16):
@@ -132,27 +112,13 @@ class DeviceMemory:
 STORE_BYTES = 32 << 20
 
 
-def inputs(B, S, V, D, H, F, L, rng, std=0.3):
-    shapes = [[V, D], [S, D], [L, D], [L, D], [L, D, 3 * D], [L, D, D],
-              [L, D], [L, D], [L, D, F], [L, F], [L, F, D], [L, D], [D], [D],
-              [D, V]]
-    params = [(rng.standard_normal(s, dtype=np.float32) * np.float32(std))
-              for s in shapes]
-    for i in (2, 6, 12):  # LayerNorm gains around 1
-        params[i] = params[i] + 1.0
-    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels[:, S - S // 4:] = -100
-    return params, tokens, labels
-
-
 def entry_arrays(here, e):
     """The inputs of manifest entry `e` of the benchmark folder `here`: its
     stored .npy files, or drawn again from its seed."""
     if e.get("stored", True):
         return [np.load(os.path.join(here, f"{e['name']}_arg{i}.npy"))
                 for i in range(e["inputs"])]
-    params, tokens, labels = inputs(*e["size"],
+    params, tokens, labels = tiny_gpt.inputs(*e["size"],
                                     np.random.default_rng(e["seed"]),
                                     e["std"])
     return params + [tokens, labels]
@@ -167,6 +133,11 @@ def prepare(args):
                     os.path.join(out, "ga_step"),
                     ignore=shutil.ignore_patterns("__pycache__"))
     shutil.copy(os.path.abspath(__file__), out)
+    # The shared package the script imports (the kit runs it from `out`,
+    # whose folder is the script's own and so on its path).
+    shutil.copytree(os.path.join(ROOT, "scripts", "ga_scripts"),
+                    os.path.join(out, "ga_scripts"),
+                    ignore=shutil.ignore_patterns("__pycache__"))
     manifest = []
     for seed, name in enumerate(args.sizes.split(",")):
         size = SIZES[name]
@@ -189,8 +160,8 @@ def prepare(args):
         plan = re.search(r"^memory_plan: .*$", compiled.stdout, re.M)
         planned = re.search(r"planned peak (\d+) bytes", compiled.stdout)
         os.remove(mlir)
-        params, tokens, labels = inputs(*size, np.random.default_rng(seed),
-                                        INIT_STD.get(name, 0.3))
+        params, tokens, labels = tiny_gpt.inputs(*size, np.random.default_rng(seed),
+                                        tiny_gpt.std_of(name))
         arrays = params + [tokens, labels]
         stored = sum(a.nbytes for a in arrays) <= STORE_BYTES
         if stored:
@@ -199,7 +170,7 @@ def prepare(args):
         manifest.append({"name": name, "size": size,
                          "library": os.path.basename(lib),
                          "inputs": len(arrays), "stored": stored,
-                         "seed": seed, "std": INIT_STD.get(name, 0.3),
+                         "seed": seed, "std": tiny_gpt.std_of(name),
                          "pipeline_options": args.pipeline_options,
                          "plan": plan.group(0) if plan else None,
                          "planned_peak": (int(planned.group(1)) if planned
@@ -218,47 +189,9 @@ def _torch_step(torch, size, arrays, repeat, compiled=False,
     after warm-up runs that include the compilation; under bf16 autocast
     with `autocast`; with each layer through torch.utils.checkpoint
     (recomputed in the backward pass) with `checkpoint`."""
-    B, S, V, D, H, F, L = size
-    DH = D // H
-    dev = torch.device(DEVICE)
-    if checkpoint:
-        import torch.utils.checkpoint
-    p = [torch.tensor(a, device=dev, requires_grad=True)
-         for a in arrays[:15]]
-    (wte, wpe, ln1g, ln1b, wqkv, wo, ln2g, ln2b, wfc, bfc, wpr, bpr, lnfg,
-     lnfb, whead) = p
-    tok = torch.tensor(arrays[15], device=dev)
-    lab = torch.tensor(arrays[16], device=dev)
-    causal = torch.triu(torch.ones(S, S, dtype=torch.bool, device=dev), 1)
-
-    def ln(x, g, b):
-        return torch.nn.functional.layer_norm(x, (D,), g, b, 1e-5)
-
-    def layer(x, l):
-        h = ln(x, ln1g[l], ln1b[l])
-        q, k, v = (h @ wqkv[l]).split(D, dim=1)
-        q, k, v = (t.reshape(B, S, H, DH).transpose(1, 2)
-                   for t in (q, k, v))
-        s = (q @ k.transpose(-1, -2)) / math.sqrt(DH)
-        s = s.masked_fill(causal, -1e9)
-        a = torch.softmax(s, dim=-1) @ v
-        x = x + a.transpose(1, 2).reshape(B * S, D) @ wo[l]
-        h = ln(x, ln2g[l], ln2b[l])
-        m = torch.nn.functional.gelu(h @ wfc[l] + bfc[l]) @ wpr[l]
-        return x + m + bpr[l]
-
-    def forward():
-        x = (wte[tok] + wpe).reshape(B * S, D)
-        for l in range(L):
-            if checkpoint:
-                x = torch.utils.checkpoint.checkpoint(layer, x, l,
-                                                      use_reentrant=False)
-            else:
-                x = layer(x, l)
-        logits = (ln(x, lnfg, lnfb) @ whead).reshape(B, S, V)
-        return torch.nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
-            ignore_index=-100)
+    p, forward = tiny_gpt.torch_model(torch, size, arrays, DEVICE,
+                                      checkpoint)
+    dev = p[0].device
 
     def mixed():
         with torch.autocast("cuda", dtype=torch.bfloat16):
@@ -302,8 +235,9 @@ def run(args):
     if args.cuda_graph:
         # Read by libga_cuda_runtime when it initializes (the first step).
         os.environ["GA_CUDA_GRAPH"] = "1"
+    # The kit's folder, which holds this script, ga_step and ga_scripts
+    # (on the path as the script's own folder).
     here = os.path.dirname(os.path.abspath(__file__))
-    sys.path.insert(0, here)
     import ga_step
     import torch
     torch.backends.cuda.matmul.allow_tf32 = False
@@ -388,7 +322,7 @@ def run(args):
               f"{tt * 1e3:>9.3f} {resident / tt:>6.2f} "
               f"{tokens:>9.0f} {loss:>10.5f} {tloss:>10.5f} {worst:>9.1e} "
               f"{tpeak / 2**20:>14.1f}", flush=True)
-        flops = step_flops(size)
+        flops = tiny_gpt.step_flops(size)
         peak = peak_flops(device, bf16)
 
         def mfu(seconds):

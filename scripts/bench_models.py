@@ -38,15 +38,12 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts import tiny_gpt
+from ga_scripts.paths import ROOT
 
-SIZES = {  # B, S, V, D, H, F, L
-    "tiny": (8, 16, 32, 16, 2, 64, 2),
-    "small": (8, 64, 256, 64, 4, 256, 2),
-    "medium": (8, 128, 512, 128, 4, 512, 4),
-    "deep": (4, 64, 256, 64, 4, 256, 12),
-    "deep24": (4, 64, 256, 64, 4, 256, 24),
-}
+# The sizes benchmarked (tiny_gpt.SIZES holds the GPU's too).
+SIZES = {name: tiny_gpt.SIZES[name]
+         for name in ("tiny", "small", "medium", "deep", "deep24")}
 
 FMA_LOOP = r"""
 #include <stdio.h>
@@ -95,63 +92,11 @@ def fma_peak(work):
     return best
 
 
-def step_flops(B, S, V, D, H, F, L):
-    """Multiply-add FLOPs of forward + backward (3x the forward
-    contractions)."""
-    N = B * S
-    per_layer = 2 * N * D * 3 * D + 2 * 2 * B * H * S * S * (D // H) \
-        + 2 * N * D * D + 2 * 2 * N * D * F
-    return 3 * (L * per_layer + 2 * N * D * V)
-
-
-def inputs(B, S, V, D, H, F, L, rng):
-    shapes = [[V, D], [S, D], [L, D], [L, D], [L, D, 3 * D], [L, D, D],
-              [L, D], [L, D], [L, D, F], [L, F], [L, F, D], [L, D], [D], [D],
-              [D, V]]
-    params = [(rng.standard_normal(s) * 0.3).astype(np.float32)
-              for s in shapes]
-    for i in (2, 6, 12):  # LayerNorm gains around 1
-        params[i] = params[i] + 1.0
-    tokens = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels = rng.integers(0, V, (B, S)).astype(np.int64)
-    labels[:, S - S // 4:] = -100
-    return params, tokens, labels
-
-
 def torch_step(torch, size, params, tokens, labels, repeat, threads):
     """(min step seconds, loss) of the model in PyTorch eager."""
-    B, S, V, D, H, F, L = size
-    DH = D // H
     torch.set_num_threads(threads)
-    p = [torch.tensor(a, requires_grad=True) for a in params]
-    (wte, wpe, ln1g, ln1b, wqkv, wo, ln2g, ln2b, wfc, bfc, wpr, bpr, lnfg,
-     lnfb, whead) = p
-    tok = torch.tensor(tokens)
-    lab = torch.tensor(labels)
-    causal = torch.triu(torch.ones(S, S, dtype=torch.bool), 1)
-
-    def ln(x, g, b):
-        return torch.nn.functional.layer_norm(x, (D,), g, b, 1e-5)
-
-    def forward():
-        x = (wte[tok] + wpe).reshape(B * S, D)
-        for l in range(L):
-            h = ln(x, ln1g[l], ln1b[l])
-            q, k, v = (h @ wqkv[l]).split(D, dim=1)
-            q, k, v = (t.reshape(B, S, H, DH).transpose(1, 2)
-                       for t in (q, k, v))
-            s = (q @ k.transpose(-1, -2)) / math.sqrt(DH)
-            s = s.masked_fill(causal, -1e9)
-            a = torch.softmax(s, dim=-1) @ v
-            x = x + a.transpose(1, 2).reshape(B * S, D) @ wo[l]
-            h = ln(x, ln2g[l], ln2b[l])
-            m = torch.nn.functional.gelu(h @ wfc[l] + bfc[l]) @ wpr[l]
-            x = x + m + bpr[l]
-        logits = (ln(x, lnfg, lnfb) @ whead).reshape(B, S, V)
-        return torch.nn.functional.cross_entropy(
-            logits[:, :-1].reshape(-1, V), lab[:, 1:].reshape(-1),
-            ignore_index=-100)
-
+    p, forward = tiny_gpt.torch_model(
+        torch, size, list(params) + [tokens, labels])
     best = math.inf
     for _ in range(repeat + 1):  # the first run warms up
         for t in p:
@@ -223,7 +168,7 @@ def main():
                  "--batch", str(B), "--seq", str(S), "--vocab", str(V),
                  "--dim", str(D), "--heads", str(H), "--ffn", str(F),
                  "--layers", str(L)], stdout=f, check=True)
-        params, tokens, labels = inputs(*size, rng)
+        params, tokens, labels = tiny_gpt.inputs(*size, rng)
         arrays = params + [tokens, labels]
         t1, loss, stages = ga_step(ga_run, path, arrays, work, args.repeat, 1)
         tn, _, _ = ga_step(ga_run, path, arrays, work, args.repeat, cores)
@@ -234,7 +179,7 @@ def main():
             tt, tloss = None, None
         aot = ga_compile_seconds(ga_compile, path, work)
         rows.append((name, size, stages, aot, t1, tn, tt, loss, tloss,
-                     step_flops(*size)))
+                     tiny_gpt.step_flops(size)))
 
     print(f"ga-opt CPU benchmark, tiny-GPT step ({os.uname().machine}, "
           f"{cores} cores; step = min of {args.repeat} runs)")

@@ -29,10 +29,8 @@ import re
 import sys
 import tempfile
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from device_budget import WORKSPACE, Case, sources  # noqa: E402
-
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from device_budget import WORKSPACE, Case, sources
+from ga_scripts.paths import ROOT
 
 
 def plan_of(case):

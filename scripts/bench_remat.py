@@ -60,9 +60,8 @@ import time
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.join(ROOT, "scripts"))
-from bench_models import inputs  # noqa: E402
+from ga_scripts.paths import ROOT
+from ga_scripts.tiny_gpt import inputs
 
 SIZE = dict(batch=4, seq=64, vocab=256, dim=64, heads=4, ffn=256)
 

@@ -4,7 +4,7 @@
 # For a restructuring that must not change what the compiler produces: runs
 # two ga-opt binaries (an old build, a new one) on the examples' pipelines
 # under memory budgets (the CPU and CUDA targets, budgets that checkpoint
-# units, microbatches=auto, host offload, bf16-mixed; attention raised; the
+# units, choose-microbatches=true, host offload, bf16-mixed; attention raised; the
 # CUDA target's fusions on and off) and compares the IR
 # (gpu.binary's timing properties aside) and the remarks (times aside).
 # Prints one line per pipeline and "compare: N same, N differ"; exits 1
@@ -24,21 +24,21 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 strip() { sed -E 's/[0-9]+\.[0-9]+ s\b/T s/g; s/in [0-9.]+ s/in T s/g'; }
 cases=(
  "mlp-cpu-170k|examples/mlp.mlir|memory-budget=170000"
- "mlp-cpu-160k-auto|examples/mlp.mlir|memory-budget=160000 microbatches=auto"
+ "mlp-cpu-160k-auto|examples/mlp.mlir|memory-budget=160000 choose-microbatches=true"
  "gpt-cpu-250k|examples/tiny_gpt.mlir|memory-budget=250000"
  "gpt-cpu-300k|examples/tiny_gpt.mlir|memory-budget=300000"
- "gpt-cpu-200k-auto|examples/tiny_gpt.mlir|memory-budget=200000 microbatches=auto"
+ "gpt-cpu-200k-auto|examples/tiny_gpt.mlir|memory-budget=200000 choose-microbatches=true"
  "gpttrain-cpu-9m|examples/tiny_gpt_train.mlir|memory-budget=9000000"
- "gpttrain-cpu-8m-auto|examples/tiny_gpt_train.mlir|memory-budget=8000000 microbatches=auto"
+ "gpttrain-cpu-8m-auto|examples/tiny_gpt_train.mlir|memory-budget=8000000 choose-microbatches=true"
  "mlp-cpu-300k|examples/mlp.mlir|memory-budget=300000"
- "mlp-cpu-190k-auto|examples/mlp.mlir|memory-budget=190000 microbatches=auto"
+ "mlp-cpu-190k-auto|examples/mlp.mlir|memory-budget=190000 choose-microbatches=true"
  "mlp-cpu-200k|examples/mlp.mlir|memory-budget=200000"
- "gpt-cpu-a|examples/tiny_gpt.mlir|memory-budget=3000000 microbatches=auto"
+ "gpt-cpu-a|examples/tiny_gpt.mlir|memory-budget=3000000 choose-microbatches=true"
  "gpt-cpu-b|examples/tiny_gpt.mlir|memory-budget=1500000"
  "gpt-cpu-c|examples/tiny_gpt.mlir|memory-budget=2200000"
- "gpttrain-cpu|examples/tiny_gpt_train.mlir|memory-budget=4000000 microbatches=auto"
+ "gpttrain-cpu|examples/tiny_gpt_train.mlir|memory-budget=4000000 choose-microbatches=true"
  "mlptrain-cuda|examples/mlp_train.mlir|target=cuda check-labels=false memory-budget=33870000"
- "gpt-cuda|examples/tiny_gpt.mlir|target=cuda check-labels=false memory-budget=36000000 microbatches=auto"
+ "gpt-cuda|examples/tiny_gpt.mlir|target=cuda check-labels=false memory-budget=36000000 choose-microbatches=true"
  "gpt-cuda-offload|examples/tiny_gpt.mlir|target=cuda check-labels=false memory-budget=33950000 host-offload=true offload-min-bytes=0"
  "gpt-cuda-bf16|examples/tiny_gpt.mlir|target=cuda precision=bf16-mixed memory-budget=35000000"
  "gpt-cpu-attention|examples/tiny_gpt.mlir|attention-key-tile=8"

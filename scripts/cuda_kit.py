@@ -31,11 +31,10 @@ import time
 
 import numpy as np
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-SRC = os.path.dirname(HERE)
-sys.path.insert(0, os.path.join(SRC, "test", "Integration"))
-sys.path.insert(0, os.path.join(SRC, "test", "Import"))
-from reference_harness import padded_example_inputs, with_schedule  # noqa
+from ga_scripts.paths import ROOT as SRC
+from ga_scripts.reference_harness import padded_example_inputs, with_schedule
+
+HERE = os.path.join(SRC, "scripts")
 
 # Libraries every Linux system has; everything else a binary needs goes
 # into the kit.

@@ -75,7 +75,7 @@ echo "-- budget $budget bytes: fits only with rematerialization"
 tight=$(( smallest * 9 / 10 ))
 echo "-- budget $tight bytes: below what one micro-batch reaches; ga-opt chooses k"
 "$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory \
-  --memory-budget=$tight --microbatches=auto 2>&1 \
+  --memory-budget=$tight --choose-microbatches 2>&1 \
   | grep -E 'remark|^peak_bytes|^loss' | sed -E 's/^.*remark: //; s/^/  /'
 echo "(the loss is the full batch's, bit for bit: checkpoints recompute, the"
 echo " split is exact; peak_bytes is what the runtime counted)"

@@ -20,7 +20,7 @@ and whether the device peak is over the budget. The budgets are the
 workspace and 95% down to 45% of the rest of the unplanned peak. A budget
 the planner
 refuses is replaced by the smallest peak it says it reaches. The lowest
-budget is tried once more with `microbatches=auto` (the planner chooses
+budget is tried once more with `choose-microbatches=true` (the planner chooses
 the micro-batch count with the checkpoints). The inputs
 are zeros of the signature's shapes: the stand-in runs no kernel.
 
@@ -37,7 +37,7 @@ import sys
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 FRACTIONS = (0.95, 0.8, 0.65, 0.45)
 # cuBLAS's workspace (lib/Runtime/CUDA/Blas.cpp).
 WORKSPACE = 32 << 20
@@ -82,13 +82,13 @@ class Case:
 
     def compile(self, budget, auto=False):
         """(library, planned peak, refusal's smallest peak); the library is
-        None when the compile fails. `auto`: microbatches=auto."""
+        None when the compile fails. `auto`: choose-microbatches=true."""
         lib = os.path.join(self.args.workdir,
                            f"lib{self.name}_{budget}{'_auto' if auto else ''}"
                            ".so")
         options = f"check-labels=false {self.options}" + (
             f" memory-budget={budget}" if budget else "") + (
-            " microbatches=auto" if auto else "")
+            " choose-microbatches=true" if auto else "")
         done = subprocess.run(
             [os.path.join(self.bin, "ga-compile"), "--target=cuda",
              self.source, "-o", lib, "--pipeline-options", options],
@@ -192,16 +192,16 @@ def main():
                 problems.append(f"{name}: budget {budget}, microbatches="
                                 f"auto, refused with a smallest peak "
                                 f"{smallest} within it")
-            print(f"| {name} | {budget}, microbatches=auto: refused, the "
+            print(f"| {name} | {budget}, choose-microbatches=true: refused, the "
                   f"smallest reachable peak {smallest} | | | | |")
             continue
         step, device_peak = case.measure(lib)
         if device_peak > budget or planned != device_peak:
-            problems.append(f"{name}: budget {budget}, microbatches=auto: "
+            problems.append(f"{name}: budget {budget}, choose-microbatches=true: "
                             f"predicted {planned}, device peak "
                             f"{device_peak}")
         k = case.chosen or "?"
-        print(f"| {name} | {budget}, microbatches=auto (k = {k}) | {planned} "
+        print(f"| {name} | {budget}, choose-microbatches=true (k = {k}) | {planned} "
               f"| {step} | {device_peak} | {device_peak / budget - 1:+.0%} |")
     if args.check:
         print("device_budget: " + ("; ".join(problems) if problems else

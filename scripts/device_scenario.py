@@ -14,7 +14,7 @@ clipping to a global norm, AdamW; examples/gen_tiny_gpt.py --train) at a
 global batch of 32 sequences, on a GPU of 16 GiB:
 
   1. `ga-compile --target=cuda` with `memory-budget=BYTES
-     microbatches=auto`: train-plan-remat chooses the micro-batch count k
+     choose-microbatches=true`: train-plan-remat chooses the micro-batch count k
      and the checkpoints for the least estimated time within the device
      budget (parameters, gradients, AdamW moments, activations, cuBLAS's
      workspace, the caching allocator's blocks) and says why (its remark,
@@ -48,15 +48,13 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from device_budget import Case  # noqa: E402
+from device_budget import Case
+from ga_scripts.paths import PYTHON, ROOT, child_env
 
 RUN = """
 import sys, numpy as np
-sys.path.insert(0, sys.argv[1])
 import ga_step
-step = ga_step.load(sys.argv[2])
+step = ga_step.load(sys.argv[1])
 args = [np.zeros(s.shape, s.numpy_dtype) for s in step.signature.inputs]
 step(*args)
 """
@@ -145,9 +143,8 @@ def main():
     # Zeros in memory rather than device_budget.py's .npy files (5.7 GB of
     # inputs at the default size).
     start = time.time()
-    subprocess.run([sys.executable, "-c", RUN,
-                    os.path.join(ROOT, "python"), lib], env=case.env,
-                   check=True)
+    subprocess.run([sys.executable, "-c", RUN, lib],
+                   env=child_env(PYTHON, env=case.env), check=True)
     with open(case.log) as f:
         log = f.read()
     measured = re.search(r"^peak device bytes: (\d+)", log, re.M)

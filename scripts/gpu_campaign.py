@@ -80,6 +80,8 @@ import sys
 import tempfile
 import time
 
+from ga_scripts.paths import child_env
+
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
@@ -154,6 +156,10 @@ def prepare(args):
     # The benchmarks load the runtime from the kit's lib/.
     shutil.copy(os.path.abspath(__file__), out)
     shutil.copy(os.path.join(HERE, "cuda_gemm_check.py"), out)
+    # The shared package this script imports where it runs.
+    shutil.copytree(os.path.join(HERE, "ga_scripts"),
+                    os.path.join(out, "ga_scripts"), dirs_exist_ok=True,
+                    ignore=shutil.ignore_patterns("__pycache__"))
     size = sum(os.path.getsize(os.path.join(d, f))
                for d, _, fs in os.walk(out) for f in fs)
     print(f"gpu_campaign: {out}, {size / 2**20:.1f} MiB (the device tool "
@@ -288,8 +294,9 @@ def run(args):
         if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
             profile += c.stage(
                 "profile", f"GA_CUDA_PROFILE of the 124M step ({folder})",
-                [py, "-c", PROFILE_SNIPPET, bench_dir], env=dict(
-                    env, GA_CUDA_PROFILE="1"), budget=60,
+                [py, "-c", PROFILE_SNIPPET], env=dict(
+                    child_env(bench_dir, env=env), GA_CUDA_PROFILE="1"),
+                budget=60,
                 must_pass=False) or ""
     large = c.stage("large", LARGE,
                     [py, os.path.join(root, "large", "bench_cuda.py"), "run",
@@ -345,9 +352,8 @@ for name, dst, src in (("host to device", d, h), ("device to host", h, d)):
 # exit), its inputs as the benchmark has them.
 PROFILE_SNIPPET = r'''
 import json, os, sys
-here = sys.argv[1]
-sys.path.insert(0, here)
 import bench_cuda, ga_step
+here = os.path.dirname(os.path.abspath(bench_cuda.__file__))
 e = [m for m in json.load(open(os.path.join(here, "bench.json")))
      if m["name"] == "gpt2"][0]
 arrays = bench_cuda.entry_arrays(here, e)

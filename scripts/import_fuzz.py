@@ -46,20 +46,18 @@ float64 import matches PyTorch's float64 (the check's second opinion).
 import argparse
 import os
 import random
-import subprocess
 import sys
-import tempfile
 import time
 
 import numpy as np
 import torch
 import torch.nn.functional as F
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-ROOT = os.path.dirname(HERE)
+import ga_import
+from ga_import.check import compare, reference, run_step
+from ga_scripts.paths import ROOT
 
-import ga_import  # noqa: E402
-from ga_import.check import compare, reference, run_step  # noqa: E402
+HERE = os.path.join(ROOT, "scripts")
 
 V, D, S = 12, 8, 6
 

@@ -87,8 +87,8 @@ def main():
                         "the stand-in does not compute; every launch must "
                         "name a kernel its module defines")
     args = parser.parse_args()
-    sys.path.insert(0, os.path.join(HERE, "..", "python"))
     import numpy as np
+    import ga_scripts  # noqa: F401  (the checkout's python/ on the path)
     import ga_import
     tool = lambda name: os.path.join(args.build, "bin", name)  # noqa: E731
     os.makedirs(args.workdir, exist_ok=True)

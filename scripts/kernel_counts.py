@@ -24,7 +24,7 @@ import sys
 import tempfile
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 
 OPERATION = re.compile(r"^\s*(?:%[^=]*=\s*)?(linalg\.[a-z_]+|memref\.copy)\b")
 PRODUCT = re.compile(r"^\s*(?:%[^=]*=\s*)?linalg\.(?:batch_)?matmul\b")

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 SCHEDULES = [(1, 1, 16), (1, 16, 1), (1, 4, 4), (2, 2, 4), (4, 1, 4)]
 
 

@@ -46,6 +46,7 @@ import time
 import torch
 import torch.nn.functional as F
 
+import ga_scripts  # noqa: F401  (the checkout's python/ on the path)
 import ga_import
 import ga_step
 

@@ -27,7 +27,7 @@ import tempfile
 
 import numpy as np
 
-ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+from ga_scripts.paths import ROOT
 ANCHOR = "      batch(%x, %labels : tensor<8x16x32xf32>, tensor<8x16xi64>)"
 
 

@@ -63,10 +63,13 @@ if getattr(config, "ga_sanitize", ""):
 # unless a test asks for more (threads-bitwise.test passes --num-threads).
 config.environment["OMP_NUM_THREADS"] = "1"
 
-# The Python packages of the checkout (ga_opt, ga_import, ga_step), ga_opt's
-# tools from this build, and a compile cache of the build's own (tests that
-# need a fresh one set GA_OPT_CACHE to theirs).
-config.environment["PYTHONPATH"] = os.path.join(config.ga_src_root, "python")
+# The Python packages of the checkout (ga_opt, ga_import, ga_step; and
+# scripts/: ga_scripts, which the tests share with the scripts, and the
+# scripts that tests import), ga_opt's tools from this build, and a compile
+# cache of the build's own (tests that need a fresh one set GA_OPT_CACHE to
+# theirs). The one place that sets Python's path for the tests.
+config.environment["PYTHONPATH"] = os.pathsep.join(
+    os.path.join(config.ga_src_root, d) for d in ("python", "scripts"))
 config.environment["GA_OPT_TOOLS"] = config.ga_tools_dir
 config.environment["GA_OPT_CACHE"] = os.path.join(config.ga_obj_root, "test",
                                                   "ga-opt-cache")

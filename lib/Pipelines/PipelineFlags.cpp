@@ -74,6 +74,13 @@ LogicalResult ga::PipelineFlags::get(GaPipelineOptions &options,
     if (!flag->getNumOccurrences())
       continue;
     std::string value = flag->empty() ? "true" : flag->getValue();
+    // One meaning of --microbatches: a count K (the planner's choice has a
+    // flag of its own).
+    if (flag->ArgStr == "microbatches" && value == "auto") {
+      errors << "--microbatches takes a count K; the planner chooses the "
+                "count with --choose-microbatches";
+      return failure();
+    }
     if (failed(
             options.parseFromString((flag->ArgStr + "=" + value).str(), os))) {
       errors << "--" << flag->ArgStr << ": "

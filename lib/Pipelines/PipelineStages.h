@@ -4,8 +4,10 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The builders that buildGaPipeline (Pipelines.cpp) calls for each target:
-// CPUPipeline.cpp and CUDAPipeline.cpp, and the host tail both share.
+// The builders that buildGaPipeline (Pipelines.cpp) calls for each target
+// (CPUPipeline.cpp, CUDAPipeline.cpp), and the stages they share
+// (PipelineStages.cpp: bufferization, the host tail), which call nothing
+// above them.
 //
 //===----------------------------------------------------------------------===//
 
@@ -31,6 +33,16 @@ void addCUDAKernels(mlir::OpPassManager &pm, const GaPipelineOptions &options);
 /// CPU instead.
 void addCUDALoweringFromBuffers(mlir::OpPassManager &pm,
                                 const GaPipelineOptions &options);
+
+/// The device memory held beside a step whatever its buffers: cuBLAS's
+/// workspace on target=cuda with gpu-blas (the planner and host offload
+/// both count it).
+int64_t deviceFixedBytes(const GaPipelineOptions &options);
+
+/// Bufferization, with deallocation after each buffer's last use, then
+/// host offload where the options ask for it.
+void addBufferization(mlir::OpPassManager &pm,
+                      const GaPipelineOptions &options);
 
 /// What the host code's lowering to the LLVM dialect ends with besides the
 /// memref, arith, index, control flow and func conversions.

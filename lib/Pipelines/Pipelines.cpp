@@ -9,7 +9,9 @@
 // signatures, label checks, the batch split, differentiation, the lowering
 // of train ops and micro-batch loops, fusion), the target's kernels on
 // tensors, bufferization with deallocation, then the target's lowering
-// (CPUPipeline.cpp, CUDAPipeline.cpp), both ending in the host tail below.
+// (CPUPipeline.cpp, CUDAPipeline.cpp), both ending in the host tail. The
+// stages more than one of these files build (bufferization, the host
+// tail) live in PipelineStages.cpp, below all three: no call runs back up.
 //
 //===----------------------------------------------------------------------===//
 
@@ -145,7 +147,19 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << lossChunkRows.getValue();
     return failure();
   }
-  if (std::string error = checkRematOptions(memoryBudget, microbatches);
+  if (microbatches < 0) {
+    errors << "microbatches must be at least 1 (0: as written in the "
+              "step), got "
+           << microbatches.getValue();
+    return failure();
+  }
+  if (chooseMicrobatches && microbatches > 0) {
+    errors << "microbatches=" << microbatches.getValue()
+           << " fixes the micro-batch count and choose-microbatches=true "
+              "lets the planner choose it: give one";
+    return failure();
+  }
+  if (std::string error = checkRematOptions(memoryBudget, chooseMicrobatches);
       !error.empty()) {
     errors << error;
     return failure();
@@ -153,96 +167,17 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   return success();
 }
 
-/// The device memory held beside a step whatever its buffers: cuBLAS's
-/// workspace on target=cuda with gpu-blas (the planner and host offload
-/// both count it).
-static int64_t deviceFixedBytes(const ga::GaPipelineOptions &options) {
-  return options.target == "cuda" && options.gpuBlas
-             ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
-             : 0;
-}
-
-/// Bufferization, with deallocation after each buffer's last use.
-static void addBufferization(OpPassManager &pm,
-                             const ga::GaPipelineOptions &options) {
-  // Function boundaries bufferize too: public functions to plain
-  // (identity-layout) memrefs, since ga-run passes the arguments as
-  // contiguous descriptors; kernels to memrefs with any offset, written in
-  // place. The kernels' results that alias their inits go before the
-  // deallocation pipeline, which would otherwise copy them to own them:
-  // canonicalization folds the tile loops' memref iteration arguments (each
-  // yields its own argument) so that a kernel returns its argument itself,
-  // and drop-equivalent-buffer-results removes such results.
-  pm.addPass(ga::createGaBufferizePass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(bufferization::createDropEquivalentBufferResultsPass());
-  // MLIR's buffer-deallocation-pipeline, with ga-split-deallocations
-  // before its simplification: ownership-based deallocation ends the step
-  // with one dealloc of all its buffers, which the simplification would
-  // take apart by pairwise alias queries (quadratic in the depth).
-  pm.addPass(memref::createExpandReallocPass(
-      memref::ExpandReallocPassOptions{/*emitDeallocs=*/false}));
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(bufferization::createOwnershipBasedBufferDeallocationPass());
-  pm.addPass(createCanonicalizerPass());
-  pm.addPass(ga::createGaSplitDeallocationsPass());
-  pm.addPass(bufferization::createBufferDeallocationSimplificationPass());
-  pm.addPass(bufferization::createLowerDeallocationsPass());
-  pm.addPass(createCSEPass());
-  pm.addPass(createCanonicalizerPass());
-  // The deallocation pipeline frees buffers at the end of their block: each
-  // is freed after its last use instead, and the copies of returned buffers
-  // go, so that the step holds only what it still reads (the memory model,
-  // ga/Analysis/BufferMemory.h, reads the IR from here).
-  if (options.releaseBuffers) {
-    pm.addNestedPass<func::FuncOp>(ga::createGaReleaseBuffersPass());
-    pm.addPass(createCanonicalizerPass());
-  }
-  // A clone that deallocation keeps (a returned view of an argument, a
-  // result computed into its argument) becomes an allocation and a copy:
-  // the memory model counts it, the CPU copies with the runtime's
-  // memrefCopy, the CUDA target's mapping turns the copy into a kernel.
-  pm.addPass(createConvertBufferizationToMemRefPass());
-  // What the budget still asks for, from the buffers the step does not read
-  // for a while: the memory model reads the IR from here.
-  if (options.hostOffload) {
-    ga::GaGpuOffloadBuffersPassOptions offload;
-    offload.budget = options.offloadBudget > 0 ? options.offloadBudget
-                                               : options.memoryBudget;
-    offload.fixedBytes = deviceFixedBytes(options);
-    offload.hostBandwidth = options.hostBandwidth;
-    offload.minBytes = options.offloadMinBytes;
-    offload.copies = options.offloadCopies;
-    offload.deviceTflops = options.deviceTflops;
-    pm.addPass(ga::createGaGpuOffloadBuffersPass(offload));
-  }
-}
-
-void ga::detail::addHostToLLVM(OpPassManager &pm, HostTail tail) {
-  pm.addPass(createUBToLLVMConversionPass());
-  // Allocations call MLIR's generic allocation functions, which
-  // libga_runtime defines over malloc and counts: runs report the peak of
-  // the step's buffers (ga_memory_stats); on the CUDA target,
-  // ga-gpu-device-allocations then gives them to the CUDA runtime.
-  FinalizeMemRefToLLVMConversionPassOptions memrefs;
-  memrefs.useGenericFunctions = true;
-  pm.addPass(createFinalizeMemRefToLLVMConversionPass(memrefs));
-  pm.addPass(createArithToLLVMConversionPass());
-  pm.addPass(createConvertIndexToLLVMPass());
-  pm.addPass(createConvertControlFlowToLLVMPass());
-  pm.addPass(createConvertFuncToLLVMPass());
-  if (tail == HostTail::OpenMP)
-    pm.addPass(createConvertOpenMPToLLVMPass());
-  if (tail == HostTail::GPULaunches)
-    pm.addPass(createGpuToLLVMConversionPass());
-  pm.addPass(createReconcileUnrealizedCastsPass());
-}
-
 LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
                                   const GaPipelineOptions &options) {
   if (failed(options.verify(errors)))
     return failure();
   bool cuda = options.target == "cuda";
+  // microbatches=K: the steps' count, before any pass reads it.
+  if (options.microbatches > 0) {
+    TrainSetSchedulePassOptions schedule;
+    schedule.microbatches = options.microbatches;
+    pm.addPass(createTrainSetSchedulePass(schedule));
+  }
   // A front end's linalg in the forms the passes below take (values
   // unchanged; a no-op on ga-opt's own forms).
   pm.addPass(createGaLegalizeImportPass());
@@ -272,18 +207,20 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   if (options.memoryBudget > 0) {
     TrainPlanRematPassOptions remat;
     remat.memoryBudget = options.memoryBudget;
-    remat.microbatches = options.microbatches;
+    remat.chooseMicrobatches = options.chooseMicrobatches;
     // On the device, what the CUDA runtime's caching allocator holds, and
     // cuBLAS's workspace.
     remat.deviceAllocator = cuda;
-    remat.deviceFixedBytes = deviceFixedBytes(options);
+    remat.deviceFixedBytes = ga::detail::deviceFixedBytes(options);
     // Every option of this pipeline (a new option cannot be forgotten) but
     // the budget: the planner compiles each candidate without one, to
     // buffers (it reads their peaks).
     auto unplanned = std::make_shared<ga::GaPipelineOptions>();
     unplanned->copyOptionValuesFrom(options);
     unplanned->memoryBudget = 0;
-    unplanned->microbatches = "";
+    // The count is the planner's to set on each candidate.
+    unplanned->microbatches = 0;
+    unplanned->chooseMicrobatches = false;
     unplanned->buffersOnly = true;
     // Each candidate offloads what it must to fit the same budget.
     if (options.hostOffload && options.offloadBudget <= 0)
@@ -351,7 +288,7 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     detail::addCUDAKernels(pm, options);
   else
     detail::addCPUKernels(pm, options);
-  addBufferization(pm, options);
+  ga::detail::addBufferization(pm, options);
   if (options.buffersOnly)
     return success();
   if (cuda)

@@ -17,9 +17,11 @@ The stages, each printed with its time (verbose=True):
 import copy
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
+import weakref
 
 from . import cache
 from .errors import GaOptError
@@ -163,7 +165,7 @@ def _pipeline_options(settings):
     if settings["budget"] is not None:
         options.append(f"memory-budget={settings['budget']}")
         if settings["microbatches"] == "auto":
-            options.append("microbatches=auto")
+            options.append("choose-microbatches=true")
     if settings["target"] == "cuda":
         import torch
         major, minor = torch.cuda.get_device_capability(settings["device"])
@@ -245,7 +247,8 @@ def build_library(torch, ga_import, batch, spec, settings):
             "check": check.summary() if check is not None else None,
             "batch": spec}
     path = entry.commit(meta)
-    return _Library(path, meta, reused=False)
+    return _Library(path, meta, reused=False,
+                    temporary=not settings["cache_steps"])
 
 
 def _location(message):
@@ -314,9 +317,13 @@ def _parse_plan(line):
 
 class _Library:
     """A compiled step on disk: its directory, meta.json, and whether the
-    cache gave it."""
+    cache gave it. An entry outside the cache (cache_steps=False) is a
+    temporary directory, removed when this object goes away or the
+    interpreter exits."""
 
-    def __init__(self, path, meta, reused):
+    def __init__(self, path, meta, reused, temporary=False):
         self.path, self.meta, self.reused = path, meta, reused
         import ga_step
         self.step = ga_step.load(os.path.join(path, "libstep.so"))
+        if temporary:
+            weakref.finalize(self, shutil.rmtree, path, True)

@@ -34,6 +34,8 @@ import sys
 
 import numpy as np
 import torch
+
+import ga_import
 import torch.nn.functional as F
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -779,8 +781,6 @@ def main():
     parser.add_argument("--table", help="writes the loss table's measured "
                         "rows (JSON) for scripts/loss_table.py")
     args = parser.parse_args()
-    sys.path.insert(0, args.python)
-    import ga_import
 
     failures = checks = 0
     table = []

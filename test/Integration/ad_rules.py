@@ -25,7 +25,7 @@ import zlib
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 GEN = "#map = affine_map<(i, j) -> (i, j)>"
 

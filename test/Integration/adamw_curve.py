@@ -19,9 +19,10 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, compile_with_pipeline, mlp_params,
-                               mpi_launcher, mpi_test_parser, padded_labels,
-                               relative_error, run_ga_run)
+from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
+                                          mlp_params, mpi_launcher,
+                                          mpi_test_parser, padded_labels,
+                                          relative_error, run_ga_run)
 
 TOLERANCE = 1e-6
 STEPS = 5

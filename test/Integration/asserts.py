@@ -25,12 +25,10 @@ shape assert at the function level; loss = sum wte[ids] * x.
 import argparse
 import os
 import subprocess
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_harness import Checker  # noqa: E402
+from ga_scripts.reference_harness import Checker  # noqa: E402
 
 CONFIGS = {
     "cpu": ("target=cpu", 1),
@@ -165,7 +163,6 @@ def main():
     check.true("aot: compiles", done.returncode == 0, done.stderr)
     if done.returncode == 0:
         check_runs("aot", [args.ga_exec, library], work)
-        sys.path.insert(0, args.python)
         import ga_step
         step = ga_step.load(library)
         for what, bad, fragments in invalid:

@@ -21,7 +21,7 @@ import os
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 # name, causal, B, S (queries), T (keys), H, D, E, key_tile, query_tile,
 # scale, dlse, key mask (the keys each example shows, or None)

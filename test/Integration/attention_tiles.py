@@ -31,8 +31,8 @@ import re
 import numpy as np
 
 from cuda_emulate import emulate
-from reference_harness import (Checker, padded_example_inputs, run_ga_run,
-                               with_schedule)
+from ga_scripts.reference_harness import (Checker, padded_example_inputs,
+                                          run_ga_run, with_schedule)
 
 SCALAR = ["--vectorize=false", "--parallel=false"]
 

@@ -28,14 +28,12 @@ Checks:
 import math
 import os
 import re
-import sys
 
 import numpy as np
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_harness import (Checker, ga_run_test_args,  # noqa: E402
-                               run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, ga_run_test_args,
+                                          run_ga_run, with_schedule)
 # The network's sizes, parameter list and inputs: those of the float64
 # NumPy reference of the same example.
 from tiny_gpt_reference import (B, D, DH, EPS, H, L, PARAMS, S,  # noqa: E402

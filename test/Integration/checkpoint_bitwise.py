@@ -16,8 +16,9 @@ import sys
 
 import numpy as np
 
-from reference_harness import (Checker, TINY_GPT_PARAM_SHAPES,
-                               ga_run_test_args, run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, TINY_GPT_PARAM_SHAPES,
+                                          ga_run_test_args, run_ga_run,
+                                          with_schedule)
 
 
 def main():

@@ -15,8 +15,9 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, ga_run_test_args,
-                               padded_example_inputs, run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, ga_run_test_args,
+                                          padded_example_inputs, run_ga_run,
+                                          with_schedule)
 
 
 def main():

@@ -65,8 +65,9 @@ import sys
 import numpy as np
 
 from mlp_reference import reference as mlp_reference
-from reference_harness import (Checker, mpi_launcher, padded_example_inputs,
-                               run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, mpi_launcher,
+                                          padded_example_inputs, run_ga_run,
+                                          with_schedule)
 
 
 def bf16(a):

@@ -2,7 +2,7 @@
 (gpu-emulate=true), against the CPU pipeline.
 
 One layer of GPT-2 124M's shape (D 768, 12 heads, F 3072, V 50304) over one
-sequence of 256 tokens, parameters normal * 0.02 (scripts/bench_cuda.py's
+sequence of 256 tokens, parameters normal * 0.02 (ga_scripts/tiny_gpt.py's
 inputs, from a seed): at these widths the device program splits the
 column sums of the bias and gain gradients in 16 chunks of 16 rows (256
 rows; ga-gpu-split-reductions' min-threads), the row statistics of the
@@ -21,7 +21,8 @@ import sys
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts import tiny_gpt
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 SHAPE = dict(batch=1, seq=256, vocab=50304, dim=768, heads=12, ffn=3072,
              layers=1)
@@ -32,8 +33,6 @@ def main():
     for flag in ("--ga-opt", "--ga-run", "--src", "--workdir"):
         parser.add_argument(flag, required=True)
     args = parser.parse_args()
-    sys.path.insert(0, os.path.join(args.src, "scripts"))
-    import bench_cuda
     os.makedirs(args.workdir, exist_ok=True)
     source = os.path.join(args.workdir, "wide.mlir")
     with open(source, "w") as f:
@@ -43,7 +42,7 @@ def main():
                        stdout=f, check=True)
     size = tuple(SHAPE[k] for k in ("batch", "seq", "vocab", "dim", "heads",
                                     "ffn", "layers"))
-    params, tokens, labels = bench_cuda.inputs(
+    params, tokens, labels = tiny_gpt.inputs(
         *size, np.random.default_rng(0), 0.02)
     inputs = params + [tokens, labels]
     results = {}

@@ -27,9 +27,11 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, compile_with_pipeline, mpi_launcher,
-                               mpi_test_parser, padded_example_inputs, printed,
-                               relative_error, run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
+                                          mpi_launcher, mpi_test_parser,
+                                          padded_example_inputs, printed,
+                                          relative_error, run_ga_run,
+                                          with_schedule)
 
 TOLERANCE = 1e-6
 FACTORIZATIONS = [(r, k) for r in (1, 2, 4) for k in (1, 2, 4, 8)

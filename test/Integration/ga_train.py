@@ -32,7 +32,7 @@ import sys
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 ROWS = 20  # not a multiple of the batch (8): the data wraps around
 STEPS = 5

@@ -12,13 +12,11 @@ import argparse
 import os
 import re
 import subprocess
-import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from reference_harness import (Checker, compile_with_pipeline,  # noqa: E402
-                               padded_example_inputs, with_schedule)
+from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
+                                          padded_example_inputs, with_schedule)
 
 INT64_MAX = np.iinfo(np.int64).max
 INT64_MIN = np.iinfo(np.int64).min

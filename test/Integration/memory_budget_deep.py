@@ -3,7 +3,7 @@
 For a GPT of 12 and 24 layers (small widths: compile time, not size,
 grows with depth), runs the unplanned step, then the step planned for a
 budget of 60% of its measured peak (ga-run --memory-budget) and for the
-same budget with the micro-batch count chosen (--microbatches=auto).
+same budget with the micro-batch count chosen (--choose-microbatches).
 Checks: the measured peak (ga-run --report-memory peak_bytes: step buffers
 + arguments) is within the budget, the memory model's prediction equals
 the measurement, and the results are the unplanned step's, bit for bit.
@@ -17,7 +17,8 @@ import sys
 
 import numpy as np
 
-from reference_harness import Checker
+from ga_scripts.reference_harness import Checker
+from ga_scripts.tiny_gpt import inputs
 
 SIZE = dict(batch=4, seq=8, vocab=32, dim=16, heads=2, ffn=32)
 
@@ -30,8 +31,6 @@ def main():
     parser.add_argument("--layers", default="12,24")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    sys.path.insert(0, os.path.join(args.src, "scripts"))
-    from bench_models import inputs
     check = Checker("deep-budget")
 
     def run(path, arrays, outdir, extra):
@@ -70,7 +69,7 @@ def main():
                                     [])
         budget = plain * 6 // 10
         for label, extra in [("checkpoints", []),
-                             ("microbatches=auto", ["--microbatches=auto"])]:
+                             ("choose-microbatches=true", ["--choose-microbatches"])]:
             outdir = os.path.join(args.workdir, f"{L}_{label}")
             peak, model, results, remark = run(
                 path, arrays, outdir, [f"--memory-budget={budget}", *extra])

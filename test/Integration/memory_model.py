@@ -14,12 +14,10 @@ import sys
 
 import numpy as np
 
-from reference_harness import (Checker, ga_run_test_args,
-                               padded_example_inputs, run_command,
-                               with_schedule)
-
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                "scripts"))
+from ga_scripts import tiny_gpt
+from ga_scripts.reference_harness import (Checker, ga_run_test_args,
+                                          padded_example_inputs, run_command,
+                                          with_schedule)
 
 
 def report(ga_run, path, arrays, extra=()):
@@ -75,10 +73,9 @@ def main():
                   "peak", early, late)
 
     # A deeper GPT, its blocks checkpointed or not.
-    from bench_models import inputs as gpt_inputs
     sizes = dict(batch=4, seq=16, vocab=32, dim=16, heads=2, ffn=64, layers=4)
-    params, tokens, labels = gpt_inputs(4, 16, 32, 16, 2, 64, 4,
-                                        np.random.default_rng(3))
+    params, tokens, labels = tiny_gpt.inputs(4, 16, 32, 16, 2, 64, 4,
+                                             np.random.default_rng(3))
     arrays = []
     for i, a in enumerate(params + [tokens, labels]):
         arrays.append(os.path.join(args.workdir, f"gpt4_arg{i}.npy"))

@@ -10,8 +10,8 @@ import re
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, run_command,
-                               with_schedule)
+from ga_scripts.reference_harness import (Checker, padded_example_inputs,
+                                          run_command, with_schedule)
 
 
 def peak(cmd):

@@ -41,7 +41,7 @@ import subprocess
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 CONFIGS = {
     "cpu": "target=cpu",

@@ -17,7 +17,7 @@ import argparse
 
 import numpy as np
 
-from reference_harness import Checker, printed, run_ga_run
+from ga_scripts.reference_harness import Checker, printed, run_ga_run
 
 
 def reference(w1, b1, w2, x, labels, ignore=-100, operand=lambda a: a):

@@ -18,7 +18,7 @@ import re
 import subprocess
 import sys
 
-from reference_harness import Checker
+from ga_scripts.reference_harness import Checker
 
 SIZE = dict(batch=4, seq=16, vocab=32, dim=16, heads=2, ffn=64, layers=4)
 TOLERANCE = 0.0  # points of the recomputed share

@@ -7,7 +7,7 @@ micro-batches, adding them after the loop: the split steps (k = 2, 4, 8)
 equal the full batch bit for bit, and the full batch equals a float64
 reference of the same chain (numpy, written out by hand: tanh, matmuls, a
 mean token cross-entropy with padding). Also plans the step under a memory budget with
-the micro-batch count chosen by train-plan-remat (`--microbatches=auto`):
+the micro-batch count chosen by train-plan-remat (`--choose-microbatches`):
 the measured peak is within the budget and the results are the full
 batch's, bit for bit.
 """
@@ -17,7 +17,7 @@ import re
 
 import numpy as np
 
-from reference_harness import Checker, ga_run_test_args, run_ga_run
+from ga_scripts.reference_harness import Checker, ga_run_test_args, run_ga_run
 
 ANCHOR = "      batch(%x, %labels : tensor<32x16xf32>, tensor<32xi64>)"
 
@@ -94,15 +94,15 @@ def main():
     planned, out = run_ga_run(
         args.ga_run, schedule(1), inputs, os.path.join(args.workdir, "auto"),
         extra=["--report-memory", f"--memory-budget={budget}",
-               "--microbatches=auto"])
+               "--choose-microbatches"])
     measured = int(re.search(r"^peak_bytes: (\d+)", out, re.M).group(1))
     check.checks += 1
     ok = measured <= budget
     check.failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} shared-weight: microbatches=auto: "
+    print(f"{'ok  ' if ok else 'FAIL'} shared-weight: choose-microbatches=true: "
           f"measured peak {measured} <= budget {budget} (unplanned "
           f"{unplanned})")
-    same_as_full("microbatches=auto", planned)
+    same_as_full("choose-microbatches=true", planned)
     check.finish()
 
 

@@ -25,9 +25,10 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, ga_run_test_args,
-                               padded_example_inputs, printed, relative_error,
-                               run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, ga_run_test_args,
+                                          padded_example_inputs, printed,
+                                          relative_error, run_ga_run,
+                                          with_schedule)
 
 def main():
     args = ga_run_test_args()

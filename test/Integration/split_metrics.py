@@ -25,9 +25,10 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, compile_with_pipeline, mlp_params,
-                               mpi_launcher, padded_labels, run_ga_run,
-                               with_schedule)
+from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
+                                          mlp_params, mpi_launcher,
+                                          padded_labels, run_ga_run,
+                                          with_schedule)
 
 METRICS = """
     %sum = train.cross_entropy sum %logits, %flat_labels ignore_index = -100

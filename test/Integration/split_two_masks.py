@@ -14,8 +14,9 @@ import os
 
 import numpy as np
 
-from reference_harness import (Checker, ga_run_test_args, mlp_params,
-                               padded_labels, run_ga_run, with_schedule)
+from ga_scripts.reference_harness import (Checker, ga_run_test_args,
+                                          mlp_params, padded_labels,
+                                          run_ga_run, with_schedule)
 
 TWO_MASKS = """    %cut = arith.constant 32 : i64
     %ign = arith.constant -100 : i64

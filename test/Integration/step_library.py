@@ -13,13 +13,13 @@ ga-run. With --torch, the binding is also called with torch tensors
 import argparse
 import os
 import re
-import sys
 
 import numpy as np
 
-from reference_harness import (Checker, padded_example_inputs, printed,
-                               run_command as run, run_ga_run,
-                               with_schedule)
+import ga_step
+from ga_scripts.reference_harness import (Checker, padded_example_inputs,
+                                          printed, run_command as run,
+                                          run_ga_run, with_schedule)
 
 
 def main():
@@ -32,8 +32,6 @@ def main():
     parser.add_argument("--torch", action="store_true")
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
-    sys.path.insert(0, os.path.join(args.src, "python"))
-    import ga_step
 
     rng = np.random.default_rng(5)
     inputs = padded_example_inputs(rng)

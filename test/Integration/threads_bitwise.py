@@ -18,7 +18,8 @@ import sys
 
 import numpy as np
 
-from reference_harness import TINY_GPT_PARAM_SHAPES, Checker, run_ga_run
+from ga_scripts.reference_harness import (TINY_GPT_PARAM_SHAPES, Checker,
+                                          run_ga_run)
 
 
 def main():

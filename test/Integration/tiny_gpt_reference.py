@@ -24,7 +24,7 @@ import os
 
 import numpy as np
 
-from reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import Checker, run_ga_run
 
 B, S, V, D, H, F, L = 8, 16, 32, 16, 2, 64, 2
 DH = D // H

@@ -13,7 +13,8 @@ where the attention mask is 0), k = 2 micro-batches:
   copy of the model: the loss within 1e-5 relative at every step, the
   parameters within 10x what PyTorch's own float32 loop is off from the
   float64 one (and 1e-6 absolute at least);
-- optimizer=None: every p.grad against PyTorch's float64 autograd of the
+- optimizer=None (with cache_steps=False: its library in a temporary
+  directory, removed with the step): every p.grad against PyTorch's float64 autograd of the
   full batch, within 1e-5 relative (in the 2-norm, against the larger of
   its norm and 1e-2 of all of them, as the import check measures);
 - state_dict / load_state_dict: 2 steps, a checkpoint, a new model and a
@@ -29,6 +30,7 @@ lowering and the check are replaced by failures) and no ga-compile.
 """
 
 import copy
+import gc
 import io
 import os
 import re
@@ -130,8 +132,19 @@ def gradients():
     model = make_model()
     batch = make_batch(7)
     step = ga_opt.compile_step(model, batch, optimizer=None, microbatches=2,
-                               verbose=False)
+                               verbose=False, cache_steps=False)
     out = step(batch)
+    # Outside the cache: a temporary directory, gone with the step.
+    folder = os.path.dirname(step.library)
+    cache_root = os.path.realpath(os.environ["GA_OPT_CACHE"])
+    outside = not os.path.realpath(folder).startswith(cache_root + os.sep)
+    there = os.path.exists(step.library)
+    del step
+    gc.collect()
+    report("cache_steps=False", outside and there
+           and not os.path.exists(folder),
+           f"library outside the cache: {outside}, present while the step "
+           f"lives: {there}, removed after: {not os.path.exists(folder)}")
     m64 = copy.deepcopy(model).double()
     logits = m64(input_ids=batch["input_ids"],
                  attention_mask=batch["attention_mask"]).logits

@@ -17,12 +17,12 @@
 // RANGE: 1 checkpoints over 3 units
 // RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=262923 plan=2,6" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVER
 // OVER: error: train-plan-remat: plan='2,6' peaks at 262924 bytes, over the budget of 262923 bytes
-// Malformed plans and plans with microbatches=auto are refused.
+// Malformed plans and plans with choose-microbatches=true are refused.
 // RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=330000 plan=2-3,3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=OVERLAP
 // OVERLAP: error: train-plan-remat: plan='2-3,3': expected increasing, disjoint ranges of units 'a-b' or 'a' below 14 (the step's units), separated by commas; got '3'
 // RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=330000 plan=14" -o /dev/null 2>&1 | FileCheck %s --check-prefix=RANGEERR
 // RANGEERR: got '14'
 // RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=330000 plan=x" -o /dev/null 2>&1 | FileCheck %s --check-prefix=NUMBER
 // NUMBER: got 'x'
-// RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=330000 plan=2 microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
-// AUTO: error: train-plan-remat: plan='2' applies a plan at the step's micro-batch count; it cannot be given with microbatches=auto
+// RUN: not ga-opt %ga_src/examples/tiny_gpt.mlir --train-plan-remat="memory-budget=330000 plan=2 choose-microbatches=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO
+// AUTO: error: train-plan-remat: plan='2' applies a plan at the step's micro-batch count; it cannot be given with choose-microbatches=true

@@ -3,13 +3,12 @@
 // RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=20000 measure-units=false" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=TENSOR
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=INFEASIBLE
 // RUN: ga-opt %s --split-input-file --ga-pipeline="memory-budget=20000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=PIPELINE
-// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO
-// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto" --train-print-summary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
-// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=auto microbatch-cost=100000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-COST
-// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=5000 microbatches=auto" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-INFEASIBLE
-// RUN: not ga-opt %s --split-input-file --train-plan-remat="microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET
-// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 microbatches=3" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-BAD
-// RUN: not ga-opt %s --split-input-file --ga-pipeline="microbatches=auto" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET-PIPELINE
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 choose-microbatches=true" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 choose-microbatches=true" --train-print-summary -o /dev/null 2>&1 | FileCheck %s --check-prefix=SUMMARY
+// RUN: ga-opt %s --split-input-file --train-plan-remat="memory-budget=15000 choose-microbatches=true microbatch-cost=100000" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-COST
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=5000 choose-microbatches=true" --mlir-print-op-on-diagnostic=false 2>&1 | FileCheck %s --check-prefix=AUTO-INFEASIBLE
+// RUN: not ga-opt %s --split-input-file --train-plan-remat="choose-microbatches=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET
+// RUN: not ga-opt %s --split-input-file --ga-pipeline="choose-microbatches=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=AUTO-NO-BUDGET-PIPELINE
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-allocator=true device-fixed-bytes=1000000" --mlir-print-op-on-diagnostic=false -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-fixed-bytes=1000" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED-BAD
 // RUN: not ga-opt %s --split-input-file --train-plan-remat="memory-budget=1000000 device-allocator=true device-fixed-bytes=-1" -o /dev/null 2>&1 | FileCheck %s --check-prefix=FIXED-NEGATIVE
@@ -60,7 +59,7 @@
 // PIPELINE: remark: train-plan-remat: budget 20000 bytes; 7 units;
 // PIPELINE: llvm.func @chain
 
-// With microbatches=auto, 15000 bytes do not fit one micro-batch (the
+// With choose-microbatches=true, 15000 bytes do not fit one micro-batch (the
 // smallest peak at k = 1 is 15044 bytes, above); k = 2 fits with
 // checkpoints and k = 4 without: the estimated time picks 4.
 // AUTO: remark: train-plan-remat: budget 15000 bytes; microbatches 4 chosen of k=1: no plan found within the budget; k=2: 25.8% recomputed, time {{.*}}; k=4: 0.0% recomputed, time {{.*}}; 7 units; without new checkpoints 12424 bytes; 0 checkpoints over 0 units
@@ -74,9 +73,8 @@
 // SUMMARY: memory:     budget 15000 bytes, planned peak 12424 bytes (without new checkpoints 12424), 0 checkpoint(s) chosen, 0.0% of the forward work recomputed, micro-batches chosen by train-plan-remat
 
 // AUTO-INFEASIBLE: error: memory budget of 5000 bytes is infeasible at every micro-batch count (1 to 32): the smallest peak the planner reaches is 8836 bytes, with 32 micro-batches (7 units; without checkpoints 8988 bytes)
-// AUTO-NO-BUDGET: error: train-plan-remat: microbatches=auto needs memory-budget (the planner chooses the count that fits it)
-// AUTO-BAD: error: train-plan-remat: microbatches must be 'auto' or empty, got '3'
-// AUTO-NO-BUDGET-PIPELINE: ga-pipeline: microbatches=auto needs memory-budget
+// AUTO-NO-BUDGET: error: train-plan-remat: choose-microbatches=true needs memory-budget (the planner chooses the count that fits it)
+// AUTO-NO-BUDGET-PIPELINE: ga-pipeline: choose-microbatches=true needs memory-budget
 
 #id = affine_map<(i, j) -> (i, j)>
 func.func @chain(%w: tensor<16x16xf32>, %x: tensor<32x16xf32>,

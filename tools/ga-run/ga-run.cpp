@@ -106,11 +106,11 @@ static cl::opt<std::string>
            cl::init("cpu"), cl::cat(gaRunCategory));
 // The pipeline's options: --pipeline-options, and the common ones as
 // flags declared from GaPipelineOptions itself.
-static ga::PipelineFlags
-    pipelineFlags(gaRunCategory,
-                  {"naive", "check-labels", "vectorize", "outline", "parallel",
-                   "release-buffers", "loss-chunk-rows", "memory-budget",
-                   "microbatches", "chip", "attention-key-tile", "precision"});
+static ga::PipelineFlags pipelineFlags(
+    gaRunCategory,
+    {"naive", "check-labels", "vectorize", "outline", "parallel",
+     "release-buffers", "loss-chunk-rows", "memory-budget", "microbatches",
+     "choose-microbatches", "chip", "attention-key-tile", "precision"});
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "

@@ -15,6 +15,7 @@
 #include "Checkpoint.h"
 #include "Dataset.h"
 #include "TrainEntry.h"
+#include "TrainFlags.h"
 #include "TrainLog.h"
 #include "TrainState.h"
 
@@ -58,168 +59,7 @@ using llvm::errs;
 using llvm::outs;
 using llvm::Twine;
 
-static cl::OptionCategory category("ga-train options");
-
-static cl::opt<std::string> inputFile(cl::Positional, cl::Required,
-                                      cl::desc("<train-step.mlir>"),
-                                      cl::cat(category));
-static cl::opt<std::string>
-    entryName("entry",
-              cl::desc("The training step to run (default: the only function "
-                       "with a body)"),
-              cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string>
-    dataDir("data",
-            cl::desc("The dataset: a directory with dataset.json and one .npy "
-                     "file per batch operand (scripts/make_corpus.py)"),
-            cl::value_desc("dir"), cl::cat(category));
-static cl::opt<int64_t> steps("steps",
-                              cl::desc("Train until this step (a resumed run "
-                                       "stops at the same step)"),
-                              cl::init(100), cl::value_desc("N"),
-                              cl::cat(category));
-static cl::opt<double> lr("lr", cl::desc("Peak learning rate (default 1e-3)"),
-                          cl::init(1e-3), cl::cat(category));
-static cl::opt<int64_t>
-    warmup("warmup",
-           cl::desc("Steps of linear warm-up: step s uses lr * min(1, "
-                    "s / warmup) (default 0: none)"),
-           cl::init(0), cl::value_desc("N"), cl::cat(category));
-static cl::opt<double>
-    clip("clip",
-         cl::desc("max_norm of the step's train.clip_by_global_norm "
-                  "(default: as written in the IR)"),
-         cl::init(0), cl::cat(category));
-static cl::opt<uint64_t>
-    seed("seed", cl::desc("Seed of the parameters' initialization (default 0)"),
-         cl::init(0), cl::cat(category));
-static cl::opt<std::string>
-    initDir("init",
-            cl::desc("Start from these parameters: DIR/param<i>.npy for "
-                     "parameter i of the train.step (moments start at zero)"),
-            cl::value_desc("dir"), cl::cat(category));
-static cl::opt<int64_t>
-    microbatches("microbatches",
-                 cl::desc("Micro-batches per step (default: as written in the "
-                          "train.step)"),
-                 cl::init(0), cl::value_desc("K"), cl::cat(category));
-static cl::opt<int64_t> dataParallel(
-    "data-parallel",
-    cl::desc("Data-parallel ranks (default: as written in the train.step); "
-             "run under `mpirun -np R`"),
-    cl::init(0), cl::value_desc("R"), cl::cat(category));
-static cl::opt<std::string>
-    logFile("log",
-            cl::desc("Write one row per step: CSV (step,loss,grad_norm,"
-                     "tokens,lr,step_ms), or JSON lines if FILE ends in "
-                     ".jsonl; with --resume, the rows up to the checkpoint "
-                     "are kept and the run's rows appended"),
-            cl::value_desc("file"), cl::cat(category));
-static cl::opt<int64_t>
-    printEvery("print-every",
-               cl::desc("Print a progress line every N steps (default 10; 0: "
-                        "only the last)"),
-               cl::init(10), cl::value_desc("N"), cl::cat(category));
-static cl::opt<std::string>
-    checkpointDir("checkpoint-dir",
-                  cl::desc("Write checkpoints here (every --checkpoint-every "
-                           "steps, and at the end)"),
-                  cl::value_desc("dir"), cl::cat(category));
-static cl::opt<int64_t>
-    checkpointEvery("checkpoint-every",
-                    cl::desc("Steps between checkpoints (default 0: only at "
-                             "the end)"),
-                    cl::init(0), cl::value_desc("N"), cl::cat(category));
-static cl::opt<std::string>
-    resumeDir("resume",
-              cl::desc("Continue from a checkpoint: a --checkpoint-dir (its "
-                       "latest checkpoint) or one step-NNNNNNNN directory"),
-              cl::value_desc("dir"), cl::cat(category));
-static cl::opt<std::string>
-    target("target",
-           cl::desc("cpu (default) or cuda: compile with --ga-pipeline "
-                    "target=cuda and run every step on the CUDA device "
-                    "through libga_cuda_runtime (the arguments copied to the "
-                    "device and the results back at each step); with "
-                    "--pipeline-options gpu-emulate=true, the device program "
-                    "runs on the CPU"),
-           cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::cat(category));
-static cl::opt<int> threadCount(
-    "num-threads", cl::init(0),
-    cl::desc("Threads of the step (default: OMP_NUM_THREADS if set, else the "
-             "cores divided among the ranks); results are bitwise the same "
-             "for any count"),
-    cl::cat(category));
-// The pipeline's options: --pipeline-options, and --naive, --memory-budget,
-// --attention-key-tile, --precision and --host-offload declared from
-// GaPipelineOptions itself.
-static ga::PipelineFlags pipelineFlags(category, {"naive", "memory-budget",
-                                                  "attention-key-tile",
-                                                  "precision", "host-offload"});
-// A test hook: exit abruptly in the middle of writing the checkpoint of
-// step N, after its first file (what a crash or a kill would leave).
-static cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),
-                                          cl::Hidden, cl::cat(category));
-
-static const char *kOverview =
-    R"(ga-train: train a model with a training step compiled by ga-opt
-
-  ga-train TRAIN_STEP.mlir --data DIR [--steps N] [--lr LR] [--warmup N]
-           [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
-           [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
-           [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES
-           [--host-offload]]
-           [--target cpu|cuda]
-
-TRAIN_STEP.mlir holds a whole training step: a function with one
-train.step followed by an optimizer update (train.adamw or train.sgd) of
-every parameter, optionally train.clip_by_global_norm of the gradients
-(examples/mlp_train.mlir; examples/gen_tiny_gpt.py --train). The roles of
-its arguments and results are read from the IR: the train.step's
-parameters and batch operands, the optimizers' moments, learning rate and
-step number; among the results, the new parameters and moments (fed back
-to the next step), the loss, the gradient norm (of the clip, or a
-train.global_norm) and the valid-token count (an integer auxiliary output
-of the train.step).
-
-Parameters start from `train.init` on their argument: "zeros", "ones", or
-a standard deviation (a normal draw from ga-train's own generator, seeded
-by --seed and the parameter's position; 0.02 without the attribute).
---init DIR loads them instead from DIR/param<i>.npy (parameter i of the
-train.step, its exact shape and dtype). Moments start at zero.
-
-Data: DIR/dataset.json names one .npy file per batch operand of the
-train.step, in order ({"arrays": ["tokens.npy", "labels.npy"]}); each
-holds rows of that operand (its shape without the batch dimension, its
-dtype). Step s (1 first) takes the B rows (s-1)*B, ..., s*B-1, modulo the
-row count: every schedule (--microbatches, --data-parallel, --naive) sees
-the same global batches.
-
-Data parallelism: with data_parallel = R (in the IR or --data-parallel),
-run under `mpirun -np R ga-train ...`: every rank reads the dataset and
-takes its rows of each batch; rank 0 prints, logs and checkpoints.
-
-Checkpoints: --checkpoint-dir DIR writes DIR/step-NNNNNNNN/ (one .npy per
-parameter and moment, and manifest.json, which gives each its role and the
-parameter's `train.name` where the argument has one) into a temporary
-directory that is renamed into place, then DIR/latest is replaced
-atomically: a run stopped during a write leaves the previous checkpoint as
-the latest.
---resume DIR continues from DIR/latest (or from DIR itself when it is a
-step directory) up to --steps, bitwise the same as an uninterrupted run.
-
-CUDA: --target=cuda compiles with --ga-pipeline target=cuda (the chip and
-the other gpu-* options through --pipeline-options) and runs each step on
-the device: the arguments (parameters, moments, batch) are copied in and
-the results back at every step, as ga-exec runs a step library.
---memory-budget is then a budget of device memory (the step's buffers,
-its arguments' copies, cuBLAS's workspace: train-plan-remat
-device-allocator), and the last line reports the device's peak of the
-step's own buffers. Without a CUDA driver and device it stops with "no
-CUDA device". With --pipeline-options gpu-emulate=true the device program
-runs on the CPU, launch by launch (a check of the CUDA target without a
-GPU).
-)";
+using namespace ga::train_flags;
 
 namespace {
 
@@ -309,9 +149,6 @@ int Trainer::checkFlags() {
   if (clip.getNumOccurrences() && !(clip > 0))
     return fail(
         llvm::formatv("--clip must be positive, got {0}", clip.getValue()));
-  if (microbatches.getNumOccurrences() && microbatches < 1)
-    return fail("--microbatches must be at least 1, got " +
-                Twine(microbatches.getValue()));
   if (dataParallel.getNumOccurrences() && dataParallel < 1)
     return fail("--data-parallel must be at least 1, got " +
                 Twine(dataParallel.getValue()));
@@ -344,11 +181,22 @@ int Trainer::loadModel() {
   return 0;
 }
 
-/// The schedule and clipping the command line overrides.
+/// The pipeline's options, and the schedule and clipping the command line
+/// overrides (--microbatches is the pipeline's, set here too so that the
+/// step is checked with both counts).
 int Trainer::applyOverrides() {
+  std::string errors;
+  llvm::raw_string_ostream os(errors);
+  options.target = target.getValue();
+  if (failed(pipelineFlags.get(options, os)))
+    return fail(errors);
+  if (options.target != target)
+    return fail("--pipeline-options sets target=" + options.target +
+                "; use --target");
   Builder builder(context.get());
-  if (microbatches.getNumOccurrences())
-    entry.step.setMicrobatchesAttr(builder.getI64IntegerAttr(microbatches));
+  if (options.microbatches > 0)
+    entry.step.setMicrobatchesAttr(
+        builder.getI64IntegerAttr(options.microbatches));
   if (dataParallel.getNumOccurrences())
     entry.step.setDataParallelAttr(builder.getI64IntegerAttr(dataParallel));
   if (clip.getNumOccurrences()) {
@@ -378,17 +226,11 @@ int Trainer::compile() {
   auto start = Clock::now();
   std::string errors;
   llvm::raw_string_ostream os(errors);
-  options.target = target.getValue();
-  if (failed(pipelineFlags.get(options, os)))
-    return fail(errors);
-  if (options.target != target)
-    return fail("--pipeline-options sets target=" + options.target +
-                "; use --target");
   PassManager pm(context.get());
   if (failed(ga::buildGaPipeline(pm, os, options)))
     return fail("cannot build the " + Twine(target == "cuda" ? "CUDA" : "CPU") +
                 " pipeline: " + errors);
-  // microbatches=auto: the count train-plan-remat chose (the step's, right
+  // choose-microbatches: the count train-plan-remat chose (the step's, right
   // after the pass), for the header.
   auto *plans = ga::tool::MemoryPlanRecorder::attach(pm);
   if (failed(pm.run(*stepModule->module)))

@@ -143,6 +143,9 @@ Linearity bodyLinearity(mlir::linalg::LinalgOp op,
 /// from above (a gather's table).
 llvm::SmallVector<mlir::Value> readValues(mlir::Operation *op);
 
+/// The values that `op`'s regions read from above, each once.
+llvm::SmallVector<mlir::Value> capturedValues(mlir::Operation *op);
+
 /// The work of `op`'s linalg operations (nested ones included): the points
 /// of their iteration spaces, twice for those that reduce (a multiply and
 /// an add). What train-plan-remat weighs recomputation by and what a

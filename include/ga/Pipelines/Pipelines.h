@@ -293,13 +293,21 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "aims for (0: memory-budget; the planner sets it for "
                      "the candidates it compiles without a budget)"),
       llvm::cl::init(0)};
-  Option<std::string> microbatches{
+  Option<int64_t> microbatches{
       *this, "microbatches",
-      llvm::cl::desc("'auto': train-plan-remat chooses each step's "
-                     "micro-batch count with its checkpoints, for the least "
-                     "estimated time under memory-budget; empty: the "
-                     "steps' own"),
-      llvm::cl::init("")};
+      llvm::cl::desc("Micro-batches per step: every train.step's count set "
+                     "to K before the split (0: as written in the step); "
+                     "the same K as ga-train's, ga-run's, ga-compile's and "
+                     "ga-import's --microbatches; the planner's choice of the "
+                     "count is choose-microbatches"),
+      llvm::cl::init(0)};
+  Option<bool> chooseMicrobatches{
+      *this, "choose-microbatches",
+      llvm::cl::desc("train-plan-remat chooses each step's micro-batch "
+                     "count (a divisor of its batch per rank) with its "
+                     "checkpoints, for the least estimated time under "
+                     "memory-budget"),
+      llvm::cl::init(false)};
   Option<bool> buffersOnly{
       *this, "buffers-only",
       llvm::cl::desc("Stop after bufferization and deallocation: the memref "

@@ -381,6 +381,26 @@ def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
   ];
 }
 
+def TrainSetSchedulePass : Pass<"train-set-schedule"> {
+  let summary = "Set every train.step's micro-batch count and rank count";
+  let description = [{
+    Sets the schedule of every `train.step` (its `microbatches` and
+    `data_parallel` attributes), as `--ga-pipeline microbatches=K` and
+    the tools' `--microbatches K` ask; 0 keeps what the step says. A count
+    that does not divide the step's batch (per rank) is refused at the
+    step. The pipeline runs it first, so that every later pass (the
+    planner, the split) sees the count. See [Exact
+    accumulation](../exact-accumulation.md).
+  }];
+  let options = [
+    Option<"microbatches", "microbatches", "int64_t", /*default=*/"0",
+           "Micro-batches per step (0: as written in the step)">,
+    Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"0",
+           "Data-parallel ranks (0: as written in the step)">,
+  ];
+  let dependentDialects = ["::ga::train::TrainDialect"];
+}
+
 def TrainSplitBatchPass : Pass<"train-split-batch"> {
   let summary = "Turn the schedule of a train.step into rank slices and "
                 "micro-batch loops";
@@ -678,7 +698,7 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     to the byte. A bisection and a window of 8 over the candidates take the
     cheapest that fits; the recomputed work never grows with the budget.
     Where none fits, fixed segments are measured, or the budget is an error
-    naming the smallest peak reached. With `microbatches=auto` the
+    naming the smallest peak reached. With `choose-microbatches=true` the
     micro-batch count is chosen too, for the least estimated time; with
     host offload, a plan's cost includes the copies that do not hide.
 
@@ -691,7 +711,7 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
     (`train/MemoryPlan.h`).
 
     ```sh
-    ga-opt step.mlir --train-plan-remat="memory-budget=150000 microbatches=auto" \
+    ga-opt step.mlir --train-plan-remat="memory-budget=150000 choose-microbatches=true" \
       --train-print-summary -o planned.mlir
     ```
 
@@ -706,12 +726,13 @@ def TrainPlanRematPass : Pass<"train-plan-remat", "::mlir::ModuleOp"> {
            "From the command line: options of --ga-pipeline that compile "
            "the candidates (as the step will be compiled; --ga-pipeline "
            "hands the planner its own pipeline instead)">,
-    Option<"microbatches", "microbatches", "std::string", /*default=*/"",
-           "'auto': choose each step's micro-batch count (a divisor of the "
-           "batch per rank) with its checkpoints, for the least estimated "
-           "time under the budget; empty: keep the step's">,
+    Option<"chooseMicrobatches", "choose-microbatches", "bool",
+           /*default=*/"false",
+           "Choose each step's micro-batch count (a divisor of the batch per "
+           "rank) with its checkpoints, for the least estimated time under "
+           "the budget (false: keep the step's)">,
     Option<"microbatchCost", "microbatch-cost", "int64_t", /*default=*/"-1",
-           "With microbatches=auto, the estimated cost of one micro-batch in "
+           "With choose-microbatches, the estimated cost of one micro-batch in "
            "points of work (-1: twice the parameters' elements, their "
            "gradients' accumulation)">,
     Option<"deviceAllocator", "device-allocator", "bool",

@@ -43,9 +43,8 @@ createTrainPlanRematPass(const TrainPlanRematPassOptions &options,
 
 /// The checks of the budget and the micro-batch choice that the pipeline
 /// and the pass share: "" when `memoryBudget` (bytes; 0: no planning) and
-/// `microbatches` ("auto" or empty) go together, else the reason.
-std::string checkRematOptions(int64_t memoryBudget,
-                              llvm::StringRef microbatches);
+/// `chooseMicrobatches` go together, else the reason.
+std::string checkRematOptions(int64_t memoryBudget, bool chooseMicrobatches);
 
 } // namespace ga
 

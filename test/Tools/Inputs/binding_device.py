@@ -5,17 +5,16 @@ access rights, so a host read would crash), copying device to device; a
 step compiled for the CPU, a shape, a layout or a read-only out= that do
 not fit are refused with ga-run's kind of message.
 
-  binding_device.py PYTHON_DIR CUDA_LIB CPU_LIB ARG.npy...
+  binding_device.py CUDA_LIB CPU_LIB ARG.npy...
 """
 import ctypes
 import sys
 
 import numpy as np
 
-sys.path.insert(0, sys.argv[1])
-import ga_step  # noqa: E402
+import ga_step
 
-cuda_lib, cpu_lib, paths = sys.argv[2], sys.argv[3], sys.argv[4:]
+cuda_lib, cpu_lib, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
 host = [np.load(p) for p in paths]
 step = ga_step.load(cuda_lib)   # loads the stand-in as libcuda.so.1
 cuda = ctypes.CDLL("libcuda.so.1")
@@ -74,7 +73,6 @@ mixed = step(host[0], *args[1:])
 print("mixed:", len(mixed))
 # The benchmark's count of a step's own device buffers (the runtime's
 # allocator): a step on device arrays holds as much as one on host arrays.
-sys.path.insert(0, sys.argv[1] + "/../scripts")
 from bench_cuda import DeviceMemory  # noqa: E402
 memory = DeviceMemory(cuda_lib)
 memory.reset()

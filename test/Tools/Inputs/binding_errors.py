@@ -5,10 +5,9 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, sys.argv[1])
 import ga_step
 
-lib, runtime = sys.argv[2], sys.argv[3]
+lib, runtime = sys.argv[1], sys.argv[2]
 step = ga_step.load(lib)
 print("signature:", step.name, [r.role for r in step.signature.results])
 w = np.ones((4, 3), np.float32)

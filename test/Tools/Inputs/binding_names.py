@@ -6,11 +6,10 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, sys.argv[1])
 import ga_step
 
-named = ga_step.load(sys.argv[2])
-plain = ga_step.load(sys.argv[3])
+named = ga_step.load(sys.argv[1])
+plain = ga_step.load(sys.argv[2])
 print("names:", named.input_names)
 print("plain names:", plain.input_names)
 print("version:", named.signature.text.splitlines()[0],

@@ -5,9 +5,7 @@ import sys
 
 import numpy as np
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..",
-                                "Integration"))
-from reference_harness import padded_example_inputs  # noqa: E402
+from ga_scripts.reference_harness import padded_example_inputs
 
 out, name = sys.argv[1], sys.argv[2]
 os.makedirs(out, exist_ok=True)
