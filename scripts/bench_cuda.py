@@ -141,14 +141,7 @@ def prepare(args):
     manifest = []
     for seed, name in enumerate(args.sizes.split(",")):
         size = SIZES[name]
-        B, S, V, D, H, F, L = size
-        mlir = os.path.join(out, f"{name}.mlir")
-        with open(mlir, "w") as f:
-            subprocess.run(
-                [sys.executable, os.path.join(ROOT, "examples/gen_tiny_gpt.py"),
-                 "--batch", str(B), "--seq", str(S), "--vocab", str(V),
-                 "--dim", str(D), "--heads", str(H), "--ffn", str(F),
-                 "--layers", str(L)], stdout=f, check=True)
+        mlir = tiny_gpt.write_step(os.path.join(out, f"{name}.mlir"), size)
         lib = os.path.join(out, f"lib{name}_cuda.so")
         start = time.time()
         compiled = subprocess.run(

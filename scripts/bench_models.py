@@ -159,15 +159,8 @@ def main():
     rows = []
     for name in names:
         size = SIZES[name]
-        B, S, V, D, H, F, L = size
         print(f"[bench] {name} {size} ...", file=sys.stderr, flush=True)
-        path = os.path.join(work, f"{name}.mlir")
-        with open(path, "w") as f:
-            subprocess.run(
-                [sys.executable, os.path.join(ROOT, "examples/gen_tiny_gpt.py"),
-                 "--batch", str(B), "--seq", str(S), "--vocab", str(V),
-                 "--dim", str(D), "--heads", str(H), "--ffn", str(F),
-                 "--layers", str(L)], stdout=f, check=True)
+        path = tiny_gpt.write_step(os.path.join(work, f"{name}.mlir"), size)
         params, tokens, labels = tiny_gpt.inputs(*size, rng)
         arrays = params + [tokens, labels]
         t1, loss, stages = ga_step(ga_run, path, arrays, work, args.repeat, 1)

@@ -8,7 +8,7 @@ F=256) and budgets from the smallest feasible one to the unplanned peak:
     forward work it recomputes, its search time (the dynamic program on
     the chain model) and the time of the plans it compiled to measure them;
   * measured: the peak the runtime counts (ga-run --report-memory
-    peak_bytes: step buffers + arguments) and the step time (minimum over
+    budget_peak_bytes: step buffers + arguments) and the step time (minimum over
     --repeat runs, one thread), as a ratio to the unplanned step's time,
     measured in the same run;
   * the smallest feasible budget, as the planner states it when a budget
@@ -61,7 +61,7 @@ import time
 import numpy as np
 
 from ga_scripts.paths import ROOT
-from ga_scripts.tiny_gpt import inputs
+from ga_scripts.tiny_gpt import inputs, save_arrays, write_step
 
 SIZE = dict(batch=4, seq=64, vocab=256, dim=64, heads=4, ffn=256)
 
@@ -228,25 +228,17 @@ def main():
               f"{'compiled':>8} {'milp%':>6} {'milp':>8} {'milpc%':>6} "
               f"{'milpc':>8} {'milpv%':>6} {'milpv':>10}")
     for L in depths:
-        path = os.path.join(work, f"gpt{L}.mlir")
-        with open(path, "w") as f:
-            subprocess.run([sys.executable,
-                            os.path.join(ROOT, "examples", "gen_tiny_gpt.py"),
-                            *[f"--{k}={v}" for k, v in SIZE.items()],
-                            f"--layers={L}"], stdout=f, check=True)
-        params, tokens, labels = inputs(
-            SIZE["batch"], SIZE["seq"], SIZE["vocab"], SIZE["dim"],
-            SIZE["heads"], SIZE["ffn"], L, np.random.default_rng(L))
-        arrays = []
-        for i, a in enumerate(params + [tokens, labels]):
-            arrays.append(os.path.join(work, f"gpt{L}_arg{i}.npy"))
-            np.save(arrays[-1], a)
+        size = (*SIZE.values(), L)
+        path = write_step(os.path.join(work, f"gpt{L}.mlir"), size)
+        params, tokens, labels = inputs(*size, np.random.default_rng(L))
+        arrays = save_arrays(params + [tokens, labels],
+                             os.path.join(work, f"gpt{L}_arg"))
         common = ["--report-memory", "--num-threads", "1", "--repeat",
                   str(args.repeat)]
         out, err, rc, _ = ga_run(binary, path, arrays, common)
         if rc:
             sys.exit(f"bench_remat: ga-run failed on L={L}:\n{err}")
-        unplanned = number(r"^peak_bytes: (\d+)", out)
+        unplanned = number(r"^budget_peak_bytes: (\d+)", out)
         plain_ms = number(r"min ([0-9.]+)\)", out, float)
         _, err, rc, _ = ga_run(binary, path, arrays,
                                ["--memory-budget=1"])
@@ -272,7 +264,7 @@ def main():
                 r"of the forward work\); planned peak (\d+) bytes; solved "
                 r"in ([0-9.]+) s; (\d+) plans compiled and measured in "
                 r"([0-9.]+) s", err)
-            measured = number(r"^peak_bytes: (\d+)", out)
+            measured = number(r"^budget_peak_bytes: (\d+)", out)
             step_ms = number(r"min ([0-9.]+)\)", out, float)
             row = dict(layers=L, budget=budget, unplanned=unplanned,
                        smallest=smallest, plain_ms=plain_ms,

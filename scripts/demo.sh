@@ -57,8 +57,8 @@ echo " in-place accumulation: micro-batches alone give bitwise the full batch)"
 
 rule "A memory budget: rematerialization and the micro-batch count chosen by ga-opt"
 mlp_args=("$work"/data/{w1,b1,w2,x,labels}.npy)
-peak_of() { grep -E '^peak_bytes:' | sed -E 's/^peak_bytes: ([0-9]+).*/\1/'; }
-plain=$("$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory | peak_of)
+peak_of() { grep -E '^budget_peak_bytes:' | sed -E 's/^budget_peak_bytes: ([0-9]+).*/\1/'; }
+plain=$("$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" | peak_of)
 smallest=$({ "$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --memory-budget=1 2>&1 || true; } \
   | sed -nE 's/.*the smallest peak the planner reaches is ([0-9]+) bytes.*/\1/p')
 if [[ -z "$plain" || -z "$smallest" ]]; then
@@ -70,15 +70,15 @@ echo "unplanned peak (step buffers + arguments): $plain bytes;" \
   "smallest budget one micro-batch fits with checkpoints: $smallest bytes"
 echo "-- budget $budget bytes: fits only with rematerialization"
 "$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory \
-  --memory-budget=$budget 2>&1 | grep -E 'remark|^peak_bytes|^loss' \
+  --memory-budget=$budget 2>&1 | grep -E 'remark|^budget_peak_bytes|^loss' \
   | sed -E 's/^.*remark: //; s/^/  /'
 tight=$(( smallest * 9 / 10 ))
 echo "-- budget $tight bytes: below what one micro-batch reaches; ga-opt chooses k"
 "$GA_RUN" examples/mlp.mlir "${mlp_args[@]}" --report-memory \
   --memory-budget=$tight --choose-microbatches 2>&1 \
-  | grep -E 'remark|^peak_bytes|^loss' | sed -E 's/^.*remark: //; s/^/  /'
+  | grep -E 'remark|^budget_peak_bytes|^loss' | sed -E 's/^.*remark: //; s/^/  /'
 echo "(the loss is the full batch's, bit for bit: checkpoints recompute, the"
-echo " split is exact; peak_bytes is what the runtime counted)"
+echo " split is exact; budget_peak_bytes is what the runtime counted)"
 
 for example in examples/mlp.mlir examples/tiny_gpt.mlir; do
   rule "ga-opt --train-print-summary $example"

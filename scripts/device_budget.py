@@ -14,7 +14,9 @@ memory mapped, kernels counted, not run). Per budget it prints
   device     the stand-in's high-water mark of device memory: everything
              cuMemAlloc'd (the inputs copied in, the step's buffers, the
              caching allocator's freed blocks kept for reuse, cuBLAS's
-             fixed 32 MiB workspace, which the budget covers too);
+             fixed 32 MiB workspace, which the budget covers too); the
+             runtime's own count of it, ga-exec's budget_peak_bytes, must
+             be the same to the byte (--check);
 
 and whether the device peak is over the budget. The budgets are the
 workspace and 95% down to 45% of the rest of the unplanned peak. A budget
@@ -79,6 +81,8 @@ class Case:
                         GA_CUBLAS_LIBRARY=os.path.join(mock, "libcuda.so.1"),
                         GA_MOCK_CUDA_LOG=self.log)
         self.inputs = []
+        # Where ga-exec's budget_peak_bytes is not the stand-in's peak.
+        self.mismatches = []
 
     def compile(self, budget, auto=False):
         """(library, planned peak, refusal's smallest peak); the library is
@@ -133,6 +137,14 @@ class Case:
         step = int(re.search(r"step_peak_bytes: (\d+)", done.stdout).group(1))
         device = int(re.search(r"^peak device bytes: (\d+)",
                                open(self.log).read(), re.M).group(1))
+        # The runtime's own count of the same quantity (budget_peak_bytes,
+        # what the budget bounds): it must be the stand-in's, to the byte.
+        reported = re.search(r"^budget_peak_bytes: (\d+)", done.stdout, re.M)
+        if not reported or int(reported.group(1)) != device:
+            self.mismatches.append(
+                f"{self.name}: ga-exec's budget_peak_bytes "
+                f"{reported.group(1) if reported else 'missing'}, the "
+                f"stand-in's high-water mark {device}")
         return step, device
 
 
@@ -189,24 +201,27 @@ def main():
         lib, planned, smallest = case.compile(budget, auto=True)
         if lib is None:
             if smallest <= budget:
-                problems.append(f"{name}: budget {budget}, microbatches="
-                                f"auto, refused with a smallest peak "
+                problems.append(f"{name}: budget {budget}, choose-"
+                                f"microbatches, refused with a smallest peak "
                                 f"{smallest} within it")
-            print(f"| {name} | {budget}, choose-microbatches=true: refused, the "
-                  f"smallest reachable peak {smallest} | | | | |")
+            print(f"| {name} | {budget}, choose-microbatches=true: refused, "
+                  f"the smallest reachable peak {smallest} | | | | |")
             continue
         step, device_peak = case.measure(lib)
         if device_peak > budget or planned != device_peak:
-            problems.append(f"{name}: budget {budget}, choose-microbatches=true: "
-                            f"predicted {planned}, device peak "
+            problems.append(f"{name}: budget {budget}, choose-"
+                            f"microbatches: predicted {planned}, device peak "
                             f"{device_peak}")
         k = case.chosen or "?"
-        print(f"| {name} | {budget}, choose-microbatches=true (k = {k}) | {planned} "
-              f"| {step} | {device_peak} | {device_peak / budget - 1:+.0%} |")
+        print(f"| {name} | {budget}, choose-microbatches=true (k = {k}) | "
+              f"{planned} | {step} | {device_peak} | "
+              f"{device_peak / budget - 1:+.0%} |")
+        problems += case.mismatches
     if args.check:
         print("device_budget: " + ("; ".join(problems) if problems else
                                    "ok: every budget kept on the device, "
-                                   "every prediction the device's peak"))
+                                   "every prediction the device's peak, "
+                                   "every budget_peak_bytes the device's"))
         sys.exit(1 if problems else 0)
 
 

@@ -13,8 +13,13 @@ quarter of each row's labels -100: padding).
 """
 
 import math
+import os
+import subprocess
+import sys
 
 import numpy as np
+
+from .paths import ROOT
 
 SIZES = {  # B, S, V, D, H, F, L
     "tiny": (8, 16, 32, 16, 2, 64, 2),
@@ -55,6 +60,28 @@ def inputs(B, S, V, D, H, F, L, rng, std=0.3):
     labels = rng.integers(0, V, (B, S)).astype(np.int64)
     labels[:, S - S // 4:] = -100
     return params, tokens, labels
+
+
+def write_step(path, size, *flags):
+    """Writes the generator's training step of `size` (B, S, V, D, H, F, L)
+    to `path` (examples/gen_tiny_gpt.py with `flags` added)."""
+    B, S, V, D, H, F, L = size
+    with open(path, "w") as f:
+        subprocess.run(
+            [sys.executable, os.path.join(ROOT, "examples", "gen_tiny_gpt.py"),
+             f"--batch={B}", f"--seq={S}", f"--vocab={V}", f"--dim={D}",
+             f"--heads={H}", f"--ffn={F}", f"--layers={L}", *flags],
+            stdout=f, check=True)
+    return path
+
+
+def save_arrays(arrays, prefix):
+    """Saves `arrays` as PREFIX<i>.npy; returns their paths."""
+    paths = []
+    for i, a in enumerate(arrays):
+        paths.append(f"{prefix}{i}.npy")
+        np.save(paths[-1], a)
+    return paths
 
 
 def step_flops(size):

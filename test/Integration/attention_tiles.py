@@ -114,7 +114,7 @@ def main():
                             inputs, os.path.join(args.workdir, f"mem{tile}"),
                             extra=["--report-memory",
                                    f"--attention-key-tile={tile}"])
-        measured = int(re.search(r"^peak_bytes: (\d+)", out, re.M).group(1))
+        measured = int(re.search(r"^budget_peak_bytes: (\d+)", out, re.M).group(1))
         model = int(re.search(r"^model_peak_bytes: (\d+)", out,
                               re.M).group(1))
         check.close(f"tiles of {tile}: the model's peak vs the measured",

@@ -4,7 +4,7 @@ For a GPT of 12 and 24 layers (small widths: compile time, not size,
 grows with depth), runs the unplanned step, then the step planned for a
 budget of 60% of its measured peak (ga-run --memory-budget) and for the
 same budget with the micro-batch count chosen (--choose-microbatches).
-Checks: the measured peak (ga-run --report-memory peak_bytes: step buffers
+Checks: the measured peak (ga-run budget_peak_bytes: step buffers
 + arguments) is within the budget, the memory model's prediction equals
 the measurement, and the results are the unplanned step's, bit for bit.
 """
@@ -18,7 +18,7 @@ import sys
 import numpy as np
 
 from ga_scripts.reference_harness import Checker
-from ga_scripts.tiny_gpt import inputs
+from ga_scripts.tiny_gpt import inputs, save_arrays, write_step
 
 SIZE = dict(batch=4, seq=8, vocab=32, dim=16, heads=2, ffn=32)
 
@@ -40,7 +40,7 @@ def main():
         if proc.returncode:
             sys.exit(f"FAIL deep-budget: ga-run {' '.join(extra)} exited "
                      f"with {proc.returncode}:\n{proc.stderr}")
-        peak = int(re.search(r"^peak_bytes: (\d+)", proc.stdout,
+        peak = int(re.search(r"^budget_peak_bytes: (\d+)", proc.stdout,
                              re.M).group(1))
         model = int(re.search(r"^model_peak_bytes: (\d+)", proc.stdout,
                               re.M).group(1))
@@ -50,20 +50,11 @@ def main():
         return peak, model, results, proc.stderr
 
     for L in (int(x) for x in args.layers.split(",")):
-        path = os.path.join(args.workdir, f"gpt{L}.mlir")
-        with open(path, "w") as f:
-            subprocess.run([sys.executable,
-                            os.path.join(args.src, "examples",
-                                         "gen_tiny_gpt.py"),
-                            *[f"--{k}={v}" for k, v in SIZE.items()],
-                            f"--layers={L}"], stdout=f, check=True)
-        params, tokens, labels = inputs(
-            SIZE["batch"], SIZE["seq"], SIZE["vocab"], SIZE["dim"],
-            SIZE["heads"], SIZE["ffn"], L, np.random.default_rng(L))
-        arrays = []
-        for i, a in enumerate(params + [tokens, labels]):
-            arrays.append(os.path.join(args.workdir, f"gpt{L}_arg{i}.npy"))
-            np.save(arrays[-1], a)
+        size = (*SIZE.values(), L)
+        path = write_step(os.path.join(args.workdir, f"gpt{L}.mlir"), size)
+        params, tokens, labels = inputs(*size, np.random.default_rng(L))
+        arrays = save_arrays(params + [tokens, labels],
+                             os.path.join(args.workdir, f"gpt{L}_arg"))
         plain, _, expected, _ = run(path, arrays,
                                     os.path.join(args.workdir, f"{L}_plain"),
                                     [])

@@ -22,7 +22,7 @@ from ga_scripts.reference_harness import (Checker, ga_run_test_args,
 
 def report(ga_run, path, arrays, extra=()):
     out = run_command([ga_run, path, *arrays, "--report-memory", *extra])
-    measured = re.search(r"^peak_bytes: (\d+)", out, re.M)
+    measured = re.search(r"^budget_peak_bytes: (\d+)", out, re.M)
     count = re.search(r"^allocations: (\d+) per run", out, re.M)
     model = re.search(r"^model_peak_bytes: (\d+) .*model_allocations: (\d+)",
                       out, re.M)

@@ -89,13 +89,13 @@ def main():
     _, out = run_ga_run(args.ga_run, schedule(1), inputs,
                         os.path.join(args.workdir, "peak"),
                         extra=["--report-memory"])
-    unplanned = int(re.search(r"^peak_bytes: (\d+)", out, re.M).group(1))
+    unplanned = int(re.search(r"^budget_peak_bytes: (\d+)", out, re.M).group(1))
     budget = unplanned * 3 // 4
     planned, out = run_ga_run(
         args.ga_run, schedule(1), inputs, os.path.join(args.workdir, "auto"),
         extra=["--report-memory", f"--memory-budget={budget}",
                "--choose-microbatches"])
-    measured = int(re.search(r"^peak_bytes: (\d+)", out, re.M).group(1))
+    measured = int(re.search(r"^budget_peak_bytes: (\d+)", out, re.M).group(1))
     check.checks += 1
     ok = measured <= budget
     check.failures += not ok

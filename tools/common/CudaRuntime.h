@@ -20,6 +20,7 @@
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
+#include <optional>
 #include <string>
 
 #include <dlfcn.h>
@@ -38,6 +39,18 @@ struct CudaRuntime {
   Leave leave = nullptr;
   Name name = nullptr;
   Stats stats = nullptr;
+  /// The device's high-water mark (ga_cuda_device_memory_stats); null in a
+  /// runtime that predates it.
+  Stats deviceStats = nullptr;
+
+  /// The device count, where the runtime has it.
+  std::optional<ga_memory> device() const {
+    if (!deviceStats)
+      return std::nullopt;
+    ga_memory memory;
+    deviceStats(&memory);
+    return memory;
+  }
 };
 
 /// Loads the CUDA runtime and checks that a device is there; "" on
@@ -60,6 +73,8 @@ inline std::string loadCudaRuntime(const std::string &stepName,
       reinterpret_cast<CudaRuntime::Name>(dlsym(handle, "ga_cuda_device_name"));
   cuda.stats = reinterpret_cast<CudaRuntime::Stats>(
       dlsym(handle, "ga_cuda_memory_stats"));
+  cuda.deviceStats = reinterpret_cast<CudaRuntime::Stats>(
+      dlsym(handle, "ga_cuda_device_memory_stats"));
   if (!cuda.enter || !cuda.leave || !cuda.name || !cuda.stats)
     return (llvm::Twine(library) +
             " lacks ga_cuda_step_enter, ga_cuda_step_leave, "

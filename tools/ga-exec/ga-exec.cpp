@@ -9,6 +9,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "../common/Peaks.h"
+
 #include "ga/Runtime/Npy.h"
 #include "ga/Runtime/Runner.h"
 #include "ga/Runtime/Signature.h"
@@ -19,6 +21,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <dlfcn.h>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -52,7 +55,9 @@ says so and exits with status 1.
 
 Printed, as ga-run prints them: the run time (mean and minimum of
 --repeat N runs), the device of a CUDA library, the peak bytes of the buffers the step allocates
-(step_peak_bytes; the inputs and the output buffers are the caller's), the
+(step_peak_bytes; the inputs and the output buffers are the caller's), what
+memory-budget bounds (budget_peak_bytes: those buffers plus the inputs; on
+a CUDA device, the device's high-water mark), the
 loss and the global gradient norm (float64). Errors
 (a wrong number of inputs, a wrong shape or dtype, a malformed .npy file, an
 invalid label, a wrong world size) name what is wrong and exit with status
@@ -117,7 +122,7 @@ private:
   ga::StepSignature signature;
   // A step compiled for CUDA (ga-compile --target=cuda) links the CUDA
   // runtime, whose device and memory figures are printed instead.
-  MemoryStatsFn deviceMemoryFn = nullptr;
+  MemoryStatsFn deviceMemoryFn = nullptr, deviceHighWaterFn = nullptr;
   TextFn collectivesFn = nullptr, graphFn = nullptr;
   std::string deviceName;
   // The run.
@@ -205,6 +210,8 @@ int Exec::findDevice() {
       reinterpret_cast<DeviceNameFn>(dlsym(handle, "ga_cuda_device_name"));
   deviceMemoryFn =
       reinterpret_cast<MemoryStatsFn>(dlsym(handle, "ga_cuda_memory_stats"));
+  deviceHighWaterFn = reinterpret_cast<MemoryStatsFn>(
+      dlsym(handle, "ga_cuda_device_memory_stats"));
   collectivesFn =
       reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_collectives"));
   graphFn = reinterpret_cast<TextFn>(dlsym(handle, "ga_cuda_graph_status"));
@@ -272,13 +279,23 @@ int Exec::report() {
   std::printf("run_ms: %.3f (mean of %ld, min %.3f)\n", totalMs / repeat,
               repeat, minMs);
   ga_memory memory;
-  if (deviceMemoryFn)
+  std::optional<ga_memory> device;
+  if (deviceMemoryFn) {
     deviceMemoryFn(&memory);
-  else
+    if (deviceHighWaterFn) {
+      device.emplace();
+      deviceHighWaterFn(&*device);
+    }
+  } else {
     ga_memory_stats(&memory);
-  std::printf("step_peak_bytes: %lld%s\n",
-              static_cast<long long>(memory.peak_bytes),
-              deviceMemoryFn ? " (device memory)" : "");
+  }
+  int64_t argumentBytes = 0;
+  for (const ga::NpyArray &array : arrays)
+    argumentBytes += static_cast<int64_t>(array.data.size());
+  std::fputs(ga::tool::peakLines(memory, argumentBytes,
+                                 deviceMemoryFn != nullptr, device)
+                 .c_str(),
+             stdout);
   ga::StepSummary summary = ga::summarize(signature, outputs);
   std::fputs(summary.text.c_str(), stdout);
   std::fflush(stdout);

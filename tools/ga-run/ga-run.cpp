@@ -9,6 +9,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "../common/CudaRuntime.h"
+#include "../common/Peaks.h"
 #include "../common/Tool.h"
 
 #include "ga/Analysis/BufferMemory.h"
@@ -113,9 +114,9 @@ static ga::PipelineFlags pipelineFlags(
      "choose-microbatches", "chip", "attention-key-tile", "precision"});
 static cl::opt<bool> reportMemory(
     "report-memory",
-    cl::desc("Print the measured peak (peak_bytes: the step's buffers plus "
-             "its arguments) and allocation count of one run, and the memory "
-             "model's prediction of both (model_peak_bytes)"),
+    cl::desc("Print the allocation count of one run, and the memory "
+             "model's prediction of budget_peak_bytes and of the count "
+             "(model_peak_bytes)"),
     cl::init(false), cl::cat(gaRunCategory));
 static cl::opt<int> threadCount(
     "num-threads", cl::init(0),
@@ -156,8 +157,10 @@ Outputs: with --out-dir DIR, result i is written to DIR/result<i>.npy.
 CUDA: --target=cuda [--chip sm_90] compiles with --ga-pipeline target=cuda
 (kernels for the chip, GEMMs through cuBLAS) and runs the step on the CUDA
 device through libga_cuda_runtime: the inputs are copied to the device
-before each run and the results back after it (both in run_ms), and
-step_peak_bytes is device memory. Without a CUDA driver or device, ga-run
+before each run and the results back after it (both in run_ms),
+step_peak_bytes is device memory, and budget_peak_bytes the device's
+high-water mark (what memory-budget bounds there: the step's buffers, the
+inputs' copies, the cached blocks, cuBLAS's workspace). Without a CUDA driver or device, ga-run
 stops with "no CUDA device". The step must have been given as high-level
 IR.
 
@@ -178,8 +181,10 @@ Printed: the compile time (pipeline and JIT; compile_stages_ms splits the
 JIT into translation to LLVM IR with LLVM's optimizer, and code generation;
 --time-stages adds the time of every pass), the run time, the peak bytes
 of the buffers the step allocates (step_peak_bytes: intermediates and
-results, not the inputs; the highest over the runs; --report-memory adds
-the arguments, the allocation count and the memory model's prediction), the loss (the
+results, not the inputs; the highest over the runs), what memory-budget
+bounds (budget_peak_bytes: those buffers plus the arguments; the same
+names in ga-exec and ga-train; --report-memory adds the allocation count
+and the memory model's prediction), the loss (the
 step's loss result, or the first 0-d float result) and the global gradient
 norm sqrt(sum of squares of all gradient results), in float64.
 
@@ -429,9 +434,6 @@ void reportMemoryLines(const ga_memory &memory, const StepRuns &runs,
   int64_t argumentBytes = 0;
   for (const ga::NpyArray &array : runs.arrays)
     argumentBytes += static_cast<int64_t>(array.data.size());
-  outs() << "peak_bytes: " << memory.peak_bytes + argumentBytes
-         << " (step buffers " << memory.peak_bytes << " + arguments "
-         << argumentBytes << ")\n";
   outs() << "allocations: " << memory.allocations / repeat << " per run\n";
   if (pipeline.model)
     outs() << "model_peak_bytes: " << pipeline.model->peakBytes + argumentBytes
@@ -462,13 +464,17 @@ int report(const std::string &name, const ga::StepSignature &signature,
   outs() << format("run_ms: %.3f (mean of %d, min %.3f)\n",
                    runs.totalMs / repeat, repeat.getValue(), runs.minMs);
   ga_memory memory;
+  int64_t argumentBytes = 0;
+  for (const ga::NpyArray &array : runs.arrays)
+    argumentBytes += static_cast<int64_t>(array.data.size());
   if (cudaRuntime) {
     cudaRuntime->stats(&memory);
     outs() << "device: " << cudaRuntime->name(nullptr) << " (CUDA)\n";
-    outs() << "step_peak_bytes: " << memory.peak_bytes << " (device memory)\n";
+    outs() << ga::tool::peakLines(memory, argumentBytes, /*onDevice=*/true,
+                                  cudaRuntime->device());
   } else {
     ga_memory_stats(&memory);
-    outs() << "step_peak_bytes: " << memory.peak_bytes << "\n";
+    outs() << ga::tool::peakLines(memory, argumentBytes, /*onDevice=*/false);
   }
   if (reportMemory)
     reportMemoryLines(memory, runs, pipeline);

@@ -21,6 +21,7 @@
 
 #include "../common/CudaRuntime.h"
 #include "../common/MemoryPlan.h"
+#include "../common/Peaks.h"
 #include "../common/Tool.h"
 
 #include "ga/Pipelines/PipelineFlags.h"
@@ -514,15 +515,18 @@ int Trainer::train() {
     outs() << "already at step " << firstStep - 1 << " (--steps " << steps
            << "): nothing to run\n";
   if (reporter && firstStep <= steps) {
-    // The step's own buffers at their most (not its arguments and results,
-    // nor, on a device, their copies and cuBLAS's workspace).
+    // The step's own buffers at their most, and what memory-budget bounds
+    // (tools/common/Peaks.h).
     ga_memory memory;
     if (cuda)
       cuda->stats(&memory);
     else
       ga_memory_stats(&memory);
-    outs() << "step_peak_bytes: " << memory.peak_bytes
-           << (cuda ? " (device memory)" : "") << "\n";
+    int64_t argumentBytes = 0;
+    for (const ga::NpyArray &array : args)
+      argumentBytes += static_cast<int64_t>(array.data.size());
+    outs() << ga::tool::peakLines(memory, argumentBytes, cuda.has_value(),
+                                  cuda ? cuda->device() : std::nullopt);
   }
   return 0;
 }

@@ -66,7 +66,15 @@ const char *ga_cuda_device_name(const char **reason);
 /* The step's own device buffers (not its inputs' copies or cuBLAS's
  * workspace), as ga_memory_stats counts the CPU allocator's. */
 void ga_cuda_memory_stats(ga_memory *out);
+/* Resets both peaks (the step's buffers' and the device's) to what is
+ * held now. */
 void ga_cuda_memory_reset_peak(void);
+/* The device memory the runtime holds from the driver: the step's buffers,
+ * the inputs' copies, the caching allocator's free blocks and cuBLAS's
+ * workspace; `peak_bytes` is its high-water mark, the quantity a device
+ * memory budget (memory-budget on target=cuda) bounds. The tools print it
+ * as budget_peak_bytes beside step_peak_bytes. */
+void ga_cuda_device_memory_stats(ga_memory *out);
 /* Gives the cached free blocks back to the driver (after the stream is
  * done with them), as torch.cuda.empty_cache does; returns their bytes. */
 size_t ga_cuda_empty_cache(void);

@@ -36,6 +36,7 @@ static size_t emptyCache(State &s) {
     s.cu.cuMemFree_v2(block);
   s.cached.clear();
   s.cachedBytes = 0;
+  s.deviceBytes -= static_cast<int64_t>(bytes);
   return bytes;
 }
 
@@ -61,6 +62,9 @@ CUdeviceptr allocate(State &s, size_t bytes, bool counted) {
     if (!check(s, rc,
                ("cuMemAlloc of " + std::to_string(size) + " bytes").c_str()))
       return 0;
+    s.deviceBytes += static_cast<int64_t>(size);
+    s.devicePeakBytes = std::max(s.devicePeakBytes, s.deviceBytes);
+    ++s.deviceAllocations;
   }
   s.live[pointer] = counted ? size : size | kUncounted;
   if (counted) {
@@ -152,6 +156,15 @@ void ga_cuda_memory_reset_peak(void) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   s.peakBytes = s.currentBytes;
+  s.devicePeakBytes = s.deviceBytes;
+}
+
+void ga_cuda_device_memory_stats(ga_memory *out) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  out->current_bytes = s.deviceBytes;
+  out->peak_bytes = s.devicePeakBytes;
+  out->allocations = s.deviceAllocations;
 }
 
 size_t ga_cuda_empty_cache(void) {

@@ -176,6 +176,11 @@ struct State {
   std::multimap<size_t, CUdeviceptr> cached;
   int64_t currentBytes = 0, peakBytes = 0, allocations = 0;
   int64_t cachedBytes = 0;
+  /// Everything the runtime holds from the driver (cuMemAlloc'd, not yet
+  /// freed: the step's blocks, the inputs' copies, cuBLAS's workspace and
+  /// the cached free blocks), and its high-water mark: what a device
+  /// memory budget bounds (ga_cuda_device_memory_stats).
+  int64_t deviceBytes = 0, devicePeakBytes = 0, deviceAllocations = 0;
   Offload offload;
   Blas blas;
   BlasLt blasLt;

@@ -396,6 +396,121 @@ struct TrainPlanRematPass
     return outcome;
   }
 
+  /// report-plans: a remark per unit found (its operations, its share of
+  /// the work, what it keeps), with notes at its boundary and its values.
+  void reportUnitsFound(ga::train::StepOp step, ArrayRef<Unit> units,
+                        double totalCost) {
+    for (auto [i, unit] : llvm::enumerate(units)) {
+      InFlightDiagnostic diag =
+          std::next(step.getBody().front().begin(), unit.first)->emitRemark();
+      diag << "train-plan-remat: unit " << i << ": ops " << unit.first << ".."
+           << unit.last << ", "
+           << llvm::formatv("{0:F1}",
+                            totalCost ? 100 * unit.cost / totalCost : 0.0)
+                  .str()
+           << "% of the forward work, keeps " << unit.savedBytes
+           << " bytes and a boundary of " << unit.boundaryBytes
+           << " bytes, largest value " << unit.largestBytes
+           << " bytes, at most " << unit.transientBytes
+           << " bytes of its own alive while it runs"
+           << (unit.mustSave ? ", marked save" : "")
+           << (unit.mustRecompute ? ", marked recompute" : "");
+      diag.attachNote(unit.boundary.getLoc()) << "its boundary";
+      for (Value value : unit.saved)
+        diag.attachNote(value.getLoc())
+            << "kept for the backward pass: " << tensorBytes(value.getType())
+            << " bytes";
+    }
+  }
+
+  /// The chosen plan recorded on the step (train.memory_plan) and
+  /// reported in a remark: the budget, the counts tried (when choosing),
+  /// the checkpoints, the recomputation, the peak and the search's times.
+  void recordChoice(ga::train::StepOp step, const Outcome &choice,
+                    ArrayRef<Outcome> tried, bool automatic, size_t numUnits,
+                    double totalCost,
+                    llvm::function_ref<double(const Outcome &)> timeOf) {
+    const Outcome *chosen = &choice;
+    int64_t budget = memoryBudget;
+    auto percent = [&](double cost) {
+      return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
+          .str();
+    };
+    auto [checkpoints, count] = checkpointsOf(chosen->plan);
+    std::string why;
+    if (automatic) {
+      llvm::raw_string_ostream os(why);
+      os << "microbatches " << chosen->microbatches << " chosen of";
+      for (const Outcome &outcome : tried) {
+        os << " k=" << outcome.microbatches << ": ";
+        if (outcome.fits)
+          os << percent(outcome.cost - outcome.copies) << "% recomputed, "
+             << (outcome.copies > 0
+                     ? "copies " + percent(outcome.copies) + "%, "
+                     : std::string())
+             << "time " << llvm::formatv("{0:E2}", timeOf(outcome)).str()
+             << ";";
+        else if (outcome.smallest)
+          os << "over the budget (at least " << outcome.smallest << " bytes);";
+        else
+          os << "no plan found within the budget;";
+      }
+      os << " ";
+    }
+    Builder builder(step.getContext());
+    ga::train::MemoryPlanRecord record;
+    record.budget = budget;
+    record.peak = chosen->peak;
+    record.unplanned = chosen->unplanned;
+    record.checkpoints = checkpoints;
+    record.units = count;
+    record.recomputed = percent(chosen->cost - chosen->copies) + "%";
+    record.choice = automatic ? "auto" : "fixed";
+    // The copies' delay, in the same unit as the recomputation.
+    if (chosen->copies > 0)
+      record.copies = percent(chosen->copies) + "%";
+    step->setAttr(ga::train::MemoryPlanRecord::attrName(),
+                  record.toAttr(builder));
+    step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
+                      << why << numUnits << " units; without new checkpoints "
+                      << chosen->unplanned << " bytes; " << checkpoints
+                      << " checkpoints over " << count << " units (recomputed "
+                      << percent(chosen->cost - chosen->copies)
+                      << "% of the forward work"
+                      << (chosen->copies > 0
+                              ? "; copies to host memory and back that do not "
+                                "hide: " +
+                                    percent(chosen->copies) + "% of its time"
+                              : std::string())
+                      << "); planned peak " << chosen->peak
+                      << " bytes; solved in "
+                      << llvm::formatv("{0:F3}", solveSeconds).str() << " s; "
+                      << candidates << " plans compiled and measured in "
+                      << llvm::formatv("{0:F1}", compileSeconds).str() << " s";
+  }
+
+  /// The micro-batch counts to try: the step's, or every divisor of the
+  /// batch per rank (`perRank`, in increasing order) when choosing.
+  static FailureOr<SmallVector<int64_t>>
+  countsToTry(ga::train::StepOp step, bool automatic, int64_t &perRank) {
+    if (!automatic)
+      return SmallVector<int64_t>{static_cast<int64_t>(step.getMicrobatches())};
+    std::optional<int64_t> batch;
+    for (Value operand : step.getBatch())
+      if (auto tensor = dyn_cast<RankedTensorType>(operand.getType());
+          tensor && tensor.getRank() >= 1 && !tensor.isDynamicDim(0))
+        batch = tensor.getDimSize(0);
+    if (!batch)
+      return step.emitError("train-plan-remat: choose-microbatches=true needs "
+                            "a static batch dimension");
+    perRank = *batch / static_cast<int64_t>(step.getDataParallel());
+    SmallVector<int64_t> counts;
+    for (int64_t k = 1; k <= perRank; ++k)
+      if (perRank % k == 0)
+        counts.push_back(k);
+    return counts;
+  }
+
   LogicalResult plan(ModuleOp module, unsigned index, ga::train::StepOp step,
                      bool automatic) {
     candidates = 0;
@@ -417,53 +532,14 @@ struct TrainPlanRematPass
             .count();
     double totalCost = totalCostOf(units);
     if (reportPlans)
-      for (auto [i, unit] : llvm::enumerate(units)) {
-        InFlightDiagnostic diag =
-            std::next(step.getBody().front().begin(), unit.first)->emitRemark();
-        diag << "train-plan-remat: unit " << i << ": ops " << unit.first << ".."
-             << unit.last << ", "
-             << llvm::formatv("{0:F1}",
-                              totalCost ? 100 * unit.cost / totalCost : 0.0)
-                    .str()
-             << "% of the forward work, keeps " << unit.savedBytes
-             << " bytes and a boundary of " << unit.boundaryBytes
-             << " bytes, largest value " << unit.largestBytes
-             << " bytes, at most " << unit.transientBytes
-             << " bytes of its own alive while it runs"
-             << (unit.mustSave ? ", marked save" : "")
-             << (unit.mustRecompute ? ", marked recompute" : "");
-        diag.attachNote(unit.boundary.getLoc()) << "its boundary";
-        for (Value value : unit.saved)
-          diag.attachNote(value.getLoc())
-              << "kept for the backward pass: " << tensorBytes(value.getType())
-              << " bytes";
-      }
-    auto percent = [&](double cost) {
-      return llvm::formatv("{0:F1}", totalCost ? 100 * cost / totalCost : 0.0)
-          .str();
-    };
+      reportUnitsFound(step, units, totalCost);
 
-    // The micro-batch counts to try: the step's, or every divisor of the
-    // batch per rank (in increasing order) when choosing.
-    SmallVector<int64_t> counts = {
-        static_cast<int64_t>(step.getMicrobatches())};
     int64_t perRank = 0;
-    if (automatic) {
-      std::optional<int64_t> batch;
-      for (Value operand : step.getBatch())
-        if (auto tensor = dyn_cast<RankedTensorType>(operand.getType());
-            tensor && tensor.getRank() >= 1 && !tensor.isDynamicDim(0))
-          batch = tensor.getDimSize(0);
-      if (!batch)
-        return step.emitError(
-            "train-plan-remat: choose-microbatches=true needs "
-            "a static batch dimension");
-      perRank = *batch / static_cast<int64_t>(step.getDataParallel());
-      counts.clear();
-      for (int64_t k = 1; k <= perRank; ++k)
-        if (perRank % k == 0)
-          counts.push_back(k);
-    }
+    FailureOr<SmallVector<int64_t>> tryCounts =
+        countsToTry(step, automatic, perRank);
+    if (failed(tryCounts))
+      return failure();
+    SmallVector<int64_t> counts = std::move(*tryCounts);
     // The estimated time of a step: forward, backward (twice the forward)
     // and the recomputed work, plus a cost per micro-batch (by default the
     // accumulation of every gradient, twice the parameters' elements).
@@ -528,58 +604,8 @@ struct TrainPlanRematPass
     if (!exportGraph.empty() && failed(writeGraph(step, *chosen, totalCost)))
       return failure();
 
-    auto [checkpoints, count] = checkpointsOf(chosen->plan);
-    std::string why;
-    if (automatic) {
-      llvm::raw_string_ostream os(why);
-      os << "microbatches " << chosen->microbatches << " chosen of";
-      for (const Outcome &outcome : tried) {
-        os << " k=" << outcome.microbatches << ": ";
-        if (outcome.fits)
-          os << percent(outcome.cost - outcome.copies) << "% recomputed, "
-             << (outcome.copies > 0
-                     ? "copies " + percent(outcome.copies) + "%, "
-                     : std::string())
-             << "time " << llvm::formatv("{0:E2}", timeOf(outcome)).str()
-             << ";";
-        else if (outcome.smallest)
-          os << "over the budget (at least " << outcome.smallest << " bytes);";
-        else
-          os << "no plan found within the budget;";
-      }
-      os << " ";
-    }
-    Builder builder(step.getContext());
-    ga::train::MemoryPlanRecord record;
-    record.budget = budget;
-    record.peak = chosen->peak;
-    record.unplanned = chosen->unplanned;
-    record.checkpoints = checkpoints;
-    record.units = count;
-    record.recomputed = percent(chosen->cost - chosen->copies) + "%";
-    record.choice = automatic ? "auto" : "fixed";
-    // The copies' delay, in the same unit as the recomputation.
-    if (chosen->copies > 0)
-      record.copies = percent(chosen->copies) + "%";
-    step->setAttr(ga::train::MemoryPlanRecord::attrName(),
-                  record.toAttr(builder));
-    step.emitRemark() << "train-plan-remat: budget " << budget << " bytes; "
-                      << why << units.size()
-                      << " units; without new checkpoints " << chosen->unplanned
-                      << " bytes; " << checkpoints << " checkpoints over "
-                      << count << " units (recomputed "
-                      << percent(chosen->cost - chosen->copies)
-                      << "% of the forward work"
-                      << (chosen->copies > 0
-                              ? "; copies to host memory and back that do not "
-                                "hide: " +
-                                    percent(chosen->copies) + "% of its time"
-                              : std::string())
-                      << "); planned peak " << chosen->peak
-                      << " bytes; solved in "
-                      << llvm::formatv("{0:F3}", solveSeconds).str() << " s; "
-                      << candidates << " plans compiled and measured in "
-                      << llvm::formatv("{0:F1}", compileSeconds).str() << " s";
+    recordChoice(step, *chosen, tried, automatic, units.size(), totalCost,
+                 timeOf);
     return success();
   }
 };

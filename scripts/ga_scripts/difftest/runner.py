@@ -126,7 +126,7 @@ class Runner:
         results = [np.load(os.path.join(out, f"result{i}.npy"))
                    for i in range(count)]
         if memory:
-            peak = re.search(r"^peak_bytes: (\d+)", done.stdout, re.M)
+            peak = re.search(r"^budget_peak_bytes: (\d+)", done.stdout, re.M)
             return results, int(peak.group(1)) if peak else 0
         return results
 
