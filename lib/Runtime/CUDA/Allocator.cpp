@@ -147,9 +147,7 @@ int64_t ga_cuda_read_i64(intptr_t p, int64_t i) {
 void ga_cuda_memory_stats(ga_memory *out) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  out->current_bytes = s.currentBytes;
-  out->peak_bytes = s.peakBytes;
-  out->allocations = s.allocations;
+  *out = {s.currentBytes, s.peakBytes, s.allocations};
 }
 
 void ga_cuda_memory_reset_peak(void) {
@@ -162,9 +160,7 @@ void ga_cuda_memory_reset_peak(void) {
 void ga_cuda_device_memory_stats(ga_memory *out) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
-  out->current_bytes = s.deviceBytes;
-  out->peak_bytes = s.devicePeakBytes;
-  out->allocations = s.deviceAllocations;
+  *out = {s.deviceBytes, s.devicePeakBytes, s.deviceAllocations};
 }
 
 size_t ga_cuda_empty_cache(void) {
