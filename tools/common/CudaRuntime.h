@@ -17,6 +17,8 @@
 #include "Tool.h"
 #include "ga/Runtime/ga_step.h"
 
+#include "llvm/ADT/SmallVector.h"
+#include "llvm/ADT/StringRef.h"
 #include "llvm/ADT/Twine.h"
 
 #include <cstdint>
@@ -52,6 +54,21 @@ struct CudaRuntime {
     return memory;
   }
 };
+
+/// The shared libraries a JIT-compiled step calls: libga_runtime, the OpenMP
+/// runtime and, for a step on a CUDA device, libga_cuda_runtime (found as
+/// runtimeLibrary finds them). The strings live as long as the process, as
+/// ExecutionEngineOptions::sharedLibPaths needs.
+inline llvm::SmallVector<llvm::StringRef> jitRuntimeLibraries(bool cuda) {
+  static const std::string runtime =
+      runtimeLibrary("libga_runtime.so", GA_RUNTIME_LIBRARY);
+  static const std::string cudaRuntime =
+      runtimeLibrary("libga_cuda_runtime.so", GA_CUDA_RUNTIME_LIBRARY);
+  llvm::SmallVector<llvm::StringRef> libraries = {runtime, GA_OPENMP_RUNTIME};
+  if (cuda)
+    libraries.push_back(cudaRuntime);
+  return libraries;
+}
 
 /// Loads the CUDA runtime and checks that a device is there; "" on
 /// success, else why not ("@STEP runs on a CUDA device: no CUDA device:

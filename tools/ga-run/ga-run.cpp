@@ -345,14 +345,8 @@ Expected<std::unique_ptr<ExecutionEngine>> jitCompile(ModuleOp module,
   };
   // A function_ref: `transformer` outlives ExecutionEngine::create.
   engineOptions.transformer = transformer;
-  // Strings that outlive the engine's creation (StringRefs below).
-  static const std::string runtime =
-      ga::tool::runtimeLibrary("libga_runtime.so", GA_RUNTIME_LIBRARY);
-  static const std::string cudaRuntime = ga::tool::runtimeLibrary(
-      "libga_cuda_runtime.so", GA_CUDA_RUNTIME_LIBRARY);
-  SmallVector<llvm::StringRef> runtimeLibs = {runtime, GA_OPENMP_RUNTIME};
-  if (cuda)
-    runtimeLibs.push_back(cudaRuntime);
+  SmallVector<llvm::StringRef> runtimeLibs =
+      ga::tool::jitRuntimeLibraries(cuda);
   engineOptions.sharedLibPaths = runtimeLibs;
   auto engine = ExecutionEngine::create(module, engineOptions);
   if (!engine)

@@ -314,14 +314,8 @@ int Trainer::jitCompile() {
     return optimize(module);
   };
   engineOptions.transformer = transformer;
-  // Strings that outlive the engine's creation (StringRefs below).
-  static const std::string runtime =
-      ga::tool::runtimeLibrary("libga_runtime.so", GA_RUNTIME_LIBRARY);
-  static const std::string cudaRuntime = ga::tool::runtimeLibrary(
-      "libga_cuda_runtime.so", GA_CUDA_RUNTIME_LIBRARY);
-  SmallVector<llvm::StringRef> runtimeLibs = {runtime, GA_OPENMP_RUNTIME};
-  if (cuda)
-    runtimeLibs.push_back(cudaRuntime);
+  SmallVector<llvm::StringRef> runtimeLibs =
+      ga::tool::jitRuntimeLibraries(cuda.has_value());
   engineOptions.sharedLibPaths = runtimeLibs;
   auto created = ExecutionEngine::create(*stepModule->module, engineOptions);
   if (!created)
