@@ -61,7 +61,8 @@ import time
 import numpy as np
 
 from ga_scripts.paths import ROOT
-from ga_scripts.tiny_gpt import inputs, save_arrays, write_step
+from ga_scripts.reference_harness import save_arrays
+from ga_scripts.tiny_gpt import inputs, write_step
 
 SIZE = dict(batch=4, seq=64, vocab=256, dim=64, heads=4, ffn=256)
 

@@ -124,17 +124,23 @@ def mpi_launcher(mpirun, ranks):
     return shlex.split(mpirun) + ["-np", str(ranks)] if ranks > 1 else []
 
 
+def save_arrays(arrays, prefix):
+    """Saves `arrays` as PREFIX<i>.npy (in argument order); returns their
+    paths."""
+    paths = []
+    for i, a in enumerate(arrays):
+        paths.append(f"{prefix}{i}.npy")
+        np.save(paths[-1], a)
+    return paths
+
+
 def run_ga_run(ga_run, mlir_file, inputs, workdir, entry=None, extra=(),
                launcher=()):
     """Saves `inputs` (numpy arrays, in argument order) to `workdir`, runs
     ga-run on them (under `launcher`, e.g. an mpirun command, if given) and
     returns (results as a list of arrays, stdout)."""
     os.makedirs(workdir, exist_ok=True)
-    paths = []
-    for i, array in enumerate(inputs):
-        path = os.path.join(workdir, f"arg{i}.npy")
-        np.save(path, array)
-        paths.append(path)
+    paths = save_arrays(inputs, os.path.join(workdir, "arg"))
     out = os.path.join(workdir, "out")
     cmd = [*launcher, ga_run, mlir_file, *paths, "--out-dir", out, *extra]
     if entry:

@@ -75,15 +75,6 @@ def write_step(path, size, *flags):
     return path
 
 
-def save_arrays(arrays, prefix):
-    """Saves `arrays` as PREFIX<i>.npy; returns their paths."""
-    paths = []
-    for i, a in enumerate(arrays):
-        paths.append(f"{prefix}{i}.npy")
-        np.save(paths[-1], a)
-    return paths
-
-
 def step_flops(size):
     """The work of one training step, forward and backward, as nanoGPT and
     PaLM count it: 6 per weight of the products (blocks and head;

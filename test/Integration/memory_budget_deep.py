@@ -17,8 +17,8 @@ import sys
 
 import numpy as np
 
-from ga_scripts.reference_harness import Checker
-from ga_scripts.tiny_gpt import inputs, save_arrays, write_step
+from ga_scripts.reference_harness import Checker, save_arrays
+from ga_scripts.tiny_gpt import inputs, write_step
 
 SIZE = dict(batch=4, seq=8, vocab=32, dim=16, heads=2, ffn=32)
 

@@ -17,12 +17,22 @@
 #ifndef GA_TOOLS_COMMON_PEAKS_H
 #define GA_TOOLS_COMMON_PEAKS_H
 
+#include "ga/Runtime/Npy.h"
 #include "ga/Runtime/ga_step.h"
 
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace ga::tool {
+
+/// The bytes of a step's arguments, as the tools hold them.
+inline int64_t argumentBytes(const std::vector<ga::NpyArray> &arrays) {
+  int64_t bytes = 0;
+  for (const ga::NpyArray &array : arrays)
+    bytes += static_cast<int64_t>(array.data.size());
+  return bytes;
+}
 
 /// The lines "step_peak_bytes: ..." and "budget_peak_bytes: ...": `step`
 /// is the step's buffers' count, `argumentBytes` the arguments' bytes (on

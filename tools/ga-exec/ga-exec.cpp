@@ -289,9 +289,7 @@ int Exec::report() {
   } else {
     ga_memory_stats(&memory);
   }
-  int64_t argumentBytes = 0;
-  for (const ga::NpyArray &array : arrays)
-    argumentBytes += static_cast<int64_t>(array.data.size());
+  int64_t argumentBytes = ga::tool::argumentBytes(arrays);
   std::fputs(ga::tool::peakLines(memory, argumentBytes,
                                  deviceMemoryFn != nullptr, device)
                  .c_str(),

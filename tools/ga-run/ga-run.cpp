@@ -421,13 +421,10 @@ std::optional<int> runSteps(ExecutionEngine &engine, StepRuns &runs,
   return std::nullopt;
 }
 
-/// Prints the memory lines of --report-memory: the measured peak with the
-/// arguments, the allocations per run, and the model's prediction.
-void reportMemoryLines(const ga_memory &memory, const StepRuns &runs,
+/// Prints the memory lines of --report-memory: the allocations per run and
+/// the model's prediction (`argumentBytes`: the arguments' bytes).
+void reportMemoryLines(const ga_memory &memory, int64_t argumentBytes,
                        const PipelineResult &pipeline) {
-  int64_t argumentBytes = 0;
-  for (const ga::NpyArray &array : runs.arrays)
-    argumentBytes += static_cast<int64_t>(array.data.size());
   outs() << "allocations: " << memory.allocations / repeat << " per run\n";
   if (pipeline.model)
     outs() << "model_peak_bytes: " << pipeline.model->peakBytes + argumentBytes
@@ -458,9 +455,7 @@ int report(const std::string &name, const ga::StepSignature &signature,
   outs() << format("run_ms: %.3f (mean of %d, min %.3f)\n",
                    runs.totalMs / repeat, repeat.getValue(), runs.minMs);
   ga_memory memory;
-  int64_t argumentBytes = 0;
-  for (const ga::NpyArray &array : runs.arrays)
-    argumentBytes += static_cast<int64_t>(array.data.size());
+  int64_t argumentBytes = ga::tool::argumentBytes(runs.arrays);
   if (cudaRuntime) {
     cudaRuntime->stats(&memory);
     outs() << "device: " << cudaRuntime->name(nullptr) << " (CUDA)\n";
@@ -471,7 +466,7 @@ int report(const std::string &name, const ga::StepSignature &signature,
     outs() << ga::tool::peakLines(memory, argumentBytes, /*onDevice=*/false);
   }
   if (reportMemory)
-    reportMemoryLines(memory, runs, pipeline);
+    reportMemoryLines(memory, argumentBytes, pipeline);
   ga::StepSummary summary = ga::summarize(signature, outputs);
   outs() << summary.text;
   outs().flush();

@@ -516,9 +516,7 @@ int Trainer::train() {
       cuda->stats(&memory);
     else
       ga_memory_stats(&memory);
-    int64_t argumentBytes = 0;
-    for (const ga::NpyArray &array : args)
-      argumentBytes += static_cast<int64_t>(array.data.size());
+    int64_t argumentBytes = ga::tool::argumentBytes(args);
     outs() << ga::tool::peakLines(memory, argumentBytes, cuda.has_value(),
                                   cuda ? cuda->device() : std::nullopt);
   }

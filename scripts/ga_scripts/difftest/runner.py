@@ -12,6 +12,7 @@ import sys
 import numpy as np
 
 from ga_scripts.paths import PYTHON, child_env
+from ga_scripts.reference_harness import save_arrays
 
 from .emitter import bundle_expected, bundle_inputs, emit_bundle
 from .program import NP_TYPES
@@ -77,10 +78,7 @@ class Runner:
         src = os.path.join(work, "input.mlir")
         with open(src, "w") as f:
             f.write(source)
-        paths = []
-        for i, a in enumerate(inputs):
-            paths.append(os.path.join(work, f"arg{i}.npy"))
-            np.save(paths[-1], a)
+        paths = save_arrays(inputs, os.path.join(work, "arg"))
         out = os.path.join(work, "out")
         shutil.rmtree(out, ignore_errors=True)
         if aot:
