@@ -4,10 +4,11 @@
 //
 //===----------------------------------------------------------------------===//
 //
-// The CUDA half of ga-pipeline: reductions split in two stages (on
-// tensors), then, on the bufferized step, matrix products to cuBLAS, every
-// other operation a kernel mapped to blocks and threads, the host code left
-// touching device memory moved to the device, the kernels outlined and
+// The CUDA half of ga-pipeline: the CUDA-only options projected and checked
+// (CudaTargetOptions, the one place that reads them), reductions split in two
+// stages (on tensors), then, on the bufferized step, matrix products to cuBLAS,
+// every other operation a kernel mapped to blocks and threads, the host code
+// left touching device memory moved to the device, the kernels outlined and
 // lowered to NVVM, the host tail (PipelineStages.h) with the launches, the
 // step's buffers from the CUDA runtime, and the kernels compiled to a
 // gpu.binary. The passes: lib/Codegen/CUDA/.
@@ -25,22 +26,96 @@
 
 using namespace mlir;
 
+std::optional<ga::CudaTargetOptions> ga::GaPipelineOptions::cudaTarget() const {
+  if (target != Target::CUDA)
+    return std::nullopt;
+  CudaTargetOptions cuda;
+  cuda.chip = chip;
+  cuda.ptxFeatures = ptxFeatures;
+  cuda.toolkit = cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
+                                     : cudaToolkit.getValue();
+  cuda.format = gpuFormat;
+  cuda.blas = gpuBlas;
+  cuda.tf32 = gpuTF32;
+  cuda.bf16 = gpuBF16;
+  cuda.biasEpilogue = gpuBiasEpilogue;
+  cuda.splitReductions = gpuSplitReductions;
+  cuda.splitMinLength = gpuSplitMinLength;
+  cuda.splitMinThreads = gpuSplitMinThreads;
+  cuda.reductionLanes = gpuReductionLanes;
+  cuda.vectorWidth = gpuVectorWidth;
+  cuda.blockSize = gpuBlockSize;
+  cuda.fusion = gpuFusion;
+  cuda.rowFusion = gpuFusion && gpuRowFusion;
+  cuda.emulate = gpuEmulate;
+  if (hostOffload) {
+    CudaTargetOptions::Offload offload;
+    offload.hostBandwidth = hostBandwidth;
+    offload.deviceTflops = deviceTflops;
+    offload.copies = offloadCopies;
+    offload.minBytes = offloadMinBytes;
+    offload.budget = offloadBudget > 0 ? offloadBudget : memoryBudget;
+    cuda.offload = offload;
+  }
+  return cuda;
+}
+
+LogicalResult ga::CudaTargetOptions::verify(raw_ostream &errors) const {
+  if (toolkit.empty() && !emulate) {
+    errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
+              "none was found when ga-opt was configured; give "
+              "cuda-toolkit=DIR";
+    return failure();
+  }
+  if (!StringRef(chip).starts_with("sm_")) {
+    errors << "chip must name an NVIDIA architecture such as sm_90, got '"
+           << chip << "'";
+    return failure();
+  }
+  if (blockSize < 1 || blockSize > 1024) {
+    errors << "gpu-block-size must be in [1, 1024], got " << blockSize;
+    return failure();
+  }
+  if (vectorWidth != 1 && vectorWidth != 2 && vectorWidth != 4) {
+    errors << "gpu-vector-width must be 1, 2 or 4, got " << vectorWidth;
+    return failure();
+  }
+  if (tf32 && bf16) {
+    errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
+              "either TF32 or bfloat16)";
+    return failure();
+  }
+  if (!offload)
+    return success();
+  if (offload->budget <= 0) {
+    errors << "host-offload needs memory-budget (it offloads only what "
+              "the budget asks for)";
+    return failure();
+  }
+  if (!(offload->hostBandwidth > 0)) {
+    errors << "host-bandwidth must be positive (GB/s), got "
+           << offload->hostBandwidth;
+    return failure();
+  }
+  if (!(offload->deviceTflops > 0)) {
+    errors << "device-tflops must be positive (TFLOP/s), got "
+           << offload->deviceTflops;
+    return failure();
+  }
+  return success();
+}
+
 void ga::detail::addCUDAKernels(OpPassManager &pm,
-                                const GaPipelineOptions &options) {
-  if (options.gpuSplitReductions) {
+                                const CudaTargetOptions &cuda) {
+  if (cuda.splitReductions) {
     GaGpuSplitReductionsPassOptions splitReductions;
-    splitReductions.minLength = options.gpuSplitMinLength;
-    splitReductions.minThreads = options.gpuSplitMinThreads;
-    splitReductions.lanes = options.gpuReductionLanes;
+    splitReductions.minLength = cuda.splitMinLength;
+    splitReductions.minThreads = cuda.splitMinThreads;
+    splitReductions.lanes = cuda.reductionLanes;
     pm.addNestedPass<func::FuncOp>(
         createGaGpuSplitReductionsPass(splitReductions));
     pm.addPass(createCanonicalizerPass());
   }
-}
-
-std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
-  return options.cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
-                                     : options.cudaToolkit.getValue();
 }
 
 /// target=cuda, from bufferized memrefs: kernels for every operation on
@@ -48,24 +123,25 @@ std::string ga::cudaToolkitPath(const GaPipelineOptions &options) {
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
                                             const GaPipelineOptions &options) {
-  if (options.gpuBlas) {
+  CudaTargetOptions cuda = *options.cudaTarget();
+  if (cuda.blas) {
     ga::GaGpuGemmToBlasPassOptions blas;
-    blas.allowTF32 = options.gpuTF32;
-    blas.allowBF16 = options.gpuBF16;
-    blas.biasEpilogue = options.gpuBiasEpilogue;
+    blas.allowTF32 = cuda.tf32;
+    blas.allowBF16 = cuda.bf16;
+    blas.biasEpilogue = cuda.biasEpilogue;
     pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
   }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
-  mapping.blockSize = options.gpuBlockSize;
-  mapping.vectorWidth = options.gpuVectorWidth;
-  mapping.fuseLoops = options.gpuFusion;
-  mapping.fuseRows = options.gpuFusion && options.gpuRowFusion;
+  mapping.blockSize = cuda.blockSize;
+  mapping.vectorWidth = cuda.vectorWidth;
+  mapping.fuseLoops = cuda.fusion;
+  mapping.fuseRows = cuda.rowFusion;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   ga::GaGpuDeviceCodePassOptions deviceCode;
-  deviceCode.fuseSingleThreads = options.gpuFusion;
+  deviceCode.fuseSingleThreads = cuda.fusion;
   pm.addPass(ga::createGaGpuDeviceCodePass(deviceCode));
-  if (options.gpuEmulate) {
+  if (cuda.emulate) {
     // The device program on the CPU, one launch after the other.
     pm.addPass(ga::createGaGpuEmulateOnHostPass());
     pm.addPass(createCanonicalizerPass());
@@ -81,12 +157,11 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   pm.addPass(ga::createGaGpuDedupKernelsPass());
   // The target, once, with libdevice for the kernels' math (without it
   // math.exp stays a call to __nv_expf that ptxas cannot resolve).
-  std::string toolkit = cudaToolkitPath(options);
   GpuNVVMAttachTargetOptions nvvm;
-  nvvm.chip = options.chip;
-  nvvm.features = options.ptxFeatures;
+  nvvm.chip = cuda.chip;
+  nvvm.features = cuda.ptxFeatures;
   nvvm.optLevel = 3;
-  nvvm.linkLibs = {toolkit + "/nvvm/libdevice/libdevice.10.bc"};
+  nvvm.linkLibs = {cuda.toolkit + "/nvvm/libdevice/libdevice.10.bc"};
   pm.addPass(createGpuNVVMAttachTarget(nvvm));
   pm.addPass(memref::createExpandStridedMetadataPass());
   pm.addPass(createLowerAffinePass());
@@ -100,15 +175,14 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   // allocation functions.
   ga::detail::addHostToLLVM(pm, ga::detail::HostTail::GPULaunches);
   pm.addPass(ga::createGaGpuDeviceAllocationsPass());
-  if (options.gpuFormat != "none")
-    ga::addGpuModuleToBinary(pm, options, options.gpuFormat);
+  if (cuda.format != GpuFormat::None)
+    ga::addGpuModuleToBinary(pm, cuda, cuda.format);
 }
 
-void ga::addGpuModuleToBinary(OpPassManager &pm,
-                              const GaPipelineOptions &options,
-                              StringRef format) {
+void ga::addGpuModuleToBinary(OpPassManager &pm, const CudaTargetOptions &cuda,
+                              GpuFormat format) {
   GpuModuleToBinaryPassOptions binary;
-  binary.toolkitPath = cudaToolkitPath(options);
-  binary.compilationTarget = format.str();
+  binary.toolkitPath = cuda.toolkit;
+  binary.compilationTarget = choiceName(format).str();
   pm.addPass(createGpuModuleToBinaryPass(binary));
 }

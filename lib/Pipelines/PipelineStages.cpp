@@ -30,9 +30,9 @@ using namespace mlir;
 /// workspace on target=cuda with gpu-blas (the planner and host offload
 /// both count it).
 int64_t ga::detail::deviceFixedBytes(const ga::GaPipelineOptions &options) {
-  return options.target == "cuda" && options.gpuBlas
-             ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
-             : 0;
+  std::optional<ga::CudaTargetOptions> cuda = options.cudaTarget();
+  return cuda && cuda->blas ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
+                            : 0;
 }
 
 /// Bufferization, with deallocation after each buffer's last use.
@@ -78,15 +78,15 @@ void ga::detail::addBufferization(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // What the budget still asks for, from the buffers the step does not read
   // for a while: the memory model reads the IR from here.
-  if (options.hostOffload) {
+  std::optional<ga::CudaTargetOptions> cuda = options.cudaTarget();
+  if (cuda && cuda->offload) {
     ga::GaGpuOffloadBuffersPassOptions offload;
-    offload.budget = options.offloadBudget > 0 ? options.offloadBudget
-                                               : options.memoryBudget;
+    offload.budget = cuda->offload->budget;
     offload.fixedBytes = ga::detail::deviceFixedBytes(options);
-    offload.hostBandwidth = options.hostBandwidth;
-    offload.minBytes = options.offloadMinBytes;
-    offload.copies = options.offloadCopies;
-    offload.deviceTflops = options.deviceTflops;
+    offload.hostBandwidth = cuda->offload->hostBandwidth;
+    offload.minBytes = cuda->offload->minBytes;
+    offload.copies = cuda->offload->copies;
+    offload.deviceTflops = cuda->offload->deviceTflops;
     pm.addPass(ga::createGaGpuOffloadBuffersPass(offload));
   }
 }

@@ -24,7 +24,7 @@ void addCPUKernels(mlir::OpPassManager &pm, const GaPipelineOptions &options);
 
 /// target=cuda, on tensors after fusion: reductions in two stages
 /// (gpu-split-reductions).
-void addCUDAKernels(mlir::OpPassManager &pm, const GaPipelineOptions &options);
+void addCUDAKernels(mlir::OpPassManager &pm, const CudaTargetOptions &cuda);
 
 /// target=cuda, from bufferized memrefs: kernels for every operation on
 /// device memory, the host code in the LLVM dialect calling the CUDA runtime

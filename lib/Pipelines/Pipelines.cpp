@@ -46,62 +46,18 @@ void ga::GaPipelineOptions::forEachOption(
 }
 
 LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
-  if (!llvm::is_contained(kBatchStatistics, batchStatistics.getValue())) {
-    errors << "batch-statistics must be refuse or prepass, got '"
-           << batchStatistics.getValue() << "'";
-    return failure();
-  }
-  if (!llvm::is_contained(kPrecisions, precision.getValue())) {
-    errors << "precision must be f32 or bf16-mixed, got '"
-           << precision.getValue() << "'";
-    return failure();
-  }
-  if (!llvm::is_contained(kPipelineTargets, target.getValue())) {
-    errors << "unknown target '" << target << "' (available: "
-           << llvm::join(ArrayRef<llvm::StringLiteral>(kPipelineTargets), ", ")
-           << ")";
-    return failure();
-  }
-  if (target == "cuda") {
-    if (cudaToolkitPath(*this).empty() && !gpuEmulate) {
-      errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
-                "none was found when ga-opt was configured; give "
-                "cuda-toolkit=DIR";
+  // The choices (target, gpu-format, precision, batch-statistics,
+  // offload-copies) are checked as they are parsed (ga/Utils/Choices.h).
+  if (std::optional<CudaTargetOptions> cuda = cudaTarget()) {
+    if (failed(cuda->verify(errors)))
       return failure();
-    }
-    if (!llvm::StringRef(chip).starts_with("sm_")) {
-      errors << "chip must name an NVIDIA architecture such as sm_90, got '"
-             << chip.getValue() << "'";
-      return failure();
-    }
-    if (!llvm::is_contained(kGpuFormats, gpuFormat.getValue())) {
-      ArrayRef<llvm::StringLiteral> formats(kGpuFormats);
-      errors << "gpu-format must be " << llvm::join(formats.drop_back(), ", ")
-             << " or " << formats.back() << ", got '" << gpuFormat.getValue()
-             << "'";
-      return failure();
-    }
-    if (gpuBlockSize < 1 || gpuBlockSize > 1024) {
-      errors << "gpu-block-size must be in [1, 1024], got "
-             << gpuBlockSize.getValue();
-      return failure();
-    }
-    if (gpuVectorWidth != 1 && gpuVectorWidth != 2 && gpuVectorWidth != 4) {
-      errors << "gpu-vector-width must be 1, 2 or 4, got "
-             << gpuVectorWidth.getValue();
-      return failure();
-    }
-    if (gpuTF32 && gpuBF16) {
-      errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
-                "either TF32 or bfloat16)";
-      return failure();
-    }
-    if (precision == "bf16-mixed" && (gpuTF32 || gpuBF16)) {
-      errors << "precision=bf16-mixed with gpu-" << (gpuTF32 ? "tf32" : "bf16")
+    if (precision == Precision::BF16Mixed && (cuda->tf32 || cuda->bf16)) {
+      errors << "precision=bf16-mixed with gpu-"
+             << (cuda->tf32 ? "tf32" : "bf16")
              << ": the products already read bfloat16 inputs";
       return failure();
     }
-    if (gpuBF16 && memoryBudget > 0) {
+    if (cuda->bf16 && memoryBudget > 0) {
       errors << "memory-budget with gpu-bf16: the runtime's bfloat16 "
                 "copies of each product's operands are not in the memory "
                 "model yet, so the budget could not be kept; "
@@ -109,33 +65,10 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
                 "the budget counts them";
       return failure();
     }
-  }
-  if (hostOffload) {
-    if (target != "cuda") {
-      errors << "host-offload needs target=cuda (on the CPU the host memory "
-                "is the step's memory)";
-      return failure();
-    }
-    if (memoryBudget <= 0 && offloadBudget <= 0) {
-      errors << "host-offload needs memory-budget (it offloads only what "
-                "the budget asks for)";
-      return failure();
-    }
-    if (!(hostBandwidth > 0)) {
-      errors << "host-bandwidth must be positive (GB/s), got "
-             << hostBandwidth.getValue();
-      return failure();
-    }
-    if (!(deviceTflops > 0)) {
-      errors << "device-tflops must be positive (TFLOP/s), got "
-             << deviceTflops.getValue();
-      return failure();
-    }
-    if (offloadCopies != "hidden" && offloadCopies != "priced") {
-      errors << "offload-copies must be 'hidden' or 'priced', got '"
-             << offloadCopies.getValue() << "'";
-      return failure();
-    }
+  } else if (hostOffload) {
+    errors << "host-offload needs target=cuda (on the CPU the host memory "
+              "is the step's memory)";
+    return failure();
   }
   if (attentionKeyTile < 0) {
     errors << "attention-key-tile must be 0 (off) or positive, got "
@@ -167,11 +100,13 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   return success();
 }
 
-LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
-                                  const GaPipelineOptions &options) {
-  if (failed(options.verify(errors)))
-    return failure();
-  bool cuda = options.target == "cuda";
+namespace ga {
+
+/// The front end's forms and the step's own, before anything reads the
+/// step: the count of microbatches=K, import legalization, asserts, the
+/// sliced matmul rows, attention raised.
+static void addStepForms(OpPassManager &pm,
+                         const ga::GaPipelineOptions &options) {
   // microbatches=K: the steps' count, before any pass reads it.
   if (options.microbatches > 0) {
     TrainSetSchedulePassOptions schedule;
@@ -202,42 +137,56 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     attention.keyTile = options.attentionKeyTile;
     pm.addPass(createTrainRaiseAttentionPass(attention));
   }
-  // Rematerialization next: the planner compiles each candidate with this
-  // pipeline (without a budget) and reads its peak from the memory model.
-  if (options.memoryBudget > 0) {
-    TrainPlanRematPassOptions remat;
-    remat.memoryBudget = options.memoryBudget;
-    remat.chooseMicrobatches = options.chooseMicrobatches;
-    // On the device, what the CUDA runtime's caching allocator holds, and
-    // cuBLAS's workspace.
-    remat.deviceAllocator = cuda;
-    remat.deviceFixedBytes = ga::detail::deviceFixedBytes(options);
-    // Every option of this pipeline (a new option cannot be forgotten) but
-    // the budget: the planner compiles each candidate without one, to
-    // buffers (it reads their peaks).
-    auto unplanned = std::make_shared<ga::GaPipelineOptions>();
-    unplanned->copyOptionValuesFrom(options);
-    unplanned->memoryBudget = 0;
-    // The count is the planner's to set on each candidate.
-    unplanned->microbatches = 0;
-    unplanned->chooseMicrobatches = false;
-    unplanned->buffersOnly = true;
-    // Each candidate offloads what it must to fit the same budget.
-    if (options.hostOffload && options.offloadBudget <= 0)
-      unplanned->offloadBudget = options.memoryBudget;
-    RematCandidatePipeline candidates;
-    candidates.hostOffload = options.hostOffload;
-    candidates.build = [unplanned](OpPassManager &candidatePm,
-                                   bool withoutOffload, std::string &error) {
-      ga::GaPipelineOptions candidate;
-      candidate.copyOptionValuesFrom(*unplanned);
-      if (withoutOffload)
-        candidate.hostOffload = false;
-      llvm::raw_string_ostream os(error);
-      return buildGaPipeline(candidatePm, os, candidate);
-    };
-    pm.addPass(createTrainPlanRematPass(remat, std::move(candidates)));
-  }
+}
+
+/// The remat planner (memory-budget): it compiles each candidate with this
+/// pipeline, without a budget and to buffers, and reads its peak from the
+/// memory model.
+static void addRematPlanner(OpPassManager &pm,
+                            const ga::GaPipelineOptions &options,
+                            const std::optional<ga::CudaTargetOptions> &cuda) {
+  TrainPlanRematPassOptions remat;
+  remat.memoryBudget = options.memoryBudget;
+  remat.chooseMicrobatches = options.chooseMicrobatches;
+  // On the device, what the CUDA runtime's caching allocator holds, and
+  // cuBLAS's workspace.
+  remat.deviceAllocator = cuda.has_value();
+  remat.deviceFixedBytes = ga::detail::deviceFixedBytes(options);
+  // Every option of this pipeline (a new option cannot be forgotten) but
+  // the budget: the planner compiles each candidate without one, to
+  // buffers (it reads their peaks).
+  auto unplanned = std::make_shared<ga::GaPipelineOptions>();
+  unplanned->copyOptionValuesFrom(options);
+  unplanned->memoryBudget = 0;
+  // The count is the planner's to set on each candidate.
+  unplanned->microbatches = 0;
+  unplanned->chooseMicrobatches = false;
+  unplanned->buffersOnly = true;
+  // Each candidate offloads what it must to fit the same budget.
+  bool offload = cuda && cuda->offload;
+  if (offload && options.offloadBudget <= 0)
+    unplanned->offloadBudget = options.memoryBudget;
+  RematCandidatePipeline candidates;
+  candidates.hostOffload = offload;
+  candidates.build = [unplanned](OpPassManager &candidatePm,
+                                 bool withoutOffload, std::string &error) {
+    ga::GaPipelineOptions candidate;
+    candidate.copyOptionValuesFrom(*unplanned);
+    if (withoutOffload)
+      candidate.hostOffload = false;
+    llvm::raw_string_ostream os(error);
+    return buildGaPipeline(candidatePm, os, candidate);
+  };
+  pm.addPass(createTrainPlanRematPass(remat, std::move(candidates)));
+}
+
+/// The batch schedule and differentiation, down to linalg on tensors:
+/// signatures, label checks, the loss normalized and the batch split,
+/// the gradients, chunked loss heads, the train ops and micro-batch loops
+/// lowered, mixed precision, fusion.
+static void addTrainToLinalg(OpPassManager &pm,
+                             const ga::GaPipelineOptions &options,
+                             const std::optional<ga::CudaTargetOptions> &cuda) {
   // First, while the functions still have their tensor signatures.
   pm.addPass(createTrainRecordSignaturesPass());
   // Label checks follow the labels to the function's arguments, through the
@@ -249,7 +198,7 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   pm.addPass(createTrainNormalizeLossPass());
   TrainSplitBatchPassOptions split;
   split.naive = options.naive;
-  split.statisticsPrepass = options.batchStatistics == "prepass";
+  split.statisticsPrepass = options.batchStatistics == BatchStatistics::Prepass;
   pm.addPass(createTrainSplitBatchPass(split));
   // Differentiation sees the accumulate bodies (one micro-batch each).
   pm.addPass(createTrainDifferentiatePass());
@@ -269,23 +218,37 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
   // bf16-mixed: after train-lower-accumulate, whose in-place accumulation
   // reads the products that compute the gradients; before fusion, which
   // then fuses the roundings like any elementwise producer.
-  if (options.precision == "bf16-mixed")
+  if (options.precision == Precision::BF16Mixed)
     pm.addPass(createGaMixedPrecisionPass());
   // Also after train-lower-accumulate: fused producers would hide the
   // gradients' producers from its in-place accumulation.
   if (options.fuse) {
     GaFuseElementwisePassOptions fuse;
-    fuse.intoReductions = cuda && options.gpuFusion;
-    fuse.recomputeCheap = cuda && options.gpuFusion;
+    fuse.intoReductions = cuda && cuda->fusion;
+    fuse.recomputeCheap = cuda && cuda->fusion;
     pm.addPass(createGaFuseElementwisePass(fuse));
   }
+}
+
+} // namespace ga
+
+LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
+                                  const GaPipelineOptions &options) {
+  if (failed(options.verify(errors)))
+    return failure();
+  std::optional<CudaTargetOptions> cuda = options.cudaTarget();
+  addStepForms(pm, options);
+  // Rematerialization next, on the step's own forms.
+  if (options.memoryBudget > 0)
+    addRematPlanner(pm, options, cuda);
+  addTrainToLinalg(pm, options, cuda);
   // After train-lower-accumulate, whose in-place accumulation reads the
   // producers of the gradients; before everything whose cost grows with the
   // code: each distinct operation is tiled, vectorized and compiled once.
   // Kernel functions and vector code are the CPU's: the CUDA target maps
   // each linalg operation of the step to a GPU kernel itself.
   if (cuda)
-    detail::addCUDAKernels(pm, options);
+    detail::addCUDAKernels(pm, *cuda);
   else
     detail::addCPUKernels(pm, options);
   ga::detail::addBufferization(pm, options);

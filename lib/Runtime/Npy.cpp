@@ -142,16 +142,16 @@ bool parseDimension(std::string_view text, int64_t &value) {
   return true;
 }
 
-} // namespace
-
-bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
-              std::string &error) {
+/// The header's text and where the data start, after the magic string,
+/// the version and the header's length.
+bool headerOf(std::string_view bytes, const std::string &name,
+              std::string_view &header, size_t &dataStart, std::string &error) {
   if (bytes.substr(0, 6) != "\x93NUMPY")
     return malformed(name, "missing the \\x93NUMPY magic string", error);
   if (bytes.size() < 10)
     return malformed(name, "truncated header", error);
   unsigned major = static_cast<unsigned char>(bytes[6]);
-  size_t headerLen, start;
+  size_t headerLen = 0, start = 0;
   auto byteAt = [&](size_t i) {
     return static_cast<size_t>(static_cast<unsigned char>(bytes[i]));
   };
@@ -170,9 +170,14 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
   }
   if (bytes.size() < start + headerLen)
     return malformed(name, "truncated header", error);
-  std::string_view header = bytes.substr(start, headerLen);
+  header = bytes.substr(start, headerLen);
+  dataStart = start + headerLen;
+  return true;
+}
 
-  NpyArray array;
+/// The element type the header's 'descr' names.
+bool parseDescr(std::string_view header, const std::string &name,
+                NpyDType &dtype, std::string &error) {
   std::string_view descr;
   if (!headerValue(header, "descr", descr) || descr.size() < 2 ||
       descr.front() != '\'')
@@ -180,15 +185,15 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
   descr.remove_prefix(1);
   std::string_view code = descr.substr(0, descr.find('\''));
   if (code == "<f4")
-    array.dtype = NpyDType::F32;
+    dtype = NpyDType::F32;
   else if (code == "<f8")
-    array.dtype = NpyDType::F64;
+    dtype = NpyDType::F64;
   else if (code == "<i4")
-    array.dtype = NpyDType::I32;
+    dtype = NpyDType::I32;
   else if (code == "<i8")
-    array.dtype = NpyDType::I64;
+    dtype = NpyDType::I64;
   else if (code == "|b1")
-    array.dtype = NpyDType::Bool;
+    dtype = NpyDType::Bool;
   else {
     error = "'" + name + "' has dtype '" + std::string(code) +
             "'; steps take little-endian float32, float64, int32 and int64, "
@@ -196,16 +201,12 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
     return false;
   }
 
-  std::string_view fortran;
-  if (!headerValue(header, "fortran_order", fortran))
-    return malformed(name, "no 'fortran_order' in the header", error);
-  if (fortran.substr(0, 4) == "True") {
-    error = "'" + name +
-            "' is in Fortran order; write it in C order "
-            "(numpy.ascontiguousarray)";
-    return false;
-  }
+  return true;
+}
 
+/// The dimensions of the header's 'shape' tuple.
+bool parseShape(std::string_view header, const std::string &name,
+                std::vector<int64_t> &shape, std::string &error) {
   std::string_view shapeText;
   if (!headerValue(header, "shape", shapeText) || shapeText.empty() ||
       shapeText.front() != '(')
@@ -226,8 +227,35 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
     if (!parseDimension(part, d))
       return malformed(
           name, "bad dimension '" + std::string(part) + "' in 'shape'", error);
-    array.shape.push_back(d);
+    shape.push_back(d);
   }
+
+  return true;
+}
+
+} // namespace
+
+bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
+              std::string &error) {
+  std::string_view header;
+  size_t dataStart = 0;
+  if (!headerOf(bytes, name, header, dataStart, error))
+    return false;
+  NpyArray array;
+  if (!parseDescr(header, name, array.dtype, error))
+    return false;
+  std::string_view fortran;
+  if (!headerValue(header, "fortran_order", fortran))
+    return malformed(name, "no 'fortran_order' in the header", error);
+  if (fortran.substr(0, 4) == "True") {
+    error = "'" + name +
+            "' is in Fortran order; write it in C order "
+            "(numpy.ascontiguousarray)";
+    return false;
+  }
+
+  if (!parseShape(header, name, array.shape, error))
+    return false;
 
   // Checked arithmetic: a header can promise any shape.
   int64_t elements = 1, bytesWanted = 0;
@@ -245,7 +273,7 @@ bool parseNpy(std::string_view bytes, const std::string &name, NpyArray &out,
                          " has more bytes than a 64-bit count holds",
                      error);
   uint64_t expected = static_cast<uint64_t>(bytesWanted);
-  std::string_view payload = bytes.substr(start + headerLen);
+  std::string_view payload = bytes.substr(dataStart);
   if (payload.size() != expected)
     return malformed(name,
                      "the header promises " + std::to_string(expected) +

@@ -252,8 +252,9 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
     return nullptr;
   }
 
-  /// The preconditions: a signature, free ABI names, a known runtime, and
-  /// the entry lowered with the memref descriptors of its signature.
+  /// The preconditions: a signature, free ABI names, and the entry lowered
+  /// with the memref descriptors of its signature (the runtime is a choice
+  /// checked as the option is parsed).
   LogicalResult check(ModuleOp module, LLVM::LLVMFuncOp entryFunc,
                       ga::StepSignature &sig, LoweredAbi &abi) {
     std::string error =
@@ -265,10 +266,6 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
         return taken->emitError()
                << "ga-export-step: the module already defines @" << name
                << ", a name of the step library ABI";
-    if (runtime != "cpu" && runtime != "cuda")
-      return module.emitError()
-             << "ga-export-step: runtime must be 'cpu' or 'cuda', got '"
-             << runtime << "'";
     abi = loweredAbiOf(module.getContext(), sig);
     LLVM::LLVMFunctionType fnType = entryFunc.getFunctionType();
     if (fnType.isVarArg() || fnType.getParams() != ArrayRef(abi.args) ||
@@ -321,7 +318,7 @@ struct GaExportStepPass : ga::impl::GaExportStepPassBase<GaExportStepPass> {
         return existing;
       return LLVM::LLVMFuncOp::create(b, loc, name, type);
     };
-    bool cuda = runtime == "cuda";
+    bool cuda = runtime == ga::Target::CUDA;
     SmallVector<Type> enterArgs = {ptr, ptr, ptr, ptr};
     if (cuda)
       enterArgs.push_back(ptr);

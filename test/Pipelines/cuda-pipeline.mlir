@@ -98,7 +98,7 @@
 // BUFFERS-NOT: gpu.launch
 
 // CHIP: ga-pipeline: chip must name an NVIDIA architecture such as sm_90, got 'gfx90a'
-// FORMAT: ga-pipeline: gpu-format must be bin, fatbin, isa or none, got 'elf'
+// FORMAT: for the --gpu-format option: gpu-format must be bin, fatbin, isa or none, got 'elf'
 // BLOCK: ga-pipeline: gpu-block-size must be in [1, 1024], got 2048
 // WIDTH: ga-pipeline: gpu-vector-width must be 1, 2 or 4, got 8
 // A data-parallel step's collectives are the CUDA runtime's (device buffers

@@ -3,6 +3,8 @@
 // RUN: ga-opt --ga-pipeline="target=cpu" --ga-export-step %S/../Tools/Inputs/linear-ce.mlir | FileCheck %s
 // RUN: ga-opt -split-input-file -verify-diagnostics --ga-export-step %s
 // RUN: ga-opt --ga-pipeline="target=cpu" --ga-export-step %S/../Tools/Inputs/linear-ce-named.mlir | FileCheck %s --check-prefix=NAMED
+// RUN: not ga-opt --ga-export-step="runtime=rocm" %s 2>&1 | FileCheck %s --check-prefix=RUNTIME
+// RUNTIME: for the --runtime option: runtime must be cpu or cuda, got 'rocm'
 
 // Named arguments (train.name, recorded through the lowering as
 // train.argument_names) make a version 2 signature with name records.

@@ -25,7 +25,7 @@
 // CLASS: remark: batch-sum, parameter-dependent
 // CLASS-NEXT: %p = linalg.generic
 
-// OPTION: batch-statistics must be refuse or prepass, got 'sometimes'
+// OPTION: for the --batch-statistics option: batch-statistics must be refuse or prepass, got 'sometimes'
 
 #id2 = affine_map<(i, j) -> (i, j)>
 #to0 = affine_map<(i, j) -> ()>

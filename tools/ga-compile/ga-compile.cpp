@@ -82,12 +82,12 @@ static cl::opt<std::string>
               cl::desc("The function to compile (default: the only function "
                        "with a body)"),
               cl::value_desc("name"), cl::cat(category));
-static cl::opt<std::string> target(
+static cl::opt<ga::Target> target(
     "target",
     cl::desc("Code generation target: cpu, or cuda (kernels for the chip of "
              "--pipeline-options, sm_90 by default; the library needs a "
              "CUDA driver and device to run)"),
-    cl::init("cpu"), cl::cat(category));
+    cl::init(ga::Target::CPU), cl::value_desc("cpu|cuda"), cl::cat(category));
 static cl::opt<std::string> dumpPtx(
     "dump-ptx",
     cl::desc("--target=cuda: also write the PTX of every GPU module of the "
@@ -231,7 +231,7 @@ private:
   bool cuda = false;
   std::unique_ptr<ga::GaPipelineOptions> options;
   /// The kernels' format in the library (the pipeline's gpu-format).
-  std::string gpuFormat;
+  ga::GpuFormat gpuFormat = ga::GpuFormat::Bin;
   std::unique_ptr<MLIRContext> context;
   std::unique_ptr<ga::StepModule> step;
   std::string name;
@@ -255,11 +255,7 @@ private:
 };
 
 int StepCompiler::checkFlags() {
-  cuda = target == "cuda";
-  if (target != "cpu" && !cuda)
-    return fail("--target=" + target +
-                " is not supported; ga-compile builds step libraries for "
-                "--target=cpu and --target=cuda");
+  cuda = target == ga::Target::CUDA;
   if (!dumpPtx.empty() && !cuda)
     return fail("--dump-ptx needs --target=cuda");
   if (optLevel < 0 || optLevel > 3)
@@ -271,12 +267,15 @@ int StepCompiler::checkFlags() {
   if (failed(pipelineFlags.get(*options, os)))
     return fail(errors);
   if (options->target.getValue() != target.getValue())
-    return fail("--pipeline-options sets target=" + options->target +
-                "; use --target");
+    return fail("--pipeline-options sets target=" +
+                ga::choiceName(options->target.getValue()) + "; use --target");
   // ga-compile serializes the kernels itself (PTX for --dump-ptx first).
   gpuFormat = options->gpuFormat;
+  if (cuda && gpuFormat == ga::GpuFormat::None)
+    return fail("gpu-format=none leaves the kernels unserialized, and a "
+                "step library needs them: give bin, fatbin or isa");
   if (cuda)
-    options->gpuFormat = "none";
+    options->gpuFormat = ga::GpuFormat::None;
   return 0;
 }
 
@@ -298,11 +297,12 @@ int StepCompiler::runPipeline() {
     std::string errors;
     llvm::raw_string_ostream os(errors);
     if (failed(ga::buildGaPipeline(pm, os, *options)))
-      return fail("cannot build the " + target + " pipeline: " + errors);
+      return fail("cannot build the " + ga::choiceName(target.getValue()) +
+                  " pipeline: " + errors);
   }
   ga::GaExportStepPassOptions exportOptions;
   exportOptions.entry = name;
-  exportOptions.runtime = cuda ? "cuda" : "cpu";
+  exportOptions.runtime = cuda ? ga::Target::CUDA : ga::Target::CPU;
   pm.addPass(ga::createGaExportStepPass(exportOptions));
   if (timePasses)
     pm.enableTiming();
@@ -326,7 +326,7 @@ int StepCompiler::dumpKernels() {
                 "': " + ec.message());
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*step->module)->clone()));
   PassManager pm(context.get());
-  ga::addGpuModuleToBinary(pm, *options, "isa");
+  ga::addGpuModuleToBinary(pm, *options->cudaTarget(), ga::GpuFormat::Isa);
   if (failed(pm.run(*copy)))
     return fail("translating the kernels of '" + inputFile +
                 "' to PTX failed (see above)");
@@ -349,7 +349,7 @@ int StepCompiler::compileKernels() {
   if (!cuda || !gpuModules)
     return 0;
   PassManager pm(context.get());
-  ga::addGpuModuleToBinary(pm, *options, gpuFormat);
+  ga::addGpuModuleToBinary(pm, *options->cudaTarget(), gpuFormat);
   if (timePasses)
     pm.enableTiming();
   if (failed(pm.run(*step->module)))
@@ -557,8 +557,8 @@ int StepCompiler::report() {
          << partitions << " LLVM partition(s) on " << threads << " thread(s)\n";
   if (cuda)
     outs() << "kernels: " << gpuModules << " GPU module(s) for "
-           << options->chip.getValue() << " (" << gpuFormat << ")"
-           << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
+           << options->cudaTarget()->chip << " (" << ga::choiceName(gpuFormat)
+           << ")" << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
   if (memoryPlan)
     outs() << memoryPlan->line() << "\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header

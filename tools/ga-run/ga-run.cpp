@@ -98,13 +98,14 @@ static cl::opt<int> repeat("repeat",
                                     "report the mean and minimum run time"),
                            cl::init(1), cl::value_desc("N"),
                            cl::cat(gaRunCategory));
-static cl::opt<std::string>
+static cl::opt<ga::Target>
     target("target",
            cl::desc("cpu (default) or cuda: compile high-level IR with "
                     "--ga-pipeline target=cuda and run it on the CUDA device "
                     "through libga_cuda_runtime (inputs copied to the "
                     "device, results back)"),
-           cl::init("cpu"), cl::cat(gaRunCategory));
+           cl::init(ga::Target::CPU), cl::value_desc("cpu|cuda"),
+           cl::cat(gaRunCategory));
 // The pipeline's options: --pipeline-options, and the common ones as
 // flags declared from GaPipelineOptions itself.
 static ga::PipelineFlags pipelineFlags(
@@ -219,8 +220,6 @@ std::string checkOptions() {
     return ("--num-threads must be at least 1 (or 0: the default), got " +
             Twine(threadCount.getValue()))
         .str();
-  if (target != "cuda" && target != "cpu")
-    return "--target must be cpu or cuda, got '" + target + "'";
   return "";
 }
 
@@ -251,13 +250,13 @@ std::string runPipeline(MLIRContext &context, ga::StepModule &step, bool cuda,
   ga::GaPipelineOptions options;
   std::string errors;
   raw_string_ostream os(errors);
-  std::string targetName = cuda ? "cuda" : "cpu";
-  options.target = targetName;
+  options.target = target.getValue();
   if (failed(pipelineFlags.get(options, os)))
     return errors;
-  if (options.target != targetName)
-    return "--pipeline-options sets target=" + options.target +
-           "; use --target";
+  if (options.target.getValue() != target.getValue())
+    return ("--pipeline-options sets target=" +
+            ga::choiceName(options.target.getValue()) + "; use --target")
+        .str();
   std::string compileFailed =
       "compiling '" + inputFile + "' failed (see above)";
   if (cuda) {
@@ -494,7 +493,7 @@ int main(int argc, char **argv) {
   cl::ParseCommandLineOptions(argc, argv, kOverview);
   if (std::string error = checkOptions(); !error.empty())
     return fail(error);
-  bool cuda = target == "cuda";
+  bool cuda = target == ga::Target::CUDA;
 
   // Load, then compile with the pipeline.
   std::unique_ptr<MLIRContext> contextOwner = ga::makeStepContext();

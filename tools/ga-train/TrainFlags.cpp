@@ -79,7 +79,7 @@ cl::opt<std::string>
               cl::desc("Continue from a checkpoint: a --checkpoint-dir (its "
                        "latest checkpoint) or one step-NNNNNNNN directory"),
               cl::value_desc("dir"), cl::cat(category));
-cl::opt<std::string>
+cl::opt<ga::Target>
     target("target",
            cl::desc("cpu (default) or cuda: compile with --ga-pipeline "
                     "target=cuda and run every step on the CUDA device "
@@ -87,7 +87,8 @@ cl::opt<std::string>
                     "device and the results back at each step); with "
                     "--pipeline-options gpu-emulate=true, the device program "
                     "runs on the CPU"),
-           cl::init("cpu"), cl::value_desc("cpu|cuda"), cl::cat(category));
+           cl::init(ga::Target::CPU), cl::value_desc("cpu|cuda"),
+           cl::cat(category));
 cl::opt<int> threadCount(
     "num-threads", cl::init(0),
     cl::desc("Threads of the step (default: OMP_NUM_THREADS if set, else the "

@@ -35,7 +35,7 @@ extern cl::opt<int64_t> printEvery;
 extern cl::opt<std::string> checkpointDir;
 extern cl::opt<int64_t> checkpointEvery;
 extern cl::opt<std::string> resumeDir;
-extern cl::opt<std::string> target;
+extern cl::opt<ga::Target> target;
 extern cl::opt<int> threadCount;
 extern ga::PipelineFlags pipelineFlags;
 extern cl::opt<int64_t> crashInCheckpoint;

@@ -155,8 +155,6 @@ int Trainer::checkFlags() {
                 Twine(dataParallel.getValue()));
   if (checkpointEvery && checkpointDir.empty())
     return fail("--checkpoint-every needs --checkpoint-dir");
-  if (target != "cpu" && target != "cuda")
-    return fail("--target must be cpu or cuda, got '" + target + "'");
   if (!initDir.empty() && !resumeDir.empty())
     return fail("--init and --resume both set the parameters; give one");
   return 0;
@@ -191,9 +189,9 @@ int Trainer::applyOverrides() {
   options.target = target.getValue();
   if (failed(pipelineFlags.get(options, os)))
     return fail(errors);
-  if (options.target != target)
-    return fail("--pipeline-options sets target=" + options.target +
-                "; use --target");
+  if (options.target.getValue() != target.getValue())
+    return fail("--pipeline-options sets target=" +
+                ga::choiceName(options.target.getValue()) + "; use --target");
   Builder builder(context.get());
   if (options.microbatches > 0)
     entry.step.setMicrobatchesAttr(
@@ -229,7 +227,8 @@ int Trainer::compile() {
   llvm::raw_string_ostream os(errors);
   PassManager pm(context.get());
   if (failed(ga::buildGaPipeline(pm, os, options)))
-    return fail("cannot build the " + Twine(target == "cuda" ? "CUDA" : "CPU") +
+    return fail("cannot build the " +
+                Twine(target == ga::Target::CUDA ? "CUDA" : "CPU") +
                 " pipeline: " + errors);
   // choose-microbatches: the count train-plan-remat chose (the step's, right
   // after the pass), for the header.
@@ -253,7 +252,8 @@ int Trainer::compile() {
                 " does not have the arguments and results of its source");
   signatureText = signature.format();
   // A device program emulated on the CPU is a CPU step.
-  if (target == "cuda" && !options.gpuEmulate) {
+  if (std::optional<ga::CudaTargetOptions> device = options.cudaTarget();
+      device && !device->emulate) {
     cuda.emplace();
     if (std::string error = loadCudaRuntime(name, *cuda); !error.empty())
       return fail(error);
@@ -393,7 +393,7 @@ int Trainer::printHeader() {
     outs() << memoryPlan->line() << "\n";
   outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",
                           data.rows, dataDir, batchRows);
-  if (target == "cuda") {
+  if (target == ga::Target::CUDA) {
     const char *reason = nullptr;
     const char *device = cuda ? cuda->name(&reason) : nullptr;
     outs() << "device: "

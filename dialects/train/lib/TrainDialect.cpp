@@ -60,6 +60,70 @@ static std::optional<unsigned> recordedResults(Operation *op) {
   return std::nullopt;
 }
 
+/// train.memory_plan: a dictionary with every entry of the plan record, on
+/// a train.step.
+static LogicalResult verifyMemoryPlan(Operation *op, StringRef name,
+                                      Attribute value) {
+  auto plan = dyn_cast<DictionaryAttr>(value);
+  if (!plan)
+    return op->emitError() << "'" << name << "' must be a dictionary, got "
+                           << value;
+  if (!isa<StepOp>(op))
+    return op->emitError() << "'" << name << "' belongs on a train.step, "
+                           << "not on '" << op->getName() << "'";
+  std::string missing = MemoryPlanRecord::missingEntry(plan);
+  if (!missing.empty())
+    return op->emitError() << "'" << name << "' needs an integer '" << missing
+                           << "', got " << value;
+  return success();
+}
+
+/// train.argument_names: one name without whitespace per argument of the
+/// recorded signature, on a function.
+static LogicalResult verifyArgumentNames(Operation *op, StringRef name,
+                                         Attribute value) {
+  auto names = dyn_cast<ArrayAttr>(value);
+  auto isName = [](Attribute a) {
+    auto text = dyn_cast<StringAttr>(a);
+    return text && llvm::none_of(text.getValue(),
+                                 [](char c) { return llvm::isSpace(c); });
+  };
+  if (!names || !llvm::all_of(names, isName))
+    return op->emitError() << "'" << name
+                           << "' must be an array of strings without "
+                              "whitespace, got "
+                           << value;
+  if (!isa<FunctionOpInterface>(op))
+    return op->emitError() << "'" << name << "' belongs on a function, "
+                           << "not on '" << op->getName() << "'";
+  if (auto signature = op->getAttrOfType<TypeAttr>(
+          TrainDialect::SignatureAttrHelper::getNameStr()))
+    if (auto type = dyn_cast<FunctionType>(signature.getValue());
+        type && type.getNumInputs() != names.size())
+      return op->emitError() << "'" << name << "' names " << names.size()
+                             << " argument(s), but train.signature takes "
+                             << type.getNumInputs();
+  return success();
+}
+
+/// An attribute of the train dialect that no operation takes: the error
+/// lists those it knows.
+static LogicalResult unknownAttribute(Operation *op, StringRef name) {
+  return op->emitError()
+         << "unknown attribute '" << name << "' of the train dialect (known: "
+         << TrainDialect::SignatureAttrHelper::getNameStr() << ", "
+         << TrainDialect::LossResultAttrHelper::getNameStr() << ", "
+         << TrainDialect::GradientResultsAttrHelper::getNameStr() << ", "
+         << TrainDialect::DataParallelAttrHelper::getNameStr() << ", "
+         << TrainDialect::KernelAttrHelper::getNameStr() << ", "
+         << TrainDialect::ParallelAttrHelper::getNameStr() << ", "
+         << TrainDialect::RematAttrHelper::getNameStr() << ", "
+         << TrainDialect::MemoryPlanAttrHelper::getNameStr() << ", "
+         << TrainDialect::InitAttrHelper::getNameStr() << ", "
+         << TrainDialect::NameAttrHelper::getNameStr() << ", "
+         << TrainDialect::ArgumentNamesAttrHelper::getNameStr() << ")";
+}
+
 LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
                                                      NamedAttribute attr) {
   StringRef name = attr.getName().getValue();
@@ -139,62 +203,16 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
              << value;
     return success();
   }
-  if (name == MemoryPlanAttrHelper::getNameStr()) {
-    auto plan = dyn_cast<DictionaryAttr>(value);
-    if (!plan)
-      return op->emitError()
-             << "'" << name << "' must be a dictionary, got " << value;
-    if (!isa<StepOp>(op))
-      return op->emitError() << "'" << name << "' belongs on a train.step, "
-                             << "not on '" << op->getName() << "'";
-    std::string missing = MemoryPlanRecord::missingEntry(plan);
-    if (!missing.empty())
-      return op->emitError() << "'" << name << "' needs an integer '" << missing
-                             << "', got " << value;
-    return success();
-  }
-  if (name == ArgumentNamesAttrHelper::getNameStr()) {
-    auto names = dyn_cast<ArrayAttr>(value);
-    auto isName = [](Attribute a) {
-      auto text = dyn_cast<StringAttr>(a);
-      return text && llvm::none_of(text.getValue(),
-                                   [](char c) { return llvm::isSpace(c); });
-    };
-    if (!names || !llvm::all_of(names, isName))
-      return op->emitError() << "'" << name
-                             << "' must be an array of strings without "
-                                "whitespace, got "
-                             << value;
-    if (!isa<FunctionOpInterface>(op))
-      return op->emitError() << "'" << name << "' belongs on a function, "
-                             << "not on '" << op->getName() << "'";
-    if (auto signature =
-            op->getAttrOfType<TypeAttr>(SignatureAttrHelper::getNameStr()))
-      if (auto type = dyn_cast<FunctionType>(signature.getValue());
-          type && type.getNumInputs() != names.size())
-        return op->emitError() << "'" << name << "' names " << names.size()
-                               << " argument(s), but train.signature takes "
-                               << type.getNumInputs();
-    return success();
-  }
+  if (name == MemoryPlanAttrHelper::getNameStr())
+    return verifyMemoryPlan(op, name, value);
+  if (name == ArgumentNamesAttrHelper::getNameStr())
+    return verifyArgumentNames(op, name, value);
   if (name == InitAttrHelper::getNameStr() ||
       name == NameAttrHelper::getNameStr())
     return op->emitError() << "'" << name
                            << "' belongs on a function argument, not on '"
                            << op->getName() << "'";
-  return op->emitError() << "unknown attribute '" << name
-                         << "' of the train dialect (known: "
-                         << SignatureAttrHelper::getNameStr() << ", "
-                         << LossResultAttrHelper::getNameStr() << ", "
-                         << GradientResultsAttrHelper::getNameStr() << ", "
-                         << DataParallelAttrHelper::getNameStr() << ", "
-                         << KernelAttrHelper::getNameStr() << ", "
-                         << ParallelAttrHelper::getNameStr() << ", "
-                         << RematAttrHelper::getNameStr() << ", "
-                         << MemoryPlanAttrHelper::getNameStr() << ", "
-                         << InitAttrHelper::getNameStr() << ", "
-                         << NameAttrHelper::getNameStr() << ", "
-                         << ArgumentNamesAttrHelper::getNameStr() << ")";
+  return unknownAttribute(op, name);
 }
 
 LogicalResult TrainDialect::verifyRegionArgAttribute(Operation *op,

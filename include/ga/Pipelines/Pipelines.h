@@ -7,28 +7,63 @@
 #ifndef GA_PIPELINES_PIPELINES_H
 #define GA_PIPELINES_PIPELINES_H
 
+#include "ga/Utils/Choices.h"
 #include "mlir/Pass/PassManager.h"
 #include "mlir/Pass/PassOptions.h"
+#include <optional>
 
 namespace ga {
 
-/// The values of the options whose values are a set: the verifier and the
-/// options' descriptions read them here.
-inline constexpr llvm::StringLiteral kPipelineTargets[] = {"cpu", "cuda"};
-inline constexpr llvm::StringLiteral kGpuFormats[] = {"bin", "fatbin", "isa",
-                                                      "none"};
-inline constexpr llvm::StringLiteral kBatchStatistics[] = {"refuse", "prepass"};
-inline constexpr llvm::StringLiteral kPrecisions[] = {"f32", "bf16-mixed"};
+/// What target=cuda reads of ga-pipeline's options: the CUDA-only options
+/// (chip, ptx-features, cuda-toolkit, gpu-*, host offload's), projected once
+/// by GaPipelineOptions::cudaTarget(), so that the CUDA half of the pipeline
+/// and the tools read them typed, in one place, and the CPU half never does.
+struct CudaTargetOptions {
+  std::string chip;
+  std::string ptxFeatures;
+  /// cuda-toolkit, else the toolkit found when ga-opt was configured (empty
+  /// if none).
+  std::string toolkit;
+  GpuFormat format = GpuFormat::Bin;
+  bool blas = true;
+  bool tf32 = false;
+  bool bf16 = false;
+  bool biasEpilogue = true;
+  bool splitReductions = true;
+  int64_t splitMinLength = 0;
+  int64_t splitMinThreads = 0;
+  int64_t reductionLanes = 0;
+  int64_t vectorWidth = 1;
+  int64_t blockSize = 256;
+  bool fusion = true;
+  bool rowFusion = true;
+  bool emulate = false;
+  /// Host offload (with memory-budget).
+  struct Offload {
+    double hostBandwidth = 0;
+    double deviceTflops = 0;
+    OffloadCopies copies = OffloadCopies::Priced;
+    int64_t minBytes = 0;
+    /// The device bytes offloading aims for (offload-budget, else
+    /// memory-budget).
+    int64_t budget = 0;
+  };
+  std::optional<Offload> offload;
+
+  /// Checks the values (architecture, ranges, options that exclude each
+  /// other, or need another); on failure writes the reason to `errors`.
+  mlir::LogicalResult verify(llvm::raw_ostream &errors) const;
+};
 
 /// Options of `--ga-pipeline`, and of buildGaPipeline for the tools that
 /// build it in C++ (ga-run, ga-train, ga-compile).
 struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
-  Option<std::string> target{
+  Option<Target> target{
       *this, "target",
       llvm::cl::desc("Code generation target: cpu (LLVM dialect for this "
                      "machine, ready for ga-run) or cuda (host code in the "
                      "LLVM dialect, kernels as a gpu.binary for `chip`)"),
-      llvm::cl::init("cpu")};
+      llvm::cl::init(Target::CPU)};
   Option<std::string> chip{
       *this, "chip",
       llvm::cl::desc("target=cuda: the GPU architecture the kernels are "
@@ -45,14 +80,14 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "nvvm/libdevice/libdevice.10.bc); default: the one "
                      "found when ga-opt was configured"),
       llvm::cl::init("")};
-  Option<std::string> gpuFormat{
+  Option<GpuFormat> gpuFormat{
       *this, "gpu-format",
       llvm::cl::desc("target=cuda: what the kernels become: bin (cubin, "
                      "assembled by ptxas), fatbin, isa (PTX text, no "
                      "ptxas needed; the driver compiles it when the step "
                      "library loads) or none (gpu.module operations left "
                      "for the caller to serialize)"),
-      llvm::cl::init("bin")};
+      llvm::cl::init(GpuFormat::Bin)};
   Option<bool> gpuBlas{
       *this, "gpu-blas",
       llvm::cl::desc("target=cuda: matrix products through cuBLAS "
@@ -82,7 +117,7 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "many rows (ga-chunk-loss-head), so that the [N, V] "
                      "logits never exist whole; 0: off"),
       llvm::cl::init(0)};
-  Option<std::string> precision{
+  Option<Precision> precision{
       *this, "precision",
       llvm::cl::desc("The step's arithmetic: f32 (everything in float32) "
                      "or bf16-mixed (every matrix product reads its inputs "
@@ -91,7 +126,7 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "parameters, gradients, accumulators, optimizer state, "
                      "softmax, layer norm and the loss in float32: "
                      "ga-mixed-precision)"),
-      llvm::cl::init("f32")};
+      llvm::cl::init(Precision::F32)};
   Option<bool> gpuBF16{
       *this, "gpu-bf16",
       llvm::cl::desc("target=cuda: let cuBLAS read the matrices of the "
@@ -187,7 +222,7 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "naive=true), to measure the error the exact split "
                      "removes"),
       llvm::cl::init(false)};
-  Option<std::string> batchStatistics{
+  Option<BatchStatistics> batchStatistics{
       *this, "batch-statistics",
       llvm::cl::desc("A batch statistic that depends on the parameters but "
                      "carries no gradient (a mixture's routing fractions) in "
@@ -196,7 +231,7 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "the whole batch before the micro-batches, with the "
                      "part of the forward it needs: train-split-batch "
                      "statistics-prepass)"),
-      llvm::cl::init("refuse")};
+      llvm::cl::init(BatchStatistics::Refuse)};
   Option<bool> checkLabels{
       *this, "check-labels",
       llvm::cl::desc("Check every cross-entropy label against [0, V) and "
@@ -276,13 +311,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "TFLOP/s, which estimates the work that hides a copy "
                      "and prices a copy's delay against recomputation"),
       llvm::cl::init(50.0)};
-  Option<std::string> offloadCopies{
+  Option<OffloadCopies> offloadCopies{
       *this, "offload-copies",
       llvm::cl::desc("With host-offload: 'priced' offloads where the copies "
                      "are estimated to hide behind the work, then anywhere, "
                      "the copies' estimated delay weighed by the planner "
                      "against recomputation; 'hidden' only where they hide"),
-      llvm::cl::init("priced")};
+      llvm::cl::init(OffloadCopies::Priced)};
   Option<int64_t> offloadMinBytes{
       *this, "offload-min-bytes",
       llvm::cl::desc("With host-offload: smaller buffers stay on the device"),
@@ -314,6 +349,10 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "IR that the memory model reads "
                      "(--test-train-memory-model)"),
       llvm::cl::init(false)};
+
+  /// target=cuda: the CUDA-only options, typed; std::nullopt for any
+  /// other target.
+  std::optional<CudaTargetOptions> cudaTarget() const;
 
   /// Checks the values that the options' types do not (the target, the
   /// GPU format, ranges, options that exclude or need each other); on
@@ -350,16 +389,11 @@ inline mlir::LogicalResult buildCPUPipeline(mlir::OpPassManager &pm,
   return buildGaPipeline(pm, errors, options);
 }
 
-/// target=cuda: the CUDA toolkit the pipeline uses (cuda-toolkit, else the
-/// one found at configure time; empty if none).
-std::string cudaToolkitPath(const GaPipelineOptions &options);
-
 /// target=cuda: gpu-module-to-binary with the pipeline's toolkit, producing
 /// `format` (bin, fatbin or isa), for tools that run the pipeline with
 /// gpu-format=none.
 void addGpuModuleToBinary(mlir::OpPassManager &pm,
-                          const GaPipelineOptions &options,
-                          llvm::StringRef format);
+                          const CudaTargetOptions &cuda, GpuFormat format);
 
 /// The rest of the CPU pipeline after a `buffers-only` one: parallel loops,
 /// and the lowering to the LLVM dialect.

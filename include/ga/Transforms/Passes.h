@@ -15,6 +15,7 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "ga/Utils/Choices.h"
 #include "mlir/Pass/Pass.h"
 #include "train/TrainDialect.h"
 

@@ -798,7 +798,8 @@ def GaExportStepPass : Pass<"ga-export-step", "::mlir::ModuleOp"> {
     Option<"entry", "entry", "std::string", /*default=*/"",
            "The function to export (default: the only llvm.func carrying "
            "train.signature)">,
-    Option<"runtime", "runtime", "std::string", /*default=*/"\"cpu\"",
+    Option<"runtime", "runtime", "::ga::Target",
+           /*default=*/"::ga::Target::CPU",
            "The runtime whose entry and exit ga_step_run calls: cpu "
            "(ga_step_enter/leave) or cuda (ga_cuda_step_enter/leave, which "
            "copy the inputs to device buffers and the results back)">,

@@ -136,13 +136,6 @@ struct GaGpuOffloadBuffersPass
              "be positive and launch-microseconds not negative";
       return signalPassFailure();
     }
-    if (copies != "hidden" && copies != "priced") {
-      getOperation().emitError()
-          << "ga-gpu-offload-buffers: copies must be 'hidden' or 'priced', "
-             "got '"
-          << copies << "'";
-      return signalPassFailure();
-    }
     if (budget <= 0)
       return;
     SmallVector<func::FuncOp> functions;
@@ -273,7 +266,7 @@ struct GaGpuOffloadBuffersPass
           buffers.push_back(*buffer);
     // Choose each buffer's longest stretch whose copies hide; priced, where
     // none does, its longest stretch.
-    bool priced = copies == "priced";
+    bool priced = copies == ga::OffloadCopies::Priced;
     auto choose = [&](Buffer &buffer, bool hiding) {
       double copy = copySeconds(buffer.bytes);
       double best = 0;

@@ -8,7 +8,7 @@
 
 // NONE-NOT: ga_cuda_offload
 // BAD: ga-gpu-offload-buffers: host-bandwidth and device-tflops must be positive
-// BADCOPIES: ga-gpu-offload-buffers: copies must be 'hidden' or 'priced', got 'free'
+// BADCOPIES: for the --copies option: copies must be priced or hidden, got 'free'
 
 #id = affine_map<(d0) -> (d0)>
 #id2 = affine_map<(d0, d1) -> (d0, d1)>

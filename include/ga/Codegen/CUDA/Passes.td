@@ -463,7 +463,8 @@ def GaGpuOffloadBuffersPass
            "The least time of a kernel or a copy, in microseconds">,
     Option<"minBytes", "min-bytes", "int64_t", /*default=*/"65536",
            "Smaller buffers stay on the device">,
-    Option<"copies", "copies", "std::string", /*default=*/"\"priced\"",
+    Option<"copies", "copies", "::ga::OffloadCopies",
+           /*default=*/"::ga::OffloadCopies::Priced",
            "'priced': copies that hide first, then any stretch, the "
            "delay estimated; 'hidden': only copies estimated to hide">,
   ];
