@@ -16,13 +16,7 @@
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-# GA_SANITIZE=address,undefined builds an instrumented copy in its own
-# directory (build-sanitize/ unless GA_BUILD_DIR says otherwise).
-if [[ -n "${GA_SANITIZE:-}" ]]; then
-  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build-sanitize}"
-else
-  BUILD_DIR="${GA_BUILD_DIR:-$ROOT/build}"
-fi
+source "$ROOT/scripts/build_dir.sh"
 
 "$ROOT/scripts/setup.sh"
 

@@ -58,6 +58,12 @@ private:
   LogicalResult runBlock(Block &block, SmallVectorImpl<int64_t> *yieldRoots,
                          SmallVectorImpl<std::optional<bool>> *yieldBools);
   LogicalResult runOp(Operation &op);
+  /// An allocation: its bytes live, the peak and the live set at it.
+  LogicalResult runAlloc(memref::AllocOp alloc);
+  LogicalResult runDealloc(memref::DeallocOp dealloc);
+  /// Records the value of i1 constants and logic on known ones (forgets
+  /// it where an operand is unknown): whether `op` is such.
+  bool runBoolArithmetic(Operation &op);
   LogicalResult runFor(scf::ForOp loop);
   LogicalResult runIf(scf::IfOp branch);
   LogicalResult runCall(func::CallOp call);
@@ -185,71 +191,71 @@ Simulator::runBlock(Block &block, SmallVectorImpl<int64_t> *yieldRoots,
   return success();
 }
 
-LogicalResult Simulator::runOp(Operation &op) {
-  if (auto alloc = dyn_cast<memref::AllocOp>(op)) {
-    std::optional<int64_t> bytes =
-        ga::allocationBytes(alloc.getType(), alloc.getAlignment().value_or(0));
-    if (!bytes)
-      return alloc.emitError("the memory model needs static allocation "
-                             "sizes; this one allocates ")
-             << alloc.getType();
-    roots[alloc.getResult()] = static_cast<int64_t>(buffers.size());
-    if (observer)
-      observer->allocated(alloc, *bytes, static_cast<int64_t>(buffers.size()));
-    buffers.push_back({alloc, *bytes, true});
-    current += *bytes;
-    int64_t block = ga::deviceBlockBytes(*bytes);
-    int64_t &most = profile.mostBlocksBySize[block];
-    most = std::max(most, ++liveBlocks[block]);
-    ++profile.allocations;
-    if (current > profile.peakBytes) {
-      profile.peakBytes = current;
-      profile.peakAt = alloc;
-      // The live set at the new peak, by allocation site.
-      llvm::DenseMap<Operation *, unsigned> index;
-      profile.liveAtPeak.clear();
-      for (const Buffer &buffer : buffers) {
-        if (!buffer.live)
-          continue;
-        auto [it, inserted] =
-            index.try_emplace(buffer.alloc, profile.liveAtPeak.size());
-        if (inserted)
-          profile.liveAtPeak.push_back({buffer.alloc, 0, 0});
-        profile.liveAtPeak[it->second].bytes += buffer.bytes;
-        profile.liveAtPeak[it->second].count += 1;
-      }
+LogicalResult Simulator::runAlloc(memref::AllocOp alloc) {
+  std::optional<int64_t> bytes =
+      ga::allocationBytes(alloc.getType(), alloc.getAlignment().value_or(0));
+  if (!bytes)
+    return alloc.emitError("the memory model needs static allocation "
+                           "sizes; this one allocates ")
+           << alloc.getType();
+  roots[alloc.getResult()] = static_cast<int64_t>(buffers.size());
+  if (observer)
+    observer->allocated(alloc, *bytes, static_cast<int64_t>(buffers.size()));
+  buffers.push_back({alloc, *bytes, true});
+  current += *bytes;
+  int64_t block = ga::deviceBlockBytes(*bytes);
+  int64_t &most = profile.mostBlocksBySize[block];
+  most = std::max(most, ++liveBlocks[block]);
+  ++profile.allocations;
+  if (current > profile.peakBytes) {
+    profile.peakBytes = current;
+    profile.peakAt = alloc;
+    // The live set at the new peak, by allocation site.
+    llvm::DenseMap<Operation *, unsigned> index;
+    profile.liveAtPeak.clear();
+    for (const Buffer &buffer : buffers) {
+      if (!buffer.live)
+        continue;
+      auto [it, inserted] =
+          index.try_emplace(buffer.alloc, profile.liveAtPeak.size());
+      if (inserted)
+        profile.liveAtPeak.push_back({buffer.alloc, 0, 0});
+      profile.liveAtPeak[it->second].bytes += buffer.bytes;
+      profile.liveAtPeak[it->second].count += 1;
     }
-    return success();
   }
-  if (auto dealloc = dyn_cast<memref::DeallocOp>(op)) {
-    int64_t root = rootOf(dealloc.getMemref());
-    if (root < 0)
-      return dealloc.emitError("the memory model does not know the buffer "
-                               "this deallocates (not allocated by the "
-                               "function)");
-    Buffer &buffer = buffers[root];
-    if (!buffer.live)
-      return dealloc
-                 .emitError("the memory model sees this buffer freed "
-                            "twice")
-                 .attachNote(buffer.alloc->getLoc())
-             << "allocated here";
-    buffer.live = false;
-    current -= buffer.bytes;
-    if (observer)
-      observer->freed(root);
-    --liveBlocks[ga::deviceBlockBytes(buffer.bytes)];
-    return success();
-  }
-  if (isa<memref::ReallocOp>(op))
-    return op.emitError("the memory model does not follow memref.realloc");
+  return success();
+}
+
+LogicalResult Simulator::runDealloc(memref::DeallocOp dealloc) {
+  int64_t root = rootOf(dealloc.getMemref());
+  if (root < 0)
+    return dealloc.emitError("the memory model does not know the buffer "
+                             "this deallocates (not allocated by the "
+                             "function)");
+  Buffer &buffer = buffers[root];
+  if (!buffer.live)
+    return dealloc
+               .emitError("the memory model sees this buffer freed "
+                          "twice")
+               .attachNote(buffer.alloc->getLoc())
+           << "allocated here";
+  buffer.live = false;
+  current -= buffer.bytes;
+  if (observer)
+    observer->freed(root);
+  --liveBlocks[ga::deviceBlockBytes(buffer.bytes)];
+  return success();
+}
+
+bool Simulator::runBoolArithmetic(Operation &op) {
   if (auto constant = dyn_cast<arith::ConstantOp>(op)) {
     if (auto flag = dyn_cast<BoolAttr>(constant.getValue()))
       bools[constant.getResult()] = flag.getValue();
     else if (auto integer = dyn_cast<IntegerAttr>(constant.getValue());
              integer && integer.getType().isInteger(1))
       bools[constant.getResult()] = integer.getValue().getBoolValue();
-    return success();
+    return true;
   }
   if (isa<arith::AndIOp, arith::OrIOp, arith::XOrIOp>(op) &&
       op.getResult(0).getType().isInteger(1)) {
@@ -263,9 +269,19 @@ LogicalResult Simulator::runOp(Operation &op) {
     } else {
       bools.erase(op.getResult(0));
     }
-    return success();
+    return true;
   }
-  if (runIndexArithmetic(op))
+  return false;
+}
+
+LogicalResult Simulator::runOp(Operation &op) {
+  if (auto alloc = dyn_cast<memref::AllocOp>(op))
+    return runAlloc(alloc);
+  if (auto dealloc = dyn_cast<memref::DeallocOp>(op))
+    return runDealloc(dealloc);
+  if (isa<memref::ReallocOp>(op))
+    return op.emitError("the memory model does not follow memref.realloc");
+  if (runBoolArithmetic(op) || runIndexArithmetic(op))
     return success();
   if (auto loop = dyn_cast<scf::ForOp>(op))
     return runFor(loop);

@@ -460,6 +460,12 @@ void Decomposability::visitBatchSumInputs(linalg::LinalgOp linalgOp, bool dep) {
 /// when `op` is none of them.
 bool Decomposability::visitShapeOp(Operation *op, bool dep,
                                    bool anyPerExample) {
+  return visitSliceOp(op, dep, anyPerExample) ||
+         visitJoinOp(op, dep, anyPerExample) || visitReshapeOp(op, dep);
+}
+
+bool Decomposability::visitSliceOp(Operation *op, bool dep,
+                                   bool anyPerExample) {
   if (auto slice = dyn_cast<tensor::ExtractSliceOp>(op)) {
     BatchClass src = get(slice.getSource());
     if (src.kind != BatchClass::PerExample) {
@@ -509,6 +515,10 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
       setAll(op, perExample(d), dep);
     return true;
   }
+  return false;
+}
+
+bool Decomposability::visitJoinOp(Operation *op, bool dep, bool anyPerExample) {
   if (auto pad = dyn_cast<tensor::PadOp>(op)) {
     // A padding of each example (a convolution's zeros around its
     // positions); the padding value must not vary with the batch.
@@ -558,6 +568,10 @@ bool Decomposability::visitShapeOp(Operation *op, bool dep,
       setAll(op, perExample(*d), dep);
     return true;
   }
+  return false;
+}
+
+bool Decomposability::visitReshapeOp(Operation *op, bool dep) {
   if (auto collapse = dyn_cast<tensor::CollapseShapeOp>(op)) {
     BatchClass src = get(collapse.getSrc());
     if (src.kind != BatchClass::PerExample) {

@@ -10,6 +10,7 @@
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <utility>
 
 #ifdef GA_HAVE_CBC
@@ -342,43 +343,44 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &, int64_t,
 
 bool ga::remat::haveGraphSolver() { return true; }
 
-GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
-                                int64_t inputBytes, int64_t budget,
-                                double seconds, StageMemory stageMemory,
-                                const GraphPlan *given) {
-  auto start = std::chrono::steady_clock::now();
-  GraphPlan plan;
-  int64_t n = static_cast<int64_t>(nodes.size());
-  if (n == 0) {
-    plan.status = GraphPlan::Optimal;
-    return plan;
-  }
-  // Column indices: R[k][i] (i < t), S[k][j] and H[k][j] (j < t), with
-  // t = n-1-k; -1 where a variable does not exist.
-  std::vector<std::vector<int>> R(n), S(n), H(n);
+namespace {
+
+/// Checkmate's MILP over a graph of n nodes: columns R[k][i] (node i
+/// computed in stage k), S[k][j] (held at the start of stage k) and
+/// H[k][j] (held during it), for i, j < t = n-1-k; -1 where a variable
+/// does not exist.
+struct GraphMilp {
+  const std::vector<GraphNode> &nodes;
+  int64_t n;
+  std::vector<std::vector<int>> R, S, H;
   std::vector<double> lower, upper, objective;
-  auto column = [&](double cost, double up) {
+  CoinPackedMatrix matrix{false, 0, 0};
+  std::vector<double> rowLower, rowUpper;
+
+  explicit GraphMilp(const std::vector<GraphNode> &nodes)
+      : nodes(nodes), n(static_cast<int64_t>(nodes.size())), R(n), S(n), H(n) {
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t t = n - 1 - k;
+      R[k].assign(n, -1);
+      S[k].assign(n, -1);
+      H[k].assign(n, -1);
+      for (int64_t i = 0; i < t; ++i) {
+        R[k][i] = column(nodes[i].cost, 1);
+        S[k][i] = column(0, k == 0 || nodes[i].mustRecompute ? 0 : 1);
+        H[k][i] = column(0, 1);
+      }
+    }
+    matrix.setDimensions(0, static_cast<int>(lower.size()));
+  }
+
+  int column(double cost, double up) {
     lower.push_back(0);
     upper.push_back(up);
     objective.push_back(cost);
     return static_cast<int>(lower.size() - 1);
-  };
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t t = n - 1 - k;
-    R[k].assign(n, -1);
-    S[k].assign(n, -1);
-    H[k].assign(n, -1);
-    for (int64_t i = 0; i < t; ++i) {
-      R[k][i] = column(nodes[i].cost, 1);
-      S[k][i] = column(0, k == 0 || nodes[i].mustRecompute ? 0 : 1);
-      H[k][i] = column(0, 1);
-    }
   }
-  CoinPackedMatrix matrix(false, 0, 0);
-  matrix.setDimensions(0, static_cast<int>(lower.size()));
-  std::vector<double> rowLower, rowUpper;
-  auto row = [&](std::vector<std::pair<int, double>> terms, double lo,
-                 double hi) {
+
+  void row(std::vector<std::pair<int, double>> terms, double lo, double hi) {
     CoinPackedVector vector;
     for (auto [index, value] : terms)
       if (index >= 0)
@@ -386,76 +388,100 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
     matrix.appendRow(vector);
     rowLower.push_back(lo);
     rowUpper.push_back(hi);
-  };
-  const double inf = COIN_DBL_MAX;
-  for (int64_t k = 0; k < n; ++k) {
-    int64_t t = n - 1 - k;
-    // A computation reads values held or computed in the stage.
-    for (int64_t i = 0; i < t; ++i)
-      for (int64_t p : nodes[i].inputs)
-        row({{R[k][i], 1}, {R[k][p], -1}, {S[k][p], -1}}, -inf, 0);
-    // The adjoint of t reads its inputs.
-    for (int64_t p : nodes[t].inputs)
-      row({{R[k][p], 1}, {S[k][p], 1}}, 1, inf);
-    // What the next stage holds was held or computed in this one.
-    if (k + 1 < n)
-      for (int64_t j = 0; j < t - 1; ++j)
-        row({{S[k + 1][j], 1}, {S[k][j], -1}, {R[k][j], -1}}, -inf, 0);
-    // Held during the stage: at its start or for the next one (and, with
-    // StageMemory::Computed, what it computes).
-    std::vector<std::pair<int, double>> memory;
-    for (int64_t j = 0; j < t; ++j) {
-      row({{H[k][j], 1}, {S[k][j], -1}}, 0, inf);
-      if (k + 1 < n && j < t - 1)
-        row({{H[k][j], 1}, {S[k + 1][j], -1}}, 0, inf);
-      // Computed in a stage of the backward pass: alive in it too (stage
-      // 0 is the forward pass, which frees what it does not keep).
-      if (stageMemory == StageMemory::Computed && k > 0)
-        row({{H[k][j], 1}, {R[k][j], -1}}, 0, inf);
-      memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
-    }
-    row(memory, -inf,
-        static_cast<double>(budget - inputBytes - nodes[t].stageBytes));
-  }
-  // The forward pass: what stage 0 holds of the outputs before node i is
-  // alive while i runs.
-  for (int64_t i = 0; i < n; ++i) {
-    if (nodes[i].forwardBytes == 0)
-      continue;
-    std::vector<std::pair<int, double>> alive;
-    for (int64_t j = 0; j < i && j < n - 1; ++j)
-      alive.push_back({H[0][j], static_cast<double>(nodes[j].bytes)});
-    row(alive, -inf,
-        static_cast<double>(budget - inputBytes - nodes[i].forwardBytes));
-  }
-  for (int64_t i = 0; i < n; ++i) {
-    if (!nodes[i].mustSave)
-      continue;
-    std::vector<std::pair<int, double>> uses;
-    for (int64_t k = 0; k < n; ++k)
-      uses.push_back({R[k][i], 1});
-    row(uses, -inf, 1);
-  }
-  plan.variables = static_cast<int64_t>(lower.size());
-  plan.constraints = static_cast<int64_t>(rowLower.size());
-  if (budget < inputBytes) {
-    plan.status = GraphPlan::Infeasible;
-    plan.message = "the budget is below the graph input's " +
-                   std::to_string(inputBytes) + " bytes";
-    return plan;
   }
 
-  OsiClpSolverInterface solver;
-  solver.messageHandler()->setLogLevel(0);
-  solver.loadProblem(matrix, lower.data(), upper.data(), objective.data(),
-                     rowLower.data(), rowUpper.data());
-  for (int i = 0; i < static_cast<int>(lower.size()); ++i)
-    solver.setInteger(i);
-  CbcModel model(solver);
-  model.setLogLevel(0);
-  model.messageHandler()->setLogLevel(0);
-  // Warm start: the greedy plan, so that the search prunes from its cost
-  // and returns at least it when the time runs out.
+  /// The constraints of every stage, of the forward pass, and the marks.
+  void constrain(int64_t inputBytes, int64_t budget, StageMemory stageMemory) {
+    const double inf = COIN_DBL_MAX;
+    for (int64_t k = 0; k < n; ++k) {
+      int64_t t = n - 1 - k;
+      // A computation reads values held or computed in the stage.
+      for (int64_t i = 0; i < t; ++i)
+        for (int64_t p : nodes[i].inputs)
+          row({{R[k][i], 1}, {R[k][p], -1}, {S[k][p], -1}}, -inf, 0);
+      // The adjoint of t reads its inputs.
+      for (int64_t p : nodes[t].inputs)
+        row({{R[k][p], 1}, {S[k][p], 1}}, 1, inf);
+      // What the next stage holds was held or computed in this one.
+      if (k + 1 < n)
+        for (int64_t j = 0; j < t - 1; ++j)
+          row({{S[k + 1][j], 1}, {S[k][j], -1}, {R[k][j], -1}}, -inf, 0);
+      // Held during the stage: at its start or for the next one (and, with
+      // StageMemory::Computed, what it computes).
+      std::vector<std::pair<int, double>> memory;
+      for (int64_t j = 0; j < t; ++j) {
+        row({{H[k][j], 1}, {S[k][j], -1}}, 0, inf);
+        if (k + 1 < n && j < t - 1)
+          row({{H[k][j], 1}, {S[k + 1][j], -1}}, 0, inf);
+        // Computed in a stage of the backward pass: alive in it too (stage
+        // 0 is the forward pass, which frees what it does not keep).
+        if (stageMemory == StageMemory::Computed && k > 0)
+          row({{H[k][j], 1}, {R[k][j], -1}}, 0, inf);
+        memory.push_back({H[k][j], static_cast<double>(nodes[j].bytes)});
+      }
+      row(memory, -inf,
+          static_cast<double>(budget - inputBytes - nodes[t].stageBytes));
+    }
+    // The forward pass: what stage 0 holds of the outputs before node i is
+    // alive while i runs.
+    for (int64_t i = 0; i < n; ++i) {
+      if (nodes[i].forwardBytes == 0)
+        continue;
+      std::vector<std::pair<int, double>> alive;
+      for (int64_t j = 0; j < i && j < n - 1; ++j)
+        alive.push_back({H[0][j], static_cast<double>(nodes[j].bytes)});
+      row(alive, -inf,
+          static_cast<double>(budget - inputBytes - nodes[i].forwardBytes));
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      if (!nodes[i].mustSave)
+        continue;
+      std::vector<std::pair<int, double>> uses;
+      for (int64_t k = 0; k < n; ++k)
+        uses.push_back({R[k][i], 1});
+      row(uses, -inf, 1);
+    }
+  }
+
+  /// The solver's variables for a plan that fits.
+  std::vector<double> startOf(const GraphPlan &plan,
+                              StageMemory stageMemory) const {
+    std::vector<double> start(lower.size(), 0);
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t j = 0; j < n; ++j) {
+        bool next = k + 1 < n && plan.held[k + 1][j];
+        if (R[k][j] >= 0)
+          start[R[k][j]] = plan.computed[k][j];
+        if (S[k][j] >= 0)
+          start[S[k][j]] = plan.held[k][j];
+        if (H[k][j] >= 0)
+          start[H[k][j]] = plan.held[k][j] || next ||
+                           (stageMemory == StageMemory::Computed && k > 0 &&
+                            plan.computed[k][j]);
+      }
+    return start;
+  }
+
+  /// The plan of the solver's variables.
+  void readPlan(const double *solution, GraphPlan &plan) const {
+    plan.computed.assign(n, std::vector<bool>(n, false));
+    plan.held.assign(n, std::vector<bool>(n, false));
+    for (int64_t k = 0; k < n; ++k)
+      for (int64_t i = 0; i < n; ++i) {
+        if (R[k][i] >= 0)
+          plan.computed[k][i] = solution[R[k][i]] > 0.5;
+        if (S[k][i] >= 0)
+          plan.held[k][i] = solution[S[k][i]] > 0.5;
+      }
+  }
+};
+
+/// The cheaper of the greedy plan and `given` that fits, if either does:
+/// the solver's warm start.
+std::optional<GraphPlan> warmStart(const std::vector<GraphNode> &nodes,
+                                   int64_t inputBytes, int64_t budget,
+                                   StageMemory stageMemory,
+                                   const GraphPlan *given) {
   GraphPlan greedy = planGraphGreedy(nodes, inputBytes, budget);
   double greedyCost;
   std::string greedyError;
@@ -473,23 +499,53 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
     greedy.cost = givenCost;
     greedyFits = true;
   }
-  if (greedyFits) {
-    std::vector<double> start(lower.size(), 0);
-    for (int64_t k = 0; k < n; ++k)
-      for (int64_t j = 0; j < n; ++j) {
-        bool next = k + 1 < n && greedy.held[k + 1][j];
-        if (R[k][j] >= 0)
-          start[R[k][j]] = greedy.computed[k][j];
-        if (S[k][j] >= 0)
-          start[S[k][j]] = greedy.held[k][j];
-        if (H[k][j] >= 0)
-          start[H[k][j]] = greedy.held[k][j] || next ||
-                           (stageMemory == StageMemory::Computed && k > 0 &&
-                            greedy.computed[k][j]);
-      }
-    model.setBestSolution(start.data(), static_cast<int>(start.size()),
-                          greedy.cost, /*check=*/true);
-    plan.warmStartCost = greedy.cost;
+  if (!greedyFits)
+    return std::nullopt;
+  return greedy;
+}
+
+} // namespace
+
+GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
+                                int64_t inputBytes, int64_t budget,
+                                double seconds, StageMemory stageMemory,
+                                const GraphPlan *given) {
+  auto start = std::chrono::steady_clock::now();
+  GraphPlan plan;
+  if (nodes.empty()) {
+    plan.status = GraphPlan::Optimal;
+    return plan;
+  }
+  GraphMilp milp(nodes);
+  milp.constrain(inputBytes, budget, stageMemory);
+  plan.variables = static_cast<int64_t>(milp.lower.size());
+  plan.constraints = static_cast<int64_t>(milp.rowLower.size());
+  if (budget < inputBytes) {
+    plan.status = GraphPlan::Infeasible;
+    plan.message = "the budget is below the graph input's " +
+                   std::to_string(inputBytes) + " bytes";
+    return plan;
+  }
+
+  OsiClpSolverInterface solver;
+  solver.messageHandler()->setLogLevel(0);
+  solver.loadProblem(milp.matrix, milp.lower.data(), milp.upper.data(),
+                     milp.objective.data(), milp.rowLower.data(),
+                     milp.rowUpper.data());
+  for (int i = 0; i < static_cast<int>(milp.lower.size()); ++i)
+    solver.setInteger(i);
+  CbcModel model(solver);
+  model.setLogLevel(0);
+  model.messageHandler()->setLogLevel(0);
+  // Warm start: the greedy plan (or the given one, if cheaper), so that the
+  // search prunes from its cost and returns at least it when the time runs
+  // out.
+  if (std::optional<GraphPlan> warm =
+          warmStart(nodes, inputBytes, budget, stageMemory, given)) {
+    std::vector<double> values = milp.startOf(*warm, stageMemory);
+    model.setBestSolution(values.data(), static_cast<int>(values.size()),
+                          warm->cost, /*check=*/true);
+    plan.warmStartCost = warm->cost;
   }
   model.setMaximumSeconds(seconds);
   // Serial: CBC runs any number of threads other than 0, 1 included, in
@@ -518,15 +574,7 @@ GraphPlan ga::remat::solveGraph(const std::vector<GraphNode> &nodes,
   plan.status =
       model.isProvenOptimal() ? GraphPlan::Optimal : GraphPlan::Feasible;
   plan.bound = model.getBestPossibleObjValue();
-  plan.computed.assign(n, std::vector<bool>(n, false));
-  plan.held.assign(n, std::vector<bool>(n, false));
-  for (int64_t k = 0; k < n; ++k)
-    for (int64_t i = 0; i < n; ++i) {
-      if (R[k][i] >= 0)
-        plan.computed[k][i] = solution[R[k][i]] > 0.5;
-      if (S[k][i] >= 0)
-        plan.held[k][i] = solution[S[k][i]] > 0.5;
-    }
+  milp.readPlan(solution, plan);
   std::string error;
   if (!checkGraphPlan(nodes, inputBytes, budget, plan, plan.cost, error,
                       stageMemory)) {

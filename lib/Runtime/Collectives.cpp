@@ -115,32 +115,22 @@ void allReduce(int64_t rank, void *descriptor, int32_t kind) {
 
 extern "C" {
 int64_t ga_rank() { return gRank; }
-void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<float>(rank, descriptor, kind);
-}
-void ga_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<double>(rank, descriptor, kind);
-}
-void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<int32_t>(rank, descriptor, kind);
-}
-void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<int64_t>(rank, descriptor, kind);
-}
-// The collectives of the CUDA target's device program run on the CPU
-// (ga-gpu-emulate-on-host): the CPU ones.
-void ga_host_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<float>(rank, descriptor, kind);
-}
-void ga_host_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<double>(rank, descriptor, kind);
-}
-void ga_host_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<int32_t>(rank, descriptor, kind);
-}
-void ga_host_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind) {
-  allReduce<int64_t>(rank, descriptor, kind);
-}
+// ga_all_reduce_<type>, and ga_host_all_reduce_<type>: the collectives of
+// the CUDA target's device program run on the CPU (ga-gpu-emulate-on-host)
+// are the CPU ones.
+#define GA_ALL_REDUCE(SUFFIX, T)                                               \
+  void ga_all_reduce_##SUFFIX(int64_t rank, void *descriptor, int32_t kind) {  \
+    allReduce<T>(rank, descriptor, kind);                                      \
+  }                                                                            \
+  void ga_host_all_reduce_##SUFFIX(int64_t rank, void *descriptor,             \
+                                   int32_t kind) {                             \
+    allReduce<T>(rank, descriptor, kind);                                      \
+  }
+GA_ALL_REDUCE(f32, float)
+GA_ALL_REDUCE(f64, double)
+GA_ALL_REDUCE(i32, int32_t)
+GA_ALL_REDUCE(i64, int64_t)
+#undef GA_ALL_REDUCE
 }
 
 namespace {

@@ -26,12 +26,19 @@ extern "C" void _mlir_memref_to_llvm_free(void *pointer);
 
 using ga::setStatus;
 
+/// A call's start: `status` cleared, the step's signature (null, with the
+/// reason in `status`, where `signature` does not parse).
+static const ga::StepSignature *signatureOfCall(const char *signature,
+                                                ga_status *status) {
+  if (status)
+    *status = ga_status{};
+  return ga::stepSignature(signature, status);
+}
+
 extern "C" int32_t ga_step_enter(const char *signature,
                                  const void *const *inputs,
                                  void *const *outputs, ga_status *status) {
-  if (status)
-    *status = ga_status{};
-  const ga::StepSignature *sig = ga::stepSignature(signature, status);
+  const ga::StepSignature *sig = signatureOfCall(signature, status);
   if (!sig)
     return GA_ERROR_SIGNATURE;
   if (ga_world_size() != sig->ranks)
@@ -62,9 +69,7 @@ extern "C" int32_t ga_step_enter(const char *signature,
 extern "C" int32_t ga_step_leave(const char *signature, const int64_t *results,
                                  const void *const *inputs,
                                  void *const *outputs, ga_status *status) {
-  if (status)
-    *status = ga_status{};
-  const ga::StepSignature *sig = ga::stepSignature(signature, status);
+  const ga::StepSignature *sig = signatureOfCall(signature, status);
   if (!sig)
     return GA_ERROR_SIGNATURE;
   // Copy every result before freeing any: results can share a buffer.

@@ -232,17 +232,26 @@ struct TrainCheckAssertsPass
     return success();
   }
 
-  /// The assert of a generic's body as a reduction over its iterations.
-  LogicalResult lowerInGeneric(cf::AssertOp op, linalg::GenericOp generic,
-                               Hoister &hoister) {
-    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
-    if (llvm::any_of(ranges, ShapedType::isDynamic))
-      return op.emitOpError()
-             << "cannot be checked: the iteration space of its linalg.generic "
-                "is not static";
-    Block *body = generic.getBody();
-    // The body's operations the condition depends on, in body order.
+  /// What the check of an assert in a generic reads and iterates over.
+  struct Scan {
+    /// The body's operations the condition depends on, in body order.
     llvm::SetVector<Operation *> slice;
+    /// The hoisted operands whose block arguments the slice reads, the
+    /// maps they are read with, and those block arguments.
+    SmallVector<Value> inputs;
+    SmallVector<AffineMap> maps;
+    SmallVector<BlockArgument> read;
+    /// The generic's dimensions the check iterates over, their extents,
+    /// and each dimension's position among them (-1: not iterated).
+    llvm::SmallBitVector usedDims;
+    SmallVector<int64_t> checkRanges, newDim;
+  };
+
+  /// The operations of `body` that the assert's condition depends on, in
+  /// body order, into `slice`; fails where one has memory effects.
+  static LogicalResult conditionSlice(cf::AssertOp op, Block *body,
+                                      llvm::SetVector<Operation *> &slice) {
+    // The body's operations the condition depends on, in body order.
     SmallVector<Value> worklist{op.getArg()};
     while (!worklist.empty()) {
       Value v = worklist.pop_back_val();
@@ -261,60 +270,28 @@ struct TrainCheckAssertsPass
                << "cannot be checked before the step: its condition depends "
                   "on '"
                << def->getName() << "', which has memory effects";
-    // The operands whose block arguments the slice reads, hoisted, and the
-    // maps they are read with.
-    auto usedBySlice = [&](BlockArgument arg) {
-      if (op.getArg() == arg)
-        return true;
-      return llvm::any_of(arg.getUsers(), [&](Operation *user) {
-        return slice.contains(user) || llvm::any_of(slice, [&](Operation *s) {
-                 return s->isProperAncestor(user);
-               });
-      });
-    };
-    SmallVector<Value> inputs;
-    SmallVector<AffineMap> maps;
-    SmallVector<BlockArgument> read;
-    for (OpOperand &operand : generic->getOpOperands()) {
-      BlockArgument arg = generic.getMatchingBlockArgument(&operand);
-      if (!usedBySlice(arg))
-        continue;
-      Value hoisted = hoister.hoist(operand.get());
-      if (!hoisted)
-        return op.emitOpError()
-               << "cannot be checked before the step: the operand #"
-               << operand.getOperandNumber()
-               << " of its linalg.generic depends on " << hoister.blocker;
-      inputs.push_back(hoisted);
-      maps.push_back(generic.getMatchingIndexingMap(&operand));
-      read.push_back(arg);
-    }
-    // Values the slice reads from above the generic (as operands or inside
-    // its operations' regions).
-    llvm::SetVector<Value> used;
-    for (Operation *def : slice) {
-      used.insert(def->operand_begin(), def->operand_end());
-      getUsedValuesDefinedAbove(def->getRegions(), used);
-    }
-    for (Value v : used)
-      if (v.getParentBlock() != body && !hoister.hoist(v))
-        return op.emitOpError()
-               << "cannot be checked before the step: its condition depends on "
-               << hoister.blocker;
+    return success();
+  }
 
-    // The check loops over the dimensions the condition depends on (those
-    // its operands are read with and its linalg.index ops name), in order.
-    llvm::SmallBitVector usedDims(ranges.size());
+  /// The dimensions the condition depends on (those its operands are
+  /// read with and its linalg.index ops name), in order: the scan's
+  /// extents, each old dimension's new position, the maps compressed.
+  static void checkedDims(ArrayRef<int64_t> ranges, Scan &scan) {
+    llvm::SmallBitVector &usedDims = scan.usedDims;
+    SmallVector<AffineMap> &maps = scan.maps;
+    SmallVector<int64_t> &checkRanges = scan.checkRanges;
+    SmallVector<int64_t> &newDim = scan.newDim;
+    usedDims.resize(ranges.size());
+    newDim.assign(ranges.size(), -1);
     for (AffineMap map : maps)
       for (AffineExpr expr : map.getResults())
         expr.walk([&](AffineExpr e) {
           if (auto dim = dyn_cast<AffineDimExpr>(e))
             usedDims.set(dim.getPosition());
         });
-    for (Operation *def : slice)
+    for (Operation *def : scan.slice)
       if (auto index = dyn_cast<linalg::IndexOp>(def))
         usedDims.set(index.getDim());
-    SmallVector<int64_t> checkRanges, newDim(ranges.size(), -1);
     for (unsigned d : usedDims.set_bits()) {
       newDim[d] = checkRanges.size();
       checkRanges.push_back(ranges[d]);
@@ -323,7 +300,18 @@ struct TrainCheckAssertsPass
     unusedDims.flip();
     for (AffineMap &map : maps)
       map = compressDims(map, unusedDims);
+  }
 
+  /// The reduction over the scan's iterations to the first position (in
+  /// row-major order) where the condition fails, kNone where none does.
+  static Value firstViolation(cf::AssertOp op, Block *body, Scan &scan,
+                              Hoister &hoister) {
+    SmallVector<Value> &inputs = scan.inputs;
+    SmallVector<AffineMap> &maps = scan.maps;
+    const SmallVector<int64_t> &checkRanges = scan.checkRanges;
+    const SmallVector<int64_t> &newDim = scan.newDim;
+    const llvm::SetVector<Operation *> &slice = scan.slice;
+    const SmallVector<BlockArgument> &read = scan.read;
     OpBuilder &b = hoister.getBuilder();
     Location loc = op.getLoc();
     MLIRContext *ctx = b.getContext();
@@ -355,51 +343,113 @@ struct TrainCheckAssertsPass
     SmallVector<utils::IteratorType> iterators(rank,
                                                utils::IteratorType::reduction);
     IRMapping &mapping = hoister.getMapping();
-    Value first =
-        linalg::GenericOp::create(
-            b, loc, TypeRange{init.getType()}, inputs, ValueRange{init}, maps,
-            iterators,
-            [&](OpBuilder &nb, Location l, ValueRange args) {
-              IRMapping local = mapping;
-              for (auto [arg, blockArg] : llvm::zip(read, args))
-                local.map(arg, blockArg);
-              for (Operation &inner : body->without_terminator()) {
-                if (!slice.contains(&inner))
-                  continue;
-                if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
-                  local.map(
-                      index.getResult(),
-                      linalg::IndexOp::create(nb, l, newDim[index.getDim()]));
-                  continue;
-                }
-                nb.clone(inner, local);
-              }
-              Value holds = local.lookupOrDefault(op.getArg());
-              Value position = arith::ConstantIndexOp::create(nb, l, 0);
-              for (int64_t d = 0; d < rank; ++d)
-                position = arith::AddIOp::create(
-                    nb, l, position,
-                    arith::MulIOp::create(
-                        nb, l, linalg::IndexOp::create(nb, l, d),
-                        arith::ConstantIndexOp::create(nb, l, rowStride[d])));
-              Value candidate = arith::SelectOp::create(
-                  nb, l, holds,
-                  arith::ConstantOp::create(nb, l, nb.getI64IntegerAttr(kNone)),
-                  arith::IndexCastOp::create(nb, l, nb.getI64Type(), position));
-              linalg::YieldOp::create(nb, l,
-                                      ValueRange{arith::MinSIOp::create(
-                                          nb, l, candidate, args.back())});
-            })
-            .getResult(0);
+    return linalg::GenericOp::create(
+               b, loc, TypeRange{init.getType()}, inputs, ValueRange{init},
+               maps, iterators,
+               [&](OpBuilder &nb, Location l, ValueRange args) {
+                 IRMapping local = mapping;
+                 for (auto [arg, blockArg] : llvm::zip(read, args))
+                   local.map(arg, blockArg);
+                 for (Operation &inner : body->without_terminator()) {
+                   if (!slice.contains(&inner))
+                     continue;
+                   if (auto index = dyn_cast<linalg::IndexOp>(inner)) {
+                     local.map(index.getResult(),
+                               linalg::IndexOp::create(nb, l,
+                                                       newDim[index.getDim()]));
+                     continue;
+                   }
+                   nb.clone(inner, local);
+                 }
+                 Value holds = local.lookupOrDefault(op.getArg());
+                 Value position = arith::ConstantIndexOp::create(nb, l, 0);
+                 for (int64_t d = 0; d < rank; ++d)
+                   position = arith::AddIOp::create(
+                       nb, l, position,
+                       arith::MulIOp::create(nb, l,
+                                             linalg::IndexOp::create(nb, l, d),
+                                             arith::ConstantIndexOp::create(
+                                                 nb, l, rowStride[d])));
+                 Value candidate = arith::SelectOp::create(
+                     nb, l, holds,
+                     arith::ConstantOp::create(nb, l,
+                                               nb.getI64IntegerAttr(kNone)),
+                     arith::IndexCastOp::create(nb, l, nb.getI64Type(),
+                                                position));
+                 linalg::YieldOp::create(nb, l,
+                                         ValueRange{arith::MinSIOp::create(
+                                             nb, l, candidate, args.back())});
+               })
+        .getResult(0);
+  }
+
+  /// The assert of a generic's body as a reduction over its iterations.
+  LogicalResult lowerInGeneric(cf::AssertOp op, linalg::GenericOp generic,
+                               Hoister &hoister) {
+    SmallVector<int64_t> ranges = generic.getStaticLoopRanges();
+    if (llvm::any_of(ranges, ShapedType::isDynamic))
+      return op.emitOpError()
+             << "cannot be checked: the iteration space of its linalg.generic "
+                "is not static";
+    Block *body = generic.getBody();
+    Scan scan;
+    if (failed(conditionSlice(op, body, scan.slice)))
+      return failure();
+    llvm::SetVector<Operation *> &slice = scan.slice;
+    SmallVector<Value> &inputs = scan.inputs;
+    SmallVector<AffineMap> &maps = scan.maps;
+    SmallVector<BlockArgument> &read = scan.read;
+    // The operands whose block arguments the slice reads, hoisted, and the
+    // maps they are read with.
+    auto usedBySlice = [&](BlockArgument arg) {
+      if (op.getArg() == arg)
+        return true;
+      return llvm::any_of(arg.getUsers(), [&](Operation *user) {
+        return slice.contains(user) || llvm::any_of(slice, [&](Operation *s) {
+                 return s->isProperAncestor(user);
+               });
+      });
+    };
+    for (OpOperand &operand : generic->getOpOperands()) {
+      BlockArgument arg = generic.getMatchingBlockArgument(&operand);
+      if (!usedBySlice(arg))
+        continue;
+      Value hoisted = hoister.hoist(operand.get());
+      if (!hoisted)
+        return op.emitOpError()
+               << "cannot be checked before the step: the operand #"
+               << operand.getOperandNumber()
+               << " of its linalg.generic depends on " << hoister.blocker;
+      inputs.push_back(hoisted);
+      maps.push_back(generic.getMatchingIndexingMap(&operand));
+      read.push_back(arg);
+    }
+    // Values the slice reads from above the generic (as operands or inside
+    // its operations' regions).
+    llvm::SetVector<Value> used;
+    for (Operation *def : slice) {
+      used.insert(def->operand_begin(), def->operand_end());
+      getUsedValuesDefinedAbove(def->getRegions(), used);
+    }
+    for (Value v : used)
+      if (v.getParentBlock() != body && !hoister.hoist(v))
+        return op.emitOpError()
+               << "cannot be checked before the step: its condition depends on "
+               << hoister.blocker;
+
+    checkedDims(ranges, scan);
+    OpBuilder &b = hoister.getBuilder();
+    Location loc = op.getLoc();
+    Value first = firstViolation(op, body, scan, hoister);
     Value position = tensor::ExtractOp::create(b, loc, first, ValueRange{});
     Value violated = arith::CmpIOp::create(
         b, loc, arith::CmpIPredicate::ne, position,
         arith::ConstantOp::create(b, loc, b.getI64IntegerAttr(kNone)));
     std::string dims;
-    for (auto [i, d] : llvm::enumerate(usedDims.set_bits()))
+    for (auto [i, d] : llvm::enumerate(scan.usedDims.set_bits()))
       dims += (i ? ", " : "") + std::to_string(d);
     std::string message = describe(op) + " over the iterations " +
-                          extents(checkRanges) + " (dimensions " + dims +
+                          extents(scan.checkRanges) + " (dimensions " + dims +
                           " of a linalg.generic over " + extents(ranges) + ")";
     if (failed(reportIf(b, op, violated, position, message)))
       return failure();

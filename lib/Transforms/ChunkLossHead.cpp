@@ -161,6 +161,55 @@ static FailureOr<RowUse> rowUse(linalg::LinalgOp op, OpOperand &rowsOperand,
   return RowUse{d, reduction};
 }
 
+/// The operations of `g` that read the logits' gradient, each on its rows
+/// (g.users, g.userOperands, g.userRows); false, with `why`, where one does
+/// not.
+static bool matchGradientUsers(Group &g, std::string &why) {
+  CrossEntropyGradOp grad = g.grad;
+  SmallVector<Operation *> gradUsers;
+  if (!usersThroughRoundTrips(grad.getResult(), gradUsers, g.reshapes)) {
+    why = "the logits' gradient is reshaped";
+    return false;
+  }
+  Value gradient = grad.getResult();
+  // In program order: the loop's results follow it.
+  llvm::sort(gradUsers, [](Operation *a, Operation *b) {
+    return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
+  });
+  for (Operation *user : gradUsers) {
+    auto op = dyn_cast<linalg::LinalgOp>(user);
+    if (!op || op->getBlock() != grad->getBlock()) {
+      why = "the logits' gradient is read by '" +
+            user->getName().getStringRef().str() +
+            "', not by a linalg operation in this block";
+      return false;
+    }
+    OpOperand *rowsOperand = nullptr;
+    for (OpOperand *input : op.getDpsInputOperands()) {
+      Value v = input->get();
+      SmallVector<Operation *> ignored;
+      if (throughRoundTrips(v, ignored) == gradient) {
+        if (rowsOperand) {
+          why = "an operation reads the logits' gradient twice";
+          return false;
+        }
+        rowsOperand = input;
+      }
+    }
+    if (!rowsOperand) {
+      why = "the logits' gradient is an operation's init";
+      return false;
+    }
+    FailureOr<RowUse> use = rowUse(op, *rowsOperand, why);
+    if (failed(use))
+      return false;
+    g.users.push_back(op);
+    g.userOperands.push_back(rowsOperand);
+    g.userRows.push_back(*use);
+  }
+  return true;
+}
+
 /// Matches the group around `grad`; `why` says what stands in the way.
 static std::optional<Group> matchGroup(CrossEntropyGradOp grad,
                                        std::string &why) {
@@ -224,47 +273,8 @@ static std::optional<Group> matchGroup(CrossEntropyGradOp grad,
     return std::nullopt;
   }
   g.rows = type.getDimSize(0);
-  SmallVector<Operation *> gradUsers;
-  if (!usersThroughRoundTrips(grad.getResult(), gradUsers, g.reshapes)) {
-    why = "the logits' gradient is reshaped";
+  if (!matchGradientUsers(g, why))
     return std::nullopt;
-  }
-  Value gradient = grad.getResult();
-  // In program order: the loop's results follow it.
-  llvm::sort(gradUsers, [](Operation *a, Operation *b) {
-    return a->getBlock() == b->getBlock() && a->isBeforeInBlock(b);
-  });
-  for (Operation *user : gradUsers) {
-    auto op = dyn_cast<linalg::LinalgOp>(user);
-    if (!op || op->getBlock() != grad->getBlock()) {
-      why = "the logits' gradient is read by '" +
-            user->getName().getStringRef().str() +
-            "', not by a linalg operation in this block";
-      return std::nullopt;
-    }
-    OpOperand *rowsOperand = nullptr;
-    for (OpOperand *input : op.getDpsInputOperands()) {
-      Value v = input->get();
-      SmallVector<Operation *> ignored;
-      if (throughRoundTrips(v, ignored) == gradient) {
-        if (rowsOperand) {
-          why = "an operation reads the logits' gradient twice";
-          return std::nullopt;
-        }
-        rowsOperand = input;
-      }
-    }
-    if (!rowsOperand) {
-      why = "the logits' gradient is an operation's init";
-      return std::nullopt;
-    }
-    FailureOr<RowUse> use = rowUse(op, *rowsOperand, why);
-    if (failed(use))
-      return std::nullopt;
-    g.users.push_back(op);
-    g.userOperands.push_back(rowsOperand);
-    g.userRows.push_back(*use);
-  }
   return g;
 }
 

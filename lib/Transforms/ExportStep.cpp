@@ -70,22 +70,28 @@ std::string ga::buildStepSignature(Operation *entry, StepSignature &out,
     os << t;
     return text;
   };
-  for (auto [i, t] : llvm::enumerate(type.getInputs())) {
-    TensorSpec s;
-    if (!spec(t, s))
-      return "argument #" + std::to_string(i) + " of @" + name + " has type " +
-             describe(t) + "; " + passer.str() +
-             " passes statically shaped f32/f64/i32/i64 tensors";
-    sig.inputs.push_back(std::move(s));
-  }
-  for (auto [i, t] : llvm::enumerate(type.getResults())) {
-    TensorSpec s;
-    if (!spec(t, s))
-      return "result #" + std::to_string(i) + " of @" + name + " has type " +
-             describe(t) + "; " + passer.str() +
-             " returns statically shaped f32/f64/i32/i64 tensors";
-    sig.results.push_back(std::move(s));
-  }
+  // The arguments' and the results' specs, or why one has none.
+  auto specsOf = [&](TypeRange types, StringRef what, StringRef verb,
+                     std::vector<TensorSpec> &specs) -> std::string {
+    for (auto [i, t] : llvm::enumerate(types)) {
+      TensorSpec s;
+      if (!spec(t, s))
+        return (what + " #" + Twine(i) + " of @" + name + " has type " +
+                describe(t) + "; " + passer + " " + verb +
+                " statically shaped f32/f64/i32/i64 tensors")
+            .str();
+      specs.push_back(std::move(s));
+    }
+    return "";
+  };
+  if (std::string error =
+          specsOf(type.getInputs(), "argument", "passes", sig.inputs);
+      !error.empty())
+    return error;
+  if (std::string error =
+          specsOf(type.getResults(), "result", "returns", sig.results);
+      !error.empty())
+    return error;
   if (auto loss = entry->getAttrOfType<IntegerAttr>(
           TrainDialect::LossResultAttrHelper::getNameStr()))
     if (loss.getInt() >= 0 && loss.getInt() < (int64_t)sig.results.size())

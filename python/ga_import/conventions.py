@@ -77,6 +77,11 @@ def _bind(signature, args, kwargs):
     return signature(*args, **(kwargs or {}))
 
 
+def _unary_input(input, inplace=False):
+    """The signature of an activation of one tensor (hardsigmoid, ...)."""
+    return input
+
+
 class PyTorchConventions:
     """A context manager: while it is active, the calls in the table above
     are written in PyTorch's conventions. `stop` is the stop-gradient
@@ -343,9 +348,7 @@ class PyTorchConventions:
                 return input, min_val, max_val
             x, lo, hi = _bind(sig, args, kwargs)
         else:
-            def sig(input, inplace=False):
-                return input
-            x, (lo, hi) = _bind(sig, args, kwargs), bounds
+            x, (lo, hi) = _bind(_unary_input, args, kwargs), bounds
         if not x.is_floating_point():
             return func(*args, **(kwargs or {}))
         self._note("clamp bounds")
@@ -374,10 +377,7 @@ class PyTorchConventions:
     def hardsigmoid(self, func, args, kwargs):
         """relu6(x + 3) / 6 with PyTorch's zero gradient at -3 and 3."""
         torch = self.torch
-
-        def sig(input, inplace=False):
-            return input
-        x = _bind(sig, args, kwargs)
+        x = _bind(_unary_input, args, kwargs)
         if not x.is_floating_point():
             return func(*args, **(kwargs or {}))
         self._note("hardsigmoid bounds")
@@ -390,10 +390,7 @@ class PyTorchConventions:
         """x relu6(x + 3) / 6 with PyTorch's gradient: 0 up to -3, x/3 + 1/2
         strictly between, 1 from 3 up."""
         torch = self.torch
-
-        def sig(input, inplace=False):
-            return input
-        x = _bind(sig, args, kwargs)
+        x = _bind(_unary_input, args, kwargs)
         if not x.is_floating_point():
             return func(*args, **(kwargs or {}))
         self._note("hardswish bounds")

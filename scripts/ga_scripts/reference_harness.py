@@ -80,27 +80,36 @@ def relative_error(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
-def ga_run_test_args():
-    """The arguments of the tests that run ga-run on the examples: --ga-run,
-    --src (the source tree) and --workdir (made if missing)."""
+def tool_test_parser(*tools):
+    """The arguments every test that runs the tools takes: --TOOL for each
+    of `tools` (the binaries' paths), --src (the source tree) and --workdir;
+    a test adds its own and parses with parse_test_args."""
     parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
+    for tool in tools:
+        parser.add_argument("--" + tool, required=True)
     parser.add_argument("--src", required=True)
     parser.add_argument("--workdir", required=True)
+    return parser
+
+
+def parse_test_args(parser):
+    """The parsed arguments, the work directory made if missing."""
     args = parser.parse_args()
     os.makedirs(args.workdir, exist_ok=True)
     return args
 
 
+def ga_run_test_args():
+    """The arguments of the tests that run ga-run on the examples: --ga-run,
+    --src and --workdir (made if missing)."""
+    return parse_test_args(tool_test_parser("ga-run"))
+
+
 def mpi_test_parser():
     """The arguments of the tests that run ga-run under mpirun."""
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
+    parser = tool_test_parser("ga-opt", "ga-run")
     parser.add_argument("--mpirun", required=True,
                         help="the launcher command, without -np")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
     return parser
 
 

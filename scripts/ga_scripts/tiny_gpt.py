@@ -42,6 +42,12 @@ def std_of(name):
     return INIT_STD.get(name, 0.3)
 
 
+# The parameters' names, in the step's order (examples/gen_tiny_gpt.py).
+PARAM_NAMES = ["wte", "wpe", "ln1_g", "ln1_b", "w_qkv", "w_o", "ln2_g",
+               "ln2_b", "w_fc", "b_fc", "w_proj", "b_proj", "lnf_g", "lnf_b",
+               "w_head"]
+
+
 def param_shapes(B, S, V, D, H, F, L):
     return [[V, D], [S, D], [L, D], [L, D], [L, D, 3 * D], [L, D, D],
             [L, D], [L, D], [L, D, F], [L, F], [L, F, D], [L, D], [D], [D],

@@ -24,7 +24,6 @@ NumPy model are tiny_gpt_reference.py's (attention-tiles.test runs it with
 --attention-key-tile=4).
 """
 
-import argparse
 import os
 import re
 
@@ -32,19 +31,15 @@ import numpy as np
 
 from cuda_emulate import emulate
 from ga_scripts.reference_harness import (Checker, padded_example_inputs,
-                                          run_ga_run, with_schedule)
+                                          parse_test_args, run_ga_run,
+                                          tool_test_parser, with_schedule)
 
 SCALAR = ["--vectorize=false", "--parallel=false"]
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    parser = tool_test_parser("ga-opt", "ga-run")
+    args = parse_test_args(parser)
     inputs = padded_example_inputs(np.random.default_rng(5))["tiny_gpt"]
     with open(os.path.join(args.src, "examples", "tiny_gpt.mlir")) as f:
         source = f.read()

@@ -56,7 +56,6 @@ mpirun, and rank 0's results must be the CPU pipeline's under mpirun, bit
 for bit.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -66,8 +65,9 @@ import numpy as np
 
 from mlp_reference import reference as mlp_reference
 from ga_scripts.reference_harness import (Checker, mpi_launcher,
-                                          padded_example_inputs, run_ga_run,
-                                          with_schedule)
+                                          padded_example_inputs,
+                                          parse_test_args, run_ga_run,
+                                          tool_test_parser, with_schedule)
 
 
 def bf16(a):
@@ -172,16 +172,11 @@ def check_offload(args, check, tag, path, work, inputs, expected):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = tool_test_parser("ga-opt", "ga-run")
     parser.add_argument("--mpirun", default=None,
                         help="the launcher command, without -np: also run "
                              "data-parallel schedules")
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = parse_test_args(parser)
     inputs = padded_example_inputs(np.random.default_rng(5))
     check = Checker("emulated")
     for name in ("mlp", "tiny_gpt"):

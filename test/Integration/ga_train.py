@@ -23,7 +23,6 @@ of random features with padded labels (some rows all padding):
    run's losses.
 """
 
-import argparse
 import csv
 import json
 import os
@@ -32,7 +31,8 @@ import sys
 
 import numpy as np
 
-from ga_scripts.reference_harness import Checker, run_ga_run
+from ga_scripts.reference_harness import (Checker, parse_test_args, run_ga_run,
+                                          tool_test_parser)
 
 ROWS = 20  # not a multiple of the batch (8): the data wraps around
 STEPS = 5
@@ -82,13 +82,8 @@ def log_rows(path):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-train", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    parser = tool_test_parser("ga-train", "ga-run")
+    args = parse_test_args(parser)
     work = lambda *p: os.path.join(args.workdir, *p)
     check = Checker("ga-train")
     x, labels = make_dataset(work("data"), np.random.default_rng(3))

@@ -28,13 +28,14 @@ rows), also checked:
     the chunks' sums).
 """
 
-import argparse
 import os
 import re
 import subprocess
 import sys
 
 import numpy as np
+
+from ga_scripts.reference_harness import parse_test_args, tool_test_parser
 
 B, S, V, D, H, F, L = 4, 16, 4096, 16, 2, 64, 1
 
@@ -54,13 +55,8 @@ def inputs(rng):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    parser = tool_test_parser("ga-opt", "ga-run")
+    args = parse_test_args(parser)
     model_path = os.path.join(args.workdir, "gpt.mlir")
     with open(model_path, "w") as f:
         subprocess.run(

@@ -9,7 +9,6 @@ Checks: the measured peak (ga-run budget_peak_bytes: step buffers
 the measurement, and the results are the unplanned step's, bit for bit.
 """
 
-import argparse
 import os
 import re
 import subprocess
@@ -17,20 +16,17 @@ import sys
 
 import numpy as np
 
-from ga_scripts.reference_harness import Checker, save_arrays
+from ga_scripts.reference_harness import (Checker, parse_test_args,
+                                          save_arrays, tool_test_parser)
 from ga_scripts.tiny_gpt import inputs, write_step
 
 SIZE = dict(batch=4, seq=8, vocab=32, dim=16, heads=2, ffn=32)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = tool_test_parser("ga-run")
     parser.add_argument("--layers", default="12,24")
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = parse_test_args(parser)
     check = Checker("deep-budget")
 
     def run(path, arrays, outdir, extra):

@@ -4,14 +4,14 @@ strictly as the micro-batch count k grows, for both examples, in ga-run and
 in a library run by ga-exec alike (the same code: the same bytes). Every
 peak is at least the bytes of the gradients, which the step holds whole."""
 
-import argparse
 import os
 import re
 
 import numpy as np
 
 from ga_scripts.reference_harness import (Checker, padded_example_inputs,
-                                          run_command, with_schedule)
+                                          parse_test_args, run_command,
+                                          tool_test_parser, with_schedule)
 
 
 def peak(cmd):
@@ -20,14 +20,8 @@ def peak(cmd):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--ga-compile", required=True)
-    parser.add_argument("--ga-exec", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    parser = tool_test_parser("ga-run", "ga-compile", "ga-exec")
+    args = parse_test_args(parser)
     inputs = padded_example_inputs(np.random.default_rng(5))
     check = Checker("memory")
     params = {"mlp": 3, "tiny_gpt": 15}

@@ -12,30 +12,26 @@ recomputes is monotone in the budget by construction
 (tolerance 0; --tolerance loosens it, for experiments with the search).
 """
 
-import argparse
 import os
 import re
 import subprocess
 import sys
 
-from ga_scripts.reference_harness import Checker
+from ga_scripts.reference_harness import (Checker, parse_test_args,
+                                          tool_test_parser)
 
 SIZE = dict(batch=4, seq=16, vocab=32, dim=16, heads=2, ffn=64, layers=4)
 TOLERANCE = 0.0  # points of the recomputed share
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = tool_test_parser("ga-opt")
     parser.add_argument("--budgets", type=int, default=8,
                         help="how many budgets, evenly spaced")
     parser.add_argument("--tolerance", type=float, default=TOLERANCE,
                         help="points of the recomputed share a larger "
                         "budget may add")
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = parse_test_args(parser)
     check = Checker("remat-monotone")
     path = os.path.join(args.workdir, "gpt4.mlir")
     with open(path, "w") as f:

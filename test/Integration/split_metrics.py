@@ -20,14 +20,14 @@ where r * k <= 8). Checks:
   order) or, across ranks, the counts exactly and the floats within 1e-6.
 """
 
-import argparse
 import os
 
 import numpy as np
 
 from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
                                           mlp_params, mpi_launcher,
-                                          padded_labels, run_ga_run,
+                                          padded_labels, parse_test_args,
+                                          run_ga_run, tool_test_parser,
                                           with_schedule)
 
 METRICS = """
@@ -117,16 +117,11 @@ def reference(inputs):
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--ga-run", required=True)
+    parser = tool_test_parser("ga-opt", "ga-run")
     parser.add_argument("--mpirun", default="",
                         help="the launcher command, without -np; the "
                              "data-parallel schedules run only with it")
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = parse_test_args(parser)
     rng = np.random.default_rng(5)
     check = Checker("metrics")
 

@@ -10,7 +10,6 @@ ga-run. With --torch, the binding is also called with torch tensors
 (through DLPack) and with preallocated out= arrays.
 """
 
-import argparse
 import os
 import re
 
@@ -18,20 +17,15 @@ import numpy as np
 
 import ga_step
 from ga_scripts.reference_harness import (Checker, padded_example_inputs,
-                                          printed, run_command as run,
-                                          run_ga_run, with_schedule)
+                                          parse_test_args, printed, run_command
+                                          as run, run_ga_run, tool_test_parser,
+                                          with_schedule)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--ga-compile", required=True)
-    parser.add_argument("--ga-exec", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
+    parser = tool_test_parser("ga-run", "ga-compile", "ga-exec")
     parser.add_argument("--torch", action="store_true")
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    args = parse_test_args(parser)
 
     rng = np.random.default_rng(5)
     inputs = padded_example_inputs(rng)

@@ -11,25 +11,20 @@ threads. The compiled step must really
 fork threads (an omp.parallel region), or the test proves nothing.
 """
 
-import argparse
 import os
 import subprocess
 import sys
 
 import numpy as np
 
-from ga_scripts.reference_harness import (TINY_GPT_PARAM_SHAPES, Checker,
-                                          run_ga_run)
+from ga_scripts.reference_harness import (Checker, TINY_GPT_PARAM_SHAPES,
+                                          parse_test_args, run_ga_run,
+                                          tool_test_parser)
 
 
 def main():
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--ga-run", required=True)
-    parser.add_argument("--ga-opt", required=True)
-    parser.add_argument("--src", required=True)
-    parser.add_argument("--workdir", required=True)
-    args = parser.parse_args()
-    os.makedirs(args.workdir, exist_ok=True)
+    parser = tool_test_parser("ga-run", "ga-opt")
+    args = parse_test_args(parser)
     rng = np.random.default_rng(5)
     check = Checker("threads")
 

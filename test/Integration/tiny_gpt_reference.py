@@ -25,19 +25,12 @@ import os
 import numpy as np
 
 from ga_scripts.reference_harness import Checker, run_ga_run
+from ga_scripts.tiny_gpt import PARAM_NAMES, param_shapes
 
 B, S, V, D, H, F, L = 8, 16, 32, 16, 2, 64, 2
 DH = D // H
 EPS = 1e-5
-PARAMS = [
-    ("wte", [V, D]), ("wpe", [S, D]),
-    ("ln1_g", [L, D]), ("ln1_b", [L, D]),
-    ("w_qkv", [L, D, 3 * D]), ("w_o", [L, D, D]),
-    ("ln2_g", [L, D]), ("ln2_b", [L, D]),
-    ("w_fc", [L, D, F]), ("b_fc", [L, F]),
-    ("w_proj", [L, F, D]), ("b_proj", [L, D]),
-    ("lnf_g", [D]), ("lnf_b", [D]), ("w_head", [D, V]),
-]
+PARAMS = list(zip(PARAM_NAMES, param_shapes(B, S, V, D, H, F, L)))
 
 
 def erf(x):

@@ -17,8 +17,7 @@ using namespace ga;
 
 namespace {
 
-template <typename E>
-void expectRoundTrip() {
+template <typename E> void expectRoundTrip() {
   for (llvm::StringLiteral name : choiceNames<E>()) {
     std::optional<E> parsed = parseChoice<E>(name);
     ASSERT_TRUE(parsed.has_value()) << name.str();
@@ -53,8 +52,8 @@ TEST(PipelineOptions, PrintedOptionsParseToTheSameOptions) {
   options.print(os);
   EXPECT_NE(printed.find("gpu-format=isa"), std::string::npos) << printed;
   GaPipelineOptions again;
-  ASSERT_TRUE(succeeded(again.parseFromString(
-      llvm::StringRef(printed).drop_front().drop_back())))
+  ASSERT_TRUE(succeeded(
+      again.parseFromString(llvm::StringRef(printed).drop_front().drop_back())))
       << printed;
   std::string reprinted;
   llvm::raw_string_ostream os2(reprinted);

@@ -97,6 +97,38 @@ compilePartition(StringRef bitcode, unsigned optLevel, unsigned codegenLevel,
   return std::string(object.str());
 }
 
+/// What one partition calls in another must be a global symbol: hidden,
+/// so that the library does not export it, and dso_local. Mutable or
+/// address-significant local variables go to partition 0 as such symbols;
+/// local constants are copied where they are used.
+void exposeAcrossPartitions(
+    Module &module, ArrayRef<Function *> functions,
+    DenseMap<const GlobalValue *, unsigned> &partitionOf) {
+  // What one partition calls in another must be a global symbol: hidden,
+  // so that the library does not export it, and dso_local.
+  for (Function *f : functions)
+    if (f->hasLocalLinkage()) {
+      f->setLinkage(GlobalValue::ExternalLinkage);
+      f->setVisibility(GlobalValue::HiddenVisibility);
+      f->setDSOLocal(true);
+    }
+  // Mutable or address-significant local variables live in partition 0 and
+  // are hidden globals; local constants are copied where they are used.
+  for (GlobalVariable &g : module.globals()) {
+    if (g.isDeclaration())
+      continue;
+    bool copyable = g.hasLocalLinkage() && g.isConstant();
+    if (!copyable) {
+      partitionOf[&g] = 0;
+      if (g.hasLocalLinkage()) {
+        g.setLinkage(GlobalValue::ExternalLinkage);
+        g.setVisibility(GlobalValue::HiddenVisibility);
+        g.setDSOLocal(true);
+      }
+    }
+  }
+}
+
 } // namespace
 
 Expected<std::vector<std::string>>
@@ -151,29 +183,7 @@ ga::compileInPartitions(std::unique_ptr<Module> module, unsigned jobs,
     codegenLevels[0] = 0;
   }
 
-  // What one partition calls in another must be a global symbol: hidden,
-  // so that the library does not export it, and dso_local.
-  for (Function *f : functions)
-    if (f->hasLocalLinkage()) {
-      f->setLinkage(GlobalValue::ExternalLinkage);
-      f->setVisibility(GlobalValue::HiddenVisibility);
-      f->setDSOLocal(true);
-    }
-  // Mutable or address-significant local variables live in partition 0 and
-  // are hidden globals; local constants are copied where they are used.
-  for (GlobalVariable &g : module->globals()) {
-    if (g.isDeclaration())
-      continue;
-    bool copyable = g.hasLocalLinkage() && g.isConstant();
-    if (!copyable) {
-      partitionOf[&g] = 0;
-      if (g.hasLocalLinkage()) {
-        g.setLinkage(GlobalValue::ExternalLinkage);
-        g.setVisibility(GlobalValue::HiddenVisibility);
-        g.setDSOLocal(true);
-      }
-    }
-  }
+  exposeAcrossPartitions(*module, functions, partitionOf);
 
   std::vector<std::string> bitcodes(jobs);
   for (unsigned p = 0; p < jobs; ++p) {

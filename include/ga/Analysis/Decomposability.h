@@ -107,6 +107,11 @@ private:
   void visitBatchLoop(mlir::linalg::LinalgOp op, unsigned batchLoop, bool dep);
   void visitBatchSumInputs(mlir::linalg::LinalgOp op, bool dep);
   bool visitShapeOp(mlir::Operation *op, bool dep, bool anyPerExample);
+  /// visitShapeOp's cases: slices taken and inserted, paddings and
+  /// concatenations, reshapes (false when `op` is none of its kind).
+  bool visitSliceOp(mlir::Operation *op, bool dep, bool anyPerExample);
+  bool visitJoinOp(mlir::Operation *op, bool dep, bool anyPerExample);
+  bool visitReshapeOp(mlir::Operation *op, bool dep);
   /// Gives every result of `op` the class `c`, parameter-dependent also
   /// when `dep`.
   void setAll(mlir::Operation *op, BatchClass c, bool dep);

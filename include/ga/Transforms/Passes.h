@@ -7,6 +7,7 @@
 #ifndef GA_TRANSFORMS_PASSES_H
 #define GA_TRANSFORMS_PASSES_H
 
+#include "ga/Utils/Choices.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/LLVMIR/LLVMDialect.h"
@@ -15,7 +16,6 @@
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
-#include "ga/Utils/Choices.h"
 #include "mlir/Pass/Pass.h"
 #include "train/TrainDialect.h"
 

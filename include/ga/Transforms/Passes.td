@@ -57,22 +57,16 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
   let summary = "Raise causal multi-head attention written in linalg to train.attention";
   let description = [{
     Finds attention written as linalg (the form of ga-opt's generator,
-    `examples/gen_tiny_gpt.py`): the scores, a contraction of the queries
-    and keys over the features, each product scaled; optionally a causal
-    mask (`select(j > i, c, s)`); the softmax over the keys (the row's
-    maximum, `exp(s - max)`, their sum, the division); and the contraction
-    of the probabilities with the values, with the queries, keys and values
-    `[batch, position, head, feature]`. When every intermediate is used only
-    by the next step, the chain becomes one `train.attention`, whose
-    lowering never makes the `[B, H, S, T]` scores (online softmax over
-    tiles of keys) and whose gradient recomputes them tile by tile instead
-    of saving the probabilities for the backward pass.
-
-    The key tile is the largest divisor of the key count not above
-    `key-tile`, the query tile that of the query count.
-    The values change by the rounding of the online softmax (the
-    probabilities are rescaled at each tile): `test/Integration` states the
-    difference to the unfused step.
+    `examples/gen_tiny_gpt.py`, and the importer's: nanoGPT's `masked_fill`
+    attention and `scaled_dot_product_attention`, transformers' GPT-2, Llama
+    with grouped-query keys and values, BERT): the scores, a contraction of
+    the queries and keys over the features, each product scaled; optionally
+    a mask; the softmax over the keys; and the contraction of the
+    probabilities with the values. When every intermediate is used only by
+    the next step, the chain becomes one `train.attention`, whose lowering
+    never makes the `[B, H, S, T]` scores (online softmax over tiles of
+    keys) and whose gradient recomputes them tile by tile instead of saving
+    the probabilities for the backward pass.
 
     ```mlir
     %s = linalg.generic {...} ins(%q, %k) outs(%zero)      // sum_d q k * scale
@@ -87,37 +81,19 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
     becomes `%o, %lse = train.attention %q, %k, %v {scale = ..., causal,
     masked_score = -1.0e9, key_tile = ...}`.
 
-    The importer's form (PyTorch through `ga-import` and
-    `ga-legalize-import`: nanoGPT's `masked_fill` attention and
-    `scaled_dot_product_attention`, transformers' GPT-2, Llama and BERT) is
-    raised too: the queries, keys and values moved to `[B, H, ...]` by
-    `linalg.transpose` or a permuting generic (each maybe times a constant,
-    which joins the scale), or computed head-major (Llama's rotary
-    embeddings: transposed back when raised), or grouped `[B, G, R, T, D]`
-    (grouped-query attention's repeated keys and values: collapsed to the
-    `G R` heads and transposed), two `linalg.batch_matmul` over `[B * H,
-    ...]` between `collapse_shape` and `expand_shape`, the scores maybe
-    scaled, the causal mask added (0 where
-    visible, at most -1e30 where hidden, which every finite score rounds to)
-    or selected, the softmax with its subtraction in a generic of its own,
-    `scaled_dot_product_attention`'s guard `select(all_j s == -inf, 0, p)`
-    (dropped only under a causal mask: every row then sees its own key),
-    and the output moved back to `[B, S, H, E]`.
-
-    A mask is traced, condition or additive tensor, through `linalg.index`,
-    integer constants, integer arith, unit `collapse_shape`s and the
-    generics that compute it, to a function of the position and of at most
-    one i1 tensor `[B, T]` read at `(b, j)` (transformers' attention mask of
-    the batch, `!= 0`), which becomes the op's `key_mask`. The function is
-    evaluated at every position, with the key mask's element true and
-    false: the keys seen must be exactly `j <= i` (causal), or every key,
-    where the key mask is true, and none where it is false. Anything else
-    (a mask read at the query, a mask that hides the diagonal) stays as
-    written, as does the guard with a key mask (a row may then see no key).
+    A mask, a condition or a tensor added to the scores, is traced to a
+    function of the position and of at most one i1 `[B, T]` tensor read at
+    `(b, j)` (the batch's attention mask, which becomes the op's
+    `key_mask`) and evaluated at every position: the keys seen must be
+    exactly `j <= i` (causal) or every key where the key mask is true.
+    Anything else stays as written. The key tile is the largest divisor of
+    the key count not above `key-tile`, the query tile that of the query
+    count; the values change by the online softmax's roundings.
 
     In `--ga-pipeline` with `attention-key-tile=N` (N > 0), before the remat
-    planner, which then sees the smaller memory of the backward pass.
-  }];
+    planner. The forms raised, the mask's tracing and the measurements:
+    [Memory](../memory.md#attention-without-its-scores) (docs/memory.md).
+}];
   let options = [
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"128",
            "the most queries and keys per tile of the online softmax">
@@ -237,21 +213,10 @@ def GaLegalizeImportPass : Pass<"ga-legalize-import"> {
       multiplications by squaring that its lowering computes (the same
       bits); the vectorizer has no lowering for a vector of exponents.
 
-    `--ga-pipeline` runs it first; `ga-import` runs it on every import.
-
-    Example (torch-mlir's `nn.Linear` on `[B*S, D]` rows):
-
-    ```mlir
-    %b = linalg.generic {indexing_maps = [(d0, d1) -> (d1), (d0, d1) -> (d0, d1)], ...}
-        ins(%bias : tensor<64xf32>) outs(%empty : tensor<128x64xf32>) {
-      ^bb0(%in: f32, %out: f32):
-        linalg.yield %in : f32
-    } -> tensor<128x64xf32>
-    %y = linalg.generic {indexing_maps = [(d0, d1) -> (d0, d1), (d0, d1) -> (d0, d1), ...]}
-        ins(%mm, %b : ...) ...
-    ```
-
-    becomes a `%y` that reads `%bias` through `(d0, d1) -> (d1)`.
+    `--ga-pipeline` runs it first; `ga-import` runs it on every import. The
+    forms torch-mlir emits and what takes each:
+    [Importing](../importing.md#what-torch-mlir-emits-and-what-takes-it)
+    (docs/importing.md); the rewrites' tests: `test/Transforms/legalize-import.mlir`.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
@@ -299,24 +264,12 @@ def TrainCheckAssertsPass : Pass<"train-check-asserts", "::mlir::ModuleOp"> {
     holds no values) the asserts are dropped without a check; the gathers
     are clamped all the same.
 
-    Example: the gather of an embedding
-
-    ```mlir
-    %e = linalg.generic {...} ins(%ids : tensor<4x8xi64>) outs(%init : ...) {
-    ^bb0(%id: i64, %out: f32):
-      %ok = arith.cmpi ult, %id, %c256 : i64
-      cf.assert %ok, "index out of range"
-      ...
-    }
-    ```
-
-    inside a `train.step` becomes, before the step, a `linalg.generic`
-    reduction of `%ids` to the first position where `%ok` is false and an
-    `scf.if` that calls `ga_report_assertion` with the message
-    `'index out of range' at loc(...) over the iterations [4, 8]
-    (dimensions 0, 1 of a linalg.generic over [4, 8, 64])` and that
-    position; the step's generic no longer holds the assert, and its
-    gather's index is clamped.
+    Example: the assert of an embedding's gather, `%id < 256` for the ids
+    `tensor<4x8xi64>`, becomes before the step a reduction of the ids to the
+    first position where it fails, reported as `'index out of range' at
+    loc(...) over the iterations [4, 8] (dimensions 0, 1 of a linalg.generic
+    over [4, 8, 64])`; the step's gather is clamped. What the user sees:
+    [Importing](../importing.md) (docs/importing.md).
   }];
   let options = [
     Option<"report", "report", "bool", /*default=*/"true",

@@ -206,6 +206,32 @@ LogicalResult vectorizeElementwise(RewriterBase &rewriter, linalg::GenericOp op,
   return success();
 }
 
+/// Parallel dimensions first, so that a reduction over an outer dimension
+/// (a bias gradient: the sum over rows) is one kernel whose threads each
+/// sum their column, not one kernel per row. Each output element is still
+/// summed in the same order. Returns the operation to lower (`op` where it
+/// needs no interchange or is not a linalg.generic).
+static linalg::LinalgOp parallelDimensionsFirst(IRRewriter &rewriter,
+                                                linalg::LinalgOp op) {
+  auto generic = dyn_cast<linalg::GenericOp>(op.getOperation());
+  if (!generic)
+    return op;
+  SmallVector<unsigned> order;
+  for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
+    if (type == utils::IteratorType::parallel)
+      order.push_back(d);
+  for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
+    if (type != utils::IteratorType::parallel)
+      order.push_back(d);
+  if (llvm::equal(order, llvm::seq<unsigned>(0, order.size())))
+    return op;
+  rewriter.setInsertionPoint(generic);
+  FailureOr<linalg::GenericOp> swapped =
+      linalg::interchangeGenericOp(rewriter, generic, order);
+  return succeeded(swapped) ? cast<linalg::LinalgOp>(swapped->getOperation())
+                            : op;
+}
+
 struct GaGpuMapParallelLoopsPass
     : ga::impl::GaGpuMapParallelLoopsPassBase<GaGpuMapParallelLoopsPass> {
   using Base::Base;
@@ -258,26 +284,7 @@ struct GaGpuMapParallelLoopsPass
         rewriter.eraseOp(op);
         continue;
       }
-      // Parallel dimensions first, so that a reduction over an outer
-      // dimension (a bias gradient: the sum over rows) is one kernel whose
-      // threads each sum their column, not one kernel per row. Each output
-      // element is still summed in the same order.
-      if (auto generic = dyn_cast<linalg::GenericOp>(op.getOperation())) {
-        SmallVector<unsigned> order;
-        for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
-          if (type == utils::IteratorType::parallel)
-            order.push_back(d);
-        for (auto [d, type] : llvm::enumerate(generic.getIteratorTypesArray()))
-          if (type != utils::IteratorType::parallel)
-            order.push_back(d);
-        if (!llvm::equal(order, llvm::seq<unsigned>(0, order.size()))) {
-          rewriter.setInsertionPoint(generic);
-          FailureOr<linalg::GenericOp> swapped =
-              linalg::interchangeGenericOp(rewriter, generic, order);
-          if (succeeded(swapped))
-            op = cast<linalg::LinalgOp>(swapped->getOperation());
-        }
-      }
+      op = parallelDimensionsFirst(rewriter, op);
       rewriter.setInsertionPoint(op);
       // Without loops (a 0-d fill or reduction step), the scalar code runs
       // in one thread.

@@ -236,6 +236,140 @@ struct GaGpuOffloadBuffersPass
     return std::max(0.0, now - before[n]);
   }
 
+  /// Chooses `buffer`'s longest stretch between two accesses whose copies
+  /// hide behind the work (`before`: seconds of work before each
+  /// position), or, with `hiding` false, its longest stretch.
+  void chooseStretch(Buffer &buffer, bool hiding, ArrayRef<double> before) {
+    double copy = copySeconds(buffer.bytes);
+    double best = 0;
+    for (unsigned i = 0; i + 1 < buffer.accesses.size(); ++i) {
+      unsigned from = buffer.accesses[i], next = buffer.accesses[i + 1];
+      if (next <= from + 2)
+        continue;
+      double stretch = before[next] - before[from + 1];
+      if ((hiding && stretch < 2 * copy) || stretch <= best)
+        continue;
+      // The reload starts where the work left before the reader covers
+      // its copy (where none does, right before the reader).
+      unsigned to = next;
+      while (to > from + 1 && before[next] - before[to] < copy)
+        --to;
+      if (to <= from + 1) {
+        if (hiding)
+          continue;
+        to = next;
+      }
+      best = stretch;
+      buffer.from = from;
+      buffer.to = to;
+      buffer.next = next;
+      buffer.offloadable = true;
+      buffer.hides = hiding;
+    }
+  }
+
+  /// The fewest buffers of one block size (`sized`) whose stretches cover
+  /// every position where its live `count` is at its most, chosen
+  /// greedily into `cover`; false where they do not cover them all.
+  /// Stretches that do not hide count only when `exposing`.
+  bool coverPeaks(ArrayRef<Buffer *> sized, ArrayRef<int64_t> count,
+                  bool exposing, SmallVector<Buffer *> &cover) {
+    int64_t most = *std::max_element(count.begin(), count.end());
+    SmallVector<unsigned> peaks;
+    for (unsigned t = 0; t < count.size(); ++t)
+      if (count[t] == most)
+        peaks.push_back(t);
+    SmallVector<bool> covered(peaks.size(), false);
+    size_t left = peaks.size();
+    while (left) {
+      // Uncovered peaks before each index of `peaks` (prefix sums).
+      SmallVector<unsigned> uncovered(peaks.size() + 1, 0);
+      for (size_t i = 0; i < peaks.size(); ++i)
+        uncovered[i + 1] = uncovered[i] + !covered[i];
+      Buffer *pick = nullptr;
+      unsigned pickCovers = 0;
+      for (Buffer *other : sized) {
+        if (other->offloaded || llvm::is_contained(cover, other) ||
+            (!other->hides && !exposing))
+          continue;
+        size_t lo = std::upper_bound(peaks.begin(), peaks.end(), other->from) -
+                    peaks.begin();
+        size_t hi = std::lower_bound(peaks.begin(), peaks.end(), other->to) -
+                    peaks.begin();
+        unsigned covers = hi > lo ? uncovered[hi] - uncovered[lo] : 0;
+        if (covers > pickCovers) {
+          pick = other;
+          pickCovers = covers;
+        }
+      }
+      if (!pick)
+        break;
+      cover.push_back(pick);
+      for (size_t i = 0; i < peaks.size(); ++i)
+        if (!covered[i] && peaks[i] > pick->from && peaks[i] < pick->to) {
+          covered[i] = true;
+          --left;
+        }
+    }
+    return left == 0;
+  }
+
+  /// Of the block sizes not `exhausted`, the one whose peaks the fewest
+  /// buffers cover (the larger size on a tie), with those buffers in
+  /// `bestCover`; 0 where none can be covered (sizes that cannot are added
+  /// to `exhausted`).
+  int64_t
+  bestCoverOf(const std::map<int64_t, SmallVector<Buffer *>> &candidates,
+              std::map<int64_t, SmallVector<int64_t>> &counts,
+              std::set<int64_t> &exhausted, bool exposing,
+              SmallVector<Buffer *> &bestCover) {
+    int64_t bestSize = 0;
+    for (auto &[size, sized] : candidates) {
+      if (exhausted.count(size))
+        continue;
+      SmallVector<Buffer *> cover;
+      bool complete = coverPeaks(sized, counts[size], exposing, cover);
+      if (!complete || cover.empty()) {
+        exhausted.insert(size);
+        continue;
+      }
+      if (!bestSize || cover.size() < bestCover.size() ||
+          (cover.size() == bestCover.size() && size > bestSize)) {
+        bestSize = size;
+        bestCover = cover;
+      }
+    }
+    return bestSize;
+  }
+
+  /// How often `block` runs in one call of `function` (a micro-batch
+  /// loop's body: k times), for the bytes copied per call.
+  static double runsPerCall(func::FuncOp function, Block &block) {
+    double runs = 1;
+    for (Operation *parent = block.getParentOp(); parent && parent != function;
+         parent = parent->getParentOp())
+      if (auto loop = dyn_cast<scf::ForOp>(parent))
+        runs *= tripsOf(loop);
+    return runs;
+  }
+
+  /// The live blocks of each size at each of the `n` positions (alive
+  /// while the operation runs), and the buffers that may be offloaded, by
+  /// size.
+  static void
+  countBlocks(std::vector<Buffer> &buffers, unsigned n,
+              std::map<int64_t, SmallVector<int64_t>> &counts,
+              std::map<int64_t, SmallVector<Buffer *>> &candidates) {
+    for (Buffer &buffer : buffers) {
+      SmallVector<int64_t> &count = counts[buffer.block];
+      count.resize(n, 0);
+      for (unsigned t = buffer.allocAt; t <= buffer.deallocAt && t < n; ++t)
+        ++count[t];
+      if (buffer.offloadable)
+        candidates[buffer.block].push_back(&buffer);
+    }
+  }
+
   /// Offloads buffers of `block` while `bytes` (the function's device
   /// bytes, updated) exceed the budget and a block size can be lowered.
   LogicalResult offloadIn(func::FuncOp function, Block &block, int64_t &bytes,
@@ -247,13 +381,7 @@ struct GaGpuOffloadBuffersPass
       ops.push_back(&op);
     }
     unsigned n = ops.size();
-    // How often the block runs in one call (a micro-batch loop's body: k
-    // times), for the bytes copied per call.
-    double runs = 1;
-    for (Operation *parent = block.getParentOp(); parent && parent != function;
-         parent = parent->getParentOp())
-      if (auto loop = dyn_cast<scf::ForOp>(parent))
-        runs *= tripsOf(loop);
+    double runs = runsPerCall(function, block);
     // Seconds of work before each position (prefix sums).
     SmallVector<double> before(n + 1, 0);
     for (unsigned i = 0; i < n; ++i)
@@ -267,55 +395,19 @@ struct GaGpuOffloadBuffersPass
     // Choose each buffer's longest stretch whose copies hide; priced, where
     // none does, its longest stretch.
     bool priced = copies == ga::OffloadCopies::Priced;
-    auto choose = [&](Buffer &buffer, bool hiding) {
-      double copy = copySeconds(buffer.bytes);
-      double best = 0;
-      for (unsigned i = 0; i + 1 < buffer.accesses.size(); ++i) {
-        unsigned from = buffer.accesses[i], next = buffer.accesses[i + 1];
-        if (next <= from + 2)
-          continue;
-        double stretch = before[next] - before[from + 1];
-        if ((hiding && stretch < 2 * copy) || stretch <= best)
-          continue;
-        // The reload starts where the work left before the reader covers
-        // its copy (where none does, right before the reader).
-        unsigned to = next;
-        while (to > from + 1 && before[next] - before[to] < copy)
-          --to;
-        if (to <= from + 1) {
-          if (hiding)
-            continue;
-          to = next;
-        }
-        best = stretch;
-        buffer.from = from;
-        buffer.to = to;
-        buffer.next = next;
-        buffer.offloadable = true;
-        buffer.hides = hiding;
-      }
-    };
     for (Buffer &buffer : buffers) {
-      choose(buffer, /*hiding=*/true);
+      chooseStretch(buffer, /*hiding=*/true, before);
       if (!buffer.offloadable && priced)
-        choose(buffer, /*hiding=*/false);
+        chooseStretch(buffer, /*hiding=*/false, before);
     }
     // Priced, the stretches that do not hide are taken once those that do
     // no longer lower the device bytes.
     bool exposing = false;
-    // Live blocks of each size at each position (alive while the
-    // operation runs), kept up to date as buffers are offloaded, and the
-    // buffers that may be, by size.
+    // Live blocks of each size at each position, kept up to date as
+    // buffers are offloaded, and the buffers that may be, by size.
     std::map<int64_t, SmallVector<int64_t>> counts;
     std::map<int64_t, SmallVector<Buffer *>> candidates;
-    for (Buffer &buffer : buffers) {
-      SmallVector<int64_t> &count = counts[buffer.block];
-      count.resize(n, 0);
-      for (unsigned t = buffer.allocAt; t <= buffer.deallocAt && t < n; ++t)
-        ++count[t];
-      if (buffer.offloadable)
-        candidates[buffer.block].push_back(&buffer);
-    }
+    countBlocks(buffers, n, counts, candidates);
     std::set<int64_t> exhausted;
     // A bound below the function's device bytes: each round lowers them by
     // at most what it lowers this block's counts; the memory model runs
@@ -325,62 +417,9 @@ struct GaGpuOffloadBuffersPass
     while (bytes > budget) {
       // For each block size, the fewest buffers whose stretches cover every
       // position where its count is at its most.
-      int64_t bestSize = 0;
       SmallVector<Buffer *> bestCover;
-      for (auto &[size, sized] : candidates) {
-        if (exhausted.count(size))
-          continue;
-        const SmallVector<int64_t> &count = counts[size];
-        int64_t most = *std::max_element(count.begin(), count.end());
-        SmallVector<unsigned> peaks;
-        for (unsigned t = 0; t < n; ++t)
-          if (count[t] == most)
-            peaks.push_back(t);
-        SmallVector<bool> covered(peaks.size(), false);
-        size_t left = peaks.size();
-        SmallVector<Buffer *> cover;
-        while (left) {
-          // Uncovered peaks before each index of `peaks` (prefix sums).
-          SmallVector<unsigned> uncovered(peaks.size() + 1, 0);
-          for (size_t i = 0; i < peaks.size(); ++i)
-            uncovered[i + 1] = uncovered[i] + !covered[i];
-          Buffer *pick = nullptr;
-          unsigned pickCovers = 0;
-          for (Buffer *other : sized) {
-            if (other->offloaded || llvm::is_contained(cover, other) ||
-                (!other->hides && !exposing))
-              continue;
-            size_t lo =
-                std::upper_bound(peaks.begin(), peaks.end(), other->from) -
-                peaks.begin();
-            size_t hi =
-                std::lower_bound(peaks.begin(), peaks.end(), other->to) -
-                peaks.begin();
-            unsigned covers = hi > lo ? uncovered[hi] - uncovered[lo] : 0;
-            if (covers > pickCovers) {
-              pick = other;
-              pickCovers = covers;
-            }
-          }
-          if (!pick)
-            break;
-          cover.push_back(pick);
-          for (size_t i = 0; i < peaks.size(); ++i)
-            if (!covered[i] && peaks[i] > pick->from && peaks[i] < pick->to) {
-              covered[i] = true;
-              --left;
-            }
-        }
-        if (left || cover.empty()) {
-          exhausted.insert(size);
-          continue;
-        }
-        if (!bestSize || cover.size() < bestCover.size() ||
-            (cover.size() == bestCover.size() && size > bestSize)) {
-          bestSize = size;
-          bestCover = cover;
-        }
-      }
+      int64_t bestSize =
+          bestCoverOf(candidates, counts, exhausted, exposing, bestCover);
       double seconds = 0;
       for (Buffer *buffer : bestCover)
         seconds += 2 * copySeconds(buffer->bytes);

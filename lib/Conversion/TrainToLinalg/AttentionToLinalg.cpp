@@ -272,6 +272,93 @@ struct AttentionBuilder {
 struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
   using OpRewritePattern::OpRewritePattern;
 
+  /// One key tile of the online softmax for one query tile `qt`: the
+  /// row maxima, sums and output accumulators `iter` (m, l, acc) updated.
+  static SmallVector<Value> forwardTile(AttentionBuilder &t, AttentionOp op,
+                                        Value qt, Value queryOffset,
+                                        Value offset, ValueRange iter,
+                                        ArrayRef<int64_t> rowShape) {
+    Value m = iter[0], l = iter[1], acc = iter[2];
+    Value kt = t.keyTile(op.getKey(), offset);
+    Value vt = t.keyTile(op.getValue(), offset);
+    Value s = t.scores(qt, kt);
+    // The tile's maximum; m' = max(m, it) is recomputed where
+    // read, and m is overwritten last, so that every carried
+    // value is updated in place.
+    AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
+    SmallVector<Value> maxInputs{s};
+    SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
+    AttentionBuilder::MaskArgs maxAt = t.withMasks(masks, maxInputs, maxMaps);
+    Value tileMax = t.generic(
+        t.fill(rowShape, -std::numeric_limits<float>::max()), maxInputs,
+        maxMaps, {kPar, kPar, kPar, kRed},
+        [&](OpBuilder &bb, Location bl, ValueRange args) {
+          Value x = t.mask(bb, bl, args[0], args, maxAt);
+          return arith::MaximumFOp::create(bb, bl, x, args.back()).getResult();
+        });
+    auto newMax = [&](OpBuilder &bb, Location bl, Value old, Value tileValue) {
+      return arith::MaximumFOp::create(bb, bl, old, tileValue).getResult();
+    };
+    // exp(m - m').
+    auto rescale = [&](OpBuilder &bb, Location bl, Value old, Value tileValue) {
+      return math::ExpOp::create(
+                 bb, bl,
+                 arith::SubFOp::create(bb, bl, old,
+                                       newMax(bb, bl, old, tileValue)))
+          .getResult();
+    };
+    // p = exp(masked s - m').
+    SmallVector<Value> pInputs{s, m, tileMax};
+    SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(), t.id4()};
+    AttentionBuilder::MaskArgs pAt = t.withMasks(masks, pInputs, pMaps);
+    Value p =
+        t.generic(t.empty({t.batch, t.heads, t.qtile, t.tile}), pInputs, pMaps,
+                  {kPar, kPar, kPar, kPar},
+                  [&](OpBuilder &bb, Location bl, ValueRange args) {
+                    Value x = t.mask(bb, bl, args[0], args, pAt);
+                    Value mx = newMax(bb, bl, args[1], args[2]);
+                    return math::ExpOp::create(
+                               bb, bl, arith::SubFOp::create(bb, bl, x, mx))
+                        .getResult();
+                  });
+    // x * exp(m - m') for each x of `init` (the row's l, or
+    // its acc).
+    auto rescaled = [&](Value init, AffineMap row, AffineMap out) {
+      return t.generic(init, ValueRange{m, tileMax}, {row, row, out},
+                       SmallVector<IteratorType>(out.getNumDims(), kPar),
+                       [&](OpBuilder &bb, Location bl, ValueRange args) {
+                         return arith::MulFOp::create(
+                                    bb, bl, args[2],
+                                    rescale(bb, bl, args[0], args[1]))
+                             .getResult();
+                       });
+    };
+    // l' = l * exp(m - m') + sum_j p.
+    AffineMap r3 = t.map(3, {0, 1, 2});
+    Value lScaled = rescaled(l, r3, r3);
+    Value lNew = t.generic(
+        lScaled, ValueRange{p}, {t.id4(), t.row4()}, {kPar, kPar, kPar, kRed},
+        [&](OpBuilder &bb, Location bl, ValueRange args) {
+          return arith::AddFOp::create(bb, bl, args[1], args[0]).getResult();
+        });
+    // acc' = acc * exp(m - m') + sum_j p v_t.
+    Value accScaled = rescaled(acc, t.rowOfBihe(), t.bihe());
+    Value accNew = t.generic(
+        accScaled, ValueRange{p, vt},
+        {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
+         t.map(5, {0, 1, 2, 3})},
+        {kPar, kPar, kPar, kPar, kRed},
+        [&](OpBuilder &bb, Location bl, ValueRange args) {
+          Value pv = arith::MulFOp::create(bb, bl, args[0], args[1]);
+          return arith::AddFOp::create(bb, bl, args[2], pv).getResult();
+        });
+    Value mNew = t.generic(m, ValueRange{tileMax}, {r3, r3}, {kPar, kPar, kPar},
+                           [&](OpBuilder &bb, Location bl, ValueRange args) {
+                             return newMax(bb, bl, args[1], args[0]);
+                           });
+    return {mNew, lNew, accNew};
+  }
+
   LogicalResult matchAndRewrite(AttentionOp op,
                                 PatternRewriter &rewriter) const override {
     AttentionBuilder a(rewriter, op);
@@ -296,99 +383,9 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
               rewriter, ql, t.index(0), t.keyEnd(queryOffset), t.index(t.tile),
               ValueRange{m0, l0, acc0},
               [&](OpBuilder &, Location nl, Value offset, ValueRange iter) {
-                Value m = iter[0], l = iter[1], acc = iter[2];
-                Value kt = t.keyTile(op.getKey(), offset);
-                Value vt = t.keyTile(op.getValue(), offset);
-                Value s = t.scores(qt, kt);
-                // The tile's maximum; m' = max(m, it) is recomputed where
-                // read, and m is overwritten last, so that every carried
-                // value is updated in place.
-                AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
-                SmallVector<Value> maxInputs{s};
-                SmallVector<AffineMap> maxMaps{t.id4(), t.row4()};
-                AttentionBuilder::MaskArgs maxAt =
-                    t.withMasks(masks, maxInputs, maxMaps);
-                Value tileMax = t.generic(
-                    t.fill(rowShape, -std::numeric_limits<float>::max()),
-                    maxInputs, maxMaps, {kPar, kPar, kPar, kRed},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], args, maxAt);
-                      return arith::MaximumFOp::create(bb, bl, x, args.back())
-                          .getResult();
-                    });
-                auto newMax = [&](OpBuilder &bb, Location bl, Value old,
-                                  Value tileValue) {
-                  return arith::MaximumFOp::create(bb, bl, old, tileValue)
-                      .getResult();
-                };
-                // exp(m - m').
-                auto rescale = [&](OpBuilder &bb, Location bl, Value old,
-                                   Value tileValue) {
-                  return math::ExpOp::create(
-                             bb, bl,
-                             arith::SubFOp::create(
-                                 bb, bl, old, newMax(bb, bl, old, tileValue)))
-                      .getResult();
-                };
-                // p = exp(masked s - m').
-                SmallVector<Value> pInputs{s, m, tileMax};
-                SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.row4(),
-                                             t.id4()};
-                AttentionBuilder::MaskArgs pAt =
-                    t.withMasks(masks, pInputs, pMaps);
-                Value p = t.generic(
-                    t.empty({t.batch, t.heads, t.qtile, t.tile}), pInputs,
-                    pMaps, {kPar, kPar, kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], args, pAt);
-                      Value mx = newMax(bb, bl, args[1], args[2]);
-                      return math::ExpOp::create(
-                                 bb, bl, arith::SubFOp::create(bb, bl, x, mx))
-                          .getResult();
-                    });
-                // x * exp(m - m') for each x of `init` (the row's l, or
-                // its acc).
-                auto rescaled = [&](Value init, AffineMap row, AffineMap out) {
-                  return t.generic(
-                      init, ValueRange{m, tileMax}, {row, row, out},
-                      SmallVector<IteratorType>(out.getNumDims(), kPar),
-                      [&](OpBuilder &bb, Location bl, ValueRange args) {
-                        return arith::MulFOp::create(
-                                   bb, bl, args[2],
-                                   rescale(bb, bl, args[0], args[1]))
-                            .getResult();
-                      });
-                };
-                // l' = l * exp(m - m') + sum_j p.
-                AffineMap r3 = t.map(3, {0, 1, 2});
-                Value lScaled = rescaled(l, r3, r3);
-                Value lNew = t.generic(
-                    lScaled, ValueRange{p}, {t.id4(), t.row4()},
-                    {kPar, kPar, kPar, kRed},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      return arith::AddFOp::create(bb, bl, args[1], args[0])
-                          .getResult();
-                    });
-                // acc' = acc * exp(m - m') + sum_j p v_t.
-                Value accScaled = rescaled(acc, t.rowOfBihe(), t.bihe());
-                Value accNew = t.generic(
-                    accScaled, ValueRange{p, vt},
-                    {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
-                     t.map(5, {0, 1, 2, 3})},
-                    {kPar, kPar, kPar, kPar, kRed},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value pv =
-                          arith::MulFOp::create(bb, bl, args[0], args[1]);
-                      return arith::AddFOp::create(bb, bl, args[2], pv)
-                          .getResult();
-                    });
-                Value mNew = t.generic(
-                    m, ValueRange{tileMax}, {r3, r3}, {kPar, kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      return newMax(bb, bl, args[1], args[0]);
-                    });
-                scf::YieldOp::create(rewriter, nl,
-                                     ValueRange{mNew, lNew, accNew});
+                SmallVector<Value> next =
+                    forwardTile(t, op, qt, queryOffset, offset, iter, rowShape);
+                scf::YieldOp::create(rewriter, nl, next);
               });
           Value m = keys.getResult(0), l = keys.getResult(1),
                 acc = keys.getResult(2);
@@ -421,6 +418,92 @@ struct AttentionToLinalg : OpRewritePattern<AttentionOp> {
 struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
   using OpRewritePattern::OpRewritePattern;
 
+  /// One query tile of the backward pass over key tile (`kt`, `vt`): the
+  /// gradients `iter` (dq, and the tile's dk and dv) updated, from the
+  /// probabilities recomputed with the saved log-sum-exp.
+  static SmallVector<Value> backwardTile(AttentionBuilder &t,
+                                         AttentionGradOp op, Value kt, Value vt,
+                                         Value delta, Value queryOffset,
+                                         Value offset, ValueRange iter) {
+    auto sumOfProducts = [&](OpBuilder &bb, Location bl, ValueRange args) {
+      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
+      return arith::AddFOp::create(bb, bl, args[2], prod).getResult();
+    };
+    auto scaledSum = [&](OpBuilder &bb, Location bl, ValueRange args) {
+      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
+      Value scaled =
+          arith::MulFOp::create(bb, bl, prod, t.constant(bb, bl, t.scale));
+      return arith::AddFOp::create(bb, bl, args[2], scaled).getResult();
+    };
+    Value qt = t.queryTile(op.getQuery(), queryOffset);
+    Value doutTile = t.queryTile(op.getDout(), queryOffset);
+    Value lseTile = t.rowTile(op.getLse(), queryOffset);
+    Value deltaTile = t.rowTile(delta, queryOffset);
+    Value s = t.scores(qt, kt);
+    SmallVector<int64_t> tileShape{t.batch, t.heads, t.qtile, t.tile};
+    // p = exp(masked s - lse).
+    AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
+    SmallVector<Value> pInputs{s, lseTile};
+    SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
+    AttentionBuilder::MaskArgs pAt = t.withMasks(masks, pInputs, pMaps);
+    Value p = t.generic(
+        t.empty(tileShape), pInputs, pMaps, {kPar, kPar, kPar, kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange args) {
+          Value x = t.mask(bb, bl, args[0], args, pAt);
+          return math::ExpOp::create(bb, bl,
+                                     arith::SubFOp::create(bb, bl, x, args[1]))
+              .getResult();
+        });
+    // dv_t[b, j, h, e] += sum_i p[b, h, i, j] dout[b, i, h, e];
+    // loops (b, j, h, e, i).
+    Value dvt = t.generic(iter[2], ValueRange{p, doutTile},
+                          {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
+                           t.map(5, {0, 1, 2, 3})},
+                          {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
+    // dp[b, h, i, j] = sum_e dout[b, i, h, e] v_t[b, j, h, e].
+    Value dp = t.generic(t.fill(tileShape, 0.0), ValueRange{doutTile, vt},
+                         {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 3, 1, 4}),
+                          t.map(5, {0, 1, 2, 3})},
+                         {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
+    // ds = p * (dp - delta), zero where masked: a masked score
+    // is a constant. (Under a causal mask alone p is zero
+    // there: every row sees its own key. With a key mask a row
+    // may see no key and weigh every key alike.)
+    SmallVector<Value> dsInputs{p, dp, deltaTile};
+    SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(), t.id4()};
+    // (The causal bias alone needs nothing here.)
+    AttentionBuilder::MaskArgs dsAt;
+    if (masks.keep)
+      dsAt = t.withMasks(masks, dsInputs, dsMaps);
+    Value ds = t.generic(
+        t.empty(tileShape), dsInputs, dsMaps, {kPar, kPar, kPar, kPar},
+        [&](OpBuilder &bb, Location bl, ValueRange args) {
+          Value diff = arith::SubFOp::create(bb, bl, args[1], args[2]);
+          Value d = arith::MulFOp::create(bb, bl, args[0], diff);
+          Value hide = t.hidden(bb, bl, args, dsAt);
+          if (!hide)
+            return d;
+          return arith::SelectOp::create(bb, bl, hide, t.constant(bb, bl, 0.0),
+                                         d)
+              .getResult();
+        });
+    // dq_q[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d]
+    // scale; loops (b, i, h, d, j).
+    Value dqTile =
+        t.generic(t.queryTile(iter[0], queryOffset), ValueRange{ds, kt},
+                  {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
+                   t.map(5, {0, 1, 2, 3})},
+                  {kPar, kPar, kPar, kPar, kRed}, scaledSum);
+    Value dq = t.insert(dqTile, iter[0], 1, queryOffset);
+    // dk_t[b, j, h, d] += sum_i ds[b, h, i, j] q_q[b, i, h, d]
+    // scale; loops (b, j, h, d, i).
+    Value dkt = t.generic(iter[1], ValueRange{ds, qt},
+                          {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
+                           t.map(5, {0, 1, 2, 3})},
+                          {kPar, kPar, kPar, kPar, kRed}, scaledSum);
+    return {dq, dkt, dvt};
+  }
+
   LogicalResult matchAndRewrite(AttentionGradOp op,
                                 PatternRewriter &rewriter) const override {
     AttentionBuilder a(rewriter, op);
@@ -451,16 +534,6 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
     // Every key tile of dk and dv is written once.
     Value dk0 = a.empty(kType.getShape());
     Value dv0 = a.empty(vType.getShape());
-    auto sumOfProducts = [&](OpBuilder &bb, Location bl, ValueRange args) {
-      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
-      return arith::AddFOp::create(bb, bl, args[2], prod).getResult();
-    };
-    auto scaledSum = [&](OpBuilder &bb, Location bl, ValueRange args) {
-      Value prod = arith::MulFOp::create(bb, bl, args[0], args[1]);
-      Value scaled =
-          arith::MulFOp::create(bb, bl, prod, a.constant(bb, bl, a.scale));
-      return arith::AddFOp::create(bb, bl, args[2], scaled).getResult();
-    };
     auto keys = scf::ForOp::create(
         rewriter, loc, a.index(0), a.index(a.keys), a.index(a.tile),
         ValueRange{dq0, dk0, dv0},
@@ -477,83 +550,9 @@ struct AttentionGradToLinalg : OpRewritePattern<AttentionGradOp> {
               t.index(t.qtile), ValueRange{outer[0], dkt0, dvt0},
               [&](OpBuilder &, Location nl, Value queryOffset,
                   ValueRange iter) {
-                Value qt = t.queryTile(op.getQuery(), queryOffset);
-                Value doutTile = t.queryTile(op.getDout(), queryOffset);
-                Value lseTile = t.rowTile(op.getLse(), queryOffset);
-                Value deltaTile = t.rowTile(delta, queryOffset);
-                Value s = t.scores(qt, kt);
-                SmallVector<int64_t> tileShape{t.batch, t.heads, t.qtile,
-                                               t.tile};
-                // p = exp(masked s - lse).
-                AttentionBuilder::Masks masks = t.masks(queryOffset, offset);
-                SmallVector<Value> pInputs{s, lseTile};
-                SmallVector<AffineMap> pMaps{t.id4(), t.row4(), t.id4()};
-                AttentionBuilder::MaskArgs pAt =
-                    t.withMasks(masks, pInputs, pMaps);
-                Value p = t.generic(
-                    t.empty(tileShape), pInputs, pMaps,
-                    {kPar, kPar, kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value x = t.mask(bb, bl, args[0], args, pAt);
-                      return math::ExpOp::create(
-                                 bb, bl,
-                                 arith::SubFOp::create(bb, bl, x, args[1]))
-                          .getResult();
-                    });
-                // dv_t[b, j, h, e] += sum_i p[b, h, i, j] dout[b, i, h, e];
-                // loops (b, j, h, e, i).
-                Value dvt =
-                    t.generic(iter[2], ValueRange{p, doutTile},
-                              {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
-                               t.map(5, {0, 1, 2, 3})},
-                              {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
-                // dp[b, h, i, j] = sum_e dout[b, i, h, e] v_t[b, j, h, e].
-                Value dp =
-                    t.generic(t.fill(tileShape, 0.0), ValueRange{doutTile, vt},
-                              {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 3, 1, 4}),
-                               t.map(5, {0, 1, 2, 3})},
-                              {kPar, kPar, kPar, kPar, kRed}, sumOfProducts);
-                // ds = p * (dp - delta), zero where masked: a masked score
-                // is a constant. (Under a causal mask alone p is zero
-                // there: every row sees its own key. With a key mask a row
-                // may see no key and weigh every key alike.)
-                SmallVector<Value> dsInputs{p, dp, deltaTile};
-                SmallVector<AffineMap> dsMaps{t.id4(), t.id4(), t.row4(),
-                                              t.id4()};
-                // (The causal bias alone needs nothing here.)
-                AttentionBuilder::MaskArgs dsAt;
-                if (masks.keep)
-                  dsAt = t.withMasks(masks, dsInputs, dsMaps);
-                Value ds = t.generic(
-                    t.empty(tileShape), dsInputs, dsMaps,
-                    {kPar, kPar, kPar, kPar},
-                    [&](OpBuilder &bb, Location bl, ValueRange args) {
-                      Value diff =
-                          arith::SubFOp::create(bb, bl, args[1], args[2]);
-                      Value d = arith::MulFOp::create(bb, bl, args[0], diff);
-                      Value hide = t.hidden(bb, bl, args, dsAt);
-                      if (!hide)
-                        return d;
-                      return arith::SelectOp::create(bb, bl, hide,
-                                                     t.constant(bb, bl, 0.0), d)
-                          .getResult();
-                    });
-                // dq_q[b, i, h, d] += sum_j ds[b, h, i, j] k_t[b, j, h, d]
-                // scale; loops (b, i, h, d, j).
-                Value dqTile = t.generic(
-                    t.queryTile(iter[0], queryOffset), ValueRange{ds, kt},
-                    {t.map(5, {0, 2, 1, 4}), t.map(5, {0, 4, 2, 3}),
-                     t.map(5, {0, 1, 2, 3})},
-                    {kPar, kPar, kPar, kPar, kRed}, scaledSum);
-                Value dq = t.insert(dqTile, iter[0], 1, queryOffset);
-                // dk_t[b, j, h, d] += sum_i ds[b, h, i, j] q_q[b, i, h, d]
-                // scale; loops (b, j, h, d, i).
-                Value dkt =
-                    t.generic(iter[1], ValueRange{ds, qt},
-                              {t.map(5, {0, 2, 4, 1}), t.map(5, {0, 4, 2, 3}),
-                               t.map(5, {0, 1, 2, 3})},
-                              {kPar, kPar, kPar, kPar, kRed}, scaledSum);
-                scf::YieldOp::create(rewriter, nl, ValueRange{dq, dkt, dvt});
+                SmallVector<Value> next = backwardTile(
+                    t, op, kt, vt, delta, queryOffset, offset, iter);
+                scf::YieldOp::create(rewriter, nl, next);
               });
           Value dk = t.insert(queries.getResult(1), outer[1], 1, offset);
           Value dv = t.insert(queries.getResult(2), outer[2], 1, offset);

@@ -118,6 +118,9 @@ struct ScalarRule {
 /// The scalar rules, by operation: the one definition of each rule and of
 /// what it reads (scalarArgsNeeded derives the adjoint needs from it, and
 /// ScalarReverse::run checks that a rule reads no more than it declares).
+/// Over 100 lines on purpose: a table, one entry of a few lines per
+/// operation, read in one place as the derivative rules of a textbook are
+/// (splitting it by operation family would only scatter the table).
 const llvm::DenseMap<TypeID, ScalarRule> &scalarRules() {
   static const llvm::DenseMap<TypeID, ScalarRule> rules = [] {
     llvm::DenseMap<TypeID, ScalarRule> t;

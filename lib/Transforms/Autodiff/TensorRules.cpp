@@ -54,6 +54,36 @@ static LogicalResult adjointAttention(train::AttentionOp op, Sweep &sweep) {
   return success();
 }
 
+/// A constant padding: the source's adjoint is the slice of the result's
+/// that the source fills.
+static LogicalResult adjointPad(tensor::PadOp pad, Value dy, Sweep &sweep) {
+  OpBuilder &b = sweep.builder;
+  Location loc = pad.getLoc();
+  Value padding = pad.getConstantPaddingValue();
+  if (!padding || sweep.isActive(padding))
+    return pad->emitOpError()
+           << "cannot be differentiated: its padding value is not a "
+              "constant";
+  auto sourceType = pad.getSourceType();
+  if (!sourceType.hasStaticShape() ||
+      llvm::any_of(pad.getStaticLow(), [](int64_t l) { return l < 0; }))
+    return pad->emitOpError()
+           << "cannot be differentiated: its source or its low padding "
+              "is not static";
+  if (sweep.isActive(pad.getSource())) {
+    SmallVector<OpFoldResult> offsets, sizes,
+        strides(sourceType.getRank(), b.getIndexAttr(1));
+    for (int64_t low : pad.getStaticLow())
+      offsets.push_back(b.getIndexAttr(low));
+    for (int64_t size : sourceType.getShape())
+      sizes.push_back(b.getIndexAttr(size));
+    sweep.addAdjoint(loc, pad.getSource(),
+                     tensor::ExtractSliceOp::create(b, loc, sourceType, dy,
+                                                    offsets, sizes, strides));
+  }
+  return success();
+}
+
 LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
   OpBuilder &b = sweep.builder;
   Location loc = op->getLoc();
@@ -82,31 +112,8 @@ LogicalResult adjointTensorOp(Operation *op, Sweep &sweep) {
                            insert.getMixedStrides()));
     return success();
   }
-  if (auto pad = dyn_cast<tensor::PadOp>(op)) {
-    Value padding = pad.getConstantPaddingValue();
-    if (!padding || sweep.isActive(padding))
-      return op->emitOpError()
-             << "cannot be differentiated: its padding value is not a "
-                "constant";
-    auto sourceType = pad.getSourceType();
-    if (!sourceType.hasStaticShape() ||
-        llvm::any_of(pad.getStaticLow(), [](int64_t l) { return l < 0; }))
-      return op->emitOpError()
-             << "cannot be differentiated: its source or its low padding "
-                "is not static";
-    if (sweep.isActive(pad.getSource())) {
-      SmallVector<OpFoldResult> offsets, sizes,
-          strides(sourceType.getRank(), b.getIndexAttr(1));
-      for (int64_t low : pad.getStaticLow())
-        offsets.push_back(b.getIndexAttr(low));
-      for (int64_t size : sourceType.getShape())
-        sizes.push_back(b.getIndexAttr(size));
-      sweep.addAdjoint(loc, pad.getSource(),
-                       tensor::ExtractSliceOp::create(b, loc, sourceType, dy,
-                                                      offsets, sizes, strides));
-    }
-    return success();
-  }
+  if (auto pad = dyn_cast<tensor::PadOp>(op))
+    return adjointPad(pad, dy, sweep);
   if (auto concat = dyn_cast<tensor::ConcatOp>(op)) {
     // Input i is the slice of the result at the sum of the extents before
     // it along the concatenated dimension.

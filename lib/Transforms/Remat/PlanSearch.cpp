@@ -109,6 +109,10 @@ SegmentPlan PlanSearch::withForced(SegmentPlan plan) const {
 /// budget by construction, although the exact peaks along the list are
 /// not (the model does not see everything that sets them). Returns
 /// whether a candidate fits; `least` is the model's smallest plan.
+/// How many plans of the model's list are measured below the one found
+/// (and, with host offload, above the best).
+static constexpr size_t kWindow = 8;
+
 FailureOr<bool> PlanSearch::searchModelPlans(const SegmentChain &model,
                                              const SegmentPlan &unplannedPlan,
                                              SegmentPlan &least) {
@@ -165,7 +169,6 @@ FailureOr<bool> PlanSearch::searchModelPlans(const SegmentChain &model,
   // and lies in the window below the larger budget's result unless that
   // result is already as cheap (induction over the rounds of the smaller
   // budget).
-  constexpr size_t kWindow = 8;
   for (bool lowered = true; lowered;) {
     lowered = false;
     // Walking down from the one found (a plan holds a run of places: it
@@ -195,6 +198,15 @@ FailureOr<bool> PlanSearch::searchModelPlans(const SegmentChain &model,
       }
     }
   }
+  if (failed(scanPaidCopies(kLimits, candidate, fits)))
+    return failure();
+  return true;
+}
+
+LogicalResult PlanSearch::scanPaidCopies(
+    int64_t count,
+    function_ref<const std::optional<SegmentPlan> &(int64_t)> candidate,
+    function_ref<FailureOr<bool>(int64_t)> fits) {
   // With host-offload, a plan that fits only with copies that do not
   // hide may cost more than one that recomputes more: while some plan
   // measured does, up to kWindow more plans of the list that recompute
@@ -206,7 +218,7 @@ FailureOr<bool> PlanSearch::searchModelPlans(const SegmentChain &model,
   });
   if (result.fits && paidCopies) {
     unsigned scanned = 0;
-    for (int64_t g = kLimits - 1; g >= 0 && scanned < kWindow; --g) {
+    for (int64_t g = count - 1; g >= 0 && scanned < kWindow; --g) {
       const std::optional<SegmentPlan> &plan = candidate(g);
       if (!plan || find(*plan) || chain.costOf(*plan) >= result.cost)
         continue;
@@ -215,7 +227,7 @@ FailureOr<bool> PlanSearch::searchModelPlans(const SegmentChain &model,
         return failure();
     }
   }
-  return true;
+  return success();
 }
 
 /// When the model's plans do not fit: the model's plan of least memory,

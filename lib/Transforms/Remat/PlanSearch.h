@@ -102,6 +102,13 @@ private:
                                          const SegmentPlan &unplannedPlan,
                                          SegmentPlan &least);
   llvm::LogicalResult searchSegments(const SegmentPlan &least);
+  /// searchModelPlans' last round, with host offload (see there): plans of
+  /// the model's list of `count` that recompute less than the best so far,
+  /// measured through `fits`.
+  llvm::LogicalResult scanPaidCopies(
+      int64_t count,
+      llvm::function_ref<const std::optional<SegmentPlan> &(int64_t)> candidate,
+      llvm::function_ref<llvm::FailureOr<bool>(int64_t)> fits);
   template <typename Solve> auto timed(Solve &&solve);
 
   llvm::SmallVector<Unit> chainUnits;

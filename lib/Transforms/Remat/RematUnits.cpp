@@ -53,6 +53,62 @@ static Value rootOf(Value value) {
   return value;
 }
 
+/// The bytes of each unit's temporaries (see measureUnits), given the
+/// values already `counted` as boundaries or saved.
+static void measureTransients(ArrayRef<Operation *> ops,
+                              MutableArrayRef<Unit> units,
+                              const llvm::DenseSet<Value> &counted) {
+  Block *body = ops.empty() ? nullptr : ops.front()->getBlock();
+  // The unit's temporaries: each buffer an operation of the unit makes
+  // (empty tensors and fills excepted: the operation that writes them owns
+  // the buffer) is alive from that operation to its last reader in the
+  // body, through the views of it; a saved value or one read after the unit
+  // to the unit's end.
+  llvm::DenseMap<Operation *, unsigned> position;
+  for (auto [p, op] : llvm::enumerate(ops))
+    position[op] = p;
+  auto lastReader = [&](Value buffer) {
+    unsigned last = 0;
+    SmallVector<Value> worklist{buffer};
+    while (!worklist.empty()) {
+      Value value = worklist.pop_back_val();
+      for (OpOperand &use : value.getUses()) {
+        Operation *user = use.getOwner();
+        if (isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
+                tensor::CollapseShapeOp, tensor::CastOp>(user))
+          worklist.push_back(user->getResult(0));
+        Operation *top = body->findAncestorOpInBlock(*user);
+        auto it = top ? position.find(top) : position.end();
+        last = it == position.end() ? ops.size() : std::max(last, it->second);
+      }
+    }
+    return last;
+  };
+  for (Unit &unit : units) {
+    SmallVector<int64_t> change(unit.last - unit.first + 2, 0);
+    for (unsigned p = unit.first; p <= unit.last; ++p) {
+      if (isa<tensor::EmptyOp, linalg::FillOp>(ops[p]) ||
+          ops[p]->hasTrait<OpTrait::ConstantLike>())
+        continue;
+      for (Value result : ops[p]->getResults()) {
+        int64_t bytes = tensorBytes(result.getType());
+        if (!bytes || rootOf(result) != result)
+          continue;
+        unsigned end = std::max(p, lastReader(result));
+        if (end > unit.last || counted.contains(result))
+          end = unit.last;
+        change[p - unit.first] += bytes;
+        change[end - unit.first + 1] -= bytes;
+      }
+    }
+    int64_t alive = 0;
+    for (int64_t delta : change) {
+      alive += delta;
+      unit.transientBytes = std::max(unit.transientBytes, alive);
+    }
+  }
+}
+
 /// Fills in the bytes of each unit: its boundary, and the values defined in
 /// it that an adjoint reads (from the ops' DifferentiableOpInterface needs),
 /// each buffer once.
@@ -115,54 +171,7 @@ static void measureUnits(ArrayRef<Operation *> ops,
       units[it->second].saved.push_back(root);
     }
   }
-  // The unit's temporaries: each buffer an operation of the unit makes
-  // (empty tensors and fills excepted: the operation that writes them owns
-  // the buffer) is alive from that operation to its last reader in the
-  // body, through the views of it; a saved value or one read after the unit
-  // to the unit's end.
-  llvm::DenseMap<Operation *, unsigned> position;
-  for (auto [p, op] : llvm::enumerate(ops))
-    position[op] = p;
-  auto lastReader = [&](Value buffer) {
-    unsigned last = 0;
-    SmallVector<Value> worklist{buffer};
-    while (!worklist.empty()) {
-      Value value = worklist.pop_back_val();
-      for (OpOperand &use : value.getUses()) {
-        Operation *user = use.getOwner();
-        if (isa<tensor::ExtractSliceOp, tensor::ExpandShapeOp,
-                tensor::CollapseShapeOp, tensor::CastOp>(user))
-          worklist.push_back(user->getResult(0));
-        Operation *top = body->findAncestorOpInBlock(*user);
-        auto it = top ? position.find(top) : position.end();
-        last = it == position.end() ? ops.size() : std::max(last, it->second);
-      }
-    }
-    return last;
-  };
-  for (Unit &unit : units) {
-    SmallVector<int64_t> change(unit.last - unit.first + 2, 0);
-    for (unsigned p = unit.first; p <= unit.last; ++p) {
-      if (isa<tensor::EmptyOp, linalg::FillOp>(ops[p]) ||
-          ops[p]->hasTrait<OpTrait::ConstantLike>())
-        continue;
-      for (Value result : ops[p]->getResults()) {
-        int64_t bytes = tensorBytes(result.getType());
-        if (!bytes || rootOf(result) != result)
-          continue;
-        unsigned end = std::max(p, lastReader(result));
-        if (end > unit.last || counted.contains(result))
-          end = unit.last;
-        change[p - unit.first] += bytes;
-        change[end - unit.first + 1] -= bytes;
-      }
-    }
-    int64_t alive = 0;
-    for (int64_t delta : change) {
-      alive += delta;
-      unit.transientBytes = std::max(unit.transientBytes, alive);
-    }
-  }
+  measureTransients(ops, units, counted);
 }
 
 /// Cuts the forward part of `body` into units: a unit ends after an

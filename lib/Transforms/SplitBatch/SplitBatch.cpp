@@ -78,6 +78,24 @@ private:
   /// start from zeros): it then runs on the rank's rows at once.
   FailureOr<bool> hoistAsLoop(OpBuilder &b,
                               const llvm::SetVector<Operation *> &slice);
+  /// The slice as hoistAsLoop builds it: its operations in the body's
+  /// order, those on the rows, and the sums over the rows among them.
+  struct PrepassSlice {
+    SmallVector<Operation *> ordered;
+    llvm::SetVector<Operation *> rows, sums;
+  };
+  /// Whether `slice` has the form of a pre-pass of the model (see
+  /// hoistAsLoop), with its parts.
+  bool classifyPrepass(const llvm::SetVector<Operation *> &slice,
+                       PrepassSlice &parts);
+  /// Whether `op` reads a sum over the batch.
+  bool readsBatchSum(Operation *op) const {
+    return llvm::any_of(readValues(op), [&](Value v) {
+      return analysis->get(v).kind == BatchClass::BatchSum;
+    });
+  }
+  /// The loop of hoistAsLoop over a slice that has that form.
+  LogicalResult buildPrepassLoop(OpBuilder &b, const PrepassSlice &parts);
   /// The train.accumulate over micro-batch slices, its body re-typed.
   LogicalResult buildAccumulate(OpBuilder &b);
   /// The step's results from the accumulate's (scaled and averaged in
@@ -197,28 +215,21 @@ void Splitter::classifyOutputs() {
       hoisted.insert(aux);
 }
 
-FailureOr<bool>
-Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
-  if (!statisticsPrepass || k == 1)
-    return false;
+bool Splitter::classifyPrepass(const llvm::SetVector<Operation *> &slice,
+                               PrepassSlice &parts) {
   Block &body = step.getBody().front();
   auto cls = [&](Value v) { return analysis->get(v); };
   // The slice in the body's order.
-  SmallVector<Operation *> ordered;
+  SmallVector<Operation *> &ordered = parts.ordered;
   for (Operation &op : body.without_terminator())
     if (slice.contains(&op))
       ordered.push_back(&op);
   // Row operations (per-example values, or per-example operands: the
   // forward on the rows and the sums over them), the sums among them, the
   // rest before (invariant) or after (on the sums) the loop.
-  llvm::SetVector<Operation *> rows, sums;
+  llvm::SetVector<Operation *> &rows = parts.rows, &sums = parts.sums;
   llvm::DenseSet<Value> summed;
   bool forward = false;
-  auto readsSums = [&](Operation *op) {
-    return llvm::any_of(readValues(op), [&](Value v) {
-      return cls(v).kind == BatchClass::BatchSum;
-    });
-  };
   auto perExample = [&](Value v) {
     return cls(v).kind == BatchClass::PerExample;
   };
@@ -227,7 +238,7 @@ Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
         llvm::none_of(op->getResults(), perExample))
       continue;
     // A row operation that reads a sum would need it before the loop ends.
-    if (readsSums(op))
+    if (readsBatchSum(op))
       return false;
     rows.insert(op);
     for (Value result : op->getResults()) {
@@ -252,11 +263,18 @@ Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
     if (h.getDefiningOp() && rows.contains(h.getDefiningOp()) &&
         !summed.contains(h))
       return false;
+  return true;
+}
 
+LogicalResult Splitter::buildPrepassLoop(OpBuilder &b,
+                                         const PrepassSlice &parts) {
+  Block &body = step.getBody().front();
+  const SmallVector<Operation *> &ordered = parts.ordered;
+  const llvm::SetVector<Operation *> &rows = parts.rows, &sums = parts.sums;
   Location loc = step.getLoc();
   // Before: what the rows read that does not depend on the batch.
   for (Operation *op : ordered)
-    if (!rows.contains(op) && !readsSums(op))
+    if (!rows.contains(op) && !readsBatchSum(op))
       b.clone(*op, outside);
   // The loop over the micro-batches, the sums its iteration arguments.
   SmallVector<Value> inits;
@@ -312,8 +330,20 @@ Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
       outside.map(result, total);
     }
   for (Operation *op : ordered)
-    if (!rows.contains(op) && readsSums(op))
+    if (!rows.contains(op) && readsBatchSum(op))
       b.clone(*op, outside);
+  return success();
+}
+
+FailureOr<bool>
+Splitter::hoistAsLoop(OpBuilder &b, const llvm::SetVector<Operation *> &slice) {
+  if (!statisticsPrepass || k == 1)
+    return false;
+  PrepassSlice parts;
+  if (!classifyPrepass(slice, parts))
+    return false;
+  if (failed(buildPrepassLoop(b, parts)))
+    return failure();
   return true;
 }
 

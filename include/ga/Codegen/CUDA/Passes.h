@@ -11,6 +11,7 @@
 #ifndef GA_CODEGEN_CUDA_PASSES_H
 #define GA_CODEGEN_CUDA_PASSES_H
 
+#include "ga/Utils/Choices.h"
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/GPU/IR/GPUDialect.h"
@@ -20,7 +21,6 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
 #include "mlir/Dialect/Vector/IR/VectorOps.h"
-#include "ga/Utils/Choices.h"
 #include "mlir/Pass/Pass.h"
 
 namespace ga {
