@@ -35,28 +35,16 @@ std::optional<ga::CudaTargetOptions> ga::GaPipelineOptions::cudaTarget() const {
   cuda.toolkit = cudaToolkit.empty() ? std::string(GA_CUDA_TOOLKIT_DIR)
                                      : cudaToolkit.getValue();
   cuda.format = gpuFormat;
-  cuda.blas = gpuBlas;
-  cuda.tf32 = gpuTF32;
-  cuda.bf16 = gpuBF16;
-  cuda.biasEpilogue = gpuBiasEpilogue;
-  cuda.splitReductions = gpuSplitReductions;
-  cuda.splitMinLength = gpuSplitMinLength;
-  cuda.splitMinThreads = gpuSplitMinThreads;
-  cuda.reductionLanes = gpuReductionLanes;
-  cuda.vectorWidth = gpuVectorWidth;
-  cuda.blockSize = gpuBlockSize;
-  cuda.fusion = gpuFusion;
-  cuda.rowFusion = gpuFusion && gpuRowFusion;
+  cuda.products = {gpuBlas, gpuTF32, gpuBF16, gpuBiasEpilogue};
+  cuda.reductions = {gpuSplitReductions, gpuSplitMinLength, gpuSplitMinThreads,
+                     gpuReductionLanes};
+  cuda.kernels = {gpuBlockSize, gpuVectorWidth, gpuFusion,
+                  gpuFusion && gpuRowFusion};
   cuda.emulate = gpuEmulate;
-  if (hostOffload) {
-    CudaTargetOptions::Offload offload;
-    offload.hostBandwidth = hostBandwidth;
-    offload.deviceTflops = deviceTflops;
-    offload.copies = offloadCopies;
-    offload.minBytes = offloadMinBytes;
-    offload.budget = offloadBudget > 0 ? offloadBudget : memoryBudget;
-    cuda.offload = offload;
-  }
+  if (hostOffload)
+    cuda.offload = CudaTargetOptions::Offload{
+        hostBandwidth, deviceTflops, offloadCopies, offloadMinBytes,
+        offloadBudget > 0 ? offloadBudget : memoryBudget};
   return cuda;
 }
 
@@ -72,15 +60,16 @@ LogicalResult ga::CudaTargetOptions::verify(raw_ostream &errors) const {
            << chip << "'";
     return failure();
   }
-  if (blockSize < 1 || blockSize > 1024) {
-    errors << "gpu-block-size must be in [1, 1024], got " << blockSize;
+  if (kernels.blockSize < 1 || kernels.blockSize > 1024) {
+    errors << "gpu-block-size must be in [1, 1024], got " << kernels.blockSize;
     return failure();
   }
-  if (vectorWidth != 1 && vectorWidth != 2 && vectorWidth != 4) {
-    errors << "gpu-vector-width must be 1, 2 or 4, got " << vectorWidth;
+  if (kernels.vectorWidth != 1 && kernels.vectorWidth != 2 &&
+      kernels.vectorWidth != 4) {
+    errors << "gpu-vector-width must be 1, 2 or 4, got " << kernels.vectorWidth;
     return failure();
   }
-  if (tf32 && bf16) {
+  if (products.tf32 && products.bf16) {
     errors << "gpu-tf32 and gpu-bf16 exclude each other (a product is "
               "either TF32 or bfloat16)";
     return failure();
@@ -107,11 +96,11 @@ LogicalResult ga::CudaTargetOptions::verify(raw_ostream &errors) const {
 
 void ga::detail::addCUDAKernels(OpPassManager &pm,
                                 const CudaTargetOptions &cuda) {
-  if (cuda.splitReductions) {
+  if (cuda.reductions.split) {
     GaGpuSplitReductionsPassOptions splitReductions;
-    splitReductions.minLength = cuda.splitMinLength;
-    splitReductions.minThreads = cuda.splitMinThreads;
-    splitReductions.lanes = cuda.reductionLanes;
+    splitReductions.minLength = cuda.reductions.minLength;
+    splitReductions.minThreads = cuda.reductions.minThreads;
+    splitReductions.lanes = cuda.reductions.lanes;
     pm.addNestedPass<func::FuncOp>(
         createGaGpuSplitReductionsPass(splitReductions));
     pm.addPass(createCanonicalizerPass());
@@ -124,22 +113,22 @@ void ga::detail::addCUDAKernels(OpPassManager &pm,
 void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
                                             const GaPipelineOptions &options) {
   CudaTargetOptions cuda = *options.cudaTarget();
-  if (cuda.blas) {
+  if (cuda.products.blas) {
     ga::GaGpuGemmToBlasPassOptions blas;
-    blas.allowTF32 = cuda.tf32;
-    blas.allowBF16 = cuda.bf16;
-    blas.biasEpilogue = cuda.biasEpilogue;
+    blas.allowTF32 = cuda.products.tf32;
+    blas.allowBF16 = cuda.products.bf16;
+    blas.biasEpilogue = cuda.products.biasEpilogue;
     pm.addPass(ga::createGaGpuGemmToBlasPass(blas));
   }
   ga::GaGpuMapParallelLoopsPassOptions mapping;
-  mapping.blockSize = cuda.blockSize;
-  mapping.vectorWidth = cuda.vectorWidth;
-  mapping.fuseLoops = cuda.fusion;
-  mapping.fuseRows = cuda.rowFusion;
+  mapping.blockSize = cuda.kernels.blockSize;
+  mapping.vectorWidth = cuda.kernels.vectorWidth;
+  mapping.fuseLoops = cuda.kernels.fusion;
+  mapping.fuseRows = cuda.kernels.rowFusion;
   pm.addNestedPass<func::FuncOp>(ga::createGaGpuMapParallelLoopsPass(mapping));
   pm.addNestedPass<func::FuncOp>(createConvertParallelLoopToGpuPass());
   ga::GaGpuDeviceCodePassOptions deviceCode;
-  deviceCode.fuseSingleThreads = cuda.fusion;
+  deviceCode.fuseSingleThreads = cuda.kernels.fusion;
   pm.addPass(ga::createGaGpuDeviceCodePass(deviceCode));
   if (cuda.emulate) {
     // The device program on the CPU, one launch after the other.

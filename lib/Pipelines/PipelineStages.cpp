@@ -31,8 +31,9 @@ using namespace mlir;
 /// both count it).
 int64_t ga::detail::deviceFixedBytes(const ga::GaPipelineOptions &options) {
   std::optional<ga::CudaTargetOptions> cuda = options.cudaTarget();
-  return cuda && cuda->blas ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
-                            : 0;
+  return cuda && cuda->products.blas
+             ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
+             : 0;
 }
 
 /// Bufferization, with deallocation after each buffer's last use.

@@ -51,13 +51,14 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   if (std::optional<CudaTargetOptions> cuda = cudaTarget()) {
     if (failed(cuda->verify(errors)))
       return failure();
-    if (precision == Precision::BF16Mixed && (cuda->tf32 || cuda->bf16)) {
+    if (precision == Precision::BF16Mixed &&
+        (cuda->products.tf32 || cuda->products.bf16)) {
       errors << "precision=bf16-mixed with gpu-"
-             << (cuda->tf32 ? "tf32" : "bf16")
+             << (cuda->products.tf32 ? "tf32" : "bf16")
              << ": the products already read bfloat16 inputs";
       return failure();
     }
-    if (cuda->bf16 && memoryBudget > 0) {
+    if (cuda->products.bf16 && memoryBudget > 0) {
       errors << "memory-budget with gpu-bf16: the runtime's bfloat16 "
                 "copies of each product's operands are not in the memory "
                 "model yet, so the budget could not be kept; "
@@ -224,8 +225,8 @@ static void addTrainToLinalg(OpPassManager &pm,
   // gradients' producers from its in-place accumulation.
   if (options.fuse) {
     GaFuseElementwisePassOptions fuse;
-    fuse.intoReductions = cuda && cuda->fusion;
-    fuse.recomputeCheap = cuda && cuda->fusion;
+    fuse.intoReductions = cuda && cuda->kernels.fusion;
+    fuse.recomputeCheap = cuda && cuda->kernels.fusion;
     pm.addPass(createGaFuseElementwisePass(fuse));
   }
 }

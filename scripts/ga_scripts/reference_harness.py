@@ -60,12 +60,18 @@ def mlp_params(rng):
             rng.standard_normal((64, 64)).astype(np.float32) * 0.3]
 
 
+def mlp_inputs(rng):
+    """Random arguments of examples/mlp.mlir: mlp_params, the batch
+    [8, 16, 32] and padded_labels."""
+    return mlp_params(rng) + [
+        rng.standard_normal((8, 16, 32)).astype(np.float32),
+        padded_labels(rng, 64)]
+
+
 def padded_example_inputs(rng):
     """Random arguments of examples/mlp.mlir and examples/tiny_gpt.mlir
     (parameters, then the batch, with padded_labels), drawn in that order."""
-    mlp = mlp_params(rng) + [
-        rng.standard_normal((8, 16, 32)).astype(np.float32),
-        padded_labels(rng, 64)]
+    mlp = mlp_inputs(rng)
     gpt = [(rng.standard_normal(s) * 0.3).astype(np.float32)
            for s in TINY_GPT_PARAM_SHAPES]
     gpt += [rng.integers(0, 32, (8, 16)).astype(np.int64),

@@ -60,16 +60,10 @@ def main():
             outdir = os.path.join(args.workdir, f"{L}_{label}")
             peak, model, results, remark = run(
                 path, arrays, outdir, [f"--memory-budget={budget}", *extra])
-            check.checks += 2
-            ok = peak <= budget
-            check.failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} deep-budget: L={L} {label}: "
-                  f"measured peak {peak} <= budget {budget} (unplanned "
-                  f"{plain})")
-            ok = model == peak
-            check.failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} deep-budget: L={L} {label}: "
-                  f"model {model} == measured {peak}")
+            check.true(f"L={L} {label}: measured peak {peak} <= budget "
+                       f"{budget} (unplanned {plain})", peak <= budget)
+            check.true(f"L={L} {label}: model {model} == measured {peak}",
+                       model == peak)
             planned = re.search(r"remark: (train-plan-remat: .*)", remark)
             print(f"     {planned.group(1) if planned else remark.strip()}")
             for i, (a, b) in enumerate(zip(results, expected)):

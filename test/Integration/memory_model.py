@@ -17,7 +17,7 @@ import numpy as np
 from ga_scripts import tiny_gpt
 from ga_scripts.reference_harness import (Checker, ga_run_test_args,
                                           padded_example_inputs, run_command,
-                                          with_schedule)
+                                          save_arrays, with_schedule)
 
 
 def report(ga_run, path, arrays, extra=()):
@@ -48,20 +48,15 @@ def main():
         return measured, out
 
     def lower(label, low, high):
-        check.checks += 1
-        ok = low < high
-        check.failures += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} memory-model: {label}: {low} < "
-              f"{high} bytes ({low / high:.2f}x)")
+        check.true(f"{label}: {low} < {high} bytes ({low / high:.2f}x)",
+                   low < high)
 
     inputs = padded_example_inputs(np.random.default_rng(11))
     for name in ("mlp", "tiny_gpt"):
         with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
             source = f.read()
-        arrays = []
-        for i, a in enumerate(inputs[name]):
-            arrays.append(os.path.join(args.workdir, f"{name}_arg{i}.npy"))
-            np.save(arrays[-1], a)
+        arrays = save_arrays(inputs[name],
+                             os.path.join(args.workdir, f"{name}_arg"))
         for k in (1, 2, 4):
             path = os.path.join(args.workdir, f"{name}_k{k}.mlir")
             with open(path, "w") as f:
@@ -116,12 +111,9 @@ def main():
         capture_output=True, text=True)
     smallest = re.search(r"the smallest peak the planner reaches is (\d+) "
                          r"bytes", refused.stderr)
-    check.checks += 1
     ok = refused.returncode == 1 and smallest is not None
-    check.failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} memory-model: a budget of 1000 bytes "
-          f"is refused, stating the smallest feasible one:\n"
-          f"{refused.stderr.strip()}")
+    check.true(f"a budget of 1000 bytes is refused, stating the smallest "
+               f"feasible one:\n{refused.stderr.strip()}", ok)
     if not ok:
         check.finish()
     smallest = int(smallest.group(1))
@@ -134,11 +126,8 @@ def main():
         measured, out = compare(f"gpt L=4 budget {budget}", plain, arrays,
                                 [f"--memory-budget={budget}", "--out-dir",
                                  outdir])
-        check.checks += 1
-        ok = measured <= budget
-        check.failures += not ok
-        print(f"{'ok  ' if ok else 'FAIL'} memory-model: gpt L=4: measured "
-              f"peak {measured} <= budget {budget}")
+        check.true(f"gpt L=4: measured peak {measured} <= budget {budget}",
+                   measured <= budget)
         results = [np.load(os.path.join(outdir, f"result{i}.npy"))
                    for i in range(len(outs[False]))]
         for i, (a, b) in enumerate(zip(results, outs[False])):
@@ -147,13 +136,11 @@ def main():
     below = subprocess.run(
         [args.ga_run, plain, *arrays, f"--memory-budget={smallest - 1}"],
         capture_output=True, text=True)
-    check.checks += 1
-    ok = (below.returncode == 1 and
-          f"memory budget of {smallest - 1} bytes is infeasible: the smallest "
-          f"peak the planner reaches is {smallest} bytes" in below.stderr)
-    check.failures += not ok
-    print(f"{'ok  ' if ok else 'FAIL'} memory-model: one byte below the "
-          "smallest feasible budget is refused with it")
+    check.true("one byte below the smallest feasible budget is refused with "
+               "it", below.returncode == 1 and
+               f"memory budget of {smallest - 1} bytes is infeasible: the "
+               f"smallest peak the planner reaches is {smallest} bytes"
+               in below.stderr, below.stderr)
     check.finish()
 
 

@@ -11,7 +11,8 @@ import numpy as np
 
 from ga_scripts.reference_harness import (Checker, padded_example_inputs,
                                           parse_test_args, run_command,
-                                          tool_test_parser, with_schedule)
+                                          save_arrays, tool_test_parser,
+                                          with_schedule)
 
 
 def peak(cmd):
@@ -28,10 +29,8 @@ def main():
     for name in ("mlp", "tiny_gpt"):
         with open(os.path.join(args.src, "examples", name + ".mlir")) as f:
             source = f.read()
-        paths = []
-        for i, a in enumerate(inputs[name]):
-            paths.append(os.path.join(args.workdir, f"{name}_arg{i}.npy"))
-            np.save(paths[-1], a)
+        paths = save_arrays(inputs[name],
+                            os.path.join(args.workdir, f"{name}_arg"))
         grad_bytes = sum(a.nbytes for a in inputs[name][:params[name]])
         peaks = []
         for k in (1, 2, 4, 8):
@@ -46,19 +45,13 @@ def main():
                   f"(ga-run), {aot} (ga-exec); gradients {grad_bytes}")
             check.close(f"{name} k={k}: ga-exec's peak equals ga-run's", aot,
                         jit, rtol=0)
-            check.checks += 1
-            ok = jit >= grad_bytes
-            check.failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} memory: {name} k={k}: the "
-                  "peak holds at least the gradients")
+            check.true(f"{name} k={k}: the peak holds at least the "
+                       "gradients", jit >= grad_bytes)
             peaks.append(jit)
         for (k0, p0), (k1, p1) in zip(zip((1, 2, 4), peaks),
                                       zip((2, 4, 8), peaks[1:])):
-            check.checks += 1
-            ok = p1 < p0
-            check.failures += not ok
-            print(f"{'ok  ' if ok else 'FAIL'} memory: {name}: k={k1} peaks "
-                  f"at {p1} bytes, below k={k0} ({p0}): {p1 / p0:.2f}x")
+            check.true(f"{name}: k={k1} peaks at {p1} bytes, below k={k0} "
+                       f"({p0}): {p1 / p0:.2f}x", p1 < p0)
     check.finish()
 
 

@@ -25,10 +25,9 @@ import os
 import numpy as np
 
 from ga_scripts.reference_harness import (Checker, compile_with_pipeline,
-                                          mlp_params, mpi_launcher,
-                                          padded_labels, parse_test_args,
-                                          run_ga_run, tool_test_parser,
-                                          with_schedule)
+                                          mlp_inputs, mpi_launcher,
+                                          parse_test_args, run_ga_run,
+                                          tool_test_parser, with_schedule)
 
 METRICS = """
     %sum = train.cross_entropy sum %logits, %flat_labels ignore_index = -100
@@ -127,9 +126,7 @@ def main():
 
     # Parameters scaled up so that the argmax predicts some labels: the
     # labels are drawn from the argmax of a perturbed forward pass.
-    inputs = mlp_params(rng) + [
-        rng.standard_normal((8, 16, 32)).astype(np.float32),
-        padded_labels(rng, 64)]
+    inputs = mlp_inputs(rng)
     with open(os.path.join(args.src, "examples", "mlp.mlir")) as f:
         source = with_metrics(f.read())
     # Half of the valid labels are the argmax of the logits, so that the

@@ -15,8 +15,7 @@ import os
 import numpy as np
 
 from ga_scripts.reference_harness import (Checker, ga_run_test_args,
-                                          mlp_params, padded_labels,
-                                          run_ga_run, with_schedule)
+                                          mlp_inputs, run_ga_run, with_schedule)
 
 TWO_MASKS = """    %cut = arith.constant 32 : i64
     %ign = arith.constant -100 : i64
@@ -79,9 +78,7 @@ def main():
     args = ga_run_test_args()
     rng = np.random.default_rng(17)
     check = Checker("two-masks")
-    inputs = mlp_params(rng) + [
-        rng.standard_normal((8, 16, 32)).astype(np.float32),
-        padded_labels(rng, 64)]
+    inputs = mlp_inputs(rng)
     with open(os.path.join(args.src, "examples", "mlp.mlir")) as f:
         source = with_two_masks(f.read())
     runs = {}

@@ -78,9 +78,9 @@ TEST(PipelineOptions, CudaOptionsOnlyForTheCudaTarget) {
       "memory-budget=1000 offload-budget=0")));
   std::optional<CudaTargetOptions> projected = cuda.cudaTarget();
   ASSERT_TRUE(projected.has_value());
-  EXPECT_FALSE(projected->fusion);
+  EXPECT_FALSE(projected->kernels.fusion);
   // Row fusion is a kind of fusion: off with it.
-  EXPECT_FALSE(projected->rowFusion);
+  EXPECT_FALSE(projected->kernels.rowFusion);
   ASSERT_TRUE(projected->offload.has_value());
   // offload-budget=0: offloading aims for memory-budget.
   EXPECT_EQ(projected->offload->budget, 1000);

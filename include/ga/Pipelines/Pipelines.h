@@ -25,18 +25,28 @@ struct CudaTargetOptions {
   /// if none).
   std::string toolkit;
   GpuFormat format = GpuFormat::Bin;
-  bool blas = true;
-  bool tf32 = false;
-  bool bf16 = false;
-  bool biasEpilogue = true;
-  bool splitReductions = true;
-  int64_t splitMinLength = 0;
-  int64_t splitMinThreads = 0;
-  int64_t reductionLanes = 0;
-  int64_t vectorWidth = 1;
-  int64_t blockSize = 256;
-  bool fusion = true;
-  bool rowFusion = true;
+  /// The matrix products (ga-gpu-gemm-to-blas): through cuBLAS, in TF32
+  /// or from bfloat16 copies, a bias in the epilogue.
+  struct Products {
+    bool blas = true;
+    bool tf32 = false;
+    bool bf16 = false;
+    bool biasEpilogue = true;
+  } products;
+  /// Reductions in two stages (ga-gpu-split-reductions).
+  struct Reductions {
+    bool split = true;
+    int64_t minLength = 0;
+    int64_t minThreads = 0;
+    int64_t lanes = 0;
+  } reductions;
+  /// The kernels' mapping and fusion (ga-gpu-map-parallel-loops).
+  struct Kernels {
+    int64_t blockSize = 256;
+    int64_t vectorWidth = 1;
+    bool fusion = true;
+    bool rowFusion = true;
+  } kernels;
   bool emulate = false;
   /// Host offload (with memory-budget).
   struct Offload {
