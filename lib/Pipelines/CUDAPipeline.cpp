@@ -111,8 +111,8 @@ void ga::detail::addCUDAKernels(OpPassManager &pm,
 /// device memory, the host code in the LLVM dialect calling the CUDA runtime
 /// (libga_cuda_runtime), the kernels compiled to a gpu.binary.
 void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
-                                            const GaPipelineOptions &options) {
-  CudaTargetOptions cuda = *options.cudaTarget();
+                                            const GaPipelineOptions &options,
+                                            const CudaTargetOptions &cuda) {
   if (cuda.products.blas) {
     ga::GaGpuGemmToBlasPassOptions blas;
     blas.allowTF32 = cuda.products.tf32;

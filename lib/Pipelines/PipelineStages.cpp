@@ -29,16 +29,17 @@ using namespace mlir;
 /// The device memory held beside a step whatever its buffers: cuBLAS's
 /// workspace on target=cuda with gpu-blas (the planner and host offload
 /// both count it).
-int64_t ga::detail::deviceFixedBytes(const ga::GaPipelineOptions &options) {
-  std::optional<ga::CudaTargetOptions> cuda = options.cudaTarget();
+int64_t
+ga::detail::deviceFixedBytes(const std::optional<ga::CudaTargetOptions> &cuda) {
   return cuda && cuda->products.blas
              ? static_cast<int64_t>(GA_CUDA_BLAS_WORKSPACE_BYTES)
              : 0;
 }
 
 /// Bufferization, with deallocation after each buffer's last use.
-void ga::detail::addBufferization(OpPassManager &pm,
-                                  const ga::GaPipelineOptions &options) {
+void ga::detail::addBufferization(
+    OpPassManager &pm, const ga::GaPipelineOptions &options,
+    const std::optional<ga::CudaTargetOptions> &cuda) {
   // Function boundaries bufferize too: public functions to plain
   // (identity-layout) memrefs, since ga-run passes the arguments as
   // contiguous descriptors; kernels to memrefs with any offset, written in
@@ -79,11 +80,10 @@ void ga::detail::addBufferization(OpPassManager &pm,
   pm.addPass(createConvertBufferizationToMemRefPass());
   // What the budget still asks for, from the buffers the step does not read
   // for a while: the memory model reads the IR from here.
-  std::optional<ga::CudaTargetOptions> cuda = options.cudaTarget();
   if (cuda && cuda->offload) {
     ga::GaGpuOffloadBuffersPassOptions offload;
     offload.budget = cuda->offload->budget;
-    offload.fixedBytes = ga::detail::deviceFixedBytes(options);
+    offload.fixedBytes = ga::detail::deviceFixedBytes(cuda);
     offload.hostBandwidth = cuda->offload->hostBandwidth;
     offload.minBytes = cuda->offload->minBytes;
     offload.copies = cuda->offload->copies;

@@ -22,6 +22,9 @@ namespace ga::detail {
 /// and vectorized (vectorize).
 void addCPUKernels(mlir::OpPassManager &pm, const GaPipelineOptions &options);
 
+// The builders take the CUDA-only options as buildGaPipeline projected them
+// once (GaPipelineOptions::cudaTarget).
+
 /// target=cuda, on tensors after fusion: reductions in two stages
 /// (gpu-split-reductions).
 void addCUDAKernels(mlir::OpPassManager &pm, const CudaTargetOptions &cuda);
@@ -32,17 +35,19 @@ void addCUDAKernels(mlir::OpPassManager &pm, const CudaTargetOptions &cuda);
 /// gpu-format=none); with gpu-emulate, the device program lowered for the
 /// CPU instead.
 void addCUDALoweringFromBuffers(mlir::OpPassManager &pm,
-                                const GaPipelineOptions &options);
+                                const GaPipelineOptions &options,
+                                const CudaTargetOptions &cuda);
 
 /// The device memory held beside a step whatever its buffers: cuBLAS's
 /// workspace on target=cuda with gpu-blas (the planner and host offload
 /// both count it).
-int64_t deviceFixedBytes(const GaPipelineOptions &options);
+int64_t deviceFixedBytes(const std::optional<CudaTargetOptions> &cuda);
 
 /// Bufferization, with deallocation after each buffer's last use, then
-/// host offload where the options ask for it.
-void addBufferization(mlir::OpPassManager &pm,
-                      const GaPipelineOptions &options);
+/// host offload where the options ask for it (`cuda`: the options'
+/// projection, GaPipelineOptions::cudaTarget).
+void addBufferization(mlir::OpPassManager &pm, const GaPipelineOptions &options,
+                      const std::optional<CudaTargetOptions> &cuda);
 
 /// What the host code's lowering to the LLVM dialect ends with besides the
 /// memref, arith, index, control flow and func conversions.

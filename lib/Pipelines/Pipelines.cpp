@@ -152,7 +152,7 @@ static void addRematPlanner(OpPassManager &pm,
   // On the device, what the CUDA runtime's caching allocator holds, and
   // cuBLAS's workspace.
   remat.deviceAllocator = cuda.has_value();
-  remat.deviceFixedBytes = ga::detail::deviceFixedBytes(options);
+  remat.deviceFixedBytes = ga::detail::deviceFixedBytes(cuda);
   // Every option of this pipeline (a new option cannot be forgotten) but
   // the budget: the planner compiles each candidate without one, to
   // buffers (it reads their peaks).
@@ -165,8 +165,8 @@ static void addRematPlanner(OpPassManager &pm,
   unplanned->buffersOnly = true;
   // Each candidate offloads what it must to fit the same budget.
   bool offload = cuda && cuda->offload;
-  if (offload && options.offloadBudget <= 0)
-    unplanned->offloadBudget = options.memoryBudget;
+  if (offload)
+    unplanned->offloadBudget = cuda->offload->budget;
   RematCandidatePipeline candidates;
   candidates.hostOffload = offload;
   candidates.build = [unplanned](OpPassManager &candidatePm,
@@ -252,11 +252,11 @@ LogicalResult ga::buildGaPipeline(OpPassManager &pm, raw_ostream &errors,
     detail::addCUDAKernels(pm, *cuda);
   else
     detail::addCPUKernels(pm, options);
-  ga::detail::addBufferization(pm, options);
+  ga::detail::addBufferization(pm, options, cuda);
   if (options.buffersOnly)
     return success();
   if (cuda)
-    detail::addCUDALoweringFromBuffers(pm, options);
+    detail::addCUDALoweringFromBuffers(pm, options, *cuda);
   else
     addCPULoweringFromBuffers(pm, options);
   return success();

@@ -251,7 +251,6 @@ struct TrainCheckAssertsPass
   /// body order, into `slice`; fails where one has memory effects.
   static LogicalResult conditionSlice(cf::AssertOp op, Block *body,
                                       llvm::SetVector<Operation *> &slice) {
-    // The body's operations the condition depends on, in body order.
     SmallVector<Value> worklist{op.getArg()};
     while (!worklist.empty()) {
       Value v = worklist.pop_back_val();

@@ -104,28 +104,20 @@ compilePartition(StringRef bitcode, unsigned optLevel, unsigned codegenLevel,
 void exposeAcrossPartitions(
     Module &module, ArrayRef<Function *> functions,
     DenseMap<const GlobalValue *, unsigned> &partitionOf) {
-  // What one partition calls in another must be a global symbol: hidden,
-  // so that the library does not export it, and dso_local.
+  auto hideGlobally = [](GlobalValue &value) {
+    if (!value.hasLocalLinkage())
+      return;
+    value.setLinkage(GlobalValue::ExternalLinkage);
+    value.setVisibility(GlobalValue::HiddenVisibility);
+    value.setDSOLocal(true);
+  };
   for (Function *f : functions)
-    if (f->hasLocalLinkage()) {
-      f->setLinkage(GlobalValue::ExternalLinkage);
-      f->setVisibility(GlobalValue::HiddenVisibility);
-      f->setDSOLocal(true);
-    }
-  // Mutable or address-significant local variables live in partition 0 and
-  // are hidden globals; local constants are copied where they are used.
+    hideGlobally(*f);
   for (GlobalVariable &g : module.globals()) {
-    if (g.isDeclaration())
+    if (g.isDeclaration() || (g.hasLocalLinkage() && g.isConstant()))
       continue;
-    bool copyable = g.hasLocalLinkage() && g.isConstant();
-    if (!copyable) {
-      partitionOf[&g] = 0;
-      if (g.hasLocalLinkage()) {
-        g.setLinkage(GlobalValue::ExternalLinkage);
-        g.setVisibility(GlobalValue::HiddenVisibility);
-        g.setDSOLocal(true);
-      }
-    }
+    partitionOf[&g] = 0;
+    hideGlobally(g);
   }
 }
 

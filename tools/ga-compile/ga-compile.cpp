@@ -230,8 +230,10 @@ private:
 
   bool cuda = false;
   std::unique_ptr<ga::GaPipelineOptions> options;
-  /// The kernels' format in the library (the pipeline's gpu-format).
-  ga::GpuFormat gpuFormat = ga::GpuFormat::Bin;
+  /// --target=cuda: the pipeline's CUDA options, projected once; `format`
+  /// is the kernels' format in the library (the pipeline itself runs with
+  /// gpu-format=none).
+  std::optional<ga::CudaTargetOptions> device;
   std::unique_ptr<MLIRContext> context;
   std::unique_ptr<ga::StepModule> step;
   std::string name;
@@ -270,11 +272,11 @@ int StepCompiler::checkFlags() {
     return fail("--pipeline-options sets target=" +
                 ga::choiceName(options->target.getValue()) + "; use --target");
   // ga-compile serializes the kernels itself (PTX for --dump-ptx first).
-  gpuFormat = options->gpuFormat;
-  if (cuda && gpuFormat == ga::GpuFormat::None)
+  device = options->cudaTarget();
+  if (device && device->format == ga::GpuFormat::None)
     return fail("gpu-format=none leaves the kernels unserialized, and a "
                 "step library needs them: give bin, fatbin or isa");
-  if (cuda)
+  if (device)
     options->gpuFormat = ga::GpuFormat::None;
   return 0;
 }
@@ -326,7 +328,7 @@ int StepCompiler::dumpKernels() {
                 "': " + ec.message());
   OwningOpRef<ModuleOp> copy(cast<ModuleOp>((*step->module)->clone()));
   PassManager pm(context.get());
-  ga::addGpuModuleToBinary(pm, *options->cudaTarget(), ga::GpuFormat::Isa);
+  ga::addGpuModuleToBinary(pm, *device, ga::GpuFormat::Isa);
   if (failed(pm.run(*copy)))
     return fail("translating the kernels of '" + inputFile +
                 "' to PTX failed (see above)");
@@ -349,7 +351,7 @@ int StepCompiler::compileKernels() {
   if (!cuda || !gpuModules)
     return 0;
   PassManager pm(context.get());
-  ga::addGpuModuleToBinary(pm, *options->cudaTarget(), gpuFormat);
+  ga::addGpuModuleToBinary(pm, *device, device->format);
   if (timePasses)
     pm.enableTiming();
   if (failed(pm.run(*step->module)))
@@ -556,9 +558,9 @@ int StepCompiler::report() {
          << (usesOpenMP ? ", OpenMP threads" : ", one thread") << "; "
          << partitions << " LLVM partition(s) on " << threads << " thread(s)\n";
   if (cuda)
-    outs() << "kernels: " << gpuModules << " GPU module(s) for "
-           << options->cudaTarget()->chip << " (" << ga::choiceName(gpuFormat)
-           << ")" << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
+    outs() << "kernels: " << gpuModules << " GPU module(s) for " << device->chip
+           << " (" << ga::choiceName(device->format) << ")"
+           << (dumpPtx.empty() ? "" : ", PTX in " + dumpPtx) << "\n";
   if (memoryPlan)
     outs() << memoryPlan->line() << "\n";
   outs() << "wrote " << outputFile << " (" << size << " bytes) and " << header

@@ -364,9 +364,9 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   /// other target.
   std::optional<CudaTargetOptions> cudaTarget() const;
 
-  /// Checks the values that the options' types do not (the target, the
-  /// GPU format, ranges, options that exclude or need each other); on
-  /// failure writes the reason to `errors`.
+  /// Checks the values that the options' types and parsers do not (ranges,
+  /// options that exclude or need each other; the CUDA-only ones through
+  /// CudaTargetOptions::verify); on failure writes the reason to `errors`.
   mlir::LogicalResult verify(llvm::raw_ostream &errors) const;
 
   /// Calls `fn` with the name and description of every option, in the
