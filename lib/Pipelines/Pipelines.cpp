@@ -87,6 +87,12 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << microbatches.getValue();
     return failure();
   }
+  if (shard < -1 || shard > 3) {
+    errors << "shard must be a stage from 0 to 3 (-1: as written in the "
+              "step), got "
+           << shard.getValue();
+    return failure();
+  }
   if (chooseMicrobatches && microbatches > 0) {
     errors << "microbatches=" << microbatches.getValue()
            << " fixes the micro-batch count and choose-microbatches=true "
@@ -108,10 +114,11 @@ namespace ga {
 /// sliced matmul rows, attention raised.
 static void addStepForms(OpPassManager &pm,
                          const ga::GaPipelineOptions &options) {
-  // microbatches=K: the steps' count, before any pass reads it.
-  if (options.microbatches > 0) {
+  // microbatches=K, shard=S: the steps' schedule, before any pass reads it.
+  if (options.microbatches > 0 || options.shard >= 0) {
     TrainSetSchedulePassOptions schedule;
     schedule.microbatches = options.microbatches;
+    schedule.shard = options.shard;
     pm.addPass(createTrainSetSchedulePass(schedule));
   }
   // A front end's linalg in the forms the passes below take (values
@@ -201,6 +208,9 @@ static void addTrainToLinalg(OpPassManager &pm,
   split.naive = options.naive;
   split.statisticsPrepass = options.batchStatistics == BatchStatistics::Prepass;
   pm.addPass(createTrainSplitBatchPass(split));
+  // The ranks' shards of the optimizer's state (and gradients), on the
+  // split's collectives and the optimizer's ops.
+  pm.addPass(createTrainShardStatePass());
   // Differentiation sees the accumulate bodies (one micro-batch each).
   pm.addPass(createTrainDifferentiatePass());
   pm.addPass(createTrainInlineCheckpointsPass());

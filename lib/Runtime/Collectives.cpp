@@ -67,7 +67,8 @@ bool gJoined = false;
 /// The elements of the contiguous buffer that `descriptor` (a ranked memref
 /// descriptor of rank `rank`) describes.
 template <typename T>
-T *contiguousData(int64_t rank, void *descriptor, int64_t &count) {
+T *contiguousData(int64_t rank, void *descriptor, int64_t &count,
+                  const char *op = "train.all_reduce") {
   auto *fields = static_cast<int64_t *>(descriptor);
   T *aligned = reinterpret_cast<T *>(fields[1]);
   int64_t offset = fields[2];
@@ -75,12 +76,12 @@ T *contiguousData(int64_t rank, void *descriptor, int64_t &count) {
   count = 1;
   for (int64_t d = rank - 1; d >= 0; --d) {
     if (sizes[d] != 1 && strides[d] != count)
-      die("train.all_reduce got a strided buffer; the runtime reduces "
-          "contiguous ones");
+      die(std::string(op) +
+          " got a strided buffer; the runtime communicates contiguous ones");
     count *= sizes[d];
   }
   if (count > INT_MAX)
-    die("train.all_reduce of " + std::to_string(count) +
+    die(std::string(op) + " of " + std::to_string(count) +
         " elements: MPI counts are limited to 2^31 - 1");
   return aligned + offset;
 }
@@ -111,6 +112,61 @@ void allReduce(int64_t rank, void *descriptor, int32_t kind) {
     for (int64_t i = 0; i < count; ++i)
       data[i] /= static_cast<T>(gSize);
 }
+
+/// train.reduce_scatter: `in` holds gSize * count(out) elements; this rank
+/// receives the sum (kind 1: the average) of its part across the ranks.
+template <typename T>
+void reduceScatter(int64_t inRank, void *in, int64_t outRank, void *out,
+                   int32_t kind) {
+  int64_t inCount, outCount;
+  T *source = contiguousData<T>(inRank, in, inCount, "train.reduce_scatter");
+  T *target = contiguousData<T>(outRank, out, outCount, "train.reduce_scatter");
+  if (inCount != gSize * outCount)
+    die("train.reduce_scatter of " + std::to_string(inCount) +
+        " elements into parts of " + std::to_string(outCount) + " on " +
+        std::to_string(gSize) + " rank(s): expected " +
+        std::to_string(gSize * outCount) + " elements");
+  if (gSize == 1) {
+    std::memcpy(target, source, outCount * sizeof(T));
+    return;
+  }
+#ifdef GA_HAVE_MPI
+  GA_MPI_ALLOCATIONS_NOT_LEAKS;
+  int rc = MPI_Reduce_scatter_block(source, target, static_cast<int>(outCount),
+                                    mpiType<T>(), MPI_SUM, MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS)
+    die("MPI_Reduce_scatter_block failed with code " + std::to_string(rc));
+#endif
+  if (kind == 1)
+    for (int64_t i = 0; i < outCount; ++i)
+      target[i] /= static_cast<T>(gSize);
+}
+
+/// train.all_gather: `out` holds gSize * count(in) elements, rank i's `in`
+/// at [i * count(in), (i + 1) * count(in)).
+template <typename T>
+void allGather(int64_t inRank, void *in, int64_t outRank, void *out) {
+  int64_t inCount, outCount;
+  T *source = contiguousData<T>(inRank, in, inCount, "train.all_gather");
+  T *target = contiguousData<T>(outRank, out, outCount, "train.all_gather");
+  if (outCount != gSize * inCount)
+    die("train.all_gather of parts of " + std::to_string(inCount) +
+        " elements into " + std::to_string(outCount) + " on " +
+        std::to_string(gSize) + " rank(s): expected " +
+        std::to_string(gSize * inCount) + " elements");
+  if (gSize == 1) {
+    std::memcpy(target, source, inCount * sizeof(T));
+    return;
+  }
+#ifdef GA_HAVE_MPI
+  GA_MPI_ALLOCATIONS_NOT_LEAKS;
+  int rc =
+      MPI_Allgather(source, static_cast<int>(inCount), mpiType<T>(), target,
+                    static_cast<int>(inCount), mpiType<T>(), MPI_COMM_WORLD);
+  if (rc != MPI_SUCCESS)
+    die("MPI_Allgather failed with code " + std::to_string(rc));
+#endif
+}
 } // namespace
 
 extern "C" {
@@ -126,10 +182,34 @@ int64_t ga_rank() { return gRank; }
                                    int32_t kind) {                             \
     allReduce<T>(rank, descriptor, kind);                                      \
   }
-GA_ALL_REDUCE(f32, float)
-GA_ALL_REDUCE(f64, double)
-GA_ALL_REDUCE(i32, int32_t)
-GA_ALL_REDUCE(i64, int64_t)
+// ga_reduce_scatter_<type> and ga_all_gather_<type> (and their host_
+// versions, for the emulated device program).
+#define GA_PARTITIONS(SUFFIX, T)                                               \
+  void ga_reduce_scatter_##SUFFIX(int64_t inRank, void *in, int64_t outRank,   \
+                                  void *out, int32_t kind) {                   \
+    reduceScatter<T>(inRank, in, outRank, out, kind);                          \
+  }                                                                            \
+  void ga_host_reduce_scatter_##SUFFIX(                                        \
+      int64_t inRank, void *in, int64_t outRank, void *out, int32_t kind) {    \
+    reduceScatter<T>(inRank, in, outRank, out, kind);                          \
+  }                                                                            \
+  void ga_all_gather_##SUFFIX(int64_t inRank, void *in, int64_t outRank,       \
+                              void *out) {                                     \
+    allGather<T>(inRank, in, outRank, out);                                    \
+  }                                                                            \
+  void ga_host_all_gather_##SUFFIX(int64_t inRank, void *in, int64_t outRank,  \
+                                   void *out) {                                \
+    allGather<T>(inRank, in, outRank, out);                                    \
+  }
+#define GA_COLLECTIVES(SUFFIX, T)                                              \
+  GA_ALL_REDUCE(SUFFIX, T)                                                     \
+  GA_PARTITIONS(SUFFIX, T)
+GA_COLLECTIVES(f32, float)
+GA_COLLECTIVES(f64, double)
+GA_COLLECTIVES(i32, int32_t)
+GA_COLLECTIVES(i64, int64_t)
+#undef GA_COLLECTIVES
+#undef GA_PARTITIONS
 #undef GA_ALL_REDUCE
 }
 

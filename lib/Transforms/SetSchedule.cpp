@@ -31,6 +31,13 @@ struct TrainSetSchedulePass
   using Base::Base;
 
   void runOnOperation() override {
+    if (shard < -1 || shard > 3) {
+      getOperation()->emitError("train-set-schedule: shard must be a stage "
+                                "from 0 to 3 (-1: as written in the step), "
+                                "got ")
+          << static_cast<int64_t>(shard);
+      return signalPassFailure();
+    }
     if (microbatches < 0 || dataParallel < 0) {
       getOperation()->emitError("train-set-schedule: microbatches and "
                                 "data-parallel must be at least 0 (0: as "
@@ -56,6 +63,8 @@ struct TrainSetSchedulePass
       }
       step.setMicrobatchesAttr(b.getI64IntegerAttr(k));
       step.setDataParallelAttr(b.getI64IntegerAttr(r));
+      if (shard >= 0)
+        step.setShardAttr(b.getI64IntegerAttr(shard));
       if (failed(verify(step)))
         return WalkResult::interrupt();
       return WalkResult::advance();

@@ -74,6 +74,7 @@ struct Counts {
   long updates = 0, badCaptures = 0;
   long liveBytes = 0, peakBytes = 0;
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
+  long ncclReduceScatters = 0, ncclAllGathers = 0;
   int ordinal = -1;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   // base -> the bytes cuMemAlloc was asked for (a GEMM's bounds).
@@ -122,7 +123,8 @@ struct Counts {
                  "missing functions: %ld\n"
                  "host allocations: %ld\nstreams: %ld\n"
                  "accesses checked: %ld\nraces: %ld\n"
-                 "unchecked launches: %ld\n",
+                 "unchecked launches: %ld\n"
+                 "nccl reduce-scatters: %ld\nnccl all-gathers: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
@@ -130,7 +132,8 @@ struct Counts {
                  ncclAllReduces, badNccl, bf16Gemms, captures, graphLaunches,
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
                  ltHeuristics, missingFunctions, hostAllocations, streams,
-                 accessesChecked, races, uncheckedLaunches);
+                 accessesChecked, races, uncheckedLaunches, ncclReduceScatters,
+                 ncclAllGathers);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -995,6 +998,69 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
   std::lock_guard<std::mutex> lock(c.mutex);
   setAccess(block.first, block.second, PROT_NONE);
   return 0;
+}
+
+/// ncclReduceScatter (`gather` false) and ncclAllGather (true): the CPU
+/// runtime's ga_reduce_scatter_<type> and ga_all_gather_<type> on the two
+/// device blocks, which must hold the elements the call names.
+static int partition(bool gather, const void *send, void *recv, size_t count,
+                     int type, int op, void *comm) {
+  Counts &c = counts();
+  const char *suffix = type == 7   ? "f32"
+                       : type == 8 ? "f64"
+                       : type == 2 ? "i32"
+                       : type == 4 ? "i64"
+                                   : nullptr;
+  size_t size = type == 8 || type == 4 ? 8 : 4;
+  int ranks = worldValue("ga_world_size");
+  size_t sendCount = gather ? count : count * ranks;
+  size_t recvCount = gather ? count * ranks : count;
+  uintptr_t in = reinterpret_cast<uintptr_t>(send);
+  uintptr_t out = reinterpret_cast<uintptr_t>(recv);
+  std::pair<uintptr_t, size_t> inBlock, outBlock;
+  {
+    std::lock_guard<std::mutex> lock(c.mutex);
+    inBlock = deviceBlock(in);
+    outBlock = deviceBlock(out);
+    if (!suffix || op != 0 || !comm || ranks < 1 || !inBlock.first ||
+        !outBlock.first ||
+        in + sendCount * size > inBlock.first + inBlock.second ||
+        out + recvCount * size > outBlock.first + outBlock.second) {
+      ++c.badNccl;
+      return 4; // ncclInvalidArgument
+    }
+    ++(gather ? c.ncclAllGathers : c.ncclReduceScatters);
+    setAccess(inBlock.first, inBlock.second, PROT_READ | PROT_WRITE);
+    setAccess(outBlock.first, outBlock.second, PROT_READ | PROT_WRITE);
+  }
+  int64_t inDescriptor[5] = {static_cast<int64_t>(in), static_cast<int64_t>(in),
+                             0, static_cast<int64_t>(sendCount), 1};
+  int64_t outDescriptor[5] = {static_cast<int64_t>(out),
+                              static_cast<int64_t>(out), 0,
+                              static_cast<int64_t>(recvCount), 1};
+  std::string name =
+      std::string(gather ? "ga_all_gather_" : "ga_reduce_scatter_") + suffix;
+  void *fn = dlsym(RTLD_DEFAULT, name.c_str());
+  if (gather)
+    reinterpret_cast<void (*)(int64_t, void *, int64_t, void *)>(fn)(
+        1, inDescriptor, 1, outDescriptor);
+  else
+    reinterpret_cast<void (*)(int64_t, void *, int64_t, void *, int32_t)>(fn)(
+        1, inDescriptor, 1, outDescriptor, 0);
+  std::lock_guard<std::mutex> lock(c.mutex);
+  setAccess(inBlock.first, inBlock.second, PROT_NONE);
+  setAccess(outBlock.first, outBlock.second, PROT_NONE);
+  return 0;
+}
+
+int ncclReduceScatter(const void *send, void *recv, size_t recvCount, int type,
+                      int op, void *comm, void *) {
+  return partition(false, send, recv, recvCount, type, op, comm);
+}
+
+int ncclAllGather(const void *send, void *recv, size_t sendCount, int type,
+                  void *comm, void *) {
+  return partition(true, send, recv, sendCount, type, 0, comm);
 }
 
 } // extern "C"

@@ -99,9 +99,10 @@ cl::opt<int> threadCount(
 // --choose-microbatches, --memory-budget, --attention-key-tile, --precision
 // and --host-offload declared from GaPipelineOptions itself.
 ga::PipelineFlags pipelineFlags(category,
-                                {"naive", "microbatches", "choose-microbatches",
-                                 "memory-budget", "attention-key-tile",
-                                 "precision", "host-offload"});
+                                {"naive", "microbatches", "shard",
+                                 "choose-microbatches", "memory-budget",
+                                 "attention-key-tile", "precision",
+                                 "host-offload"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).
 cl::opt<int64_t> crashInCheckpoint("crash-in-checkpoint", cl::init(0),
@@ -112,7 +113,7 @@ const char *const kOverview =
 
   ga-train TRAIN_STEP.mlir --data DIR [--steps N] [--lr LR] [--warmup N]
            [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
-           [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
+           [--shard S] [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
            [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES
            [--host-offload]]
            [--target cpu|cuda]
@@ -144,6 +145,8 @@ the same global batches.
 Data parallelism: with data_parallel = R (in the IR or --data-parallel),
 run under `mpirun -np R ga-train ...`: every rank reads the dataset and
 takes its rows of each batch; rank 0 prints, logs and checkpoints.
+--shard 1 keeps 1/R of AdamW's moments on each rank, --shard 2 also of the
+gradients (docs/distributed.md); the results are those of --shard 0.
 
 Checkpoints: --checkpoint-dir DIR writes DIR/step-NNNNNNNN/ (one .npy per
 parameter and moment, and manifest.json, which gives each its role and the

@@ -14,6 +14,7 @@
 
 #include "Checkpoint.h"
 #include "Dataset.h"
+#include "Shards.h"
 #include "TrainEntry.h"
 #include "TrainFlags.h"
 #include "TrainLog.h"
@@ -106,7 +107,7 @@ private:
   std::string name;
   ga::TrainEntry entry;
   // What the header reports, read before the pipeline replaces the ops.
-  int64_t microbatchCount = 1, rankCount = 1;
+  int64_t microbatchCount = 1, rankCount = 1, shardStage = 0;
   /// What train-plan-remat chose, where a memory budget planned the step.
   std::optional<ga::tool::MemoryPlan> memoryPlan;
   std::string clipText = "none";
@@ -117,6 +118,8 @@ private:
   std::optional<CudaRuntime> cuda;
   std::vector<void *> deviceInputs;
   ga::StepSignature signature;
+  /// The AdamW moments that each rank holds a shard of (shard >= 1).
+  std::optional<ga::MomentShards> shards;
   std::string signatureText;
   bool joined = false, reporter = true;
   ga::Dataset data;
@@ -208,6 +211,8 @@ int Trainer::applyOverrides() {
                 " cannot run with this --microbatches / --data-parallel");
   microbatchCount = entry.step.getMicrobatches();
   rankCount = entry.step.getDataParallel();
+  shardStage = options.shard >= 0 ? static_cast<int64_t>(options.shard)
+                                  : entry.step.getShard();
   if (entry.clip) {
     char text[64];
     std::snprintf(text, sizeof(text), "max_norm %g",
@@ -287,9 +292,14 @@ int Trainer::loadData() {
 int Trainer::initState() {
   args = ga::makeArguments(signature);
   std::string error;
+  shards.emplace(entry, signature);
   if (!resumeDir.empty()) {
+    // A checkpoint holds every moment whole: each rank takes its shard.
     int64_t at = 0;
-    error = ga::readCheckpoint(resumeDir, entry, signature, args, at);
+    error = ga::readCheckpoint(resumeDir, entry, shards->wholeSignature(), args,
+                               at);
+    if (error.empty())
+      shards->scatter(args);
     firstStep = at + 1;
   } else if (!initDir.empty()) {
     error = ga::readParameters(initDir, entry, signature, args);
@@ -389,6 +399,11 @@ int Trainer::printHeader() {
       "{2} rows, {3}\n",
       rankCount, microbatchCount, batchRows / (rankCount * microbatchCount),
       options.naive ? "naive (per-micro-batch means averaged)" : "exact");
+  if (shards->any())
+    outs() << llvm::formatv("sharded: each rank holds 1/{0} of the AdamW "
+                            "moments{1}\n",
+                            rankCount,
+                            shardStage >= 2 ? " and of the gradients" : "");
   if (memoryPlan)
     outs() << memoryPlan->line() << "\n";
   outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",
@@ -412,11 +427,21 @@ int Trainer::printHeader() {
   return 0;
 }
 
+/// Every rank calls it: sharded moments are gathered whole first.
 std::string Trainer::checkpoint(int64_t step) {
-  if (!reporter || checkpointDir.empty())
+  if (checkpointDir.empty())
     return "";
   ga::CheckpointInfo info{inputFile, seed, crashInCheckpoint};
-  return ga::writeCheckpoint(checkpointDir, step, entry, signature, args, info);
+  if (!shards->any())
+    return reporter ? ga::writeCheckpoint(checkpointDir, step, entry, signature,
+                                          args, info)
+                    : "";
+  std::string error;
+  std::vector<ga::NpyArray> state = shards->gather(args, error);
+  if (!error.empty() || !reporter)
+    return error;
+  return ga::writeCheckpoint(checkpointDir, step, entry,
+                             shards->wholeSignature(), state, info);
 }
 
 void Trainer::printProgress(int64_t step, double loss, double norm,
@@ -487,17 +512,18 @@ int Trainer::runStep(int64_t step) {
                                  "(lower --lr, or --clip)",
                                  step, loss, norm)
                        .str());
-  if (!reporter)
-    return 0;
-  if (log)
-    log.row(step, loss, normAt ? std::optional<double>(norm) : std::nullopt,
-            tokens, rate, ms);
   bool last = step == steps;
-  if (last || (printEvery > 0 && step % printEvery == 0))
-    printProgress(step, loss, norm, tokens);
+  if (reporter) {
+    if (log)
+      log.row(step, loss, normAt ? std::optional<double>(norm) : std::nullopt,
+              tokens, rate, ms);
+    if (last || (printEvery > 0 && step % printEvery == 0))
+      printProgress(step, loss, norm, tokens);
+  }
+  // Every rank: the moments' shards are gathered.
   if (checkpointEvery > 0 && step % checkpointEvery == 0 && !last)
     if (std::string error = checkpoint(step); !error.empty())
-      return fail(error);
+      return failAll(error);
   return 0;
 }
 
@@ -528,7 +554,7 @@ int Trainer::train() {
 int Trainer::finalCheckpoint() {
   if (firstStep <= steps || resumeDir.empty())
     if (std::string error = checkpoint(steps); !error.empty())
-      return fail(error);
+      return failAll(error);
   if (reporter && !checkpointDir.empty())
     outs() << "checkpoint: " << checkpointDir << "/latest\n";
   return 0;

@@ -115,6 +115,7 @@ static LogicalResult unknownAttribute(Operation *op, StringRef name) {
          << TrainDialect::LossResultAttrHelper::getNameStr() << ", "
          << TrainDialect::GradientResultsAttrHelper::getNameStr() << ", "
          << TrainDialect::DataParallelAttrHelper::getNameStr() << ", "
+         << TrainDialect::ShardAttrHelper::getNameStr() << ", "
          << TrainDialect::KernelAttrHelper::getNameStr() << ", "
          << TrainDialect::ParallelAttrHelper::getNameStr() << ", "
          << TrainDialect::RematAttrHelper::getNameStr() << ", "
@@ -178,6 +179,14 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     if (!ranks || ranks.getInt() < 1)
       return op->emitError()
              << "'" << name << "' must be an integer >= 1, got " << value;
+    return onFunction();
+  }
+  if (name == ShardAttrHelper::getNameStr()) {
+    auto stage = dyn_cast<IntegerAttr>(value);
+    if (!stage || stage.getInt() < 0 || stage.getInt() > 3)
+      return op->emitError()
+             << "'" << name << "' must be an integer from 0 to 3, got "
+             << value;
     return onFunction();
   }
   if (name == ParallelAttrHelper::getNameStr()) {

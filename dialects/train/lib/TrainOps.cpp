@@ -18,6 +18,8 @@
 #include "mlir/IR/BuiltinTypes.h"
 #include "mlir/IR/Diagnostics.h"
 #include "mlir/IR/OpImplementation.h"
+#include "mlir/Interfaces/FunctionInterfaces.h"
+#include "train/TrainDialect.h"
 #include "llvm/Support/MathExtras.h"
 
 using namespace mlir;
@@ -53,6 +55,9 @@ LogicalResult StepOp::verify() {
   if (failed(verifySplitFactor(*this, "microbatches", getMicrobatches())) ||
       failed(verifySplitFactor(*this, "data_parallel", getDataParallel())))
     return failure();
+  if (getShard() < 0 || getShard() > 3)
+    return emitOpError() << "'shard' must be a stage from 0 to 3, got "
+                         << getShard();
   if (failed(verifyParams(*this, getParams().getTypes())))
     return failure();
   std::optional<int64_t> batchSize;
@@ -283,4 +288,59 @@ LogicalResult AllReduceOp::verify() {
     return emitOpError() << "'avg' needs a float element type, got "
                          << getInput().getType();
   return success();
+}
+
+/// The ranks of the data-parallel function around `op`
+/// (train.data_parallel), if it records them.
+static std::optional<int64_t> enclosingRanks(Operation *op) {
+  auto fn = op->getParentOfType<FunctionOpInterface>();
+  if (!fn)
+    return std::nullopt;
+  if (auto ranks = fn->getAttrOfType<IntegerAttr>(
+          TrainDialect::DataParallelAttrHelper::getNameStr()))
+    return ranks.getInt();
+  return std::nullopt;
+}
+
+/// Checks a collective that maps `part` elements on each rank to `whole`
+/// across the ranks: one integer or float element type, static sizes,
+/// `whole` a multiple of `part`, and r times it in a function of r ranks.
+static LogicalResult verifyPartition(Operation *op, RankedTensorType whole,
+                                     RankedTensorType part, StringRef wholeName,
+                                     StringRef partName) {
+  Type elementType = whole.getElementType();
+  if (!elementType.isIntOrFloat() || part.getElementType() != elementType)
+    return op->emitOpError()
+           << "needs integer or float vectors of one element type, got "
+           << whole << " and " << part;
+  if (whole.isDynamicDim(0) || part.isDynamicDim(0))
+    return op->emitOpError()
+           << "needs static sizes, got " << whole << " and " << part;
+  int64_t c = part.getDimSize(0), n = whole.getDimSize(0);
+  if (c < 1 || n % c != 0)
+    return op->emitOpError() << "the " << wholeName << " (" << n
+                             << " elements) must be a multiple of the "
+                             << partName << " (" << c << " elements)";
+  if (std::optional<int64_t> ranks = enclosingRanks(op);
+      ranks && n != *ranks * c)
+    return op->emitOpError()
+           << "the " << wholeName
+           << " must have train.data_parallel = " << *ranks << " times the "
+           << partName << "'s " << c << " elements, got " << n;
+  return success();
+}
+
+LogicalResult ReduceScatterOp::verify() {
+  auto input = cast<RankedTensorType>(getInput().getType());
+  if (getKind() == ReduceKind::Avg && !isa<FloatType>(input.getElementType()))
+    return emitOpError() << "'avg' needs a float element type, got " << input;
+  return verifyPartition(*this, input,
+                         cast<RankedTensorType>(getResult().getType()), "input",
+                         "result");
+}
+
+LogicalResult AllGatherOp::verify() {
+  return verifyPartition(*this, cast<RankedTensorType>(getResult().getType()),
+                         cast<RankedTensorType>(getInput().getType()), "result",
+                         "input");
 }

@@ -19,16 +19,20 @@ using namespace mlir;
 using namespace mlir::bufferization;
 using namespace ga::train;
 
+std::string ga::train::getCollectiveFunctionName(StringRef collective,
+                                                 Type elementType) {
+  StringRef suffix = elementType.isF32()         ? "f32"
+                     : elementType.isF64()       ? "f64"
+                     : elementType.isInteger(32) ? "i32"
+                     : elementType.isInteger(64) ? "i64"
+                                                 : "";
+  if (suffix.empty())
+    return "";
+  return ("ga_" + collective + "_" + suffix).str();
+}
+
 std::string ga::train::getAllReduceFunctionName(Type elementType) {
-  if (elementType.isF32())
-    return "ga_all_reduce_f32";
-  if (elementType.isF64())
-    return "ga_all_reduce_f64";
-  if (elementType.isInteger(32))
-    return "ga_all_reduce_i32";
-  if (elementType.isInteger(64))
-    return "ga_all_reduce_i64";
-  return "";
+  return getCollectiveFunctionName("all_reduce", elementType);
 }
 
 func::FuncOp ga::train::getOrInsertRuntimeFunction(OpBuilder &builder,
@@ -121,11 +125,103 @@ struct AllReduceOpInterface
     return success();
   }
 };
+
+/// The runtime function `ga_<collective>_<type>` for `op`'s element type, or
+/// an error at `op` naming the types the runtime has.
+FailureOr<func::FuncOp> collectiveFunction(RewriterBase &rewriter,
+                                           Operation *op, StringRef collective,
+                                           Type elementType,
+                                           FunctionType type) {
+  std::string name = getCollectiveFunctionName(collective, elementType);
+  if (name.empty())
+    return op->emitOpError()
+           << "cannot be lowered to a runtime call: the runtime's collectives "
+              "take f32, f64, i32 and i64 buffers, not "
+           << elementType;
+  func::FuncOp fn = getOrInsertRuntimeFunction(rewriter, op, name, type);
+  if (!fn)
+    return failure();
+  return fn;
+}
+
+/// train.reduce_scatter and train.all_gather read their input's buffer and
+/// write a new buffer of the result's type (the runtime copies nothing
+/// else): `ga_<collective>_<type>(in, out[, kind])`.
+template <typename OpTy>
+struct PartitionCollectiveInterface
+    : public BufferizableOpInterface::ExternalModel<
+          PartitionCollectiveInterface<OpTy>, OpTy> {
+  bool bufferizesToMemoryRead(Operation *, OpOperand &,
+                              const AnalysisState &) const {
+    return true;
+  }
+  bool bufferizesToMemoryWrite(Operation *, OpOperand &,
+                               const AnalysisState &) const {
+    return false;
+  }
+  AliasingValueList getAliasingValues(Operation *, OpOperand &,
+                                      const AnalysisState &) const {
+    return {};
+  }
+
+  LogicalResult bufferize(Operation *op, RewriterBase &rewriter,
+                          const BufferizationOptions &options,
+                          BufferizationState &state) const {
+    auto collective = cast<OpTy>(op);
+    Location loc = op->getLoc();
+    auto resultType = cast<RankedTensorType>(collective.getType());
+    Type elementType = resultType.getElementType();
+    FailureOr<Value> input =
+        getBuffer(rewriter, collective.getInput(), options, state);
+    if (failed(input))
+      return failure();
+    Value source = *input;
+    auto sourceType = cast<MemRefType>(source.getType());
+    // The runtime reads a contiguous buffer.
+    if (!sourceType.getLayout().isIdentity()) {
+      auto contiguous = MemRefType::get(sourceType.getShape(), elementType,
+                                        MemRefLayoutAttrInterface(),
+                                        sourceType.getMemorySpace());
+      source = memref::AllocOp::create(rewriter, loc, contiguous);
+      if (failed(options.createMemCpy(rewriter, loc, *input, source)))
+        return failure();
+    }
+    auto resultMemref = MemRefType::get(resultType.getShape(), elementType,
+                                        MemRefLayoutAttrInterface(),
+                                        sourceType.getMemorySpace());
+    Value result = memref::AllocOp::create(rewriter, loc, resultMemref);
+    auto unranked =
+        UnrankedMemRefType::get(elementType, sourceType.getMemorySpace());
+    SmallVector<Type> argTypes = {unranked, unranked};
+    SmallVector<Value> args = {
+        memref::CastOp::create(rewriter, loc, unranked, source),
+        memref::CastOp::create(rewriter, loc, unranked, result)};
+    StringRef name = "all_gather";
+    if constexpr (std::is_same_v<OpTy, ReduceScatterOp>) {
+      name = "reduce_scatter";
+      argTypes.push_back(rewriter.getI32Type());
+      args.push_back(arith::ConstantIntOp::create(
+          rewriter, loc, static_cast<int64_t>(collective.getKind()), 32));
+    }
+    FailureOr<func::FuncOp> fn =
+        collectiveFunction(rewriter, op, name, elementType,
+                           rewriter.getFunctionType(argTypes, {}));
+    if (failed(fn))
+      return failure();
+    func::CallOp::create(rewriter, loc, *fn, args);
+    replaceOpWithBufferizedValues(rewriter, op, result);
+    return success();
+  }
+};
 } // namespace
 
 void ga::train::registerBufferizableOpInterfaceExternalModels(
     DialectRegistry &registry) {
   registry.addExtension(+[](MLIRContext *ctx, TrainDialect *) {
     AllReduceOp::attachInterface<AllReduceOpInterface>(*ctx);
+    ReduceScatterOp::attachInterface<
+        PartitionCollectiveInterface<ReduceScatterOp>>(*ctx);
+    AllGatherOp::attachInterface<PartitionCollectiveInterface<AllGatherOp>>(
+        *ctx);
   });
 }

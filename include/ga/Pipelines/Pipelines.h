@@ -346,6 +346,14 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "ga-import's --microbatches; the planner's choice of the "
                      "count is choose-microbatches"),
       llvm::cl::init(0)};
+  Option<int64_t> shard{
+      *this, "shard",
+      llvm::cl::desc("Sharding stage of data-parallel steps: every rank "
+                     "holds 1/r of the optimizer's state (1), also of the "
+                     "gradients (2); every train.step's `shard` set before "
+                     "the split (-1: as written in the step; "
+                     "docs/distributed.md)"),
+      llvm::cl::init(-1)};
   Option<bool> chooseMicrobatches{
       *this, "choose-microbatches",
       llvm::cl::desc("train-plan-remat chooses each step's micro-batch "

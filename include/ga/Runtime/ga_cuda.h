@@ -126,6 +126,21 @@ void ga_cuda_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
 void ga_cuda_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
 void ga_cuda_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
 
+/* train.reduce_scatter and train.all_gather of device buffers (contiguous
+ * vectors; `in` of r times out's elements for a reduce-scatter, `out` of r
+ * times in's for an all-gather); NCCL where the all-reduce uses it,
+ * otherwise staged through host memory for MPI. */
+#define GA_CUDA_PARTITIONS(T)                                                  \
+  void ga_cuda_reduce_scatter_##T(int64_t inRank, void *in, int64_t outRank,   \
+                                  void *out, int32_t kind);                    \
+  void ga_cuda_all_gather_##T(int64_t inRank, void *in, int64_t outRank,       \
+                              void *out);
+GA_CUDA_PARTITIONS(f32)
+GA_CUDA_PARTITIONS(f64)
+GA_CUDA_PARTITIONS(i32)
+GA_CUDA_PARTITIONS(i64)
+#undef GA_CUDA_PARTITIONS
+
 /*===-- GEMMs (ga-gpu-gemm-to-blas) ---------------------------------------===*/
 
 /* The GEMMs of one precision, in libga_cuda_runtime (PREFIX ga_cuda_) and,

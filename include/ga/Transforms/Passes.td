@@ -334,12 +334,54 @@ def TrainNormalizeLossPass : Pass<"train-normalize-loss"> {
   ];
 }
 
+def TrainShardStatePass : Pass<"train-shard-state", "::mlir::ModuleOp"> {
+  let summary = "Keep 1/r of the optimizer's state (and gradients) per rank";
+  let description = [{
+    In every function split over `r > 1` ranks (`train.data_parallel = r`)
+    whose step asked for `shard = s > 0` (`train.shard = s`, both recorded
+    by `train-split-batch`), every rank keeps 1/r of what the stage names
+    ([Distributed training](../distributed.md)):
+
+    * each parameter of n elements is laid out flat and padded with zeros
+      to r * c elements, c = ceil(n / r) (a shape that r does not divide is
+      padded, never refused); rank i owns elements [i * c, (i + 1) * c);
+    * stage 1, the optimizer's state: every `train.adamw` updates the rank's
+      shard of its parameter with the shard of its gradient and moments of
+      c elements (the function's moment arguments and results become
+      `tensor<c x T>`), and `train.all_gather` gives every rank the whole
+      updated parameter;
+    * stage 2, also the gradients: the `train.all_reduce sum` of each
+      gradient that an update reads becomes a `train.reduce_scatter sum`
+      of the rank's accumulated gradient; a `train.clip_by_global_norm` of
+      them takes the norm from the shards (the sum of their squares,
+      summed across the ranks with one scalar `train.all_reduce`) and
+      scales each shard. The accumulator across micro-batches stays whole.
+    * stage 3 (the parameters) is refused.
+
+    Each element of the update is computed from the same values as in the
+    replicated step, so the parameters and the moments agree with it (stage
+    1 bitwise; stage 2 up to the order of the ranks' sums).
+
+    Errors (at the operation): an update whose parameter is not an argument
+    of the function, whose moments are also read or returned elsewhere, a
+    gradient (stage 2) that is not an all-reduced sum read by its update (or
+    its clip) alone, and a step with `shard > 0` on more than one rank that
+    `train-split-batch` has not split yet. A second run changes nothing.
+  }];
+  let dependentDialects = [
+    "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
+    "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
+    "::ga::train::TrainDialect",
+  ];
+}
+
 def TrainSetSchedulePass : Pass<"train-set-schedule"> {
   let summary = "Set every train.step's micro-batch count and rank count";
   let description = [{
-    Sets the schedule of every `train.step` (its `microbatches` and
-    `data_parallel` attributes), as `--ga-pipeline microbatches=K` and
-    the tools' `--microbatches K` ask; 0 keeps what the step says. A count
+    Sets the schedule of every `train.step` (its `microbatches`,
+    `data_parallel` and `shard` attributes), as `--ga-pipeline
+    microbatches=K shard=S` and the tools' `--microbatches K` ask; 0 (-1
+    for the stage) keeps what the step says. A count
     that does not divide the step's batch (per rank) is refused at the
     step. The pipeline runs it first, so that every later pass (the
     planner, the split) sees the count. See [Exact
@@ -350,6 +392,8 @@ def TrainSetSchedulePass : Pass<"train-set-schedule"> {
            "Micro-batches per step (0: as written in the step)">,
     Option<"dataParallel", "data-parallel", "int64_t", /*default=*/"0",
            "Data-parallel ranks (0: as written in the step)">,
+    Option<"shard", "shard", "int64_t", /*default=*/"-1",
+           "Sharding stage, 0 to 3 (-1: as written in the step)">,
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }

@@ -59,6 +59,15 @@ bool containsLaunch(Operation *op) {
       .wasInterrupted();
 }
 
+/// A collective of the CPU runtime (`ga_all_reduce_<type>`,
+/// `ga_reduce_scatter_<type>`, `ga_all_gather_<type>`), which the CUDA
+/// runtime has for device buffers as `ga_cuda_...`.
+bool isCollective(StringRef callee) {
+  return callee.starts_with("ga_all_reduce_") ||
+         callee.starts_with("ga_reduce_scatter_") ||
+         callee.starts_with("ga_all_gather_");
+}
+
 bool containsHostCall(Operation *op) {
   return op->walk([](func::CallOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
@@ -81,7 +90,7 @@ struct GaGpuDeviceCodePass
       if (!memory)
         return WalkResult::advance();
       StringRef callee = call.getCallee();
-      if (callee.starts_with("ga_all_reduce_")) {
+      if (isCollective(callee)) {
         std::string device = ("ga_cuda_" + callee.drop_front(3)).str();
         auto original = module.lookupSymbol<func::FuncOp>(callee);
         if (original && !module.lookupSymbol(device)) {
@@ -102,8 +111,7 @@ struct GaGpuDeviceCodePass
       return signalPassFailure();
     // Declarations left without a caller go.
     for (auto func : llvm::make_early_inc_range(module.getOps<func::FuncOp>()))
-      if (func.isExternal() &&
-          func.getSymName().starts_with("ga_all_reduce_") &&
+      if (func.isExternal() && isCollective(func.getSymName()) &&
           SymbolTable::symbolKnownUseEmpty(func, module))
         func.erase();
 

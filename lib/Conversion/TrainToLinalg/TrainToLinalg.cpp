@@ -5,6 +5,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Conversion/TrainToLinalg.h"
+#include "ga/Utils/GradientNorms.h"
 #include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
@@ -435,34 +436,13 @@ struct CrossEntropyGradToLinalg : OpRewritePattern<CrossEntropyGradOp> {
   }
 };
 
-/// sqrt(sum over `inputs` of sum(x^2)) as a 0-d tensor of `element`.
+/// sqrt(sum over `inputs` of sum(x^2)) as a 0-d tensor of `element`, the
+/// squares summed in float64 (a float32 sum of a model's squared gradients
+/// drifts by about sqrt(n) float32 roundings; train-shard-state sums the
+/// shards' squares the same way, so both give the norm to float32's
+/// precision).
 Value globalNorm(OpBuilder &b, Location loc, ValueRange inputs, Type element) {
-  MLIRContext *ctx = b.getContext();
-  Value acc = filledTensor(b, loc, {}, b.getZeroAttr(element));
-  for (Value input : inputs) {
-    auto type = cast<RankedTensorType>(input.getType());
-    unsigned rank = type.getRank();
-    acc = linalg::GenericOp::create(
-              b, loc, TypeRange{acc.getType()}, ValueRange{input},
-              ValueRange{acc},
-              ArrayRef<AffineMap>{AffineMap::getMultiDimIdentityMap(rank, ctx),
-                                  AffineMap::get(rank, 0, {}, ctx)},
-              SmallVector<IteratorType>(rank, IteratorType::reduction),
-              [&](OpBuilder &nb, Location nloc, ValueRange args) {
-                Value x = convertScalar(nb, nloc, args[0], element);
-                Value sq = arith::MulFOp::create(nb, nloc, x, x);
-                linalg::YieldOp::create(
-                    nb, nloc,
-                    ValueRange{arith::AddFOp::create(nb, nloc, sq, args[1])
-                                   .getResult()});
-              })
-              .getResult(0);
-  }
-  return mapScalars(
-      b, loc, ValueRange{acc}, element,
-      [&](OpBuilder &nb, Location nloc, ValueRange args) {
-        return math::SqrtOp::create(nb, nloc, args[0]).getResult();
-      });
+  return ga::wideNorm(b, loc, inputs, element);
 }
 
 /// train.stop_gradient, after differentiation: its operand.
@@ -493,30 +473,11 @@ struct ClipByGlobalNormToLinalg : OpRewritePattern<ClipByGlobalNormOp> {
     Location loc = op.getLoc();
     Type element = op.getNorm().getType().getElementType();
     Value norm = globalNorm(rewriter, loc, op.getInputs(), element);
-    double maxNorm = op.getMaxNorm().convertToDouble();
-    // scale = min(1, max_norm / (norm + 1e-6)), as clip_grad_norm_ does.
-    Value scale =
-        mapScalars(rewriter, loc, ValueRange{norm}, element,
-                   [&](OpBuilder &b, Location l, ValueRange args) -> Value {
-                     Value denom = arith::AddFOp::create(
-                         b, l, args[0], floatConstant(b, l, element, 1e-6));
-                     Value ratio = arith::DivFOp::create(
-                         b, l, floatConstant(b, l, element, maxNorm), denom);
-                     return arith::MinimumFOp::create(
-                         b, l, ratio, floatConstant(b, l, element, 1.0));
-                   });
+    Value scale = ga::clipScale(rewriter, loc, norm, element,
+                                op.getMaxNorm().convertToDouble());
     SmallVector<Value> results;
-    for (Value input : op.getInputs()) {
-      auto type = cast<RankedTensorType>(input.getType());
-      Type inElement = type.getElementType();
-      results.push_back(elementwise(
-          rewriter, loc, type.getShape(), ValueRange{input}, ValueRange{scale},
-          TypeRange{inElement}, [&](OpBuilder &b, Location l, ValueRange args) {
-            Value x = convertScalar(b, l, args[0], element);
-            Value y = arith::MulFOp::create(b, l, x, args[1]);
-            return SmallVector<Value>{convertScalar(b, l, y, inElement)};
-          })[0]);
-    }
+    for (Value input : op.getInputs())
+      results.push_back(ga::scaleBy(rewriter, loc, input, scale, element));
     results.push_back(norm);
     rewriter.replaceOp(op, results);
     return success();

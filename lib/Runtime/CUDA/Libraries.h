@@ -174,6 +174,10 @@ struct NcclUniqueId {
   X(ncclCommInitRank, true, int (*)(NcclComm *, int, NcclUniqueId, int))       \
   X(ncclAllReduce, true,                                                       \
     int (*)(const void *, void *, size_t, int, int, NcclComm, CUstream))       \
+  X(ncclReduceScatter, true,                                                   \
+    int (*)(const void *, void *, size_t, int, int, NcclComm, CUstream))       \
+  X(ncclAllGather, true,                                                       \
+    int (*)(const void *, void *, size_t, int, NcclComm, CUstream))            \
   X(ncclGetErrorString, true, const char *(*)(int))
 GA_SYMBOL_TABLE(NcclFunctions, GA_NCCL_FUNCTIONS)
 

@@ -26,6 +26,15 @@ void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_f64(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_i32(int64_t rank, void *descriptor, int32_t kind);
 void ga_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
+#define GA_HOST_PARTITIONS(T)                                                  \
+  void ga_reduce_scatter_##T(int64_t inRank, void *in, int64_t outRank,        \
+                             void *out, int32_t kind);                         \
+  void ga_all_gather_##T(int64_t inRank, void *in, int64_t outRank, void *out);
+GA_HOST_PARTITIONS(f32)
+GA_HOST_PARTITIONS(f64)
+GA_HOST_PARTITIONS(i32)
+GA_HOST_PARTITIONS(i64)
+#undef GA_HOST_PARTITIONS
 }
 
 namespace ga::cuda {
@@ -148,6 +157,94 @@ static void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
   synchronize(s); // `host` goes out of scope.
 }
 
+/// The elements of the contiguous device buffer that `descriptor`
+/// describes, or null with an error recorded for a strided one.
+template <typename T>
+static T *contiguousDevice(State &s, int64_t rank, void *descriptor,
+                           int64_t &count, const char *op) {
+  auto *fields = static_cast<int64_t *>(descriptor);
+  const int64_t *sizes = fields + 3, *strides = fields + 3 + rank;
+  count = 1;
+  for (int64_t d = rank - 1; d >= 0; --d) {
+    if (sizes[d] != 1 && strides[d] != count) {
+      recordError(s, std::string(op) + " of a strided device buffer; the "
+                                       "runtime communicates contiguous ones");
+      return nullptr;
+    }
+    count *= sizes[d];
+  }
+  return reinterpret_cast<T *>(fields[1]) + fields[2];
+}
+
+/// train.reduce_scatter (`gather` false) or train.all_gather (true) of
+/// device buffers: on NCCL where the all-reduce uses it, otherwise through
+/// host memory for the CPU runtime's MPI collective `host`.
+template <typename T>
+static void devicePartition(bool gather, int64_t inRank, void *in,
+                            int64_t outRank, void *out, int32_t kind,
+                            void (*hostReduceScatter)(int64_t, void *, int64_t,
+                                                      void *, int32_t),
+                            void (*hostAllGather)(int64_t, void *, int64_t,
+                                                  void *)) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (!s.usable || !s.error.empty())
+    return;
+  const char *op = gather ? "train.all_gather" : "train.reduce_scatter";
+  int64_t inCount, outCount;
+  T *source = contiguousDevice<T>(s, inRank, in, inCount, op);
+  T *target = contiguousDevice<T>(s, outRank, out, outCount, op);
+  if (!source || !target)
+    return;
+  int64_t ranks = ga_world_size();
+  if ((gather ? outCount != ranks * inCount : inCount != ranks * outCount)) {
+    recordError(s, std::string(op) + " of " + std::to_string(inCount) +
+                       " into " + std::to_string(outCount) +
+                       " elements does not match " + std::to_string(ranks) +
+                       " rank(s)");
+    return;
+  }
+  if (ranks == 1) {
+    copy(s, target, source, outCount * sizeof(T));
+    return;
+  }
+  // A sum takes NCCL; an average (the naive lowering's) the host path.
+  if ((gather || kind == 0) && ensureNccl(s)) {
+    int rc = gather
+                 ? s.nccl.fn.ncclAllGather(source, target,
+                                           static_cast<size_t>(inCount),
+                                           ncclType<T>(), s.nccl.comm, s.stream)
+                 : s.nccl.fn.ncclReduceScatter(
+                       source, target, static_cast<size_t>(outCount),
+                       ncclType<T>(), /*ncclSum*/ 0, s.nccl.comm, s.stream);
+    if (rc)
+      recordError(s,
+                  std::string(gather ? "ncclAllGather" : "ncclReduceScatter") +
+                      " of " + std::to_string(inCount) +
+                      " elements failed: " + s.nccl.fn.ncclGetErrorString(rc));
+    return;
+  }
+  if (!s.error.empty())
+    return;
+  hostWaits(s, "the step's collectives go through host memory (NCCL needs "
+               "a device per rank)");
+  std::vector<T> hostIn(inCount), hostOut(outCount);
+  if (!copy(s, hostIn.data(), source, inCount * sizeof(T)) || !synchronize(s))
+    return;
+  int64_t inDescriptor[5] = {reinterpret_cast<int64_t>(hostIn.data()),
+                             reinterpret_cast<int64_t>(hostIn.data()), 0,
+                             inCount, 1};
+  int64_t outDescriptor[5] = {reinterpret_cast<int64_t>(hostOut.data()),
+                              reinterpret_cast<int64_t>(hostOut.data()), 0,
+                              outCount, 1};
+  if (gather)
+    hostAllGather(1, inDescriptor, 1, outDescriptor);
+  else
+    hostReduceScatter(1, inDescriptor, 1, outDescriptor, kind);
+  copy(s, target, hostOut.data(), outCount * sizeof(T));
+  synchronize(s); // `hostOut` goes out of scope.
+}
+
 } // namespace ga::cuda
 
 using namespace ga::cuda;
@@ -172,5 +269,22 @@ void ga_cuda_all_reduce_i32(int64_t rank, void *d, int32_t kind) {
 void ga_cuda_all_reduce_i64(int64_t rank, void *d, int32_t kind) {
   deviceAllReduce<int64_t>(rank, d, kind, ga_all_reduce_i64);
 }
+
+#define GA_CUDA_PARTITIONS(SUFFIX, T)                                          \
+  void ga_cuda_reduce_scatter_##SUFFIX(                                        \
+      int64_t inRank, void *in, int64_t outRank, void *out, int32_t kind) {    \
+    devicePartition<T>(false, inRank, in, outRank, out, kind,                  \
+                       ga_reduce_scatter_##SUFFIX, ga_all_gather_##SUFFIX);    \
+  }                                                                            \
+  void ga_cuda_all_gather_##SUFFIX(int64_t inRank, void *in, int64_t outRank,  \
+                                   void *out) {                                \
+    devicePartition<T>(true, inRank, in, outRank, out, 0,                      \
+                       ga_reduce_scatter_##SUFFIX, ga_all_gather_##SUFFIX);    \
+  }
+GA_CUDA_PARTITIONS(f32, float)
+GA_CUDA_PARTITIONS(f64, double)
+GA_CUDA_PARTITIONS(i32, int32_t)
+GA_CUDA_PARTITIONS(i64, int64_t)
+#undef GA_CUDA_PARTITIONS
 
 } // extern "C"

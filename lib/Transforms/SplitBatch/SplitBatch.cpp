@@ -16,7 +16,8 @@
 // batch operand (train.rank); the hoisted computation of the globals runs on
 // those rows, with a train.all_reduce sum after every operation that sums
 // over the batch, so that what follows (max(count, 1), ...) sees the sum over
-// the whole global batch. The function gets `train.data_parallel = r`.
+// the whole global batch. The function gets `train.data_parallel = r` (and
+// `train.shard = s` for a step with `shard = s > 0`, for train-shard-state).
 //
 // The body is cloned into the accumulate and then re-typed in place, walking
 // the original and the clone in lockstep: every per-example value (class from
@@ -176,6 +177,18 @@ LogicalResult Splitter::checkAndPrepare() {
       func->setAttr(
           TrainDialect::DataParallelAttrHelper::getNameStr(),
           IntegerAttr::get(IntegerType::get(step.getContext(), 64), r));
+      // The sharding stage, for train-shard-state.
+      auto stage = func->getAttrOfType<IntegerAttr>(
+          TrainDialect::ShardAttrHelper::getNameStr());
+      if (stage && stage.getInt() != step.getShard())
+        return step.emitError()
+               << "shard = " << step.getShard() << " in a function whose "
+               << "other train.step has shard = " << stage.getInt()
+               << ": every step of a function must use the same stage";
+      if (step.getShard() > 0)
+        func->setAttr(TrainDialect::ShardAttrHelper::getNameStr(),
+                      IntegerAttr::get(IntegerType::get(step.getContext(), 64),
+                                       step.getShard()));
     }
   }
 

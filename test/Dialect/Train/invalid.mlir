@@ -695,6 +695,95 @@ func.func @all_reduce_result_type(%x: tensor<4xf32>) {
 }
 
 //===----------------------------------------------------------------------===//
+// train.reduce_scatter, train.all_gather
+//===----------------------------------------------------------------------===//
+
+// -----
+
+func.func @reduce_scatter_not_multiple(%x: tensor<10xf32>) {
+  // expected-error @below {{'train.reduce_scatter' op the input (10 elements) must be a multiple of the result (4 elements)}}
+  %r = train.reduce_scatter sum %x : tensor<10xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_ranks(%x: tensor<12xf32>) attributes {train.data_parallel = 2 : i64} {
+  // expected-error @below {{'train.reduce_scatter' op the input must have train.data_parallel = 2 times the result's 4 elements, got 12}}
+  %r = train.reduce_scatter sum %x : tensor<12xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_element(%x: tensor<8xf32>) {
+  // expected-error @below {{'train.reduce_scatter' op needs integer or float vectors of one element type, got 'tensor<8xf32>' and 'tensor<4xf64>'}}
+  %r = train.reduce_scatter sum %x : tensor<8xf32> -> tensor<4xf64>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_avg_int(%x: tensor<8xi32>) {
+  // expected-error @below {{'avg' needs a float element type, got 'tensor<8xi32>'}}
+  %r = train.reduce_scatter avg %x : tensor<8xi32> -> tensor<4xi32>
+  return
+}
+
+// -----
+
+func.func @reduce_scatter_rank(%x: tensor<2x4xf32>) {
+  // expected-error @below {{'train.reduce_scatter' op operand #0 must be 1D tensor of any type values, but got 'tensor<2x4xf32>'}}
+  %r = train.reduce_scatter sum %x : tensor<2x4xf32> -> tensor<4xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_ranks(%x: tensor<4xf32>) attributes {train.data_parallel = 4 : i64} {
+  // expected-error @below {{'train.all_gather' op the result must have train.data_parallel = 4 times the input's 4 elements, got 8}}
+  %r = train.all_gather %x : tensor<4xf32> -> tensor<8xf32>
+  return
+}
+
+// -----
+
+func.func @all_gather_not_multiple(%x: tensor<3xi64>) {
+  // expected-error @below {{'train.all_gather' op the result (8 elements) must be a multiple of the input (3 elements)}}
+  %r = train.all_gather %x : tensor<3xi64> -> tensor<8xi64>
+  return
+}
+
+// -----
+
+func.func @all_gather_index(%x: tensor<3xindex>) {
+  // expected-error @below {{'train.all_gather' op needs integer or float vectors of one element type, got 'tensor<6xindex>' and 'tensor<3xindex>'}}
+  %r = train.all_gather %x : tensor<3xindex> -> tensor<6xindex>
+  return
+}
+
+// -----
+
+func.func @shard_stage(%w: tensor<4xf32>, %x: tensor<8x4xf32>) -> tensor<f32> {
+  // expected-error @below {{'shard' must be a stage from 0 to 3, got 4}}
+  %loss, %gw = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>)
+      attributes {data_parallel = 2 : i64, shard = 4 : i64} -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<8x4xf32>):
+    %e = tensor.empty() : tensor<f32>
+    %l = linalg.dot ins(%pw, %pw : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<f32>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// expected-error @below {{'train.shard' must be an integer from 0 to 3, got 5 : i64}}
+func.func @shard_attribute() attributes {train.shard = 5 : i64} {
+  return
+}
+
+//===----------------------------------------------------------------------===//
 // train.global_norm, train.clip_by_global_norm
 //===----------------------------------------------------------------------===//
 
@@ -1132,7 +1221,7 @@ func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf3
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name, train.argument_names)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.shard, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name, train.argument_names)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
 }

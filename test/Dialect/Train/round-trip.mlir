@@ -177,6 +177,22 @@ func.func @all_reduce(%g: tensor<4x5xf32>, %n: tensor<i64>)
   return %s, %a, %c : tensor<4x5xf32>, tensor<4x5xf32>, tensor<i64>
 }
 
+// CHECK-LABEL: func.func @partitions
+// CHECK-SAME: train.data_parallel = 4 : i64, train.shard = 2 : i64
+// CHECK: %[[S:.+]] = train.reduce_scatter sum %{{.+}} : tensor<20xf32> -> tensor<5xf32>
+// CHECK: train.reduce_scatter avg %{{.+}} : tensor<20xf32> -> tensor<5xf32>
+// CHECK: train.all_gather %[[S]] : tensor<5xf32> -> tensor<20xf32>
+// CHECK: train.all_gather %{{.+}} : tensor<1xi64> -> tensor<4xi64>
+func.func @partitions(%g: tensor<20xf32>, %n: tensor<1xi64>)
+    -> (tensor<20xf32>, tensor<5xf32>, tensor<4xi64>)
+    attributes {train.data_parallel = 4 : i64, train.shard = 2 : i64} {
+  %s = train.reduce_scatter sum %g : tensor<20xf32> -> tensor<5xf32>
+  %a = train.reduce_scatter avg %g : tensor<20xf32> -> tensor<5xf32>
+  %w = train.all_gather %s : tensor<5xf32> -> tensor<20xf32>
+  %c = train.all_gather %n : tensor<1xi64> -> tensor<4xi64>
+  return %w, %a, %c : tensor<20xf32>, tensor<5xf32>, tensor<4xi64>
+}
+
 // CHECK-LABEL: func.func @rank
 // CHECK: %[[R:.+]] = train.rank : index
 // CHECK: tensor.extract_slice %{{.+}}[%[[R]], 0] [2, 5] [1, 1]

@@ -42,6 +42,9 @@ def Train_Dialect : Dialect {
       are gradients;
     * `train.data_parallel` (i64, at least 1), on a function: the number of
       data-parallel ranks it runs on (`train-split-batch`);
+    * `train.shard` (i64, 0 to 3), on a function: the sharding stage of its
+      data-parallel step (the step's `shard`, recorded by `train-split-batch`
+      for `train-shard-state`);
     * `train.parallel` (unit), on an `scf.for`: a tile loop of
       `ga-tile-and-vectorize` whose iterations write disjoint parts of the
       results, which `ga-parallelize-loops` may run on threads;
@@ -77,6 +80,7 @@ def Train_Dialect : Dialect {
     "::mlir::IntegerAttr":$loss_result,
     "::mlir::DenseI64ArrayAttr":$gradient_results,
     "::mlir::IntegerAttr":$data_parallel,
+    "::mlir::IntegerAttr":$shard,
     "::mlir::UnitAttr":$kernel,
     "::mlir::UnitAttr":$parallel,
     "::mlir::StringAttr":$remat,

@@ -46,7 +46,13 @@ def Train_StepOp : Train_Op<"step", [
     * `microbatches = k` (default 1): run the body on k slices of the batch,
       one after another, accumulating (gradient accumulation);
     * `data_parallel = r` (default 1): run on r ranks, each holding B/r of the
-      batch, and sum across ranks.
+      batch, and sum across ranks;
+    * `shard = s` (default 0): what each of the r ranks holds 1/r of
+      (docs/distributed.md): 0, nothing (every rank holds everything); 1,
+      the optimizer's state (the moments of `train.adamw`); 2, also the
+      gradients that the optimizer reads (a reduce-scatter replaces their
+      all-reduce); 3, also the parameters (not implemented: refused by
+      `train-shard-state`). With r = 1 it changes nothing.
 
     Dimension 0 of every batch operand is the batch dimension: all batch
     operands have rank >= 1, the same static dimension 0 `B`, and `B` is
@@ -77,7 +83,8 @@ def Train_StepOp : Train_Op<"step", [
     Variadic<AnyRankedTensor>:$params,
     Variadic<AnyRankedTensor>:$batch,
     DefaultValuedAttr<I64Attr, "1">:$microbatches,
-    DefaultValuedAttr<I64Attr, "1">:$data_parallel);
+    DefaultValuedAttr<I64Attr, "1">:$data_parallel,
+    DefaultValuedAttr<I64Attr, "0">:$shard);
   let results = (outs
     AnyRankedTensor:$loss,
     Variadic<AnyRankedTensor>:$grads,
@@ -617,6 +624,84 @@ def Train_AllReduceOp : Train_Op<"all_reduce", [
   let arguments = (ins AnyRankedTensor:$input, Train_ReduceKindAttr:$kind);
   let results = (outs AnyRankedTensor:$result);
   let assemblyFormat = "$kind $input attr-dict `:` type($input)";
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.reduce_scatter
+//===----------------------------------------------------------------------===//
+
+def Train_ReduceScatterOp : Train_Op<"reduce_scatter"> {
+  let summary = "Sum a vector across the ranks, each rank keeping its part";
+  let description = [{
+    Every one of the r data-parallel ranks contributes `input`, a vector of
+    r * c elements; rank i receives elements [i * c, (i + 1) * c) of the
+    elementwise sum of all contributions (`sum`; `avg` divides it by r).
+    It is `train.all_reduce` followed by the rank's slice, moving half the
+    bytes: sharded data parallelism (`train-shard-state`, stage 2) reduces
+    the gradients with it.
+
+    The operation communicates: it is not `Pure`, and every rank must execute
+    the same sequence of collectives. Where the enclosing function has
+    `train.data_parallel = r`, the verifier checks that the input has r times
+    the result's elements.
+
+    Bufferization (the op's external `BufferizableOpInterface` model) reads
+    the input's buffer, allocates the result's and calls the runtime function
+    `ga_reduce_scatter_<type>(memref<*x<type>> in, memref<*x<type>> out,
+    i32 kind)` (`f32`, `f64`, `i32` or `i64`), which the CPU runtime
+    implements with `MPI_Reduce_scatter_block` and the CUDA runtime with
+    `ncclReduceScatter`.
+
+    Example:
+
+    ```mlir
+    %part = train.reduce_scatter sum %grad : tensor<4096xf32> -> tensor<1024xf32>
+    ```
+  }];
+
+  let arguments = (ins 1DTensorOf<[AnyType]>:$input,
+                   Train_ReduceKindAttr:$kind);
+  let results = (outs 1DTensorOf<[AnyType]>:$result);
+  let assemblyFormat = [{
+    $kind $input attr-dict `:` type($input) `->` type($result)
+  }];
+  let hasVerifier = 1;
+}
+
+//===----------------------------------------------------------------------===//
+// train.all_gather
+//===----------------------------------------------------------------------===//
+
+def Train_AllGatherOp : Train_Op<"all_gather"> {
+  let summary = "Concatenate every rank's part of a vector, on every rank";
+  let description = [{
+    Every one of the r data-parallel ranks contributes `input`, a vector of c
+    elements; every rank receives the r * c elements of the contributions in
+    rank order (rank i's at [i * c, (i + 1) * c)). Sharded data parallelism
+    (`train-shard-state`) gathers the parameters that each rank updated with
+    it.
+
+    The operation communicates: it is not `Pure`, and every rank must execute
+    the same sequence of collectives. Where the enclosing function has
+    `train.data_parallel = r`, the verifier checks that the result has r
+    times the input's elements.
+
+    Bufferization allocates the result's buffer and calls the runtime
+    function `ga_all_gather_<type>(memref<*x<type>> in, memref<*x<type>>
+    out)` (`f32`, `f64`, `i32` or `i64`), which the CPU runtime implements
+    with `MPI_Allgather` and the CUDA runtime with `ncclAllGather`.
+
+    Example:
+
+    ```mlir
+    %whole = train.all_gather %part : tensor<1024xf32> -> tensor<4096xf32>
+    ```
+  }];
+
+  let arguments = (ins 1DTensorOf<[AnyType]>:$input);
+  let results = (outs 1DTensorOf<[AnyType]>:$result);
+  let assemblyFormat = "$input attr-dict `:` type($input) `->` type($result)";
   let hasVerifier = 1;
 }
 

@@ -13,6 +13,13 @@
 //   void ga_all_reduce_f32(int64_t rank, void *descriptor, int32_t kind);
 //   (and _f64, _i32, _i64; kind 0 = sum, 1 = avg; in place; the buffer is
 //   contiguous: bufferization copies a strided one first.)
+//   void ga_reduce_scatter_f32(int64_t inRank, void *in, int64_t outRank,
+//                              void *out, int32_t kind);
+//   void ga_all_gather_f32(int64_t inRank, void *in, int64_t outRank,
+//                          void *out);
+//   (and _f64, _i32, _i64; `in` and `out` are contiguous vectors, `in` of
+//   r times out's elements for a reduce-scatter, `out` of r times in's for
+//   an all-gather, r the number of ranks.)
 //   void ga_report_error(int32_t code, int64_t argument, int64_t position,
 //                        int64_t value, int64_t bound, int64_t ignore);
 //   (train.check_labels; see ga/Runtime/Errors.h.)
@@ -48,6 +55,13 @@ inline constexpr llvm::StringLiteral kReportErrorFunction = "ga_report_error";
 /// ga/Runtime/Errors.h.
 inline constexpr llvm::StringLiteral kReportAssertionFunction =
     "ga_report_assertion";
+
+/// The runtime function `ga_<collective>_<type>` (`collective`:
+/// `all_reduce`, `reduce_scatter` or `all_gather`) for buffers of
+/// `elementType`, or an empty string for an element type that the runtime's
+/// collectives do not take.
+std::string getCollectiveFunctionName(llvm::StringRef collective,
+                                      mlir::Type elementType);
 
 /// The runtime function that all-reduces a buffer of `elementType`
 /// (`ga_all_reduce_f32`, ...), or an empty string for an element type that

@@ -1,0 +1,88 @@
+// RUN: ga-opt %s --train-shard-state -split-input-file -verify-diagnostics
+
+// The functions below are what train-split-batch leaves (a step on 2 ranks
+// whose gradients are all-reduced sums), reduced to what the pass reads.
+
+// Stage 3 (the parameters) is not implemented.
+// expected-error @below {{train-shard-state: shard = 3 (the parameters, gathered layer by layer) is not implemented; use shard = 2 (the optimizer's state and the gradients)}}
+func.func @stage3(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 3 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A moment that something else reads: each rank holds only its shard.
+func.func @moment_read(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 1 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: the first moment must be an argument of @moment_read that only this update reads (each rank holds 1/2 of it)}}
+  %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv, %m : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// A new moment used by more than the return.
+func.func @new_moment_used(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>) attributes {train.data_parallel = 2 : i64, train.shard = 1 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: the new second moment must only be returned by @new_moment_used (each rank holds 1/2 of it)}}
+  %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  %n = train.global_norm %nv : tensor<4xf32> -> tensor<f32>
+  return %nw, %nm, %nv, %n : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<f32>
+}
+
+// -----
+
+// A parameter computed in the function.
+func.func @computed_param(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 1 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  %w2 = train.all_reduce sum %w : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: shard = 1 keeps 1/2 of the state of parameters that are arguments of @computed_param; this update's parameter is computed in the function}}
+  %nw, %nm, %nv = train.adamw %w2, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Stage 2: a gradient that is also returned whole.
+func.func @gradient_returned(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 2 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: shard = 2 reduce-scatters the gradients that the updates read; this one is not a train.all_reduce sum that only this update reads}}
+  %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv, %s : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Stage 2: a clip whose other input is not a sum across the ranks.
+func.func @clip_mixed(%w: tensor<4xf32>, %g: tensor<4xf32>, %h: tensor<2xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 2 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.clip_by_global_norm' op train-shard-state: shard = 2 clips the shards of the gradients, so every input must be a train.all_reduce sum that only the clip reads, and every output read by one sharded update only}}
+  %c:2, %n = train.clip_by_global_norm %s, %h max_norm = 1.0 : tensor<4xf32>, tensor<2xf32> -> tensor<f32>
+  %nw, %nm, %nv = train.adamw %w, %c#0, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv, %c#1 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<2xf32>
+}
+
+// -----
+
+// A step asking for shards that train-split-batch has not split yet.
+func.func @unsplit(%w: tensor<4xf32>, %x: tensor<8x4xf32>) -> tensor<f32> {
+  // expected-error @below {{train-shard-state: the step's shard = 1 needs its ranks split first (run train-split-batch before this pass)}}
+  %loss, %gw = train.step params(%w : tensor<4xf32>) batch(%x : tensor<8x4xf32>)
+      attributes {data_parallel = 2 : i64, shard = 1 : i64} -> tensor<f32> grads(tensor<4xf32>) {
+  ^bb0(%pw: tensor<4xf32>, %bx: tensor<8x4xf32>):
+    %e = tensor.empty() : tensor<f32>
+    %l = linalg.dot ins(%pw, %pw : tensor<4xf32>, tensor<4xf32>) outs(%e : tensor<f32>) -> tensor<f32>
+    train.yield %l : tensor<f32>
+  }
+  return %loss : tensor<f32>
+}
+
+// -----
+
+// One rank, or no stage: nothing to shard, nothing refused.
+func.func @one_rank(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.shard = 2 : i64} {
+  %nw, %nm, %nv = train.adamw %w, %g, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}

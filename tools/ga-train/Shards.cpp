@@ -1,0 +1,94 @@
+//===- Shards.cpp - ga-train's moments held in shards ---------------------===//
+//
+// Part of ga-opt: exact gradient accumulation and data parallelism.
+//
+//===----------------------------------------------------------------------===//
+
+#include "Shards.h"
+
+#include "ga/Runtime/ga_step.h"
+
+#include "llvm/ADT/STLExtras.h"
+
+#include <algorithm>
+
+#include <cstring>
+
+extern "C" {
+// The CPU runtime's all-gather (lib/Runtime/Collectives.cpp).
+void ga_all_gather_f32(int64_t, void *, int64_t, void *);
+void ga_all_gather_f64(int64_t, void *, int64_t, void *);
+}
+
+namespace ga {
+
+MomentShards::MomentShards(const TrainEntry &entry,
+                           const StepSignature &signature)
+    : whole(signature) {
+  for (unsigned k = 0; k < entry.args.size(); ++k) {
+    TrainArgKind kind = entry.args[k].kind;
+    if (kind != TrainArgKind::FirstMoment && kind != TrainArgKind::SecondMoment)
+      continue;
+    const TensorSpec &param =
+        signature.inputs[entry.paramArg[entry.args[k].index]];
+    if (signature.inputs[k].shape == param.shape)
+      continue;
+    sharded.push_back(k);
+    shardSizes.push_back(signature.inputs[k].numElements());
+    whole.inputs[k].shape = param.shape;
+  }
+}
+
+std::vector<NpyArray> MomentShards::gather(const std::vector<NpyArray> &args,
+                                           std::string &error) const {
+  std::vector<NpyArray> state = args;
+  int64_t ranks = ga_world_size();
+  for (unsigned k : sharded) {
+    const NpyArray &shard = args[k];
+    NpyArray &out = state[k];
+    int64_t c = shard.numElements(), n = whole.inputs[k].numElements();
+    size_t size = npyDTypeSize(shard.dtype);
+    std::vector<char> all(ranks * c * size);
+    int64_t in[5] = {reinterpret_cast<int64_t>(shard.data.data()),
+                     reinterpret_cast<int64_t>(shard.data.data()), 0, c, 1};
+    int64_t gathered[5] = {reinterpret_cast<int64_t>(all.data()),
+                           reinterpret_cast<int64_t>(all.data()), 0, ranks * c,
+                           1};
+    if (shard.dtype == NpyDType::F32)
+      ga_all_gather_f32(1, in, 1, gathered);
+    else if (shard.dtype == NpyDType::F64)
+      ga_all_gather_f64(1, in, 1, gathered);
+    else {
+      error = "argument #" + std::to_string(k) + " is a moment of " +
+              npyDTypeName(shard.dtype) +
+              ": sharded moments are float32 or float64";
+      return {};
+    }
+    if (ranks * c < n) {
+      error = "argument #" + std::to_string(k) + ": " + std::to_string(ranks) +
+              " shards of " + std::to_string(c) + " elements hold less than " +
+              "the moment's " + std::to_string(n);
+      return {};
+    }
+    out.shape = whole.inputs[k].shape;
+    out.data.assign(all.begin(), all.begin() + n * size);
+  }
+  return state;
+}
+
+void MomentShards::scatter(std::vector<NpyArray> &args) const {
+  int64_t rank = ga_world_rank();
+  for (auto [k, c] : llvm::zip(sharded, shardSizes)) {
+    NpyArray &array = args[k];
+    int64_t n = array.numElements();
+    size_t size = npyDTypeSize(array.dtype);
+    std::vector<char> part(c * size, 0);
+    int64_t begin = std::min(n, rank * c), end = std::min(n, begin + c);
+    std::memcpy(part.data(), array.data.data() + begin * size,
+                (end - begin) * size);
+    array.data = std::move(part);
+    array.shape = {c};
+  }
+}
+
+} // namespace ga
