@@ -38,8 +38,8 @@
 
 // Stage 2: each rank's accumulated gradients are reduce-scattered (the
 // bias's padded to 6 first); the norm is the square root of the shards'
-// squared sums summed across the ranks; no whole gradient is all-reduced
-// or clipped.
+// squared sums (in float64) summed across the ranks; no whole gradient is
+// all-reduced or clipped.
 // GRADS-LABEL: func.func @train
 // GRADS-SAME: train.data_parallel = 2 : i64, train.shard = 2 : i64
 // GRADS: %[[LOSS:.*]], %[[A:.*]]:2 = train.accumulate
@@ -50,9 +50,11 @@
 // GRADS: %[[SB:.*]] = train.reduce_scatter sum %[[ABP]] : tensor<6xf32> -> tensor<3xf32>
 // GRADS-NOT: train.clip_by_global_norm
 // GRADS: %[[SQ:.*]] = linalg.generic {{.*}} ins(%[[SB]] : tensor<3xf32>)
-// GRADS: %[[TOTAL:.*]] = train.all_reduce sum %[[SQ]] : tensor<f32>
-// GRADS: %[[NORM:.*]] = linalg.generic {{.*}} ins(%[[TOTAL]] : tensor<f32>)
-// GRADS: math.sqrt
+// GRADS: %[[TOTAL:.*]] = train.all_reduce sum %[[SQ]] : tensor<f64>
+// GRADS: %[[ROOT:.*]] = linalg.generic {{.*}} ins(%[[TOTAL]] : tensor<f64>)
+// GRADS: math.sqrt %{{.*}} : f64
+// GRADS: %[[NORM:.*]] = linalg.generic {{.*}} ins(%[[ROOT]] : tensor<f64>) outs(%{{.*}} : tensor<f32>)
+// GRADS: arith.truncf
 // GRADS: train.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<6xf32>, tensor<6xf32>
 // GRADS: train.all_gather {{.*}} : tensor<6xf32> -> tensor<12xf32>
 // GRADS: train.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>

@@ -128,13 +128,16 @@ struct TrainPlanRematPass
     compileSeconds +=
         std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
             .count();
+    // The compiled step's arguments: a rank's shards of the optimizer's
+    // state where train-shard-state made them.
+    SmallVector<Type> arguments = argumentTypes(compiled, function);
     if (deviceAllocator) {
       SmallVector<int64_t> inputs;
-      for (Type type : function.getArgumentTypes())
+      for (Type type : arguments)
         inputs.push_back(tensorBytes(type));
       return ga::cachingAllocatorBytes(*profile, inputs) + deviceFixedBytes;
     }
-    return profile->peakBytes + argumentBytes(function);
+    return profile->peakBytes + argumentBytes(arguments);
   }
 
   /// The candidates' pipeline into `pm`: the typed one, or from the

@@ -649,10 +649,17 @@ SegmentPlan segmentsOf(ArrayRef<Unit> units, unsigned length) {
   return segments;
 }
 
-/// The bytes of a function's arguments (a budget covers them).
-int64_t argumentBytes(func::FuncOp function) {
+SmallVector<Type> argumentTypes(func::FuncOp compiled, func::FuncOp source) {
+  if (auto recorded = compiled->getAttrOfType<TypeAttr>(
+          ga::train::TrainDialect::SignatureAttrHelper::getNameStr()))
+    if (auto type = dyn_cast<FunctionType>(recorded.getValue()))
+      return llvm::to_vector(type.getInputs());
+  return llvm::to_vector(source.getArgumentTypes());
+}
+
+int64_t argumentBytes(ArrayRef<Type> types) {
   int64_t bytes = 0;
-  for (Type type : function.getArgumentTypes())
+  for (Type type : types)
     bytes += tensorBytes(type);
   return bytes;
 }

@@ -117,7 +117,15 @@ ga::remat::SegmentPlan segmentsOf(llvm::ArrayRef<Unit> units, unsigned length);
 int64_t tensorBytes(mlir::Type type);
 
 /// The bytes of a function's arguments (a budget covers them).
-int64_t argumentBytes(mlir::func::FuncOp function);
+/// The tensor types that the compiled step `compiled` takes: its recorded
+/// signature (train.signature: a rank's shards of the optimizer's state
+/// where train-shard-state made them), or else the arguments of `source`,
+/// the function before the pipeline.
+llvm::SmallVector<mlir::Type> argumentTypes(mlir::func::FuncOp compiled,
+                                            mlir::func::FuncOp source);
+
+/// The bytes of arguments of `types` (a budget covers them).
+int64_t argumentBytes(llvm::ArrayRef<mlir::Type> types);
 
 /// The bytes of the values the ops after the last unit define (the loss).
 int64_t tailBytesOf(ga::train::StepOp step, llvm::ArrayRef<Unit> units);
