@@ -31,10 +31,6 @@ std::string ga::train::getCollectiveFunctionName(StringRef collective,
   return ("ga_" + collective + "_" + suffix).str();
 }
 
-std::string ga::train::getAllReduceFunctionName(Type elementType) {
-  return getCollectiveFunctionName("all_reduce", elementType);
-}
-
 func::FuncOp ga::train::getOrInsertRuntimeFunction(OpBuilder &builder,
                                                    Operation *from,
                                                    StringRef name,
@@ -64,6 +60,40 @@ func::FuncOp ga::train::getOrInsertRuntimeFunction(OpBuilder &builder,
 }
 
 namespace {
+/// The runtime function `ga_<collective>_<type>` for `op`'s element type, or
+/// an error at `op` naming the types the runtime has.
+FailureOr<func::FuncOp> collectiveFunction(RewriterBase &rewriter,
+                                           Operation *op, StringRef collective,
+                                           Type elementType,
+                                           FunctionType type) {
+  std::string name = getCollectiveFunctionName(collective, elementType);
+  if (name.empty())
+    return op->emitOpError()
+           << "cannot be lowered to a runtime call: the runtime's collectives "
+              "take f32, f64, i32 and i64 buffers, not "
+           << elementType;
+  func::FuncOp fn = getOrInsertRuntimeFunction(rewriter, op, name, type);
+  if (!fn)
+    return failure();
+  return fn;
+}
+
+/// `buffer` as a contiguous buffer, which the runtime's collectives take:
+/// itself, or a copy.
+FailureOr<Value> contiguous(RewriterBase &rewriter, Location loc, Value buffer,
+                            const BufferizationOptions &options) {
+  auto type = cast<MemRefType>(buffer.getType());
+  if (type.getLayout().isIdentity())
+    return buffer;
+  auto identity =
+      MemRefType::get(type.getShape(), type.getElementType(),
+                      MemRefLayoutAttrInterface(), type.getMemorySpace());
+  Value copy = memref::AllocOp::create(rewriter, loc, identity);
+  if (failed(options.createMemCpy(rewriter, loc, buffer, copy)))
+    return failure();
+  return copy;
+}
+
 /// train.all_reduce reduces in place: it reads and writes its input's
 /// buffer, and its result is that buffer.
 struct AllReduceOpInterface
@@ -88,61 +118,29 @@ struct AllReduceOpInterface
     auto reduce = cast<AllReduceOp>(op);
     Location loc = op->getLoc();
     Type elementType = reduce.getInput().getType().getElementType();
-    std::string name = getAllReduceFunctionName(elementType);
-    if (name.empty())
-      return op->emitOpError()
-             << "cannot be lowered to a runtime call: the runtime reduces "
-                "f32, f64, i32 and i64 buffers, not "
-             << elementType;
     FailureOr<Value> buffer =
         getBuffer(rewriter, reduce.getInput(), options, state);
     if (failed(buffer))
       return failure();
-    Value target = *buffer;
-    auto memrefType = cast<MemRefType>(target.getType());
     // The runtime reduces a contiguous buffer.
-    if (!memrefType.getLayout().isIdentity()) {
-      auto contiguous = MemRefType::get(memrefType.getShape(), elementType,
-                                        MemRefLayoutAttrInterface(),
-                                        memrefType.getMemorySpace());
-      target = memref::AllocOp::create(rewriter, loc, contiguous);
-      if (failed(options.createMemCpy(rewriter, loc, *buffer, target)))
-        return failure();
-      memrefType = contiguous;
-    }
-    auto unranked =
-        UnrankedMemRefType::get(elementType, memrefType.getMemorySpace());
-    auto fnType =
-        rewriter.getFunctionType({unranked, rewriter.getI32Type()}, {});
-    func::FuncOp fn = getOrInsertRuntimeFunction(rewriter, op, name, fnType);
-    if (!fn)
+    FailureOr<Value> target = contiguous(rewriter, loc, *buffer, options);
+    if (failed(target))
       return failure();
-    Value cast = memref::CastOp::create(rewriter, loc, unranked, target);
+    auto unranked = UnrankedMemRefType::get(
+        elementType, cast<MemRefType>(target->getType()).getMemorySpace());
+    FailureOr<func::FuncOp> fn = collectiveFunction(
+        rewriter, op, "all_reduce", elementType,
+        rewriter.getFunctionType({unranked, rewriter.getI32Type()}, {}));
+    if (failed(fn))
+      return failure();
+    Value cast = memref::CastOp::create(rewriter, loc, unranked, *target);
     Value kind = arith::ConstantIntOp::create(
         rewriter, loc, static_cast<int64_t>(reduce.getKind()), 32);
-    func::CallOp::create(rewriter, loc, fn, ValueRange{cast, kind});
-    replaceOpWithBufferizedValues(rewriter, op, target);
+    func::CallOp::create(rewriter, loc, *fn, ValueRange{cast, kind});
+    replaceOpWithBufferizedValues(rewriter, op, *target);
     return success();
   }
 };
-
-/// The runtime function `ga_<collective>_<type>` for `op`'s element type, or
-/// an error at `op` naming the types the runtime has.
-FailureOr<func::FuncOp> collectiveFunction(RewriterBase &rewriter,
-                                           Operation *op, StringRef collective,
-                                           Type elementType,
-                                           FunctionType type) {
-  std::string name = getCollectiveFunctionName(collective, elementType);
-  if (name.empty())
-    return op->emitOpError()
-           << "cannot be lowered to a runtime call: the runtime's collectives "
-              "take f32, f64, i32 and i64 buffers, not "
-           << elementType;
-  func::FuncOp fn = getOrInsertRuntimeFunction(rewriter, op, name, type);
-  if (!fn)
-    return failure();
-  return fn;
-}
 
 /// train.reduce_scatter and train.all_gather read their input's buffer and
 /// write a new buffer of the result's type (the runtime copies nothing
@@ -175,17 +173,10 @@ struct PartitionCollectiveInterface
         getBuffer(rewriter, collective.getInput(), options, state);
     if (failed(input))
       return failure();
-    Value source = *input;
-    auto sourceType = cast<MemRefType>(source.getType());
-    // The runtime reads a contiguous buffer.
-    if (!sourceType.getLayout().isIdentity()) {
-      auto contiguous = MemRefType::get(sourceType.getShape(), elementType,
-                                        MemRefLayoutAttrInterface(),
-                                        sourceType.getMemorySpace());
-      source = memref::AllocOp::create(rewriter, loc, contiguous);
-      if (failed(options.createMemCpy(rewriter, loc, *input, source)))
-        return failure();
-    }
+    FailureOr<Value> source = contiguous(rewriter, loc, *input, options);
+    if (failed(source))
+      return failure();
+    auto sourceType = cast<MemRefType>(source->getType());
     auto resultMemref = MemRefType::get(resultType.getShape(), elementType,
                                         MemRefLayoutAttrInterface(),
                                         sourceType.getMemorySpace());
@@ -194,7 +185,7 @@ struct PartitionCollectiveInterface
         UnrankedMemRefType::get(elementType, sourceType.getMemorySpace());
     SmallVector<Type> argTypes = {unranked, unranked};
     SmallVector<Value> args = {
-        memref::CastOp::create(rewriter, loc, unranked, source),
+        memref::CastOp::create(rewriter, loc, unranked, *source),
         memref::CastOp::create(rewriter, loc, unranked, result)};
     StringRef name = "all_gather";
     if constexpr (std::is_same_v<OpTy, ReduceScatterOp>) {

@@ -63,11 +63,6 @@ inline constexpr llvm::StringLiteral kReportAssertionFunction =
 std::string getCollectiveFunctionName(llvm::StringRef collective,
                                       mlir::Type elementType);
 
-/// The runtime function that all-reduces a buffer of `elementType`
-/// (`ga_all_reduce_f32`, ...), or an empty string for an element type that
-/// the runtime does not reduce.
-std::string getAllReduceFunctionName(mlir::Type elementType);
-
 /// The private declaration `name : type` in the symbol table that holds
 /// `from`, inserted at its start if missing. Emits an error at `from` and
 /// returns null when a symbol of that name exists with another type.
@@ -76,7 +71,8 @@ mlir::func::FuncOp getOrInsertRuntimeFunction(mlir::OpBuilder &builder,
                                               llvm::StringRef name,
                                               mlir::FunctionType type);
 
-/// Registers the BufferizableOpInterface model of train.all_reduce.
+/// Registers the BufferizableOpInterface models of train.all_reduce,
+/// train.reduce_scatter and train.all_gather.
 void registerBufferizableOpInterfaceExternalModels(
     mlir::DialectRegistry &registry);
 
