@@ -322,7 +322,9 @@ void Sharder::retypeMoments(ArrayRef<AdamWOp> updates,
       if (arg.getArgNumber() < recordedInputs.size())
         recordedInputs[arg.getArgNumber()] = type;
       next.setType(type);
-      for (unsigned position : *returnedOnly(next)) {
+      // Checked by checkUpdate: only returned.
+      SmallVector<unsigned> positions = *returnedOnly(next);
+      for (unsigned position : positions) {
         results[position] = type;
         if (position < recordedResults.size())
           recordedResults[position] = type;
