@@ -970,21 +970,28 @@ int ncclCommInitRank(void **comm, int nranks, MockNcclId id, int rank) {
   ++c.ncclComms;
   return 0;
 }
+/// The CPU runtime's suffix of an NCCL data type (ncclFloat32, ncclFloat64,
+/// ncclInt32, ncclInt64), or null for another.
+static const char *ncclSuffix(int type) {
+  return type == 7   ? "f32"
+         : type == 8 ? "f64"
+         : type == 2 ? "i32"
+         : type == 4 ? "i64"
+                     : nullptr;
+}
+
 int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
                   void *comm, void *) {
   Counts &c = counts();
-  const char *name = type == 7   ? "ga_all_reduce_f32"
-                     : type == 8 ? "ga_all_reduce_f64"
-                     : type == 2 ? "ga_all_reduce_i32"
-                     : type == 4 ? "ga_all_reduce_i64"
-                                 : nullptr;
+  const char *suffix = ncclSuffix(type);
+  std::string name = std::string("ga_all_reduce_") + (suffix ? suffix : "");
   size_t size = type == 8 || type == 4 ? 8 : 4;
   uintptr_t p = reinterpret_cast<uintptr_t>(recv);
   std::pair<uintptr_t, size_t> block;
   {
     std::lock_guard<std::mutex> lock(c.mutex);
     block = deviceBlock(p);
-    if (!name || op != 0 || send != recv || !comm || !block.first ||
+    if (!suffix || op != 0 || send != recv || !comm || !block.first ||
         p + count * size > block.first + block.second) {
       ++c.badNccl;
       return 4; // ncclInvalidArgument
@@ -994,7 +1001,7 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
   }
   int64_t descriptor[5] = {static_cast<int64_t>(p), static_cast<int64_t>(p), 0,
                            static_cast<int64_t>(count), 1};
-  hostAllReduce(name)(1, descriptor, 0);
+  hostAllReduce(name.c_str())(1, descriptor, 0);
   std::lock_guard<std::mutex> lock(c.mutex);
   setAccess(block.first, block.second, PROT_NONE);
   return 0;
@@ -1006,11 +1013,7 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
 static int partition(bool gather, const void *send, void *recv, size_t count,
                      int type, int op, void *comm) {
   Counts &c = counts();
-  const char *suffix = type == 7   ? "f32"
-                       : type == 8 ? "f64"
-                       : type == 2 ? "i32"
-                       : type == 4 ? "i64"
-                                   : nullptr;
+  const char *suffix = ncclSuffix(type);
   size_t size = type == 8 || type == 4 ? 8 : 4;
   int ranks = worldValue("ga_world_size");
   size_t sendCount = gather ? count : count * ranks;
