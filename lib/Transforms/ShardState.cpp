@@ -69,6 +69,7 @@ private:
   Value flatPadded(OpBuilder &b, Location loc, Value full,
                    const Layout &layout);
   Value shardOf(OpBuilder &b, Location loc, Value full, const Layout &layout);
+  Value reduceScatterOf(AllReduceOp reduce, const Layout &layout);
   Value unflatten(OpBuilder &b, Location loc, Value gathered,
                   const Layout &layout);
   FailureOr<DenseMap<Value, Value>>
@@ -213,6 +214,18 @@ AllReduceOp summedGradient(Value grad) {
   return reduce;
 }
 
+/// The rank's shard of the gradient that `reduce` sums across the ranks:
+/// a reduce-scatter of its flat, padded input, in its place (`reduce` is
+/// erased once nothing reads it).
+Value Sharder::reduceScatterOf(AllReduceOp reduce, const Layout &layout) {
+  OpBuilder b(reduce);
+  Location loc = reduce.getLoc();
+  replaced.push_back(reduce);
+  return ReduceScatterOp::create(
+      b, loc, vectorType(layout.c, layout.shape.getElementType()),
+      flatPadded(b, loc, reduce.getInput(), layout), ReduceKind::Sum);
+}
+
 /// Stage 2: the rank's shard of every gradient that an update in `updates`
 /// reads, keyed by the value the update reads, from a reduce-scatter of
 /// the accumulated sum (a clip's outputs from its inputs' shards).
@@ -235,13 +248,7 @@ Sharder::shardGradients(ArrayRef<AdamWOp> updates,
              << "train-shard-state: shard = 2 reduce-scatters the gradients "
                 "that the updates read; this one is not a train.all_reduce "
                 "sum that only this update reads";
-    OpBuilder b(reduce);
-    Location loc = reduce.getLoc();
-    const Layout &layout = gradLayouts[grad];
-    replaced.push_back(reduce);
-    shards[grad] = ReduceScatterOp::create(
-        b, loc, vectorType(layout.c, layout.shape.getElementType()),
-        flatPadded(b, loc, reduce.getInput(), layout), ReduceKind::Sum);
+    shards[grad] = reduceScatterOf(reduce, gradLayouts[grad]);
   }
   for (ClipByGlobalNormOp clip : clips) {
     replaced.insert(replaced.begin(), clip);
@@ -269,14 +276,7 @@ LogicalResult Sharder::shardClip(ClipByGlobalNormOp clip,
                 "gradients, so every input must be a train.all_reduce sum "
                 "that only the clip reads, and every output read by one "
                 "sharded update only";
-    const Layout &layout = gradLayouts.lookup(clipped);
-    replaced.push_back(reduce);
-    OpBuilder at(reduce);
-    parts.push_back(ReduceScatterOp::create(
-        at, reduce.getLoc(),
-        vectorType(layout.c, layout.shape.getElementType()),
-        flatPadded(at, reduce.getLoc(), reduce.getInput(), layout),
-        ReduceKind::Sum));
+    parts.push_back(reduceScatterOf(reduce, gradLayouts.lookup(clipped)));
   }
   // The squares are summed in float64, as the clip's lowering sums them:
   // each rank its shards', then across the ranks.
@@ -405,22 +405,18 @@ struct TrainShardStatePass
     : ga::impl::TrainShardStatePassBase<TrainShardStatePass> {
   using Base::Base;
   void runOnOperation() override {
-    SmallVector<func::FuncOp> functions;
+    // (function, ranks, stage) of every function split over several ranks
+    // that asks for a stage.
+    SmallVector<std::tuple<func::FuncOp, int64_t, int64_t>> functions;
     getOperation()->walk([&](func::FuncOp fn) {
       auto stage = fn->getAttrOfType<IntegerAttr>(
           TrainDialect::ShardAttrHelper::getNameStr());
       auto ranks = fn->getAttrOfType<IntegerAttr>(
           TrainDialect::DataParallelAttrHelper::getNameStr());
       if (stage && stage.getInt() > 0 && ranks && ranks.getInt() > 1)
-        functions.push_back(fn);
+        functions.emplace_back(fn, ranks.getInt(), stage.getInt());
     });
-    for (func::FuncOp fn : functions) {
-      int64_t r = fn->getAttrOfType<IntegerAttr>(
-                        TrainDialect::DataParallelAttrHelper::getNameStr())
-                      .getInt();
-      int64_t stage = fn->getAttrOfType<IntegerAttr>(
-                            TrainDialect::ShardAttrHelper::getNameStr())
-                          .getInt();
+    for (auto [fn, r, stage] : functions) {
       if (failed(Sharder(fn, r, stage).run()) || failed(verify(fn)))
         return signalPassFailure();
     }
