@@ -226,6 +226,11 @@ static void addTrainToLinalg(OpPassManager &pm,
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
+  // Stage 3's parameters, gathered at the function's entry by
+  // train-shard-state, gathered again before each operation (of the step or
+  // its micro-batch loop) that reads them, now that the backward and the
+  // loops are there.
+  pm.addNestedPass<func::FuncOp>(createTrainGatherAtUsePass());
   // bf16-mixed: after train-lower-accumulate, whose in-place accumulation
   // reads the products that compute the gradients; before fusion, which
   // then fuses the roundings like any elementwise producer.

@@ -19,11 +19,20 @@
 //            train.reduce_scatter sum (flat(%a)); a clip of such gradients
 //            takes the global norm from the shards' squared sums, summed
 //            across the ranks (train.all_reduce sum of one scalar).
+//   stage 3: also the parameters: the function takes and returns the
+//            rank's shard %ps (tensor<c x T>); the update reads it and its
+//            result is returned as it is; every other reader reads
+//            unflatten(train.all_gather %ps), gathered once at the
+//            function's entry here and then, by train-gather-at-use after
+//            the step is differentiated and its loops lowered, right before
+//            each reader (so that a few layers' whole parameters exist at a
+//            time).
 //
-// The moments are arguments and results of the function: their types
-// become [c]. Every element of the update is computed from the same inputs
-// as without the shards, so the parameters agree with the replicated step's
-// (stage 1 bitwise; stage 2 up to the order of the ranks' sums).
+// The moments (and at stage 3 the parameters) are arguments and results of
+// the function: their types become [c]. Every element of the update is computed
+// from the same inputs as without the shards, so the parameters agree with the
+// replicated step's (stage 1 bitwise; stage 2 up to the order of the ranks'
+// sums).
 //
 //===----------------------------------------------------------------------===//
 
@@ -78,8 +87,9 @@ private:
   LogicalResult shardClip(ClipByGlobalNormOp clip,
                           const DenseMap<Value, Layout> &gradLayouts,
                           DenseMap<Value, Value> &shards);
-  void retypeMoments(ArrayRef<AdamWOp> updates,
-                     const DenseMap<Operation *, Layout> &layouts);
+  void retypeState(ArrayRef<AdamWOp> updates,
+                   const DenseMap<Operation *, Layout> &layouts);
+  bool isSharded(AdamWOp op);
 
   func::FuncOp fn;
   int64_t r, stage;
@@ -149,6 +159,19 @@ LogicalResult Sharder::checkUpdate(AdamWOp op) {
   if (!cast<RankedTensorType>(op.getParam().getType()).hasStaticShape())
     return op.emitOpError()
            << "train-shard-state: needs a parameter of static shape";
+  if (stage >= 3) {
+    if (failed(returnedOnly(op.getNewParam())))
+      return op.emitOpError()
+             << "train-shard-state: shard = 3 returns the rank's shard of the "
+                "updated parameter, so the new parameter must only be "
+                "returned by @"
+             << fn.getSymName();
+    for (Operation *user : op.getParam().getUsers())
+      if (auto other = dyn_cast<AdamWOp>(user); other && other != op)
+        return op.emitOpError()
+               << "train-shard-state: shard = 3 holds one shard per "
+                  "parameter; this parameter has another update";
+  }
   return success();
 }
 
@@ -293,12 +316,12 @@ LogicalResult Sharder::shardClip(ClipByGlobalNormOp clip,
   return success();
 }
 
-/// The moments' arguments and results of the function become [c] vectors,
-/// in its type and in its recorded tensor signature (train.signature of
-/// train-record-signatures, which ga-run, ga-train and the step libraries
-/// call it with).
-void Sharder::retypeMoments(ArrayRef<AdamWOp> updates,
-                            const DenseMap<Operation *, Layout> &layouts) {
+/// The moments' (and at stage 3 the parameters') arguments and results of
+/// the function become [c] vectors, in its type and in its recorded tensor
+/// signature (train.signature of train-record-signatures, which ga-run,
+/// ga-train and the step libraries call it with).
+void Sharder::retypeState(ArrayRef<AdamWOp> updates,
+                          const DenseMap<Operation *, Layout> &layouts) {
   SmallVector<Type> inputs(fn.getArgumentTypes());
   SmallVector<Type> results(fn.getResultTypes());
   StringRef name = TrainDialect::SignatureAttrHelper::getNameStr();
@@ -312,11 +335,14 @@ void Sharder::retypeMoments(ArrayRef<AdamWOp> updates,
   }
   for (AdamWOp op : updates) {
     const Layout &layout = layouts.lookup(op);
-    for (auto [moment, next] :
-         {std::pair(op.getM(), op.getNewM()), {op.getV(), op.getNewV()}}) {
+    SmallVector<std::pair<Value, Value>> state = {{op.getM(), op.getNewM()},
+                                                  {op.getV(), op.getNewV()}};
+    if (stage >= 3)
+      state.emplace_back(op.getParam(), op.getNewParam());
+    for (auto [value, next] : state) {
       auto type = vectorType(
-          layout.c, cast<RankedTensorType>(moment.getType()).getElementType());
-      auto arg = cast<BlockArgument>(moment);
+          layout.c, cast<RankedTensorType>(value.getType()).getElementType());
+      auto arg = cast<BlockArgument>(value);
       arg.setType(type);
       inputs[arg.getArgNumber()] = type;
       if (arg.getArgNumber() < recordedInputs.size())
@@ -337,20 +363,25 @@ void Sharder::retypeMoments(ArrayRef<AdamWOp> updates,
                           fn.getContext(), recordedInputs, recordedResults)));
 }
 
+/// An update this pass made (on a second run): of a shard of the
+/// parameter, sliced (stages 1 and 2) or an argument that is also gathered
+/// (stage 3), with moments that are vectors.
+bool Sharder::isSharded(AdamWOp op) {
+  if (!functionArgument(fn, op.getM()) ||
+      cast<RankedTensorType>(op.getM().getType()).getRank() != 1)
+    return false;
+  if (!functionArgument(fn, op.getParam()))
+    return static_cast<bool>(
+        op.getParam().getDefiningOp<tensor::ExtractSliceOp>());
+  return llvm::any_of(op.getParam().getUsers(),
+                      [](Operation *user) { return isa<AllGatherOp>(user); });
+}
+
 LogicalResult Sharder::run() {
-  if (stage == 3)
-    return fn.emitError()
-           << "train-shard-state: shard = 3 (the parameters, gathered layer "
-              "by layer) is not implemented; use shard = 2 (the optimizer's "
-              "state and the gradients)";
   SmallVector<AdamWOp> updates;
   fn.walk([&](AdamWOp op) {
     // An update of a shard (this pass's, on a second run) is done.
-    bool shard = !functionArgument(fn, op.getParam()) &&
-                 op.getParam().getDefiningOp<tensor::ExtractSliceOp>() &&
-                 functionArgument(fn, op.getM()) &&
-                 cast<RankedTensorType>(op.getM().getType()).getRank() == 1;
-    if (!shard)
+    if (!isSharded(op))
       updates.push_back(op);
   });
   for (AdamWOp op : updates)
@@ -370,12 +401,36 @@ LogicalResult Sharder::run() {
       return failure();
     gradShards = std::move(*shards);
   }
-  retypeMoments(updates, layouts);
+  // Stage 3: every reader of a parameter but its update reads it gathered
+  // from the shards, at the function's entry (train-gather-at-use moves each
+  // gather to its readers).
+  DenseMap<Operation *, SmallVector<OpOperand *>> readers;
+  if (stage >= 3)
+    for (AdamWOp op : updates)
+      for (OpOperand &use : op.getParam().getUses())
+        if (use.getOwner() != op)
+          readers[op].push_back(&use);
+  retypeState(updates, layouts);
+  OpBuilder entry(fn.getContext());
+  entry.setInsertionPointAfter(rank.getDefiningOp());
   for (AdamWOp op : updates) {
     const Layout &layout = layouts[op];
     OpBuilder at(op);
     Location loc = op.getLoc();
-    Value param = shardOf(at, loc, op.getParam(), layout);
+    Value param;
+    if (stage >= 3) {
+      param = op.getParam();
+      Value whole = unflatten(
+          entry, loc,
+          AllGatherOp::create(
+              entry, loc,
+              vectorType(layout.padded, layout.shape.getElementType()), param),
+          layout);
+      for (OpOperand *use : readers[op])
+        use->set(whole);
+    } else {
+      param = shardOf(at, loc, op.getParam(), layout);
+    }
     Value grad = gradShards.lookup(op.getGrad());
     if (!grad)
       grad = shardOf(at, loc, op.getGrad(), layout);
@@ -385,10 +440,14 @@ LogicalResult Sharder::run() {
         param, grad, op.getM(), op.getV(), op.getLr(), op.getStep(),
         op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
         op.getWeightDecayAttr());
-    Value gathered = AllGatherOp::create(
-        at, loc, vectorType(layout.padded, layout.shape.getElementType()),
-        update.getNewParam());
-    op.getNewParam().replaceAllUsesWith(unflatten(at, loc, gathered, layout));
+    if (stage >= 3) {
+      op.getNewParam().replaceAllUsesWith(update.getNewParam());
+    } else {
+      Value gathered = AllGatherOp::create(
+          at, loc, vectorType(layout.padded, layout.shape.getElementType()),
+          update.getNewParam());
+      op.getNewParam().replaceAllUsesWith(unflatten(at, loc, gathered, layout));
+    }
     op.getNewM().replaceAllUsesWith(update.getNewM());
     op.getNewV().replaceAllUsesWith(update.getNewV());
     op.erase();

@@ -3,7 +3,7 @@
 --shard 1 must give the replicated run's losses, gradient norms and final
 parameters and moments bitwise; --shard 2 every step's loss and gradient
 norm, and every parameter and moment (relative norm of each tensor), within
-1e-6 of it."""
+1e-6 of it; --shard 3 (a fourth run) the --shard 2 run's bitwise."""
 import csv
 import json
 import os
@@ -33,18 +33,28 @@ def relative(a, b):
     return float(np.linalg.norm(a - b) / max(np.linalg.norm(b), 1e-300))
 
 
+def bitwise(run, other):
+    rows, state = run
+    other_rows, other_state = other
+    curve = [(r["loss"], r["grad_norm"]) for r in rows]
+    return (curve == [(r["loss"], r["grad_norm"]) for r in other_rows] and
+            sorted(state) == sorted(other_state) and
+            all(state[k].tobytes() == v.tobytes()
+                for k, v in other_state.items()))
+
+
 failures = 0
 ref_rows, ref_state = load(sys.argv[1])
+runs = [(ref_rows, ref_state)]
 for stage, spec in enumerate(sys.argv[2:], start=1):
     rows, state = load(spec)
-    if stage == 1:
-        curve = [(r["loss"], r["grad_norm"]) for r in rows]
-        same = (curve == [(r["loss"], r["grad_norm"]) for r in ref_rows] and
-                sorted(state) == sorted(ref_state) and
-                all(state[k].tobytes() == v.tobytes()
-                    for k, v in ref_state.items()))
-        print(f"shard=1: {len(rows)} steps and {len(state)} tensors "
-              f"{'bitwise those of shard=0' if same else 'DIFFER'}")
+    runs.append((rows, state))
+    if stage in (1, 3):
+        # Stage 1 against the replicated run, stage 3 against stage 2.
+        against = stage - 1
+        same = bitwise(runs[stage], runs[against])
+        print(f"shard={stage}: {len(rows)} steps and {len(state)} tensors "
+              f"{'bitwise those of shard=' + str(against) if same else 'DIFFER'}")
         failures += not same
         continue
     worst_log = max(relative(float(r[c]), float(q[c]))

@@ -204,7 +204,8 @@ def main():
             replicated = train(args, name, data, f"{name}_r{ranks}_k{k}_s0",
                                ranks, k, 0)
             replicated_state, _ = checkpoint_state(replicated[1])
-            for stage in (1, 2):
+            staged = {}
+            for stage in (1, 2, 3):
                 where = f"{name} r={ranks} k={k} shard={stage}"
                 run = train(args, name, data,
                             f"{name}_r{ranks}_k{k}_s{stage}", ranks, k, stage)
@@ -227,20 +228,29 @@ def main():
                     compare_drift(check, after.rstrip(","), run[1],
                                   replicated[1], reference[1])
                     state, manifest = checkpoint_state(run[1])
+                staged[stage] = state
                 if stage == 1:
                     check.true(f"{where}: parameters and moments bitwise "
                                f"those of shard=0 on the same ranks",
                                bitwise(state, replicated_state))
-                # A moment of n elements: ceil(n / R) on each rank.
+                if stage == 3:
+                    check.true(f"{where}: gathers the parameters",
+                               "and of the parameters" in run[2], run[2])
+                    check.true(f"{where}: parameters and moments bitwise "
+                               f"those of shard=2 on the same ranks",
+                               bitwise(state, staged[2]))
+                # A moment (at stage 3 also a parameter) of n elements:
+                # ceil(n / R) on each rank.
+                roles = ("m", "v", "param") if stage == 3 else ("m", "v")
                 expected = sum(
                     (state[e["argument"]].size
                      - -(-state[e["argument"]].size // ranks))
                     * state[e["argument"]].itemsize
-                    for e in manifest["state"] if e["role"] in ("m", "v"))
+                    for e in manifest["state"] if e["role"] in roles)
                 saved = argument_bytes(replicated[2]) - argument_bytes(run[2])
                 check.true(f"{where}: each rank holds 1/{ranks} of every "
-                           f"moment ({saved} argument bytes fewer than "
-                           f"shard=0)", saved == expected,
+                           f"{'/'.join(roles)} ({saved} argument bytes "
+                           f"fewer than shard=0)", saved == expected,
                            f"expected {expected}")
     # Resume: a sharded checkpoint at step 3 continues bitwise on the same
     # schedule, and on another rank count and stage (re-sharded on load).
@@ -251,7 +261,7 @@ def main():
     partial = train(args, name, data, "resume_first", 2, 2, 1,
                     ["--checkpoint-every", "3"])
     at3 = os.path.join(partial[1], "step-00000003")
-    for ranks, k, stage in ((2, 2, 1), (4, 1, 2), (1, 1, 0)):
+    for ranks, k, stage in ((2, 2, 1), (4, 1, 3), (1, 1, 0)):
         where = f"{name} resumed at step 3 on r={ranks} k={k} shard={stage}"
         run = train(args, name, data, f"resume_r{ranks}_s{stage}", ranks, k,
                     stage, ["--resume", at3])

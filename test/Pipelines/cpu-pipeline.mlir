@@ -11,6 +11,9 @@
 // RUN: ga-opt --ga-pipeline="precision=bf16-mixed" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIXED
 // MIXED: train-lower-accumulate,
 // MIXED-NEXT: canonicalize
+// MIXED-NEXT: func.func(
+// MIXED-NEXT: train-gather-at-use
+// MIXED-NEXT: ),
 // MIXED-NEXT: ga-mixed-precision,
 // MIXED-NEXT: ga-fuse-elementwise
 // RUN: ga-opt --ga-pipeline="target=cpu" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32

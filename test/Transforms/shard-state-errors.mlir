@@ -3,12 +3,27 @@
 // The functions below are what train-split-batch leaves (a step on 2 ranks
 // whose gradients are all-reduced sums), reduced to what the pass reads.
 
-// Stage 3 (the parameters) is not implemented.
-// expected-error @below {{train-shard-state: shard = 3 (the parameters, gathered layer by layer) is not implemented; use shard = 2 (the optimizer's state and the gradients)}}
-func.func @stage3(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 3 : i64} {
+// Stage 3 returns the rank's shard of each updated parameter: the new
+// parameter may not be read by anything else.
+func.func @stage3_new_param_read(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 3 : i64} {
   %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: shard = 3 returns the rank's shard of the updated parameter, so the new parameter must only be returned by @stage3_new_param_read}}
   %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
-  return %nw, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+  %twice = arith.addf %nw, %nw : tensor<4xf32>
+  return %nw, %nm, %nv, %twice : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
+}
+
+// -----
+
+// Stage 3 holds one shard of each parameter: two updates of one parameter
+// are refused.
+func.func @stage3_two_updates(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v: tensor<4xf32>, %m2: tensor<4xf32>, %v2: tensor<4xf32>, %lr: tensor<f32>, %t: tensor<i64>) -> (tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>) attributes {train.data_parallel = 2 : i64, train.shard = 3 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  %s2 = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.adamw' op train-shard-state: shard = 3 holds one shard per parameter; this parameter has another update}}
+  %nw, %nm, %nv = train.adamw %w, %s, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  %nw2, %nm2, %nv2 = train.adamw %w, %s2, %m2, %v2, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
+  return %nw, %nm, %nv, %nw2, %nm2, %nv2 : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
 
 // -----

@@ -2,6 +2,9 @@
 // RUN: ga-opt %s --train-set-schedule=shard=2 --train-normalize-loss --train-split-batch --train-shard-state | FileCheck %s --check-prefix=GRADS
 // RUN: ga-opt %s --train-normalize-loss --train-split-batch --train-shard-state --train-shard-state | FileCheck %s
 // RUN: ga-opt %s "--ga-pipeline=target=cpu shard=2" | FileCheck %s --check-prefix=LLVM
+// RUN: ga-opt %s --train-set-schedule=shard=3 --train-normalize-loss --train-split-batch --train-shard-state | FileCheck %s --check-prefix=PARAMS
+// RUN: ga-opt %s --train-set-schedule=shard=3 --train-normalize-loss --train-split-batch --train-shard-state --train-shard-state | FileCheck %s --check-prefix=PARAMS
+// RUN: ga-opt %s "--ga-pipeline=target=cpu shard=3 microbatches=2" | FileCheck %s --check-prefix=LLVM3
 
 // A step on 2 ranks with shard = 1, whose parameters have 12 elements
 // (6 per rank) and 5 elements (padded to 6: 3 per rank), clipped, then
@@ -60,6 +63,40 @@
 // GRADS: train.adamw %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<3xf32>, tensor<3xf32>
 // GRADS: train.all_gather {{.*}} : tensor<3xf32> -> tensor<6xf32>
 // GRADS: return {{.*}}, %[[NORM]] :
+
+// Stage 3: the function takes and returns each parameter's shard (6 and 3
+// elements, in its type and, through the pipeline, its recorded signature
+// that the tools call it with); the step reads the whole
+// parameters gathered at the entry (train-gather-at-use moves the gathers
+// later); the gradients are reduce-scattered as at stage 2 and each update
+// reads and returns the shard itself.
+// PARAMS-LABEL: func.func @train
+// PARAMS-SAME: %[[W:[^:]*]]: tensor<6xf32>, %[[B:[^:]*]]: tensor<3xf32>
+// PARAMS-SAME: -> (tensor<6xf32>, tensor<3xf32>, tensor<6xf32>, tensor<3xf32>, tensor<6xf32>, tensor<3xf32>, tensor<f32>, tensor<f32>)
+// PARAMS-SAME: train.shard = 3 : i64
+// PARAMS: %[[GW:.*]] = train.all_gather %[[W]] : tensor<6xf32> -> tensor<12xf32>
+// PARAMS: %[[WW:.*]] = tensor.expand_shape %[[GW]] {{\[\[}}0, 1]] output_shape [4, 3] : tensor<12xf32> into tensor<4x3xf32>
+// PARAMS: %[[GB:.*]] = train.all_gather %[[B]] : tensor<3xf32> -> tensor<6xf32>
+// PARAMS: %[[WB:.*]] = tensor.extract_slice %[[GB]][0] [5] [1] : tensor<6xf32> to tensor<5xf32>
+// PARAMS: train.accumulate {{.*}} params(%[[WW]], %[[WB]] :
+// PARAMS-COUNT-2: train.reduce_scatter sum
+// PARAMS-NOT: train.all_gather
+// PARAMS: %[[NW:.*]], %{{.*}}, %{{.*}} = train.adamw %[[W]], %{{.*}} : tensor<6xf32>, tensor<6xf32>
+// PARAMS: %[[NB:.*]], %{{.*}}, %{{.*}} = train.adamw %[[B]], %{{.*}} : tensor<3xf32>, tensor<3xf32>
+// PARAMS-NOT: train.all_gather
+// PARAMS: return %[[NW]], %[[NB]],
+
+// Through the CPU pipeline at stage 3 with two micro-batches: each
+// parameter is gathered in the micro-batch loop before each operation that
+// reads it (the weight by the forward's product, the bias by its add; the
+// backward reads neither), none at the entry.
+// LLVM3: llvm.func @train
+// LLVM3-SAME: train.signature = (tensor<6xf32>, tensor<3xf32>, tensor<8x4xf32>, tensor<8xi64>, tensor<6xf32>, tensor<3xf32>, tensor<6xf32>, tensor<3xf32>, tensor<f32>, tensor<i64>) -> (tensor<6xf32>, tensor<3xf32>,
+// LLVM3-NOT: llvm.call @ga_all_gather_f32
+// LLVM3: llvm.br
+// LLVM3-COUNT-2: llvm.call @ga_all_gather_f32
+// LLVM3-NOT: llvm.call @ga_all_gather_f32
+// LLVM3: llvm.call @ga_reduce_scatter_f32
 
 // The CPU pipeline: the collectives are runtime calls.
 // LLVM-DAG: llvm.func @ga_reduce_scatter_f32(i64, !llvm.ptr, i64, !llvm.ptr, i32)

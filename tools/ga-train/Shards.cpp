@@ -1,4 +1,4 @@
-//===- Shards.cpp - ga-train's moments held in shards ---------------------===//
+//===- Shards.cpp - ga-train's state held in shards -----------------------===//
 //
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
@@ -22,25 +22,26 @@ void ga_all_gather_f64(int64_t, void *, int64_t, void *);
 
 namespace ga {
 
-MomentShards::MomentShards(const TrainEntry &entry,
-                           const StepSignature &signature)
+StateShards::StateShards(const TrainEntry &entry,
+                         const StepSignature &signature,
+                         const std::vector<std::vector<int64_t>> &sourceShapes)
     : whole(signature) {
-  for (unsigned k = 0; k < entry.args.size(); ++k) {
+  for (unsigned k = 0; k < entry.args.size() && k < sourceShapes.size(); ++k) {
     TrainArgKind kind = entry.args[k].kind;
-    if (kind != TrainArgKind::FirstMoment && kind != TrainArgKind::SecondMoment)
+    if (kind != TrainArgKind::Param && kind != TrainArgKind::FirstMoment &&
+        kind != TrainArgKind::SecondMoment)
       continue;
-    const TensorSpec &param =
-        signature.inputs[entry.paramArg[entry.args[k].index]];
-    if (signature.inputs[k].shape == param.shape)
+    if (signature.inputs[k].shape == sourceShapes[k])
       continue;
     sharded.push_back(k);
     shardSizes.push_back(signature.inputs[k].numElements());
-    whole.inputs[k].shape = param.shape;
+    whole.inputs[k].shape = sourceShapes[k];
+    shardedParams |= kind == TrainArgKind::Param;
   }
 }
 
-std::vector<NpyArray> MomentShards::gather(const std::vector<NpyArray> &args,
-                                           std::string &error) const {
+std::vector<NpyArray> StateShards::gather(const std::vector<NpyArray> &args,
+                                          std::string &error) const {
   std::vector<NpyArray> state = args;
   int64_t ranks = ga_world_size();
   for (unsigned k : sharded) {
@@ -59,15 +60,15 @@ std::vector<NpyArray> MomentShards::gather(const std::vector<NpyArray> &args,
     else if (shard.dtype == NpyDType::F64)
       ga_all_gather_f64(1, in, 1, gathered);
     else {
-      error = "argument #" + std::to_string(k) + " is a moment of " +
+      error = "argument #" + std::to_string(k) + " is a shard of " +
               npyDTypeName(shard.dtype) +
-              ": sharded moments are float32 or float64";
+              ": sharded parameters and moments are float32 or float64";
       return {};
     }
     if (ranks * c < n) {
       error = "argument #" + std::to_string(k) + ": " + std::to_string(ranks) +
               " shards of " + std::to_string(c) + " elements hold less than " +
-              "the moment's " + std::to_string(n);
+              "the whole tensor's " + std::to_string(n);
       return {};
     }
     out.shape = whole.inputs[k].shape;
@@ -76,7 +77,7 @@ std::vector<NpyArray> MomentShards::gather(const std::vector<NpyArray> &args,
   return state;
 }
 
-void MomentShards::scatter(std::vector<NpyArray> &args) const {
+void StateShards::scatter(std::vector<NpyArray> &args) const {
   int64_t rank = ga_world_rank();
   for (auto [k, c] : llvm::zip(sharded, shardSizes)) {
     NpyArray &array = args[k];

@@ -118,8 +118,11 @@ private:
   std::optional<CudaRuntime> cuda;
   std::vector<void *> deviceInputs;
   ga::StepSignature signature;
-  /// The AdamW moments that each rank holds a shard of (shard >= 1).
-  std::optional<ga::MomentShards> shards;
+  /// The AdamW moments (and parameters) that each rank holds a shard of
+  /// (shard >= 1).
+  std::optional<ga::StateShards> shards;
+  /// The shapes of the source function's arguments: a shard's whole one.
+  std::vector<std::vector<int64_t>> sourceShapes;
   std::string signatureText;
   bool joined = false, reporter = true;
   ga::Dataset data;
@@ -180,6 +183,12 @@ int Trainer::loadModel() {
   if (failed(analyzed))
     return 1;
   entry = std::move(*analyzed);
+  for (Type type : function.getArgumentTypes()) {
+    auto shaped = dyn_cast<ShapedType>(type);
+    sourceShapes.emplace_back();
+    if (shaped && shaped.hasStaticShape())
+      llvm::append_range(sourceShapes.back(), shaped.getShape());
+  }
   return 0;
 }
 
@@ -290,22 +299,22 @@ int Trainer::loadData() {
 
 /// The arguments: parameters seeded, read from --init, or resumed.
 int Trainer::initState() {
-  args = ga::makeArguments(signature);
+  // The state is read or seeded whole, each rank keeping its shards.
+  shards.emplace(entry, signature, sourceShapes);
+  const ga::StepSignature &whole = shards->wholeSignature();
+  args = ga::makeArguments(whole);
   std::string error;
-  shards.emplace(entry, signature);
   if (!resumeDir.empty()) {
-    // A checkpoint holds every moment whole: each rank takes its shard.
     int64_t at = 0;
-    error = ga::readCheckpoint(resumeDir, entry, shards->wholeSignature(), args,
-                               at);
-    if (error.empty())
-      shards->scatter(args);
+    error = ga::readCheckpoint(resumeDir, entry, whole, args, at);
     firstStep = at + 1;
   } else if (!initDir.empty()) {
-    error = ga::readParameters(initDir, entry, signature, args);
+    error = ga::readParameters(initDir, entry, whole, args);
   } else {
-    error = ga::seedParameters(entry, signature, seed, args);
+    error = ga::seedParameters(entry, whole, seed, args);
   }
+  if (error.empty())
+    shards->scatter(args);
   return error.empty() ? 0 : failAll(error);
 }
 
@@ -389,7 +398,7 @@ int Trainer::printHeader() {
   int64_t paramCount = 0;
   for (unsigned k = 0; k < entry.args.size(); ++k)
     if (entry.args[k].kind == ga::TrainArgKind::Param)
-      paramCount += args[k].numElements();
+      paramCount += shards->wholeSignature().inputs[k].numElements();
   outs() << "ga-train: @" << name << " from " << inputFile << "\n";
   outs() << llvm::formatv(
       "model: {0} parameter tensors ({1} values), {2}; clip {3}\n",
@@ -400,10 +409,12 @@ int Trainer::printHeader() {
       rankCount, microbatchCount, batchRows / (rankCount * microbatchCount),
       options.naive ? "naive (per-micro-batch means averaged)" : "exact");
   if (shards->any())
-    outs() << llvm::formatv("sharded: each rank holds 1/{0} of the AdamW "
-                            "moments{1}\n",
-                            rankCount,
-                            shardStage >= 2 ? " and of the gradients" : "");
+    outs() << llvm::formatv(
+        "sharded: each rank holds 1/{0} of the AdamW moments{1}\n", rankCount,
+        shards->parameters() ? ", of the gradients and of the parameters "
+                               "(gathered where they are read)"
+        : shardStage >= 2    ? " and of the gradients"
+                             : "");
   if (memoryPlan)
     outs() << memoryPlan->line() << "\n";
   outs() << llvm::formatv("data: {0} rows from {1}, global batch {2}\n",

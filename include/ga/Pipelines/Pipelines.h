@@ -350,7 +350,8 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
       *this, "shard",
       llvm::cl::desc("Sharding stage of data-parallel steps: every rank "
                      "holds 1/r of the optimizer's state (1), also of the "
-                     "gradients (2); every train.step's `shard` set before "
+                     "gradients (2), also of the parameters (3); every "
+                     "train.step's `shard` set before "
                      "the split (-1: as written in the step; "
                      "docs/distributed.md)"),
       llvm::cl::init(-1)};

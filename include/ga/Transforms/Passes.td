@@ -356,22 +356,57 @@ def TrainShardStatePass : Pass<"train-shard-state", "::mlir::ModuleOp"> {
       them takes the norm from the shards (the sum of their squares,
       summed across the ranks with one scalar `train.all_reduce`) and
       scales each shard. The accumulator across micro-batches stays whole.
-    * stage 3 (the parameters) is refused.
+    * stage 3, also the parameters: the function takes and returns the
+      rank's shard of each parameter (`tensor<c x T>`, in its type and
+      recorded signature), which the update reads and writes as it is;
+      every other reader reads the whole parameter from a
+      `train.all_gather` at the function's entry, which
+      `train-gather-at-use` then moves before each operation that reads it.
 
     Each element of the update is computed from the same values as in the
     replicated step, so the parameters and the moments agree with it (stage
-    1 bitwise; stage 2 up to the order of the ranks' sums).
+    1 bitwise; stage 2 up to the order of the ranks' sums; stage 3 bitwise
+    stage 2).
 
     Errors (at the operation): an update whose parameter is not an argument
     of the function, whose moments are also read or returned elsewhere, a
     gradient (stage 2) that is not an all-reduced sum read by its update (or
-    its clip) alone, and a step with `shard > 0` on more than one rank that
-    `train-split-batch` has not split yet. A second run changes nothing.
+    its clip) alone, at stage 3 a new parameter read by anything but the
+    function's return or a parameter with two updates, and a step with
+    `shard > 0` on more than one rank that `train-split-batch` has not split
+    yet. A second run changes nothing.
   }];
   let dependentDialects = [
     "::mlir::arith::ArithDialect", "::mlir::linalg::LinalgDialect",
     "::mlir::math::MathDialect", "::mlir::tensor::TensorDialect",
     "::ga::train::TrainDialect",
+  ];
+}
+
+def TrainGatherAtUsePass : Pass<"train-gather-at-use", "::mlir::func::FuncOp"> {
+  let summary = "Gather each sharded parameter right before the operations that read it";
+  let description = [{
+    Sharded data parallelism at stage 3 (`train-shard-state`) leaves every
+    parameter as the rank's shard, an argument of the function, gathered
+    whole once at the function's entry (`train.all_gather`, then the slice
+    and reshape back to the parameter's shape). This pass moves that gather
+    to its readers: each top-level operation of the function, or of the body
+    of a loop of constant bounds at the function's top level (the
+    micro-batch loop of `train-lower-accumulate`), that reads the parameter
+    gets its own gather right before it, so the whole parameter exists only
+    while that operation (a product, a fused kernel, a loss chunk loop)
+    runs: the forward and the backward of each layer gather it again, as
+    FSDP does, and a step holds a few layers' whole parameters at a time.
+
+    Every rank runs the same gathers in the same order: an operation under a
+    loop whose bounds are not constants (they might differ between ranks)
+    or under a conditional is gathered for before the top-level operation
+    that holds it. Only a gather of a function argument whose result is
+    read through slices and reshapes is moved; anything else is left as it
+    is. The result computes the same values; a second run changes nothing.
+  }];
+  let dependentDialects = [
+    "::mlir::tensor::TensorDialect", "::ga::train::TrainDialect",
   ];
 }
 

@@ -51,8 +51,9 @@ def Train_StepOp : Train_Op<"step", [
       (docs/distributed.md): 0, nothing (every rank holds everything); 1,
       the optimizer's state (the moments of `train.adamw`); 2, also the
       gradients that the optimizer reads (a reduce-scatter replaces their
-      all-reduce); 3, also the parameters (not implemented: refused by
-      `train-shard-state`). With r = 1 it changes nothing.
+      all-reduce); 3, also the parameters (each rank holds its shard,
+      gathered whole right before each operation that reads it). With r = 1
+      it changes nothing.
 
     Dimension 0 of every batch operand is the batch dimension: all batch
     operands have rank >= 1, the same static dimension 0 `B`, and `B` is
