@@ -87,6 +87,12 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << microbatches.getValue();
     return failure();
   }
+  if (dataParallel < 0) {
+    errors << "data-parallel must be at least 1 (0: as written in the "
+              "step), got "
+           << dataParallel.getValue();
+    return failure();
+  }
   if (shard < -1 || shard > 3) {
     errors << "shard must be a stage from 0 to 3 (-1: as written in the "
               "step), got "
@@ -114,10 +120,13 @@ namespace ga {
 /// sliced matmul rows, attention raised.
 static void addStepForms(OpPassManager &pm,
                          const ga::GaPipelineOptions &options) {
-  // microbatches=K, shard=S: the steps' schedule, before any pass reads it.
-  if (options.microbatches > 0 || options.shard >= 0) {
+  // microbatches=K, data-parallel=R, shard=S: the steps' schedule, before
+  // any pass reads it.
+  if (options.microbatches > 0 || options.dataParallel > 0 ||
+      options.shard >= 0) {
     TrainSetSchedulePassOptions schedule;
     schedule.microbatches = options.microbatches;
+    schedule.dataParallel = options.dataParallel;
     schedule.shard = options.shard;
     pm.addPass(createTrainSetSchedulePass(schedule));
   }

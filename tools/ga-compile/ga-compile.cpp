@@ -102,11 +102,11 @@ static cl::opt<std::string> cpu(
 // The pipeline's options: --pipeline-options, and the common ones as flags
 // declared from GaPipelineOptions itself, as ga-run and ga-train take them
 // (target is --target).
-static ga::PipelineFlags
-    pipelineFlags(category, {"naive", "check-labels", "vectorize", "outline",
-                             "parallel", "loss-chunk-rows", "memory-budget",
-                             "microbatches", "choose-microbatches", "chip",
-                             "attention-key-tile", "precision"});
+static ga::PipelineFlags pipelineFlags(
+    category,
+    {"naive", "check-labels", "vectorize", "outline", "parallel",
+     "loss-chunk-rows", "memory-budget", "microbatches", "choose-microbatches",
+     "chip", "attention-key-tile", "precision", "data-parallel", "shard"});
 static cl::opt<std::string>
     headerFile("header",
                cl::desc("The C header to write (default: the library's path "

@@ -204,6 +204,10 @@ int Trainer::applyOverrides() {
   if (options.target.getValue() != target.getValue())
     return fail("--pipeline-options sets target=" +
                 ga::choiceName(options.target.getValue()) + "; use --target");
+  if (options.dataParallel > 0)
+    return fail("--pipeline-options sets data-parallel=" +
+                Twine(options.dataParallel.getValue()) +
+                "; use --data-parallel");
   Builder builder(context.get());
   if (options.microbatches > 0)
     entry.step.setMicrobatchesAttr(

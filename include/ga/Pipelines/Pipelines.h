@@ -346,6 +346,13 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "ga-import's --microbatches; the planner's choice of the "
                      "count is choose-microbatches"),
       llvm::cl::init(0)};
+  Option<int64_t> dataParallel{
+      *this, "data-parallel",
+      llvm::cl::desc("Data-parallel ranks: every train.step's `data_parallel` "
+                     "set to R before the split (0: as written in the step); "
+                     "a library compiled for R ranks runs under mpirun -np R "
+                     "(docs/distributed.md)"),
+      llvm::cl::init(0)};
   Option<int64_t> shard{
       *this, "shard",
       llvm::cl::desc("Sharding stage of data-parallel steps: every rank "
