@@ -378,6 +378,17 @@ bool Sharder::isSharded(AdamWOp op) {
 }
 
 LogicalResult Sharder::run() {
+  // Plain SGD keeps no state to shard and its parameter would stay whole:
+  // the stage asked for cannot hold, so it is refused rather than ignored.
+  WalkResult sgd = fn.walk([&](SgdOp op) {
+    op.emitOpError() << "train-shard-state: shard = " << stage
+                     << " shards the state of train.adamw updates; a "
+                        "train.sgd update keeps none, and its parameter "
+                        "stays whole (use shard = 0 with SGD)";
+    return WalkResult::interrupt();
+  });
+  if (sgd.wasInterrupted())
+    return failure();
   SmallVector<AdamWOp> updates;
   fn.walk([&](AdamWOp op) {
     // An update of a shard (this pass's, on a second run) is done.

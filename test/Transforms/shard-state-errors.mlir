@@ -101,3 +101,14 @@ func.func @one_rank(%w: tensor<4xf32>, %g: tensor<4xf32>, %m: tensor<4xf32>, %v:
   %nw, %nm, %nv = train.adamw %w, %g, %m, %v, %lr, %t : tensor<4xf32>, tensor<4xf32>, tensor<f32>, tensor<i64>
   return %nw, %nm, %nv : tensor<4xf32>, tensor<4xf32>, tensor<4xf32>
 }
+
+// -----
+
+// SGD keeps no state to shard: a sharded step with it is refused, not run
+// replicated.
+func.func @sgd(%w: tensor<4xf32>, %g: tensor<4xf32>, %lr: tensor<f32>) -> tensor<4xf32> attributes {train.data_parallel = 2 : i64, train.shard = 3 : i64} {
+  %s = train.all_reduce sum %g : tensor<4xf32>
+  // expected-error @below {{'train.sgd' op train-shard-state: shard = 3 shards the state of train.adamw updates; a train.sgd update keeps none, and its parameter stays whole (use shard = 0 with SGD)}}
+  %n = train.sgd %w, %s, %lr : tensor<4xf32>, tensor<f32>
+  return %n : tensor<4xf32>
+}

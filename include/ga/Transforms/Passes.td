@@ -372,7 +372,8 @@ def TrainShardStatePass : Pass<"train-shard-state", "::mlir::ModuleOp"> {
     of the function, whose moments are also read or returned elsewhere, a
     gradient (stage 2) that is not an all-reduced sum read by its update (or
     its clip) alone, at stage 3 a new parameter read by anything but the
-    function's return or a parameter with two updates, and a step with
+    function's return or a parameter with two updates, a `train.sgd`
+    update (it keeps no state to shard), and a step with
     `shard > 0` on more than one rank that `train-split-batch` has not split
     yet. A second run changes nothing.
   }];
