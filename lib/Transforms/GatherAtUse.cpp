@@ -121,7 +121,7 @@ struct TrainGatherAtUsePass
     SmallVector<Operation *> path, views;
     SmallVector<Reader> readers;
     collectReaders(gather.getResult(), entry, path, readers, views);
-    // The readers by anchor, in the order of the anchors' first reads.
+    // The readers, grouped by the anchor they are gathered for.
     llvm::MapVector<Operation *, SmallVector<Reader *>> byAnchor;
     for (Reader &reader : readers)
       byAnchor[anchorOf(reader.use->getOwner(), entry)].push_back(&reader);
