@@ -81,6 +81,8 @@ private:
   Value reduceScatterOf(AllReduceOp reduce, const Layout &layout);
   Value unflatten(OpBuilder &b, Location loc, Value gathered,
                   const Layout &layout);
+  Value gatherWhole(OpBuilder &b, Location loc, Value shard,
+                    const Layout &layout);
   FailureOr<DenseMap<Value, Value>>
   shardGradients(ArrayRef<AdamWOp> updates,
                  const DenseMap<Operation *, Layout> &layouts);
@@ -225,6 +227,14 @@ Value Sharder::unflatten(OpBuilder &b, Location loc, Value gathered,
       b, loc, layout.shape, flat,
       ArrayRef<ReassociationIndices>{
           llvm::to_vector(llvm::seq<int64_t>(0, rankOf))});
+}
+
+/// The parameter of `layout` whole on every rank, from the ranks' shards.
+Value Sharder::gatherWhole(OpBuilder &b, Location loc, Value shard,
+                           const Layout &layout) {
+  Value gathered = AllGatherOp::create(
+      b, loc, vectorType(layout.padded, layout.shape.getElementType()), shard);
+  return unflatten(b, loc, gathered, layout);
 }
 
 /// The gradient a sharded update reads, where stage 2 reduce-scatters it:
@@ -431,12 +441,7 @@ LogicalResult Sharder::run() {
     Value param;
     if (stage >= 3) {
       param = op.getParam();
-      Value whole = unflatten(
-          entry, loc,
-          AllGatherOp::create(
-              entry, loc,
-              vectorType(layout.padded, layout.shape.getElementType()), param),
-          layout);
+      Value whole = gatherWhole(entry, loc, param, layout);
       for (OpOperand *use : readers[op])
         use->set(whole);
     } else {
@@ -451,14 +456,9 @@ LogicalResult Sharder::run() {
         param, grad, op.getM(), op.getV(), op.getLr(), op.getStep(),
         op.getBeta1Attr(), op.getBeta2Attr(), op.getEpsAttr(),
         op.getWeightDecayAttr());
-    if (stage >= 3) {
-      op.getNewParam().replaceAllUsesWith(update.getNewParam());
-    } else {
-      Value gathered = AllGatherOp::create(
-          at, loc, vectorType(layout.padded, layout.shape.getElementType()),
-          update.getNewParam());
-      op.getNewParam().replaceAllUsesWith(unflatten(at, loc, gathered, layout));
-    }
+    op.getNewParam().replaceAllUsesWith(
+        stage >= 3 ? update.getNewParam()
+                   : gatherWhole(at, loc, update.getNewParam(), layout));
     op.getNewM().replaceAllUsesWith(update.getNewM());
     op.getNewV().replaceAllUsesWith(update.getNewV());
     op.erase();
