@@ -235,11 +235,18 @@ static void addTrainToLinalg(OpPassManager &pm,
   pm.addPass(createConvertTrainToLinalgPass());
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
+  // Stages 2 and 3: each gradient reduce-scattered as soon as it is made,
+  // the micro-batch loop accumulating the rank's shards (unless
+  // shard-accumulators=false).
+  TrainShardAccumulatorsPassOptions accumulators;
+  accumulators.microbatchShards = options.shardAccumulators;
+  OpPassManager &functions = pm.nest<func::FuncOp>();
+  functions.addPass(createTrainShardAccumulatorsPass(accumulators));
   // Stage 3's parameters, gathered at the function's entry by
   // train-shard-state, gathered again before each operation (of the step or
   // its micro-batch loop) that reads them, now that the backward and the
   // loops are there.
-  pm.addNestedPass<func::FuncOp>(createTrainGatherAtUsePass());
+  functions.addPass(createTrainGatherAtUsePass());
   // bf16-mixed: after train-lower-accumulate, whose in-place accumulation
   // reads the products that compute the gradients; before fusion, which
   // then fuses the roundings like any elementwise producer.

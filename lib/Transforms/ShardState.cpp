@@ -18,7 +18,10 @@
 //   stage 2: also the gradients: shard(train.all_reduce sum %a) becomes
 //            train.reduce_scatter sum (flat(%a)); a clip of such gradients
 //            takes the global norm from the shards' squared sums, summed
-//            across the ranks (train.all_reduce sum of one scalar).
+//            across the ranks (train.all_reduce sum of one scalar). Once
+//            the micro-batch loop is lowered, train-shard-accumulators
+//            reduce-scatters each micro-batch's gradient as it is made and
+//            accumulates the shards.
 //   stage 3: also the parameters: the function takes and returns the
 //            rank's shard %ps (tensor<c x T>); the update reads it and its
 //            result is returned as it is; every other reader reads

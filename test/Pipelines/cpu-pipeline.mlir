@@ -12,6 +12,7 @@
 // MIXED: train-lower-accumulate,
 // MIXED-NEXT: canonicalize
 // MIXED-NEXT: func.func(
+// MIXED-NEXT: train-shard-accumulators{microbatch-shards=true only-where-smaller=true},
 // MIXED-NEXT: train-gather-at-use
 // MIXED-NEXT: ),
 // MIXED-NEXT: ga-mixed-precision,

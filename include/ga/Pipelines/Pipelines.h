@@ -362,6 +362,16 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "the split (-1: as written in the step; "
                      "docs/distributed.md)"),
       llvm::cl::init(-1)};
+  Option<bool> shardAccumulators{
+      *this, "shard-accumulators",
+      llvm::cl::desc("At shard=2 and 3 with several micro-batches, each "
+                     "micro-batch's gradients are reduce-scattered and the "
+                     "rank accumulates its shards (1/r of the accumulator; "
+                     "k reduce-scatters per step, the ranks summed before "
+                     "the micro-batches); false: the whole gradients are "
+                     "accumulated and reduce-scattered once per step, in "
+                     "the replicated step's order (docs/distributed.md)"),
+      llvm::cl::init(true)};
   Option<bool> chooseMicrobatches{
       *this, "choose-microbatches",
       llvm::cl::desc("train-plan-remat chooses each step's micro-batch "

@@ -384,6 +384,67 @@ def TrainShardStatePass : Pass<"train-shard-state", "::mlir::ModuleOp"> {
   ];
 }
 
+def TrainShardAccumulatorsPass : Pass<"train-shard-accumulators", "::mlir::func::FuncOp"> {
+  let summary = "Reduce-scatter each sharded gradient as soon as it is made, and accumulate the shards";
+  let description = [{
+    Sharded data parallelism at stage 2 and 3 (`train-shard-state`)
+    reduce-scatters each gradient after the step has accumulated it whole,
+    so that every rank still holds the whole gradient from its first write
+    to the end of the step. This pass, run once the micro-batch loop is an
+    `scf.for` (after `train-lower-accumulate`), keeps the whole gradient
+    only while it is computed:
+
+    - in a loop of constant bounds, an accumulator whose result is only
+      reduce-scattered (through the flattening and padding of
+      `train-shard-state`), that starts from zeros, and that the body only
+      accumulates into (it reaches the yield only as the init of products
+      and of generics that add to their init, through slices and nested
+      loops of the same kind), becomes the rank's shard of `c` elements:
+      each micro-batch computes its gradient from zeros of its own,
+      reduce-scatters it right after its last write, and adds the shard to
+      the accumulator, so a rank holds 1/r of the accumulated gradients;
+    - a `train.reduce_scatter` of a value made in the same block (one
+      micro-batch, where no loop is left) moves right after the value's
+      definition, and the zeros that value accumulates from move right
+      before their first reader: the whole gradient lives from its first
+      write in the backward to its last.
+
+    The second rewrite only moves code. The first sums each micro-batch's
+    gradient across the ranks before it sums the micro-batches: the same
+    examples' gradients are added, in another float32 order, so sharded
+    steps with several micro-batches agree with the replicated step to
+    rounding (stage 3 stays bitwise stage 2). An accumulator that does not
+    match stays whole; a second run changes nothing. Every rank runs the
+    same collectives in the same order.
+
+    A loop's accumulators become shards only where that saves memory by
+    this estimate (`only-where-smaller`, the default): the bytes saved
+    (each whole accumulator less its shard) exceed twice the largest whole
+    accumulator (a micro-batch still computes its gradients whole, and pads
+    them, beside the shards). A step whose memory is a few large gradients
+    (a two-layer MLP) keeps them whole; a transformer's many layers shard.
+
+    With `microbatch-shards=false` (the pipeline's
+    `shard-accumulators=false`) only the second rewrite runs: the loop
+    accumulates whole gradients, in the replicated step's order, and
+    reduce-scatters them once per step.
+  }];
+  let options = [
+    Option<"microbatchShards", "microbatch-shards", "bool", /*default=*/"true",
+           "Make the micro-batch loop's reduce-scattered accumulators the "
+           "rank's shards (one reduce-scatter per micro-batch)">,
+    Option<"onlyWhereSmaller", "only-where-smaller", "bool",
+           /*default=*/"true",
+           "Only where the accumulators' bytes saved exceed twice the "
+           "largest one's whole (a micro-batch's gradients, computed "
+           "beside the shards)">,
+  ];
+  let dependentDialects = [
+    "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
+    "::ga::train::TrainDialect",
+  ];
+}
+
 def TrainGatherAtUsePass : Pass<"train-gather-at-use", "::mlir::func::FuncOp"> {
   let summary = "Gather each sharded parameter right before the operations that read it";
   let description = [{
