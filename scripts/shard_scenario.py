@@ -32,13 +32,14 @@ parameters, moments and gradients it holds at that stage, the activations,
 cuBLAS's workspace, the caching allocator's blocks) and chooses k and the
 checkpoints for the least estimated time within the budget, or says the
 smallest peak it reaches. A stage whose state (the parameters and moments
-on the rank, and the whole gradients that every stage computes before
-reducing them) exceeds the device is reported without compiling.
+on the rank, and the gradients it accumulates: whole at stages 0 and 1, at
+least the rank's shards from stage 2 on) exceeds the device is reported
+without compiling.
 
 Prints one line per stage and the choice: the lowest stage that fits. The
 predicted peak is the planner's; test/Integration/sharded-budget.test
 checks on the CPU, under mpirun, that the peak a rank measures is the
-predicted one to the byte (stages 0, 1 and 3), and scripts/device_scenario.py
+predicted one to the byte (at every stage), and scripts/device_scenario.py
 does the same for one device against the driver stand-in. Not a test: each
 stage compiles the step several times (minutes at these sizes).
 """
@@ -181,12 +182,16 @@ def main():
         params, moments = rank_state_bytes(sizes, args.ranks, stage)
         head = (f"stage {stage}: a rank holds parameters "
                 f"{size(params)}, moments {size(moments)}")
-        # Every stage computes each gradient whole before it reduces it
-        # (the accumulator across micro-batches is whole): with the state,
-        # a lower bound of the peak that needs no compile.
-        if params + moments + grads > budget:
-            print(f"{head}; does not fit: with the whole gradients "
-                  f"({size(grads)}) they exceed the device",
+        # Stages 0 and 1 accumulate every gradient whole; from stage 2 on a
+        # rank accumulates at least its shards (train-shard-accumulators
+        # makes the micro-batch loop's accumulators shards where that
+        # saves memory, else they stay whole): with the state, a lower
+        # bound of the peak that needs no compile.
+        held = grads if stage < 2 else -(-grads // args.ranks)
+        if params + moments + held > budget:
+            what = "whole gradients" if stage < 2 else "gradients' shards"
+            print(f"{head}; does not fit: with the {what} "
+                  f"({size(held)}) they exceed the device",
                   flush=True)
             continue
         start = time.time()
