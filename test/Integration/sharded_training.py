@@ -50,9 +50,11 @@ replicated or sharded (data_parallel.py and adamw_curve.py check the first
 step and the losses); a misplaced shard or a norm of part of the gradients
 moves them by orders of magnitude more.
 
-Last, a checkpoint written at step 3 by a sharded run resumes bitwise on
-the same schedule, and on another rank count and stage (re-sharded on load)
-within 1e-6 of the uninterrupted run. Every run is exact (its header says
+Last, a checkpoint written at step 3 by a sharded run, each rank writing
+its own shards (--checkpoint-shards), assembles the whole checkpoint of
+the same step bitwise and resumes bitwise on the same schedule, and on
+another rank count and stage (re-sharded on load) within 1e-6 of the
+uninterrupted run. Every run is exact (its header says
 so); the naive schedule stays off.
 """
 
@@ -65,6 +67,7 @@ import sys
 
 import numpy as np
 
+from ga_scripts.checkpoints import read_state, step_dir
 from ga_scripts.reference_harness import (Checker, padded_labels,
                                           parse_test_args, tool_test_parser)
 
@@ -128,17 +131,9 @@ def train(args, name, data, tag, ranks=1, microbatches=1, shard=0,
 
 
 def checkpoint_state(ckpt, at=None):
-    """{argument: array} of the checkpoint of step `at` in `ckpt` (the
-    latest by default)."""
-    if at is None:
-        with open(os.path.join(ckpt, "latest")) as f:
-            step = os.path.join(ckpt, f.read().strip())
-    else:
-        step = os.path.join(ckpt, f"step-{at:08d}")
-    with open(os.path.join(step, "manifest.json")) as f:
-        manifest = json.load(f)
-    return {e["argument"]: np.load(os.path.join(step, e["file"]))
-            for e in manifest["state"]}, manifest
+    """({argument: array}, manifest) of the checkpoint of step `at` in
+    `ckpt` (the latest by default); sharded entries assembled whole."""
+    return read_state(step_dir(ckpt, at))
 
 
 def argument_bytes(stdout):
@@ -339,9 +334,23 @@ def main():
     data = os.path.join(args.workdir, name + "_data")
     whole = train(args, name, data, "resume_whole", 2, 2, 1)
     whole_state, _ = checkpoint_state(whole[1])
+    # Its checkpoint at step 3 written by the ranks, each its own shards.
     partial = train(args, name, data, "resume_first", 2, 2, 1,
-                    ["--checkpoint-every", "3"])
+                    ["--checkpoint-shards"])
     at3 = os.path.join(partial[1], "step-00000003")
+    sharded_state, sharded_manifest = read_state(at3)
+    whole_at3, _ = checkpoint_state(whole[1], 3)
+    check.true(f"{name}: the ranks' shards of the step-3 checkpoint "
+               f"assemble the whole one bitwise",
+               bitwise(sharded_state, whole_at3))
+    parts = [e for e in sharded_manifest["state"] if "shards" in e]
+    check.true(f"{name}: the step-3 checkpoint holds every moment as the "
+               f"2 ranks' files ({len(parts)} sharded entries)",
+               len(parts) > 0 and all(
+                   e["role"] in ("m", "v") and len(e["shards"]) == 2
+                   for e in parts) and
+               sum(e["role"] in ("m", "v")
+                   for e in sharded_manifest["state"]) == len(parts))
     for ranks, k, stage in ((2, 2, 1), (4, 1, 3), (1, 1, 0)):
         where = f"{name} resumed at step 3 on r={ranks} k={k} shard={stage}"
         run = train(args, name, data, f"resume_r{ranks}_s{stage}", ranks, k,

@@ -8,6 +8,7 @@
 
 #include "../common/Tool.h"
 
+#include "llvm/ADT/STLExtras.h"
 #include "llvm/Support/FileSystem.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
@@ -76,40 +77,105 @@ static const char *roleToken(TrainArgKind kind) {
   }
 }
 
+/// Writes `array` to `file` in the checkpoint and flushes it.
+static bool writeStateFile(const std::string &file, const NpyArray &array,
+                           std::string &error) {
+  if (!writeNpy(file, array, error))
+    return false;
+  syncPath(file);
+  return true;
+}
+
+/// Every rank of a sharded checkpoint: its shards, as they are. Returns
+/// "" or the reason.
+static std::string writeShards(const std::string &temp,
+                               const ShardedWrite &sharded,
+                               const std::vector<NpyArray> &args) {
+  for (unsigned k : sharded.sharded) {
+    std::string file = temp + "/arg" + std::to_string(k) + ".rank" +
+                       std::to_string(sharded.rank) + ".npy";
+    std::string error;
+    if (!writeStateFile(file, args[k], error))
+      return "rank " + std::to_string(sharded.rank) + ": " + error +
+             " (the ranks of --checkpoint-shards write into one directory: "
+             "they need a file system they share)";
+  }
+  return "";
+}
+
 std::string writeCheckpoint(const std::string &dir, int64_t step,
                             const TrainEntry &entry,
                             const StepSignature &signature,
                             const std::vector<NpyArray> &args,
-                            const CheckpointInfo &info) {
+                            const CheckpointInfo &info,
+                            const ShardedWrite *sharded) {
   char stepName[32];
   std::snprintf(stepName, sizeof(stepName), "step-%08lld",
                 static_cast<long long>(step));
   std::string name = stepName;
   std::string final = dir + "/" + name;
+  // The ranks of a sharded checkpoint write into one directory: its name
+  // is the same on every rank.
   std::string temp =
-      dir + "/.tmp-" + name + "-" + std::to_string(static_cast<long>(getpid()));
-  if (std::error_code ec = fs::create_directories(dir))
-    return "cannot create '" + dir + "': " + ec.message();
-  fs::remove_directories(temp, /*IgnoreErrors=*/true);
-  if (std::error_code ec = fs::create_directory(temp))
-    return "cannot create '" + temp + "': " + ec.message();
+      dir + "/.tmp-" + name +
+      (sharded ? std::string("-shards")
+               : "-" + std::to_string(static_cast<long>(getpid())));
+  bool writer = !sharded || sharded->rank == 0;
+  std::string error;
+  if (writer) {
+    if (std::error_code ec = fs::create_directories(dir))
+      error = "cannot create '" + dir + "': " + ec.message();
+    fs::remove_directories(temp, /*IgnoreErrors=*/true);
+    if (error.empty())
+      if (std::error_code ec = fs::create_directory(temp))
+        error = "cannot create '" + temp + "': " + ec.message();
+  }
+  if (sharded) {
+    // Every rank writes its shards once the directory exists, then rank 0
+    // the manifest once every shard is on the disk. A rank that fails
+    // still meets the others at each barrier.
+    sharded->barrier();
+    if (error.empty() && fs::is_directory(temp))
+      error = writeShards(temp, *sharded, args);
+    else if (error.empty())
+      error = "rank " + std::to_string(sharded->rank) + ": cannot see '" +
+              temp +
+              "' (the ranks of --checkpoint-shards write into one "
+              "directory: they need a file system they share)";
+    sharded->barrier();
+    if (!writer)
+      return error;
+  }
+  if (!error.empty())
+    return error;
+  auto isShard = [&](unsigned k) {
+    return sharded && llvm::is_contained(sharded->sharded, k);
+  };
   llvm::json::Array files;
   bool first = true;
   for (unsigned k = 0; k < entry.args.size(); ++k) {
     if (!isState(entry.args[k].kind))
       continue;
-    std::string file = "arg" + std::to_string(k) + ".npy", error;
-    if (!writeNpy(temp + "/" + file, args[k], error))
+    std::string file = "arg" + std::to_string(k) + ".npy";
+    if (!isShard(k) && !writeStateFile(temp + "/" + file, args[k], error))
       return error;
-    syncPath(temp + "/" + file);
     if (first && info.crashAtStep && info.crashAtStep == step)
       ::_exit(86);
     first = false;
+    const StepSignature &types = isShard(k) ? *sharded->whole : signature;
     llvm::json::Object record{{"argument", k},
                               {"role", roleToken(entry.args[k].kind)},
                               {"param", entry.args[k].index},
-                              {"file", file},
-                              {"type", signature.inputs[k].describe()}};
+                              {"type", types.inputs[k].describe()}};
+    if (isShard(k)) {
+      llvm::json::Array parts;
+      for (int64_t rank = 0; rank < sharded->ranks; ++rank)
+        parts.push_back("arg" + std::to_string(k) + ".rank" +
+                        std::to_string(rank) + ".npy");
+      record["shards"] = std::move(parts);
+    } else {
+      record["file"] = file;
+    }
     // The parameter's name (train.name: a state_dict key from ga-import).
     if (const std::string &name = entry.names[entry.args[k].index];
         !name.empty())
@@ -126,7 +192,6 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
   llvm::raw_string_ostream os(text);
   os << llvm::formatv("{0:2}", llvm::json::Value(std::move(manifest))) << "\n";
   os.flush();
-  std::string error;
   if (!writeDurable(temp + "/manifest.json", text, error))
     return error;
   syncPath(temp);
@@ -139,6 +204,43 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
   if (std::error_code ec = fs::rename(latestTemp, dir + "/latest"))
     return "cannot replace '" + dir + "/latest': " + ec.message();
   syncPath(dir);
+  return "";
+}
+
+/// A tensor of `spec`'s shape from the ranks' shards `parts` (files in
+/// `dir`, rank 0's first): their elements in order, of which the first n
+/// are the tensor's (the rest pads the last shard).
+static std::string readShards(const std::string &dir,
+                              const llvm::json::Array &parts,
+                              const TensorSpec &spec, NpyArray &array) {
+  int64_t n = spec.numElements(), c = -1;
+  array = NpyArray();
+  array.dtype = spec.dtype;
+  for (const llvm::json::Value &part : parts) {
+    std::optional<llvm::StringRef> name = part.getAsString();
+    if (!name)
+      return "checkpoint '" + dir + "': \"shards\" lists file names";
+    std::string file = dir + "/" + name->str(), error;
+    NpyArray shard;
+    if (!readNpy(file, shard, error))
+      return error;
+    if (shard.dtype != spec.dtype || shard.shape.size() != 1 ||
+        (c >= 0 && shard.shape[0] != c))
+      return "checkpoint '" + dir + "': shard '" + name->str() + "' is " +
+             npyDTypeName(shard.dtype) + " " + shard.shapeString() +
+             ", not one of the ranks' equal " + npyDTypeName(spec.dtype) +
+             " vectors of a tensor of " + spec.describe();
+    c = shard.shape[0];
+    array.data.insert(array.data.end(), shard.data.begin(), shard.data.end());
+  }
+  int64_t held = c < 0 ? 0 : c * static_cast<int64_t>(parts.size());
+  if (held < n)
+    return "checkpoint '" + dir + "': " + std::to_string(parts.size()) +
+           " shard(s) of " + std::to_string(std::max<int64_t>(c, 0)) +
+           " elements hold less than the " + std::to_string(n) + " of " +
+           spec.describe();
+  array.data.resize(n * npyDTypeSize(spec.dtype));
+  array.shape = spec.shape;
   return "";
 }
 
@@ -180,9 +282,11 @@ std::string readCheckpoint(const std::string &where, const TrainEntry &entry,
         file ? file->getInteger("argument") : std::nullopt;
     std::optional<llvm::StringRef> name =
         file ? file->getString("file") : std::nullopt;
-    if (!k || !name)
+    const llvm::json::Array *parts = file ? file->getArray("shards") : nullptr;
+    if (!k || (!name && !parts))
       return "'" + manifestFile +
-             "': every \"state\" entry needs \"argument\" and \"file\"";
+             "': every \"state\" entry needs \"argument\" and \"file\" "
+             "(or \"shards\")";
     if (*k < 0 || *k >= static_cast<int64_t>(entry.args.size()) ||
         !isState(entry.args[*k].kind))
       return "checkpoint '" + dir + "' (of @" + entryName +
@@ -190,10 +294,15 @@ std::string readCheckpoint(const std::string &where, const TrainEntry &entry,
              ", which is no "
              "parameter or moment of @" +
              signature.entry + ": a checkpoint of another model";
-    NpyArray array;
-    if (!readNpy(dir + "/" + name->str(), array, error))
-      return error;
     const TensorSpec &spec = signature.inputs[*k];
+    NpyArray array;
+    if (parts) {
+      if (std::string shardError = readShards(dir, *parts, spec, array);
+          !shardError.empty())
+        return shardError;
+    } else if (!readNpy(dir + "/" + name->str(), array, error)) {
+      return error;
+    }
     if (array.dtype != spec.dtype || array.shape != spec.shape)
       return "checkpoint '" + dir + "' (of @" + entryName +
              ") holds argument #" + std::to_string(*k) + " as " +

@@ -77,6 +77,19 @@ std::vector<NpyArray> StateShards::gather(const std::vector<NpyArray> &args,
   return state;
 }
 
+void StateShards::barrier() {
+  // An all-gather of one element per rank: no rank returns before every
+  // rank has called it.
+  int64_t ranks = ga_world_size();
+  float mine = 0;
+  std::vector<float> all(ranks);
+  int64_t in[5] = {reinterpret_cast<int64_t>(&mine),
+                   reinterpret_cast<int64_t>(&mine), 0, 1, 1};
+  int64_t out[5] = {reinterpret_cast<int64_t>(all.data()),
+                    reinterpret_cast<int64_t>(all.data()), 0, ranks, 1};
+  ga_all_gather_f32(1, in, 1, out);
+}
+
 void StateShards::scatter(std::vector<NpyArray> &args) const {
   int64_t rank = ga_world_rank();
   for (auto [k, c] : llvm::zip(sharded, shardSizes)) {

@@ -48,6 +48,10 @@ public:
   /// Replaces every whole tensor in `args` (as read from a checkpoint or
   /// seeded) by this rank's shard of it.
   void scatter(std::vector<NpyArray> &args) const;
+  /// The arguments that are shards.
+  const std::vector<unsigned> &shardedArguments() const { return sharded; }
+  /// Waits for every rank (every rank must call it).
+  static void barrier();
 
 private:
   StepSignature whole;

@@ -74,6 +74,14 @@ cl::opt<int64_t>
                     cl::desc("Steps between checkpoints (default 0: only at "
                              "the end)"),
                     cl::init(0), cl::value_desc("N"), cl::cat(category));
+cl::opt<bool> checkpointShards(
+    "checkpoint-shards",
+    cl::desc("With --shard 1 or more on several ranks: every rank writes "
+             "its own shards into the checkpoint (argK.rankI.npy, listed in "
+             "the manifest) instead of gathering them whole on rank 0; the "
+             "ranks need a file system they share. It resumes on any rank "
+             "count and stage, like a whole one"),
+    cl::init(false), cl::cat(category));
 cl::opt<std::string>
     resumeDir("resume",
               cl::desc("Continue from a checkpoint: a --checkpoint-dir (its "
@@ -114,7 +122,7 @@ const char *const kOverview =
   ga-train TRAIN_STEP.mlir --data DIR [--steps N] [--lr LR] [--warmup N]
            [--clip C] [--seed S] [--microbatches K] [--data-parallel R]
            [--shard S] [--naive] [--init DIR] [--log FILE.csv] [--checkpoint-dir DIR
-           [--checkpoint-every N]] [--resume DIR] [--memory-budget BYTES
+           [--checkpoint-every N] [--checkpoint-shards]] [--resume DIR] [--memory-budget BYTES
            [--host-offload]]
            [--target cpu|cuda]
 

@@ -34,6 +34,7 @@ extern cl::opt<std::string> logFile;
 extern cl::opt<int64_t> printEvery;
 extern cl::opt<std::string> checkpointDir;
 extern cl::opt<int64_t> checkpointEvery;
+extern cl::opt<bool> checkpointShards;
 extern cl::opt<std::string> resumeDir;
 extern cl::opt<ga::Target> target;
 extern cl::opt<int> threadCount;

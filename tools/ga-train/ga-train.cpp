@@ -161,6 +161,8 @@ int Trainer::checkFlags() {
                 Twine(dataParallel.getValue()));
   if (checkpointEvery && checkpointDir.empty())
     return fail("--checkpoint-every needs --checkpoint-dir");
+  if (checkpointShards && checkpointDir.empty())
+    return fail("--checkpoint-shards needs --checkpoint-dir");
   if (!initDir.empty() && !resumeDir.empty())
     return fail("--init and --resume both set the parameters; give one");
   return 0;
@@ -317,6 +319,10 @@ int Trainer::initState() {
   } else {
     error = ga::seedParameters(entry, whole, seed, args);
   }
+  if (error.empty() && checkpointShards && !shards->any())
+    error = "--checkpoint-shards writes the ranks' shards of the state: it "
+            "needs --shard 1 or more on several ranks (this run holds every "
+            "tensor whole)";
   if (error.empty())
     shards->scatter(args);
   return error.empty() ? 0 : failAll(error);
@@ -451,6 +457,17 @@ std::string Trainer::checkpoint(int64_t step) {
     return reporter ? ga::writeCheckpoint(checkpointDir, step, entry, signature,
                                           args, info)
                     : "";
+  if (checkpointShards) {
+    // Every rank writes its shards; rank 0 the rest and the manifest.
+    ga::ShardedWrite write;
+    write.rank = ga_world_rank();
+    write.ranks = ga_world_size();
+    write.sharded = shards->shardedArguments();
+    write.whole = &shards->wholeSignature();
+    write.barrier = &ga::StateShards::barrier;
+    return ga::writeCheckpoint(checkpointDir, step, entry, signature, args,
+                               info, &write);
+  }
   std::string error;
   std::vector<ga::NpyArray> state = shards->gather(args, error);
   if (!error.empty() || !reporter)
