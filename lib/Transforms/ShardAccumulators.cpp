@@ -40,6 +40,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "ga/Analysis/BufferMemory.h"
 #include "ga/Transforms/Passes.h"
 #include "ga/Utils/TensorBuilders.h"
 
@@ -237,10 +238,13 @@ bool onlyAccumulates(scf::ForOp loop, BlockArgument arg, unsigned position) {
       // An element of it added to and written back where it was read (an
       // embedding's gradient, row by row).
       if (auto element = dyn_cast<tensor::ExtractOp>(user)) {
+        // Read once, by an add whose one reader writes the sum back.
         if (!element->hasOneUse())
           return false;
-        auto insert = dyn_cast<tensor::InsertOp>(
-            *(*element->getUsers().begin())->getUsers().begin());
+        Operation *add = *element->getUsers().begin();
+        if (!isa<arith::AddFOp>(add) || !add->hasOneUse())
+          return false;
+        auto insert = dyn_cast<tensor::InsertOp>(*add->getUsers().begin());
         if (!insert || !updatesOwnElement(insert) ||
             insert.getDest() != element.getTensor())
           return false;
@@ -337,11 +341,13 @@ void setAfterDefinition(OpBuilder &b, Value value, Block *block,
     b.setInsertionPoint(fallback);
 }
 
-/// The bytes of a tensor of static shape.
+/// The bytes of the buffer of a tensor of static shape, as the memory
+/// model counts them.
 int64_t tensorBytes(Type type) {
   auto tensor = cast<RankedTensorType>(type);
-  return tensor.getNumElements() *
-         llvm::divideCeil(tensor.getElementTypeBitWidth(), 8);
+  return allocationBytes(
+             MemRefType::get(tensor.getShape(), tensor.getElementType()), 0)
+      .value_or(0);
 }
 
 /// The micro-batch loop's accumulators that are reduce-scattered become

@@ -203,6 +203,12 @@ func.func @embedding_rows(%ids: tensor<4x2xindex>, %dy: tensor<4x2x3xf32>)
 // CHECK-NEXT: }
 // CHECK-NEXT: tensor.collapse_shape
 // CHECK-NEXT: train.reduce_scatter
+// CHECK-LABEL: func.func @element_read_only
+// CHECK: scf.for {{.*}} -> (tensor<4x3xf32>)
+// CHECK: scf.yield
+// CHECK-NEXT: }
+// CHECK-NEXT: tensor.collapse_shape
+// CHECK-NEXT: train.reduce_scatter
 // CHECK-LABEL: func.func @dynamic_trip_count
 // CHECK: scf.for {{.*}} -> (tensor<4x3xf32>)
 // CHECK: scf.yield
@@ -303,6 +309,25 @@ func.func @element_moved(%x: tensor<4x3xf32>) -> tensor<6xf32> {
     %new = arith.addf %old, %d : f32
     %w = tensor.insert %new into %a[%i, %c2] : tensor<4x3xf32>
     scf.yield %w : tensor<4x3xf32>
+  }
+  %flat = tensor.collapse_shape %r [[0, 1]] : tensor<4x3xf32> into tensor<12xf32>
+  %s = train.reduce_scatter sum %flat : tensor<12xf32> -> tensor<6xf32>
+  return %s : tensor<6xf32>
+}
+
+// An element of it read into a sum that nothing reads.
+func.func @element_read_only(%x: tensor<4x3xf32>) -> tensor<6xf32> {
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c4 = arith.constant 4 : index
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<4x3xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<4x3xf32>) -> tensor<4x3xf32>
+  %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %z) -> (tensor<4x3xf32>) {
+    %old = tensor.extract %a[%i, %c1] : tensor<4x3xf32>
+    %d = tensor.extract %x[%i, %c1] : tensor<4x3xf32>
+    %unread = arith.addf %old, %d : f32
+    scf.yield %a : tensor<4x3xf32>
   }
   %flat = tensor.collapse_shape %r [[0, 1]] : tensor<4x3xf32> into tensor<12xf32>
   %s = train.reduce_scatter sum %flat : tensor<12xf32> -> tensor<6xf32>
