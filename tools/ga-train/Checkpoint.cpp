@@ -86,14 +86,18 @@ static bool writeStateFile(const std::string &file, const NpyArray &array,
   return true;
 }
 
+/// The file of rank `rank`'s shard of argument `k` in a sharded checkpoint.
+static std::string shardFile(unsigned k, int64_t rank) {
+  return "arg" + std::to_string(k) + ".rank" + std::to_string(rank) + ".npy";
+}
+
 /// Every rank of a sharded checkpoint: its shards, as they are. Returns
 /// "" or the reason.
 static std::string writeShards(const std::string &temp,
                                const ShardedWrite &sharded,
                                const std::vector<NpyArray> &args) {
   for (unsigned k : sharded.sharded) {
-    std::string file = temp + "/arg" + std::to_string(k) + ".rank" +
-                       std::to_string(sharded.rank) + ".npy";
+    std::string file = temp + "/" + shardFile(k, sharded.rank);
     std::string error;
     if (!writeStateFile(file, args[k], error))
       return "rank " + std::to_string(sharded.rank) + ": " + error +
@@ -170,8 +174,7 @@ std::string writeCheckpoint(const std::string &dir, int64_t step,
     if (isShard(k)) {
       llvm::json::Array parts;
       for (int64_t rank = 0; rank < sharded->ranks; ++rank)
-        parts.push_back("arg" + std::to_string(k) + ".rank" +
-                        std::to_string(rank) + ".npy");
+        parts.push_back(shardFile(k, rank));
       record["shards"] = std::move(parts);
     } else {
       record["file"] = file;

@@ -11,6 +11,7 @@
 #include "llvm/ADT/STLExtras.h"
 
 #include <algorithm>
+#include <array>
 
 #include <cstring>
 
@@ -21,6 +22,13 @@ void ga_all_gather_f64(int64_t, void *, int64_t, void *);
 }
 
 namespace ga {
+
+/// The descriptor of a vector of `n` elements at `data`, as the runtime's
+/// collectives take it (allocated, aligned, offset, size, stride).
+static std::array<int64_t, 5> vectorDescriptor(const void *data, int64_t n) {
+  auto address = reinterpret_cast<int64_t>(data);
+  return {address, address, 0, n, 1};
+}
 
 StateShards::StateShards(const TrainEntry &entry,
                          const StepSignature &signature,
@@ -50,15 +58,12 @@ std::vector<NpyArray> StateShards::gather(const std::vector<NpyArray> &args,
     int64_t c = shard.numElements(), n = whole.inputs[k].numElements();
     size_t size = npyDTypeSize(shard.dtype);
     std::vector<char> all(ranks * c * size);
-    int64_t in[5] = {reinterpret_cast<int64_t>(shard.data.data()),
-                     reinterpret_cast<int64_t>(shard.data.data()), 0, c, 1};
-    int64_t gathered[5] = {reinterpret_cast<int64_t>(all.data()),
-                           reinterpret_cast<int64_t>(all.data()), 0, ranks * c,
-                           1};
+    auto in = vectorDescriptor(shard.data.data(), c);
+    auto gathered = vectorDescriptor(all.data(), ranks * c);
     if (shard.dtype == NpyDType::F32)
-      ga_all_gather_f32(1, in, 1, gathered);
+      ga_all_gather_f32(1, in.data(), 1, gathered.data());
     else if (shard.dtype == NpyDType::F64)
-      ga_all_gather_f64(1, in, 1, gathered);
+      ga_all_gather_f64(1, in.data(), 1, gathered.data());
     else {
       error = "argument #" + std::to_string(k) + " is a shard of " +
               npyDTypeName(shard.dtype) +
@@ -83,11 +88,9 @@ void StateShards::barrier() {
   int64_t ranks = ga_world_size();
   float mine = 0;
   std::vector<float> all(ranks);
-  int64_t in[5] = {reinterpret_cast<int64_t>(&mine),
-                   reinterpret_cast<int64_t>(&mine), 0, 1, 1};
-  int64_t out[5] = {reinterpret_cast<int64_t>(all.data()),
-                    reinterpret_cast<int64_t>(all.data()), 0, ranks, 1};
-  ga_all_gather_f32(1, in, 1, out);
+  auto in = vectorDescriptor(&mine, 1);
+  auto out = vectorDescriptor(all.data(), ranks);
+  ga_all_gather_f32(1, in.data(), 1, out.data());
 }
 
 void StateShards::scatter(std::vector<NpyArray> &args) const {
