@@ -409,6 +409,41 @@ def TrainShardAccumulatorsPass : Pass<"train-shard-accumulators", "::mlir::func:
       before their first reader: the whole gradient lives from its first
       write in the backward to its last.
 
+    For example, on 2 ranks, a 4x3 weight's gradient accumulated over the
+    micro-batch loop and reduce-scattered after it:
+
+    ```mlir
+    %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %zeros)
+        -> (tensor<4x3xf32>) {
+      %g = linalg.matmul ins(%x, %dy : ...) outs(%a : tensor<4x3xf32>)
+          -> tensor<4x3xf32>
+      scf.yield %g : tensor<4x3xf32>
+    }
+    %flat = tensor.collapse_shape %r [[0, 1]]
+        : tensor<4x3xf32> into tensor<12xf32>
+    %s = train.reduce_scatter sum %flat : tensor<12xf32> -> tensor<6xf32>
+    ```
+
+    becomes (where the estimate below allows it)
+
+    ```mlir
+    %r = scf.for %i = %c0 to %c4 step %c1 iter_args(%a = %zeros6)
+        -> (tensor<6xf32>) {
+      %z = linalg.fill ins(%cst : f32) outs(%e : tensor<4x3xf32>)
+          -> tensor<4x3xf32>
+      %g = linalg.matmul ins(%x, %dy : ...) outs(%z : tensor<4x3xf32>)
+          -> tensor<4x3xf32>
+      %flat = tensor.collapse_shape %g [[0, 1]]
+          : tensor<4x3xf32> into tensor<12xf32>
+      %gs = train.reduce_scatter sum %flat : tensor<12xf32> -> tensor<6xf32>
+      %a2 = linalg.generic {...} ins(%gs : tensor<6xf32>)
+          outs(%a : tensor<6xf32>) { ... arith.addf ... }
+      scf.yield %a2 : tensor<6xf32>
+    }
+    ```
+
+    and `%s` is `%r`.
+
     The second rewrite only moves code. The first sums each micro-batch's
     gradient across the ranks before it sums the micro-batches: the same
     examples' gradients are added, in another float32 order, so sharded
