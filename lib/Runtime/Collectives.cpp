@@ -231,22 +231,27 @@ extern "C" int32_t ga_collectives_start(int64_t ranks, const char *program,
   std::string name = program ? program : "step";
   std::string launch = std::string("`mpirun -np ") + std::to_string(ranks) +
                        " " + (launcher ? launcher : "PROGRAM") + " ...`";
-  bool launched = launchedByMPI();
+  // A process that joined the run already (an earlier step library, or
+  // ga_opt's Python step before its tools ran without mpirun's variables)
+  // is checked against the world it joined.
+  bool launched = launchedByMPI() || gJoined;
   if (ranks > 1 && !launched)
     return ga::setStatus(status, GA_ERROR_WORLD_SIZE,
                          "@" + name + " runs on " + std::to_string(ranks) +
                              " data-parallel ranks (train.data_parallel = " +
                              std::to_string(ranks) + "): launch it with " +
                              launch);
-  if (!launched || gJoined)
+  if (!launched)
     return GA_OK;
 #ifdef GA_HAVE_MPI
-  GA_MPI_ALLOCATIONS_NOT_LEAKS;
-  if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
-    return ga::setStatus(status, GA_ERROR_WORLD_SIZE, "MPI_Init failed");
-  gJoined = true;
-  MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &gSize);
+  if (!gJoined) {
+    GA_MPI_ALLOCATIONS_NOT_LEAKS;
+    if (MPI_Init(nullptr, nullptr) != MPI_SUCCESS)
+      return ga::setStatus(status, GA_ERROR_WORLD_SIZE, "MPI_Init failed");
+    gJoined = true;
+    MPI_Comm_rank(MPI_COMM_WORLD, &gRank);
+    MPI_Comm_size(MPI_COMM_WORLD, &gSize);
+  }
   if (gSize != ranks && ranks == 1)
     return ga::setStatus(status, GA_ERROR_WORLD_SIZE,
                          "@" + name +
@@ -288,6 +293,27 @@ extern "C" int32_t ga_broadcast_bytes(void *data, int64_t bytes) {
              : 1;
 #else
   (void)data;
+  return 1;
+#endif
+}
+
+extern "C" int32_t ga_all_gather_bytes(const void *data, int64_t bytes,
+                                       void *out) {
+  if (bytes < 0 || (gSize > 1 && bytes > INT_MAX))
+    return 1;
+  if (gSize == 1) {
+    if (bytes)
+      std::memmove(out, data, static_cast<size_t>(bytes));
+    return 0;
+  }
+#ifdef GA_HAVE_MPI
+  GA_MPI_ALLOCATIONS_NOT_LEAKS;
+  return MPI_Allgather(data, static_cast<int>(bytes), MPI_BYTE, out,
+                       static_cast<int>(bytes), MPI_BYTE,
+                       MPI_COMM_WORLD) == MPI_SUCCESS
+             ? 0
+             : 1;
+#else
   return 1;
 #endif
 }

@@ -12,9 +12,13 @@ The stages, each printed with its time (verbose=True):
    batch (ga_import.import_step);
 4. compile: ga-compile for the target (with the memory budget's plan);
 5. the library is written into the cache and loaded (ga_step).
+
+With data_parallel=r (under `mpirun -np r`), rank 0 takes stages 1-5 and
+the other ranks load the library it wrote (ga_opt.ranks).
 """
 
 import copy
+import json
 import os
 import re
 import shutil
@@ -23,7 +27,7 @@ import sys
 import time
 import weakref
 
-from . import cache
+from . import cache, ranks
 from .errors import GaOptError
 from .runner import CompiledStep, batch_spec
 from .tools import tool
@@ -66,7 +70,7 @@ class _Log:
 
 
 def _check_options(optimizer, target, microbatches, memory_budget,
-                   on_new_shape, lr):
+                   on_new_shape, lr, data_parallel=1, shard=0):
     if optimizer not in ("adamw", None):
         raise GaOptError(f"optimizer must be 'adamw' (the step updates the "
                          f"parameters) or None (the step writes p.grad), got "
@@ -88,6 +92,25 @@ def _check_options(optimizer, target, microbatches, memory_budget,
             hasattr(lr, "item")):
         raise GaOptError(f"lr must be a number, a 0-d tensor or a callable "
                          f"of the step number, got {type(lr).__name__}")
+    if isinstance(data_parallel, bool) or not isinstance(data_parallel, int) \
+            or data_parallel < 1:
+        raise GaOptError(f"data_parallel must be a positive integer (the "
+                         f"number of ranks), got {data_parallel!r}")
+    if shard not in (0, 1, 2, 3) or isinstance(shard, bool):
+        raise GaOptError(f"shard must be 0 (replicated), 1 (optimizer "
+                         f"state), 2 (and gradients) or 3 (and parameters), "
+                         f"got {shard!r}")
+    if shard and data_parallel == 1:
+        raise GaOptError(f"shard={shard} divides the state among the ranks: "
+                         "it needs data_parallel > 1")
+    if shard and optimizer != "adamw":
+        raise GaOptError(f"shard={shard} shards the optimizer's state and "
+                         "the updated parameters: it needs optimizer='adamw' "
+                         "(optimizer=None writes every whole p.grad)")
+    if data_parallel > 1 and target == "cuda":
+        raise GaOptError("data_parallel > 1 with target='cuda' is not "
+                         "available from compile_step yet: train on several "
+                         "GPUs with ga-train (docs/distributed.md)")
 
 
 def _model_device(torch, model, target):
@@ -114,6 +137,7 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
                  reduction="mean", model_inputs=None, check=True,
                  dropout="refuse",
                  cache_steps=True, on_new_shape="compile",
+                 data_parallel=1, shard=0,
                  pipeline_options="", verbose=True, log=None):
     """The whole training step of `model` on batches shaped like
     `example_batch` (a dict of tensors, the labels under `labels_key`),
@@ -129,6 +153,10 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
     `microbatches`: k, split exactly (or refused with the reason), or
     'auto' with `memory_budget` (bytes, or '20GiB'): the planner's choice.
     `dropout`: 'refuse' a model in training mode with dropout, or 'off'.
+    `data_parallel`: r ranks (the program launched by `mpirun -np r`,
+    every rank passing the same global batch, of which it takes B/r rows);
+    `shard`: what each rank holds 1/r of (1: AdamW's moments, 2: and the
+    gradients, 3: and the parameters; docs/distributed.md).
     Returns a CompiledStep: `step(batch)` runs one step."""
     import torch
     import ga_import
@@ -136,7 +164,8 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
     stream = log if log is not None else sys.stderr
     say = _Log(verbose, stream)
     _check_options(optimizer, target, microbatches, memory_budget,
-                   on_new_shape, lr)
+                   on_new_shape, lr, data_parallel, shard)
+    ranks.check_launch(data_parallel)
     budget = (parse_bytes(memory_budget) if memory_budget is not None
               else None)
     device = _model_device(torch, model, target)
@@ -151,17 +180,48 @@ def compile_step(model, example_batch, loss_fn=None, *, optimizer="adamw",
         labels_key=labels_key, shift_labels=bool(shift_labels),
         ignore_index=ignore_index, reduction=reduction,
         model_inputs=model_inputs, check=check, dropout=dropout,
-        cache_steps=cache_steps,
+        cache_steps=cache_steps, data_parallel=data_parallel, shard=shard,
         pipeline_options=pipeline_options, device=device, say=say)
-    library = build_library(torch, ga_import, example_batch, spec, settings)
+    library = _build(torch, ga_import, example_batch, spec, settings)
     return CompiledStep(torch, library, settings, on_new_shape,
-                        rebuild=lambda batch, s: build_library(
+                        rebuild=lambda batch, s: _build(
                             torch, ga_import, batch, s, settings))
+
+
+def _build(torch, ga_import, batch, spec, settings):
+    """build_library on one rank; on several, rank 0 builds the library
+    and broadcasts its directory (or its error) to the others, which load
+    it. Every rank calls it with the same batch."""
+    r = settings["data_parallel"]
+    if r == 1:
+        return build_library(torch, ga_import, batch, spec, settings)
+    runtime = ranks.runtime(r)
+    if runtime.rank != 0:
+        said = json.loads(runtime.broadcast_text())
+        if "error" in said:
+            raise GaOptError(f"rank 0 did not build the step: "
+                             f"{said['error']}", said.get("location"))
+        with open(os.path.join(said["path"], "meta.json")) as f:
+            meta = json.load(f)
+        return _Library(said["path"], meta, reused=said["reused"])
+    try:
+        with ranks.without_launch_environment():
+            library = build_library(torch, ga_import, batch, spec, settings)
+    except BaseException as e:
+        runtime.broadcast_text(json.dumps({
+            "error": str(e) or type(e).__name__,
+            "location": getattr(e, "location", None)}))
+        raise
+    runtime.broadcast_text(json.dumps({"path": library.path,
+                                       "reused": library.reused}))
+    return library
 
 
 def _pipeline_options(settings):
     """ga-compile's --pipeline-options for the settings."""
     options = settings["pipeline_options"].split()
+    if settings["shard"]:
+        options.append(f"shard={settings['shard']}")
     if settings["budget"] is not None:
         options.append(f"memory-budget={settings['budget']}")
         if settings["microbatches"] == "auto":
@@ -177,7 +237,7 @@ def _key_options(settings):
     """The options that change the compiled step, for the cache key."""
     keep = ("optimizer", "adamw", "clip", "microbatches", "budget", "target",
             "labels_key", "shift_labels", "ignore_index", "reduction",
-            "model_inputs", "check", "dropout")
+            "model_inputs", "check", "dropout", "data_parallel", "shard")
     options = {k: settings[k] for k in keep}
     options["pipeline"] = _pipeline_options(settings)
     return options
@@ -217,6 +277,7 @@ def build_library(torch, ga_import, batch, spec, settings):
             reduction=settings["reduction"], microbatches=k,
             train=settings["optimizer"] == "adamw", clip=settings["clip"],
             shift_labels=settings["shift_labels"],
+            data_parallel=settings["data_parallel"],
             loss_fn=settings["loss_fn"],
             model_inputs=settings["model_inputs"], check=settings["check"],
             dropout=settings["dropout"],

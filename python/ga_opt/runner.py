@@ -9,8 +9,16 @@ are copied into the model's parameters (device to device for a CUDA step);
 the moments are held by the CompiledStep, in two sets of buffers that the
 step writes in turn. With optimizer=None the gradients are written into
 each parameter's `.grad` directly.
+
+With data_parallel=r and shard=s (docs/distributed.md), the moments held
+are the rank's shards (s >= 1: c = ceil(n / r) elements of each flattened
+parameter of n, padded with zeros); at s = 3 the parameters' shards are
+held here too, and the module's parameters are written only by
+gather_parameters(). state_dict() gathers the moments whole, so a
+checkpoint resumes at any rank count and stage.
 """
 
+from . import ranks
 from .errors import GaOptError
 
 
@@ -56,11 +64,25 @@ class CompiledStep:
         if missing:
             raise GaOptError(f"the step's parameters {', '.join(missing)} "
                              "are not the model's")
+        self._data_parallel = settings.get("data_parallel", 1)
+        self._stage = settings.get("shard", 0)
+        self._runtime = (ranks.runtime(self._data_parallel)
+                         if self._data_parallel > 1 else None)
+        inputs = {t.name: t.shape for t in library.step.signature.inputs}
         self._moments = None
         if settings["optimizer"] == "adamw":
-            zeros = [[torch.zeros_like(self._params[n]).detach()
+            # The moments as the step takes them: whole, or the rank's
+            # shards (shard >= 1).
+            zeros = [[torch.zeros(inputs[f"exp_avg.{n}"],
+                                  dtype=self._params[n].dtype,
+                                  device=self._params[n].device)
                       for n in self.param_names] for _ in range(4)]
             self._moments = zeros  # m, v, next m, next v
+        self._shards = None
+        if self._stage == 3:
+            self._shards = [self._shard_of(self._params[n].detach(),
+                                           inputs[n])
+                            for n in self.param_names]
         self._new_params = None
 
     # ----------------------------------------------------------------------
@@ -93,6 +115,49 @@ class CompiledStep:
     @staticmethod
     def _shape_key(spec):
         return tuple(sorted((k, v[0], tuple(v[1])) for k, v in spec.items()))
+
+    # ----------------------------------------------------------------------
+    # Shards (data_parallel=r, shard >= 1).
+
+    @property
+    def rank(self):
+        """This process's rank (0 on one)."""
+        return self._runtime.rank if self._runtime else 0
+
+    def _shard_of(self, whole, shape):
+        """The rank's shard of `whole` (flattened, zero-padded to r * c), or
+        a copy of it where the step holds it whole."""
+        torch = self._torch
+        if self._stage == 0:
+            return whole.clone()
+        (c,) = shape
+        flat = torch.zeros(self._data_parallel * c, dtype=whole.dtype,
+                           device=whole.device)
+        flat[:whole.numel()] = whole.reshape(-1)
+        return flat[self.rank * c:(self.rank + 1) * c].clone()
+
+    def _whole_of(self, shard, like):
+        """The whole tensor shaped like `like` from every rank's `shard` (a
+        collective: every rank calls it in the same order)."""
+        torch = self._torch
+        if self._stage == 0:
+            return shard.detach().clone()
+        gathered = self._runtime.all_gather(shard.detach().cpu().numpy())
+        flat = torch.from_numpy(gathered.reshape(-1)[:like.numel()].copy())
+        return flat.reshape(like.shape).to(like.device)
+
+    def gather_parameters(self):
+        """At shard=3, writes the whole parameters (gathered from every
+        rank's shards) into the module's parameters, which the steps do not
+        update; a collective: every rank calls it. Nothing to do at the
+        other stages, whose steps update the module."""
+        if self._shards is None:
+            return
+        torch = self._torch
+        with torch.no_grad():
+            for n, shard in zip(self.param_names, self._shards):
+                p = self._params[n]
+                p.copy_(self._whole_of(shard, p))
 
     # ----------------------------------------------------------------------
     # One step.
@@ -150,7 +215,8 @@ class CompiledStep:
         'count'}."""
         library = self._library_for(batch)
         step = library.step
-        params = [self._params[n].detach() for n in self.param_names]
+        params = ([self._params[n].detach() for n in self.param_names]
+                  if self._shards is None else self._shards)
         named = {n: p for n, p in zip(self.param_names, params)}
         named.update({k: v.detach().contiguous() for k, v in batch.items()})
         if self._settings["optimizer"] == "adamw":
@@ -194,9 +260,14 @@ class CompiledStep:
             count = self._scalar(0, torch.int64)
             results.append(count)
         self._run(step, named, results)
-        with torch.no_grad():
-            for p, new in zip(params, self._new_params):
-                p.copy_(new)
+        if self._shards is not None:
+            # Stage 3: the new shards are held; the module is written by
+            # gather_parameters().
+            self._shards, self._new_params = self._new_params, self._shards
+        else:
+            with torch.no_grad():
+                for p, new in zip(params, self._new_params):
+                    p.copy_(new)
         self._moments = [next_m, next_v, m, v]
         self.step_number = t
         return {"loss": loss, "grad_norm": norm, "count": count}
@@ -236,21 +307,26 @@ class CompiledStep:
     def state_dict(self):
         """The step's optimizer state, as torch.optim's: the step number,
         the hyperparameters, and per parameter (by name) AdamW's two
-        moments (copies)."""
+        moments (copies), whole (at shard >= 1 gathered from every rank's
+        shards: a collective, every rank calls it)."""
         state = {"step": self.step_number,
                  "adamw": dict(self._settings["adamw"]),
                  "optimizer": self._settings["optimizer"]}
         if self._moments is not None:
             m, v = self._moments[:2]
-            state["exp_avg"] = {n: t.detach().clone()
-                                for n, t in zip(self.param_names, m)}
-            state["exp_avg_sq"] = {n: t.detach().clone()
-                                   for n, t in zip(self.param_names, v)}
+            like = [self._params[n] for n in self.param_names]
+            state["exp_avg"] = {n: self._whole_of(t, p) for n, t, p in
+                                zip(self.param_names, m, like)}
+            state["exp_avg_sq"] = {n: self._whole_of(t, p) for n, t, p in
+                                   zip(self.param_names, v, like)}
         return state
 
     def load_state_dict(self, state):
         """Restores what state_dict() saved (bit for bit): a resumed run
-        takes the same steps as one that did not stop."""
+        takes the same steps as one that did not stop. Whole moments are
+        sharded for this rank; at shard=3 the parameters' shards are taken
+        from the module's parameters again (load the module's state
+        first)."""
         if state.get("optimizer") != self._settings["optimizer"]:
             raise GaOptError(f"the state is of optimizer "
                              f"{state.get('optimizer')!r}, this step's is "
@@ -268,10 +344,15 @@ class CompiledStep:
                     raise GaOptError(f"the state has no {which} of "
                                      f"{', '.join(missing)}")
                 for n, t in zip(self.param_names, held):
-                    if tuple(saved[n].shape) != tuple(t.shape):
+                    whole = tuple(self._params[n].shape)
+                    if tuple(saved[n].shape) != whole:
                         raise GaOptError(
                             f"{which} of {n} has shape "
                             f"{tuple(saved[n].shape)}, the parameter "
-                            f"{tuple(t.shape)}")
-                    t.copy_(saved[n])
+                            f"{whole}")
+                    t.copy_(self._shard_of(saved[n].to(t.device), t.shape))
+        if self._shards is not None:
+            for n, shard in zip(self.param_names, self._shards):
+                shard.copy_(self._shard_of(self._params[n].detach(),
+                                           shard.shape))
         self.step_number = int(state["step"])

@@ -28,6 +28,7 @@ and the batch's tensors, by name) as the step takes them.
 Standard library (ctypes) and NumPy only.
 """
 
+import atexit
 import ctypes
 import os
 
@@ -198,6 +199,20 @@ def _as_array(value):
     return np.asarray(value)
 
 
+_LEAVING = []
+
+
+def _leave_at_exit(lib):
+    """Leaves the MPI run (MPI_Finalize, once: ga_collectives_stop does
+    nothing where the process joined none) when Python exits; mpirun
+    reports a rank that exits without it as failed."""
+    if not _LEAVING:
+        stop = lib.ga_collectives_stop
+        stop.restype, stop.argtypes = None, []
+        _LEAVING.append(stop)
+        atexit.register(stop)
+
+
 class Step:
     """A loaded step library. Call it with the step's arguments."""
 
@@ -235,6 +250,7 @@ class Step:
         if start(self.signature.ranks, self.name.encode(), b"python3",
                  ctypes.byref(status)) != 0:
             raise StepError(status.message.decode(), status.code)
+        _leave_at_exit(self._lib)
 
     def arguments(self, named):
         """The step's arguments in order, taken by name from the mapping

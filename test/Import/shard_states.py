@@ -13,11 +13,11 @@ by its own gradient scale: gradient elements that nearly cancel, summed
 across the ranks in another order, move the parameters by a few 1e-5
 after five steps, replicated or sharded alike)."""
 import csv
-import json
-import os
 import sys
 
 import numpy as np
+
+from ga_scripts import checkpoints
 
 TOLERANCE = 1e-6
 
@@ -29,12 +29,7 @@ def load(spec):
     log, ckpt = spec.split(":")
     with open(log) as f:
         rows = list(csv.DictReader(f))
-    with open(os.path.join(ckpt, "latest")) as f:
-        step = os.path.join(ckpt, f.read().strip())
-    with open(os.path.join(step, "manifest.json")) as f:
-        manifest = json.load(f)
-    state = {e["argument"]: np.load(os.path.join(step, e["file"]))
-             for e in manifest["state"]}
+    state, manifest = checkpoints.read_state(checkpoints.step_dir(ckpt))
     ROLES.update({e["argument"]: e["role"] for e in manifest["state"]})
     return rows, state
 

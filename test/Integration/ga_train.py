@@ -31,6 +31,7 @@ import sys
 
 import numpy as np
 
+from ga_scripts import checkpoints
 from ga_scripts.reference_harness import (Checker, parse_test_args, run_ga_run,
                                           tool_test_parser)
 
@@ -66,13 +67,10 @@ def ga_train(args, *options, expect=0):
 
 
 def read_checkpoint(where):
-    """The state arrays of a checkpoint, by argument number."""
-    name = open(os.path.join(where, "latest")).read().strip()
-    step_dir = os.path.join(where, name)
-    manifest = json.load(open(os.path.join(step_dir, "manifest.json")))
-    return manifest["step"], {
-        entry["argument"]: np.load(os.path.join(step_dir, entry["file"]))
-        for entry in manifest["state"]}
+    """The state arrays of a checkpoint's latest step, by argument number
+    (whole, or assembled from the ranks' shards)."""
+    state, manifest = checkpoints.read_state(checkpoints.step_dir(where))
+    return manifest["step"], state
 
 
 def log_rows(path):

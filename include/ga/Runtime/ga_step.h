@@ -141,6 +141,11 @@ int32_t ga_world_size(void);
  * an MPI run). Returns 0, or nonzero when the broadcast failed. The CUDA
  * runtime sends NCCL's communicator id with it. */
 int32_t ga_broadcast_bytes(void *data, int64_t bytes);
+/* Gathers `bytes` bytes at `data` from every rank into `out` (ranks x
+ * `bytes` bytes, rank i's at offset i x `bytes`; a copy outside an MPI
+ * run). Returns 0, or nonzero when the gather failed. ga_opt's Python
+ * step gathers sharded parameters and optimizer state with it. */
+int32_t ga_all_gather_bytes(const void *data, int64_t bytes, void *out);
 
 #ifdef __cplusplus
 } /* extern "C" */
