@@ -19,7 +19,8 @@ ga_opt.tools.
 
 from .compile import compile_step, parse_bytes
 from .errors import GaOptError
-from .runner import CompiledStep
+from .runner import CompiledStep, merge_sharded_states
 
-__all__ = ["compile_step", "CompiledStep", "GaOptError", "parse_bytes"]
+__all__ = ["compile_step", "CompiledStep", "GaOptError",
+           "merge_sharded_states", "parse_bytes"]
 __version__ = "0.1.0"

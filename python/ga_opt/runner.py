@@ -304,14 +304,40 @@ class CompiledStep:
     # ----------------------------------------------------------------------
     # Checkpoints.
 
-    def state_dict(self):
+    def state_dict(self, sharded=False):
         """The step's optimizer state, as torch.optim's: the step number,
         the hyperparameters, and per parameter (by name) AdamW's two
         moments (copies), whole (at shard >= 1 gathered from every rank's
-        shards: a collective, every rank calls it)."""
+        shards: a collective, every rank calls it).
+
+        `sharded=True` (shard >= 1): this rank's shards as held, with
+        `"shard"`: {rank, ranks, stage, shapes (the whole parameters')} and
+        at shard=3 also the parameters' shards (`"parameter_shards"`); no
+        rank holds a whole tensor and nothing is communicated. It resumes
+        on the same rank and rank count; merge_sharded_states assembles
+        the ranks' states whole for any other."""
         state = {"step": self.step_number,
                  "adamw": dict(self._settings["adamw"]),
                  "optimizer": self._settings["optimizer"]}
+        if sharded:
+            if not self._stage:
+                raise GaOptError("state_dict(sharded=True): this step holds "
+                                 "no shards (shard=0)")
+            state["shard"] = {
+                "rank": self.rank, "ranks": self._data_parallel,
+                "stage": self._stage,
+                "shapes": {n: list(self._params[n].shape)
+                           for n in self.param_names}}
+            m, v = self._moments[:2]
+            state["exp_avg"] = {n: t.detach().clone()
+                                for n, t in zip(self.param_names, m)}
+            state["exp_avg_sq"] = {n: t.detach().clone()
+                                   for n, t in zip(self.param_names, v)}
+            if self._shards is not None:
+                state["parameter_shards"] = {
+                    n: t.detach().clone()
+                    for n, t in zip(self.param_names, self._shards)}
+            return state
         if self._moments is not None:
             m, v = self._moments[:2]
             like = [self._params[n] for n in self.param_names]
@@ -326,7 +352,10 @@ class CompiledStep:
         takes the same steps as one that did not stop. Whole moments are
         sharded for this rank; at shard=3 the parameters' shards are taken
         from the module's parameters again (load the module's state
-        first)."""
+        first), or from the state's `"parameters"` (merge_sharded_states'
+        of a stage-3 run), which are written into the module. A sharded
+        state (state_dict(sharded=True)) is taken as held, by the same rank
+        of the same rank count and stage."""
         if state.get("optimizer") != self._settings["optimizer"]:
             raise GaOptError(f"the state is of optimizer "
                              f"{state.get('optimizer')!r}, this step's is "
@@ -335,6 +364,13 @@ class CompiledStep:
             raise GaOptError(f"the state's AdamW hyperparameters "
                              f"{state.get('adamw')} differ from this step's "
                              f"{self._settings['adamw']}")
+        if "shard" in state:
+            self._load_shards(state)
+            return
+        if "parameters" in state:
+            with self._torch.no_grad():
+                for n in self.param_names:
+                    self._params[n].copy_(state["parameters"][n])
         if self._moments is not None:
             for which, held in (("exp_avg", self._moments[0]),
                                 ("exp_avg_sq", self._moments[1])):
@@ -356,3 +392,63 @@ class CompiledStep:
                 shard.copy_(self._shard_of(self._params[n].detach(),
                                            shard.shape))
         self.step_number = int(state["step"])
+
+    def _load_shards(self, state):
+        """load_state_dict of a sharded state."""
+        held = state["shard"]
+        mine = {"rank": self.rank, "ranks": self._data_parallel,
+                "stage": self._stage}
+        if {k: held.get(k) for k in mine} != mine:
+            raise GaOptError(
+                f"the state holds the shards of rank {held.get('rank')} of "
+                f"{held.get('ranks')} at shard={held.get('stage')}; this is "
+                f"rank {mine['rank']} of {mine['ranks']} at shard="
+                f"{mine['stage']}: assemble the ranks' states with "
+                "ga_opt.merge_sharded_states to resume on another schedule")
+        sets = [("exp_avg", self._moments[0]),
+                ("exp_avg_sq", self._moments[1])]
+        if self._shards is not None:
+            sets.append(("parameter_shards", self._shards))
+        for which, tensors in sets:
+            saved = state.get(which, {})
+            for n, t in zip(self.param_names, tensors):
+                if n not in saved or tuple(saved[n].shape) != tuple(t.shape):
+                    raise GaOptError(f"the state's {which} of {n} is not "
+                                     f"this rank's shard ({tuple(t.shape)})")
+                t.copy_(saved[n])
+        self.step_number = int(state["step"])
+
+
+def merge_sharded_states(states):
+    """The whole state (as state_dict() returns it) from every rank's
+    state_dict(sharded=True), in any order; with `"parameters"` (whole)
+    where the shards held them (shard=3). It resumes on any number of
+    ranks and at any stage (load_state_dict)."""
+    import torch
+    states = list(states)
+    if not states or any("shard" not in s for s in states):
+        raise GaOptError("merge_sharded_states takes the state_dict("
+                         "sharded=True) of every rank")
+    ranks = states[0]["shard"]["ranks"]
+    got = sorted(s["shard"]["rank"] for s in states)
+    if got != list(range(ranks)):
+        raise GaOptError(f"merge_sharded_states: the states of ranks "
+                         f"{got}, expected one of each of 0..{ranks - 1}")
+    by_rank = {s["shard"]["rank"]: s for s in states}
+    first = by_rank[0]
+    shapes = first["shard"]["shapes"]
+    merged = {k: first[k] for k in ("step", "adamw", "optimizer")}
+    for which, into in (("exp_avg", "exp_avg"),
+                        ("exp_avg_sq", "exp_avg_sq"),
+                        ("parameter_shards", "parameters")):
+        if which not in first:
+            continue
+        merged[into] = {}
+        for n, shape in shapes.items():
+            flat = torch.cat([by_rank[i][which][n].reshape(-1).cpu()
+                              for i in range(ranks)])
+            count = 1
+            for d in shape:
+                count *= d
+            merged[into][n] = flat[:count].reshape(shape).clone()
+    return merged

@@ -2,23 +2,26 @@
 PyTorch's float64 loop, against each other, and resumed elsewhere.
 
   compile_step_sharded.py errors        # one process: the options refused
-  mpirun -np 2 ... compile_step_sharded.py ranks DIR
+  mpirun -np 2 ... compile_step_sharded.py ranks DIR  # DIR/ranks.rankI.out
   compile_step_sharded.py resume DIR    # one process: DIR's state, one rank
 
 The model and the batches are compile_step.py's (a transformers GPT-2 on
 padded rows, B 8, clipping, AdamW with a warm-up). On 2 ranks, k = 2, for
 every stage 0-3, 3 AdamW steps (after the errors of a wrong rank count
-and a compile error of rank 0, which every rank raises): every loss within 1e-5 relative of
-PyTorch's float64 loop and the parameters within its bound (10x PyTorch's
+and a compile error of rank 0, which every rank raises): every loss
+within 1e-5 relative of PyTorch's float64 loop and the parameters within its bound (10x PyTorch's
 own float32 loop's distance); stage 1's parameters and gathered moments
 bitwise stage 0's, stage 3's bitwise stage 2's (docs/distributed.md, "Why
 it stays exact"); at stage 3 the module untouched until
 gather_parameters(); a stage-3 run checkpointed after 2 steps (the
 module's state and the step's) and resumed in a new step takes the third
-step bitwise. The stage-2 checkpoint after 2 steps (moments gathered
-whole) is written to DIR; `resume` loads it into a one-rank step and takes
-the third step: its loss and parameters within the same bounds of the
-float64 loop's third step.
+step bitwise, and so does a new step that loads the ranks' sharded states
+(state_dict(sharded=True), the parameters' shards included) on a module
+of the initial parameters. The stage-2 checkpoint after 2 steps (moments
+gathered whole) and the stage-3 sharded states are written to DIR;
+`resume` loads the first, and the second merged (merge_sharded_states),
+into a one-rank step and takes the third step: its loss and parameters
+within the same bounds of the float64 loop's third step.
 """
 
 import copy
@@ -66,8 +69,11 @@ def check_against_float64(name, losses, model, ref_losses, ref64, bound):
 
 
 def ranks(directory):
-    # Both ranks report, each line naming its rank.
+    # Each rank reports into DIR/ranks.rankI.out, each line naming its
+    # rank (mpirun's merged output may join the ranks' lines).
     rank = os.environ.get("OMPI_COMM_WORLD_RANK", "?")
+    sys.stdout = open(os.path.join(directory, f"ranks.rank{rank}.out"), "w",
+                      buffering=1)
     report = base.report
     base.report = lambda name, ok, detail: report(f"rank {rank}: {name}",
                                                   ok, detail)
@@ -102,6 +108,7 @@ def ranks(directory):
                 "parameters and gathered moments bitwise after "
                 f"{STEPS} steps")
     resume_stage3(model, batches, params[3])
+    sharded_checkpoint(model, batches, params[3], directory)
     save_stage2(model, batches, directory)
 
 
@@ -126,6 +133,40 @@ def resume_stage3(model, batches, finished):
                 "the cache): the third step's parameters bitwise")
 
 
+def sharded_checkpoint(model, batches, finished, directory):
+    """state_dict(sharded=True) after 2 steps at stage 3 (written to
+    DIR/stage3.rankI.pt for `resume`), loaded by a new step on a module of
+    the initial parameters: the third step's parameters bitwise. Another
+    rank's shards are refused."""
+    m = copy.deepcopy(model)
+    step = compile_on(m, batches[0], 3)
+    for b in batches[:2]:
+        step(b)
+    state = step.state_dict(sharded=True)
+    torch.save(state, os.path.join(directory, f"stage3.rank{step.rank}.pt"))
+    del step
+    again = copy.deepcopy(model)
+    step = compile_on(again, batches[0], 3)
+    step.load_state_dict(state)
+    step(batches[2])
+    step.gather_parameters()
+    held = sum(t.numel() for t in state["parameter_shards"].values())
+    whole = sum(p.numel() for p in model.parameters())
+    base.report("stage 3: sharded checkpoint",
+                same_bits(finished, again.parameters()) and
+                held == sum(-(-p.numel() // 2) for p in model.parameters()),
+                f"the rank's shards ({held} of {whole} parameter elements) "
+                "resumed on a module of the initial parameters: the third "
+                "step's parameters bitwise")
+    other = dict(state, shard=dict(state["shard"], rank=1 - step.rank))
+    try:
+        step.load_state_dict(other)
+        base.report("error: another rank's shards", False, "not refused")
+    except GaOptError as e:
+        base.report("error: another rank's shards",
+                    "merge_sharded_states" in str(e), str(e))
+
+
 def save_stage2(model, batches, directory):
     m = copy.deepcopy(model)
     step = compile_on(m, batches[0], 2)
@@ -148,6 +189,19 @@ def resume(directory):
     loss = float(step(batches[2])["loss"])
     check_against_float64("2 ranks at stage 2, resumed on one", [loss],
                           model, ref_losses[2:], ref64, bound)
+    # The ranks' sharded stage-3 states, merged: the parameters come with
+    # them (the module given here has the initial ones).
+    merged = ga_opt.merge_sharded_states(
+        torch.load(os.path.join(directory, f"stage3.rank{i}.pt"))
+        for i in (1, 0))
+    fresh = base.make_model()
+    step = ga_opt.compile_step(fresh, batches[0], microbatches=2,
+                               lr=base.lr_at, **base.HYPER)
+    step.load_state_dict(merged)
+    loss = float(step(batches[2])["loss"])
+    check_against_float64("2 ranks' sharded stage-3 states, merged, "
+                          "resumed on one", [loss], fresh, ref_losses[2:],
+                          ref64, bound)
 
 
 def refused_on_ranks(model, batch):
