@@ -41,6 +41,7 @@ std::optional<ga::CudaTargetOptions> ga::GaPipelineOptions::cudaTarget() const {
   cuda.kernels = {gpuBlockSize, gpuVectorWidth, gpuFusion,
                   gpuFusion && gpuRowFusion};
   cuda.emulate = gpuEmulate;
+  cuda.prefetchGathers = gpuPrefetchGathers && memoryBudget == 0;
   if (hostOffload)
     cuda.offload = CudaTargetOptions::Offload{
         hostBandwidth, deviceTflops, offloadCopies, offloadMinBytes,
@@ -130,6 +131,8 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   ga::GaGpuDeviceCodePassOptions deviceCode;
   deviceCode.fuseSingleThreads = cuda.kernels.fusion;
   pm.addPass(ga::createGaGpuDeviceCodePass(deviceCode));
+  if (cuda.prefetchGathers)
+    pm.addPass(ga::createGaGpuPrefetchGathersPass());
   if (cuda.emulate) {
     // The device program on the CPU, one launch after the other.
     pm.addPass(ga::createGaGpuEmulateOnHostPass());

@@ -200,6 +200,11 @@ int64_t ga_rank() { return gRank; }
   void ga_host_all_gather_##SUFFIX(int64_t inRank, void *in, int64_t outRank,  \
                                    void *out) {                                \
     allGather<T>(inRank, in, outRank, out);                                    \
+  }                                                                            \
+  int64_t ga_host_all_gather_start_##SUFFIX(int64_t inRank, void *in,          \
+                                            int64_t outRank, void *out) {      \
+    allGather<T>(inRank, in, outRank, out);                                    \
+    return -1;                                                                 \
   }
 #define GA_COLLECTIVES(SUFFIX, T)                                              \
   GA_ALL_REDUCE(SUFFIX, T)                                                     \
@@ -208,6 +213,8 @@ GA_COLLECTIVES(f32, float)
 GA_COLLECTIVES(f64, double)
 GA_COLLECTIVES(i32, int32_t)
 GA_COLLECTIVES(i64, int64_t)
+// The emulated device program's prefetched gathers ran in _start.
+void ga_host_all_gather_wait(int64_t) {}
 #undef GA_COLLECTIVES
 #undef GA_PARTITIONS
 #undef GA_ALL_REDUCE

@@ -19,6 +19,13 @@
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-row-fusion=false" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOROWS
 // SPLIT-DEFAULT: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=true fuse-rows=true vector-width=4}
 // SPLIT-DEFAULT: ga-gpu-device-code{fuse-single-threads=true}
+// SPLIT-DEFAULT-NEXT: ga-gpu-prefetch-gathers
+// The gathers run ahead by default; not with gpu-prefetch-gathers=false, nor
+// under a memory budget (whose plan does not count the buffer gathered ahead).
+// RUN: ga-opt --ga-pipeline="target=cuda gpu-prefetch-gathers=false" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOPREFETCH
+// RUN: ga-opt --ga-pipeline="target=cuda memory-budget=100000000" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=NOPREFETCH
+// NOPREFETCH: ga-gpu-device-code
+// NOPREFETCH-NOT: ga-gpu-prefetch-gathers
 // NOFUSE: ga-fuse-elementwise{into-reductions=false recompute-cheap=false}
 // NOFUSE: ga-gpu-map-parallel-loops{block-size=256 fuse-loops=false fuse-rows=false vector-width=4}
 // NOFUSE: ga-gpu-device-code{fuse-single-threads=false}

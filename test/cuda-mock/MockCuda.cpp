@@ -75,6 +75,10 @@ struct Counts {
   long liveBytes = 0, peakBytes = 0;
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
   long ncclReduceScatters = 0, ncclAllGathers = 0;
+  // The collectives enqueued on a stream other than the first one created
+  // (the step's); the first stream.
+  long ncclOnOtherStreams = 0;
+  void *firstStream = nullptr;
   int ordinal = -1;
   std::map<uintptr_t, size_t> device; // base -> mapped size
   // base -> the bytes cuMemAlloc was asked for (a GEMM's bounds).
@@ -124,7 +128,8 @@ struct Counts {
                  "host allocations: %ld\nstreams: %ld\n"
                  "accesses checked: %ld\nraces: %ld\n"
                  "unchecked launches: %ld\n"
-                 "nccl reduce-scatters: %ld\nnccl all-gathers: %ld\n",
+                 "nccl reduce-scatters: %ld\nnccl all-gathers: %ld\n"
+                 "nccl on other streams: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
@@ -133,7 +138,7 @@ struct Counts {
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
                  ltHeuristics, missingFunctions, hostAllocations, streams,
                  accessesChecked, races, uncheckedLaunches, ncclReduceScatters,
-                 ncclAllGathers);
+                 ncclAllGathers, ncclOnOtherStreams);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -456,6 +461,8 @@ int cuStreamCreate(void **s, unsigned) {
   std::lock_guard<std::mutex> lock(c.mutex);
   *s = new int(0);
   ++c.streams;
+  if (!c.firstStream)
+    c.firstStream = *s;
   streamOf(*s);
   return 0;
 }
@@ -1011,7 +1018,7 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
 /// runtime's ga_reduce_scatter_<type> and ga_all_gather_<type> on the two
 /// device blocks, which must hold the elements the call names.
 static int partition(bool gather, const void *send, void *recv, size_t count,
-                     int type, int op, void *comm) {
+                     int type, int op, void *comm, void *stream) {
   Counts &c = counts();
   const char *suffix = ncclSuffix(type);
   size_t size = type == 8 || type == 4 ? 8 : 4;
@@ -1033,6 +1040,14 @@ static int partition(bool gather, const void *send, void *recv, size_t count,
       return 4; // ncclInvalidArgument
     }
     ++(gather ? c.ncclAllGathers : c.ncclReduceScatters);
+    // The collective on its stream, checked for order like a kernel.
+    size_t index = enqueue(stream);
+    c.ncclOnOtherStreams += index != streamOf(c.firstStream);
+    access(index, in,
+           gather ? "an ncclAllGather's read" : "an ncclReduceScatter's read");
+    access(index, out,
+           gather ? "an ncclAllGather's write"
+                  : "an ncclReduceScatter's write");
     setAccess(inBlock.first, inBlock.second, PROT_READ | PROT_WRITE);
     setAccess(outBlock.first, outBlock.second, PROT_READ | PROT_WRITE);
   }
@@ -1057,13 +1072,13 @@ static int partition(bool gather, const void *send, void *recv, size_t count,
 }
 
 int ncclReduceScatter(const void *send, void *recv, size_t recvCount, int type,
-                      int op, void *comm, void *) {
-  return partition(false, send, recv, recvCount, type, op, comm);
+                      int op, void *comm, void *stream) {
+  return partition(false, send, recv, recvCount, type, op, comm, stream);
 }
 
 int ncclAllGather(const void *send, void *recv, size_t sendCount, int type,
-                  void *comm, void *) {
-  return partition(true, send, recv, sendCount, type, 0, comm);
+                  void *comm, void *stream) {
+  return partition(true, send, recv, sendCount, type, 0, comm, stream);
 }
 
 } // extern "C"

@@ -48,6 +48,9 @@ struct CudaTargetOptions {
     bool rowFusion = true;
   } kernels;
   bool emulate = false;
+  /// Each all-gather on a stream of its own, one reader ahead
+  /// (ga-gpu-prefetch-gathers).
+  bool prefetchGathers = true;
   /// Host offload (with memory-budget).
   struct Offload {
     double hostBandwidth = 0;
@@ -207,6 +210,15 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "elementwise operations that read them) as one "
                      "kernel, a row per group of threads, barriers between "
                      "the nests (ga-gpu-map-parallel-loops fuse-rows)"),
+      llvm::cl::init(true)};
+  Option<bool> gpuPrefetchGathers{
+      *this, "gpu-prefetch-gathers",
+      llvm::cl::desc("target=cuda: each all-gather (shard=3's gathers of the "
+                     "parameters before their readers) runs on a stream of "
+                     "its own, the next one while the previous one's reader "
+                     "computes (ga-gpu-prefetch-gathers); off under a "
+                     "memory-budget, whose plan does not count the buffer "
+                     "gathered ahead"),
       llvm::cl::init(true)};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",

@@ -134,12 +134,22 @@ void ga_cuda_all_reduce_i64(int64_t rank, void *descriptor, int32_t kind);
   void ga_cuda_reduce_scatter_##T(int64_t inRank, void *in, int64_t outRank,   \
                                   void *out, int32_t kind);                    \
   void ga_cuda_all_gather_##T(int64_t inRank, void *in, int64_t outRank,       \
-                              void *out);
+                              void *out);                                      \
+  int64_t ga_cuda_all_gather_start_##T(int64_t inRank, void *in,               \
+                                       int64_t outRank, void *out);
 GA_CUDA_PARTITIONS(f32)
 GA_CUDA_PARTITIONS(f64)
 GA_CUDA_PARTITIONS(i32)
 GA_CUDA_PARTITIONS(i64)
 #undef GA_CUDA_PARTITIONS
+/* A prefetched all-gather (ga-gpu-prefetch-gathers): _start enqueues it on
+ * NCCL on a stream of its own, after what the step's stream has enqueued
+ * so far, and returns a handle (-1 where it ran on the step's stream: one
+ * rank, the host path); _wait makes the step's stream wait for it before
+ * the gathered buffer's reader. `ga_cuda_prefetched_gathers` counts the
+ * gathers that ran on the gather stream. */
+void ga_cuda_all_gather_wait(int64_t handle);
+long ga_cuda_prefetched_gathers(void);
 
 /*===-- GEMMs (ga-gpu-gemm-to-blas) ---------------------------------------===*/
 

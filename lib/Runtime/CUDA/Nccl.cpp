@@ -179,58 +179,98 @@ static T *contiguousDevice(State &s, int64_t rank, void *descriptor,
 /// train.reduce_scatter (`gather` false) or train.all_gather (true) of
 /// device buffers: on NCCL where the all-reduce uses it, otherwise through
 /// host memory for the CPU runtime's MPI collective `host`.
+/// The gather stream's event that `handle`'s reader waits for; -1 where
+/// the gather ran on the step's stream. The gather stream first waits for
+/// the step's stream (the gathered buffer's earlier users and the shard's
+/// writers are done); the caller enqueues the gather on it next.
+static int64_t beginPrefetch(State &s) {
+  Nccl &n = s.nccl;
+  if (!n.gatherStream) {
+    const char *env = std::getenv("GA_CUDA_GATHER_UNORDERED");
+    n.unordered = env && std::string(env) == "1";
+    if (!check(s, s.cu.cuStreamCreate(&n.gatherStream, /*non-blocking*/ 1),
+               "cuStreamCreate (the gather stream)"))
+      return -1;
+  }
+  CUevent event = nullptr;
+  if (!n.events.empty()) {
+    event = n.events.back();
+    n.events.pop_back();
+  } else if (!check(s, s.cu.cuEventCreate(&event, /*no timing*/ 2),
+                    "cuEventCreate")) {
+    return -1;
+  }
+  if (!check(s, s.cu.cuEventRecord(event, s.stream), "cuEventRecord") ||
+      !check(s, s.cu.cuStreamWaitEvent(n.gatherStream, event, 0),
+             "cuStreamWaitEvent"))
+    return -1;
+  int64_t handle = n.nextGather++;
+  n.gathering[handle] = event;
+  return handle;
+}
+
 template <typename T>
-static void devicePartition(bool gather, int64_t inRank, void *in,
-                            int64_t outRank, void *out, int32_t kind,
-                            void (*hostReduceScatter)(int64_t, void *, int64_t,
-                                                      void *, int32_t),
-                            void (*hostAllGather)(int64_t, void *, int64_t,
-                                                  void *)) {
+static int64_t devicePartition(
+    bool gather, int64_t inRank, void *in, int64_t outRank, void *out,
+    int32_t kind,
+    void (*hostReduceScatter)(int64_t, void *, int64_t, void *, int32_t),
+    void (*hostAllGather)(int64_t, void *, int64_t, void *),
+    bool prefetch = false) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty())
-    return;
+    return -1;
   const char *op = gather ? "train.all_gather" : "train.reduce_scatter";
   int64_t inCount, outCount;
   T *source = contiguousDevice<T>(s, inRank, in, inCount, op);
   T *target = contiguousDevice<T>(s, outRank, out, outCount, op);
   if (!source || !target)
-    return;
+    return -1;
   int64_t ranks = ga_world_size();
   if ((gather ? outCount != ranks * inCount : inCount != ranks * outCount)) {
     recordError(s, std::string(op) + " of " + std::to_string(inCount) +
                        " into " + std::to_string(outCount) +
                        " elements does not match " + std::to_string(ranks) +
                        " rank(s)");
-    return;
+    return -1;
   }
   if (ranks == 1) {
     copy(s, target, source, outCount * sizeof(T));
-    return;
+    return -1;
   }
   // A sum takes NCCL; an average (the naive lowering's) the host path.
   if ((gather || kind == 0) && ensureNccl(s)) {
+    int64_t handle = prefetch ? beginPrefetch(s) : -1;
+    if (!s.error.empty())
+      return -1;
+    CUstream stream = handle >= 0 ? s.nccl.gatherStream : s.stream;
     int rc = gather
                  ? s.nccl.fn.ncclAllGather(source, target,
                                            static_cast<size_t>(inCount),
-                                           ncclType<T>(), s.nccl.comm, s.stream)
+                                           ncclType<T>(), s.nccl.comm, stream)
                  : s.nccl.fn.ncclReduceScatter(
                        source, target, static_cast<size_t>(outCount),
-                       ncclType<T>(), /*ncclSum*/ 0, s.nccl.comm, s.stream);
+                       ncclType<T>(), /*ncclSum*/ 0, s.nccl.comm, stream);
     if (rc)
       recordError(s,
                   std::string(gather ? "ncclAllGather" : "ncclReduceScatter") +
                       " of " + std::to_string(inCount) +
                       " elements failed: " + s.nccl.fn.ncclGetErrorString(rc));
-    return;
+    if (handle >= 0) {
+      // What the reader waits for: the gather, recorded on its stream.
+      CUevent done = s.nccl.gathering[handle];
+      check(s, s.cu.cuEventRecord(done, stream), "cuEventRecord");
+      ++s.nccl.prefetched;
+    }
+    return handle;
   }
   if (!s.error.empty())
-    return;
+    return -1;
   hostWaits(s, "the step's collectives go through host memory (NCCL needs "
                "a device per rank)");
   std::vector<T> hostIn(inCount), hostOut(outCount);
   if (!copy(s, hostIn.data(), source, inCount * sizeof(T)) || !synchronize(s))
-    return;
+    return -1;
   int64_t inDescriptor[5] = {reinterpret_cast<int64_t>(hostIn.data()),
                              reinterpret_cast<int64_t>(hostIn.data()), 0,
                              inCount, 1};
@@ -243,6 +283,31 @@ static void devicePartition(bool gather, int64_t inRank, void *in,
     hostReduceScatter(1, inDescriptor, 1, outDescriptor, kind);
   copy(s, target, hostOut.data(), outCount * sizeof(T));
   synchronize(s); // `hostOut` goes out of scope.
+  return -1;
+}
+
+/// ga_cuda_all_gather_wait: the step's stream waits for the prefetched
+/// gather `handle` (nothing for -1, a gather that ran on the step's
+/// stream).
+static void waitForGather(int64_t handle) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  if (handle < 0 || !s.error.empty())
+    return;
+  Nccl &n = s.nccl;
+  auto it = n.gathering.find(handle);
+  if (it == n.gathering.end()) {
+    recordError(s, "ga_cuda_all_gather_wait of a handle that "
+                   "ga_cuda_all_gather_start did not return, or waited for "
+                   "already");
+    return;
+  }
+  if (!n.unordered)
+    check(s, s.cu.cuStreamWaitEvent(s.stream, it->second, 0),
+          "cuStreamWaitEvent");
+  // An event may be recorded again once a wait for it is enqueued.
+  n.events.push_back(it->second);
+  n.gathering.erase(it);
 }
 
 } // namespace ga::cuda
@@ -280,11 +345,25 @@ void ga_cuda_all_reduce_i64(int64_t rank, void *d, int32_t kind) {
                                    void *out) {                                \
     devicePartition<T>(true, inRank, in, outRank, out, 0,                      \
                        ga_reduce_scatter_##SUFFIX, ga_all_gather_##SUFFIX);    \
+  }                                                                            \
+  int64_t ga_cuda_all_gather_start_##SUFFIX(int64_t inRank, void *in,          \
+                                            int64_t outRank, void *out) {      \
+    return devicePartition<T>(true, inRank, in, outRank, out, 0,               \
+                              ga_reduce_scatter_##SUFFIX,                      \
+                              ga_all_gather_##SUFFIX, /*prefetch=*/true);      \
   }
 GA_CUDA_PARTITIONS(f32, float)
 GA_CUDA_PARTITIONS(f64, double)
 GA_CUDA_PARTITIONS(i32, int32_t)
 GA_CUDA_PARTITIONS(i64, int64_t)
 #undef GA_CUDA_PARTITIONS
+
+void ga_cuda_all_gather_wait(int64_t handle) { waitForGather(handle); }
+
+long ga_cuda_prefetched_gathers(void) {
+  State &s = state();
+  std::lock_guard<std::mutex> lock(s.mutex);
+  return s.nccl.prefetched;
+}
 
 } // extern "C"

@@ -349,6 +349,52 @@ def GaGpuEmulateOnHostPass
                            "::mlir::arith::ArithDialect"];
 }
 
+def GaGpuPrefetchGathersPass
+    : Pass<"ga-gpu-prefetch-gathers", "::mlir::ModuleOp"> {
+  let summary = "Run each all-gather on a stream of its own, one reader "
+                "ahead";
+  let description = [{
+    At `shard = 3` every parameter is gathered right before each operation
+    that reads it (`train-gather-at-use`); on the device each gather
+    (`ga_cuda_all_gather_<type>`, NCCL's `ncclAllGather`) would run on the
+    step's stream between the computations. This pass splits every gather
+    into `ga_cuda_all_gather_start_<type>`, which enqueues it on a gather
+    stream after what the step's stream has enqueued so far and returns a
+    handle, and `ga_cuda_all_gather_wait` at the gather's place, which makes
+    the step's stream wait for it before the reader. Where the previous
+    gather of the same block has waited, the next gather starts right after
+    (its buffer's allocation and its operands' casts move with it), so that
+    it runs while the previous gather's reader computes: one gather ahead,
+    as FSDP2 prefetches the next layer's parameters. A start moves only
+    where nothing in between reads or writes the gathered shard (through any
+    view of it) and its buffer is allocated for the gather alone; the first
+    gather of a block (of a micro-batch loop's body) is not moved. The
+    prefetch holds one more gathered parameter at a time. Where the
+    runtime gathers on the step's stream (one rank, the host path without
+    NCCL) the start gathers and the wait does nothing.
+
+    ```mlir
+    %a = memref.alloc() : memref<128xf32>
+    call @ga_cuda_all_gather_f32(%shard0, %a)   // then reader 0 of %a
+    %b = memref.alloc() : memref<128xf32>
+    call @ga_cuda_all_gather_f32(%shard1, %b)   // then reader 1 of %b
+    ```
+
+    becomes
+
+    ```mlir
+    %a = memref.alloc() : memref<128xf32>
+    %h0 = call @ga_cuda_all_gather_start_f32(%shard0, %a)
+    call @ga_cuda_all_gather_wait(%h0)
+    %b = memref.alloc() : memref<128xf32>
+    %h1 = call @ga_cuda_all_gather_start_f32(%shard1, %b)
+    // reader 0 of %a: runs while %b is gathered
+    call @ga_cuda_all_gather_wait(%h1)
+    // reader 1 of %b
+    ```
+  }];
+}
+
 def GaGpuDedupKernelsPass
     : Pass<"ga-gpu-dedup-kernels", "::mlir::ModuleOp"> {
   let summary = "Keep one device module per distinct kernel";
