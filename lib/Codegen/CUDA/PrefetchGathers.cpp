@@ -21,7 +21,6 @@
 
 #include "mlir/Dialect/Func/IR/FuncOps.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
-#include "mlir/Interfaces/ViewLikeInterface.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GAGPUPREFETCHGATHERSPASS
@@ -42,19 +41,6 @@ StringRef gatherSuffix(func::CallOp call) {
   if (!callee.consume_front(kGather) || callee.contains('_'))
     return {};
   return callee;
-}
-
-/// The memref that `value` views (through casts, subviews, reshapes).
-Value viewRoot(Value value) {
-  while (Operation *def = value.getDefiningOp()) {
-    if (auto view = dyn_cast<ViewLikeOpInterface>(def))
-      value = view.getViewSource();
-    else if (auto cast = dyn_cast<memref::CastOp>(def))
-      value = cast.getSource();
-    else
-      break;
-  }
-  return value;
 }
 
 struct GaGpuPrefetchGathersPass
@@ -140,7 +126,7 @@ struct GaGpuPrefetchGathersPass
       if (index == 0) {
         if (!dominatesAfter(def))
           return;
-        shard = viewRoot(source);
+        shard = viewSource(source);
       } else {
         auto alloc = dyn_cast_or_null<memref::AllocOp>(def);
         if (!alloc || alloc->getNumOperands() ||
@@ -170,7 +156,7 @@ struct GaGpuPrefetchGathersPass
         continue;
       op->walk([&](Operation *inner) {
         for (Value operand : inner->getOperands())
-          if (viewRoot(operand) == shard)
+          if (viewSource(operand) == shard)
             touched = true;
       });
     }
