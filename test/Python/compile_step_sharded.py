@@ -13,7 +13,8 @@ within 1e-5 relative of PyTorch's float64 loop and the parameters within its bou
 own float32 loop's distance); stage 1's parameters and gathered moments
 bitwise stage 0's, stage 3's bitwise stage 2's (docs/distributed.md, "Why
 it stays exact"); at stage 3 the module untouched until
-gather_parameters(); a stage-3 run checkpointed after 2 steps (the
+gather_parameters(); at stage 2 a batch of other shapes, compiled again by
+rank 0, whose loss is PyTorch's float64 loss; a stage-3 run checkpointed after 2 steps (the
 module's state and the step's) and resumed in a new step takes the third
 step bitwise, and so does a new step that loads the ranks' sharded states
 (state_dict(sharded=True), the parameters' shards included) on a module
@@ -98,6 +99,8 @@ def ranks(directory):
         state = step.state_dict()
         moments[stage] = [state[w][n] for w in ("exp_avg", "exp_avg_sq")
                           for n in step.param_names]
+        if stage == 2:
+            new_shape(step, m)
         del step
     base.report("stage 1 = stage 0", same_bits(params[1], params[0]) and
                 same_bits(moments[1], moments[0]),
@@ -131,6 +134,25 @@ def resume_stage3(model, batches, finished):
                 same_bits(finished, again.parameters()),
                 "a checkpoint after 2 steps, resumed by a new step (from "
                 "the cache): the third step's parameters bitwise")
+
+
+def new_shape(step, model):
+    """A batch of 4 rows instead of 8: rank 0 compiles the step again, every
+    rank runs it; its loss is PyTorch's float64 loss of the module before
+    the step."""
+    batch = base.make_batch(7, rows=4)
+    m64 = copy.deepcopy(model).double()
+    with torch.no_grad():
+        logits = m64(input_ids=batch["input_ids"],
+                     attention_mask=batch["attention_mask"]).logits
+        want = float(torch.nn.functional.cross_entropy(
+            logits[:, :-1].reshape(-1, base.V),
+            batch["labels"][:, 1:].reshape(-1)))
+    got = float(step(batch)["loss"])
+    error = abs(got - want) / abs(want)
+    base.report("stage 2: a batch of new shapes", error <= 1e-5,
+                f"compiled again on rank 0, run on every rank: loss within "
+                f"{error:.1e} of PyTorch's float64 loss (bound 1e-5)")
 
 
 def sharded_checkpoint(model, batches, finished, directory):
