@@ -75,9 +75,9 @@ struct Counts {
   long liveBytes = 0, peakBytes = 0;
   long ncclComms = 0, ncclAllReduces = 0, badNccl = 0;
   long ncclReduceScatters = 0, ncclAllGathers = 0;
-  // The collectives enqueued on a stream other than the first one created
-  // (the step's); the first stream.
-  long ncclOnOtherStreams = 0;
+  // The collectives enqueued on the first stream created (the step's: the
+  // runtime runs them on a collective stream of their own); that stream.
+  long ncclOnStepStream = 0;
   void *firstStream = nullptr;
   int ordinal = -1;
   std::map<uintptr_t, size_t> device; // base -> mapped size
@@ -129,7 +129,7 @@ struct Counts {
                  "accesses checked: %ld\nraces: %ld\n"
                  "unchecked launches: %ld\n"
                  "nccl reduce-scatters: %ld\nnccl all-gathers: %ld\n"
-                 "nccl on other streams: %ld\n",
+                 "nccl on the step's stream: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
@@ -138,7 +138,7 @@ struct Counts {
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
                  ltHeuristics, missingFunctions, hostAllocations, streams,
                  accessesChecked, races, uncheckedLaunches, ncclReduceScatters,
-                 ncclAllGathers, ncclOnOtherStreams);
+                 ncclAllGathers, ncclOnStepStream);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -988,7 +988,7 @@ static const char *ncclSuffix(int type) {
 }
 
 int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
-                  void *comm, void *) {
+                  void *comm, void *stream) {
   Counts &c = counts();
   const char *suffix = ncclSuffix(type);
   std::string name = std::string("ga_all_reduce_") + (suffix ? suffix : "");
@@ -1004,6 +1004,10 @@ int ncclAllReduce(const void *send, void *recv, size_t count, int type, int op,
       return 4; // ncclInvalidArgument
     }
     ++c.ncclAllReduces;
+    // On its stream, checked for order like a kernel.
+    size_t index = enqueue(stream);
+    c.ncclOnStepStream += index == streamOf(c.firstStream);
+    access(index, p, "an ncclAllReduce");
     setAccess(block.first, block.second, PROT_READ | PROT_WRITE);
   }
   int64_t descriptor[5] = {static_cast<int64_t>(p), static_cast<int64_t>(p), 0,
@@ -1042,7 +1046,7 @@ static int partition(bool gather, const void *send, void *recv, size_t count,
     ++(gather ? c.ncclAllGathers : c.ncclReduceScatters);
     // The collective on its stream, checked for order like a kernel.
     size_t index = enqueue(stream);
-    c.ncclOnOtherStreams += index != streamOf(c.firstStream);
+    c.ncclOnStepStream += index == streamOf(c.firstStream);
     access(index, in,
            gather ? "an ncclAllGather's read" : "an ncclReduceScatter's read");
     access(index, out,

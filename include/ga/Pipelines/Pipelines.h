@@ -48,7 +48,7 @@ struct CudaTargetOptions {
     bool rowFusion = true;
   } kernels;
   bool emulate = false;
-  /// Each all-gather on a stream of its own, one reader ahead
+  /// Each all-gather started one reader ahead
   /// (ga-gpu-prefetch-gathers).
   bool prefetchGathers = true;
   /// Host offload (with memory-budget).
@@ -214,8 +214,8 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   Option<bool> gpuPrefetchGathers{
       *this, "gpu-prefetch-gathers",
       llvm::cl::desc("target=cuda: each all-gather (shard=3's gathers of the "
-                     "parameters before their readers) runs on a stream of "
-                     "its own, the next one while the previous one's reader "
+                     "parameters before their readers) starts on the "
+                     "collective stream while the previous one's reader "
                      "computes (ga-gpu-prefetch-gathers); off under a "
                      "memory-budget, whose plan does not count the buffer "
                      "gathered ahead"),

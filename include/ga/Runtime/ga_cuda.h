@@ -142,12 +142,13 @@ GA_CUDA_PARTITIONS(f64)
 GA_CUDA_PARTITIONS(i32)
 GA_CUDA_PARTITIONS(i64)
 #undef GA_CUDA_PARTITIONS
-/* A prefetched all-gather (ga-gpu-prefetch-gathers): _start enqueues it on
- * NCCL on a stream of its own, after what the step's stream has enqueued
- * so far, and returns a handle (-1 where it ran on the step's stream: one
- * rank, the host path); _wait makes the step's stream wait for it before
- * the gathered buffer's reader. `ga_cuda_prefetched_gathers` counts the
- * gathers that ran on the gather stream. */
+/* Every NCCL operation runs on the collective stream, in the order the
+ * host issues them, after what the step's stream has enqueued so far; the
+ * step's stream waits for it at once, except for a prefetched all-gather
+ * (ga-gpu-prefetch-gathers): _start enqueues it and returns a handle (-1
+ * where it ran in full at once: one rank, the host path), _wait makes the
+ * step's stream wait for it before the gathered buffer's reader.
+ * `ga_cuda_prefetched_gathers` counts the gathers started so. */
 void ga_cuda_all_gather_wait(int64_t handle);
 long ga_cuda_prefetched_gathers(void);
 

@@ -6,13 +6,14 @@
 //
 // ga-gpu-prefetch-gathers: every `ga_cuda_all_gather_<type>` call (a
 // train.all_gather lowered for the device) becomes
-// `ga_cuda_all_gather_start_<type>`, which runs the gather on a stream of
-// its own and returns a handle, and `ga_cuda_all_gather_wait` at the
-// call's place, which orders the gathered buffer's reader after it. Where
-// the previous gather of the same block has waited, the next one starts
-// right after (with its buffer's allocation and the casts it reads), so
-// that it runs while the previous gather's reader computes: one gather in
-// flight ahead of the compute, as FSDP2 prefetches the next layer.
+// `ga_cuda_all_gather_start_<type>`, which runs the gather on the
+// runtime's collective stream and returns a handle, and
+// `ga_cuda_all_gather_wait` at the call's place, which orders the gathered
+// buffer's reader after it. Where the previous gather of the same block has
+// waited, the next one starts right after (with its buffer's allocation and the
+// casts it reads), so that it runs while the previous gather's reader computes:
+// one gather in flight ahead of the compute, as FSDP2 prefetches the next
+// layer.
 //
 //===----------------------------------------------------------------------===//
 

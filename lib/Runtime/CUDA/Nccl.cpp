@@ -106,10 +106,61 @@ template <> int ncclType<int32_t>() { return 2; } // ncclInt32
 template <> int ncclType<int64_t>() { return 4; } // ncclInt64
 } // namespace
 
+/// Every NCCL operation of the step runs on one stream of its own, the
+/// collective stream, in the order the host issues them: NCCL does not
+/// promise that operations of one communicator on two streams make
+/// progress concurrently, so on two streams the ranks could run them in
+/// different orders and wait for each other. Each operation first makes
+/// the collective stream wait for what the step's stream has enqueued
+/// (forkCollective); joinCollective makes the step's stream wait for what the
+/// collective stream has enqueued, at once for a plain collective, before the
+/// reader for a prefetched all-gather (ga_cuda_all_gather_wait).
+static CUevent takeEvent(State &s) {
+  Nccl &n = s.nccl;
+  CUevent event = nullptr;
+  if (!n.events.empty()) {
+    event = n.events.back();
+    n.events.pop_back();
+  } else if (!check(s, s.cu.cuEventCreate(&event, /*no timing*/ 2),
+                    "cuEventCreate")) {
+    return nullptr;
+  }
+  return event;
+}
+
+/// `waiter` waits for what `stream` has enqueued so far.
+static bool follow(State &s, CUstream waiter, CUstream stream) {
+  CUevent event = takeEvent(s);
+  if (!event)
+    return false;
+  bool ok =
+      check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
+      check(s, s.cu.cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent");
+  // An event may be recorded again once a wait for it is enqueued.
+  s.nccl.events.push_back(event);
+  return ok;
+}
+
+/// The collective stream, waiting for the step's stream; null on failure.
+static CUstream forkCollective(State &s) {
+  Nccl &n = s.nccl;
+  if (!n.stream) {
+    const char *env = std::getenv("GA_CUDA_GATHER_UNORDERED");
+    n.unordered = env && std::string(env) == "1";
+    if (!check(s, s.cu.cuStreamCreate(&n.stream, /*non-blocking*/ 1),
+               "cuStreamCreate (the collective stream)"))
+      return nullptr;
+  }
+  return follow(s, n.stream, s.stream) ? n.stream : nullptr;
+}
+
+/// The step's stream waits for the collective stream.
+static void joinCollective(State &s) { follow(s, s.stream, s.nccl.stream); }
+
 /// train.all_reduce of a device buffer (a ranked memref descriptor of rank
-/// `rank`, on the host). A sum runs on NCCL, in place on the step's stream,
-/// where ensureNccl allows; otherwise it is staged through host memory for
-/// the CPU runtime's MPI all-reduce.
+/// `rank`, on the host). A sum runs on NCCL, in place on the collective
+/// stream, where ensureNccl allows; otherwise it is staged through host memory
+/// for the CPU runtime's MPI all-reduce.
 template <typename T>
 static void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
                             void (*hostAllReduce)(int64_t, void *, int32_t)) {
@@ -134,12 +185,16 @@ static void deviceAllReduce(int64_t rank, void *descriptor, int32_t kind,
   // kind 0 is a sum; an average (the naive lowering's) takes the host path,
   // which divides as the CPU runtime does.
   if (kind == 0 && ensureNccl(s)) {
+    CUstream stream = forkCollective(s);
+    if (!stream)
+      return;
     if (int rc = s.nccl.fn.ncclAllReduce(data, data, static_cast<size_t>(count),
                                          ncclType<T>(),
-                                         /*ncclSum*/ 0, s.nccl.comm, s.stream))
+                                         /*ncclSum*/ 0, s.nccl.comm, stream))
       recordError(s,
                   "ncclAllReduce of " + std::to_string(count) +
                       " elements failed: " + s.nccl.fn.ncclGetErrorString(rc));
+    joinCollective(s);
     return;
   }
   if (!s.error.empty())
@@ -179,36 +234,6 @@ static T *contiguousDevice(State &s, int64_t rank, void *descriptor,
 /// train.reduce_scatter (`gather` false) or train.all_gather (true) of
 /// device buffers: on NCCL where the all-reduce uses it, otherwise through
 /// host memory for the CPU runtime's MPI collective `host`.
-/// The gather stream's event that `handle`'s reader waits for; -1 where
-/// the gather ran on the step's stream. The gather stream first waits for
-/// the step's stream (the gathered buffer's earlier users and the shard's
-/// writers are done); the caller enqueues the gather on it next.
-static int64_t beginPrefetch(State &s) {
-  Nccl &n = s.nccl;
-  if (!n.gatherStream) {
-    const char *env = std::getenv("GA_CUDA_GATHER_UNORDERED");
-    n.unordered = env && std::string(env) == "1";
-    if (!check(s, s.cu.cuStreamCreate(&n.gatherStream, /*non-blocking*/ 1),
-               "cuStreamCreate (the gather stream)"))
-      return -1;
-  }
-  CUevent event = nullptr;
-  if (!n.events.empty()) {
-    event = n.events.back();
-    n.events.pop_back();
-  } else if (!check(s, s.cu.cuEventCreate(&event, /*no timing*/ 2),
-                    "cuEventCreate")) {
-    return -1;
-  }
-  if (!check(s, s.cu.cuEventRecord(event, s.stream), "cuEventRecord") ||
-      !check(s, s.cu.cuStreamWaitEvent(n.gatherStream, event, 0),
-             "cuStreamWaitEvent"))
-    return -1;
-  int64_t handle = n.nextGather++;
-  n.gathering[handle] = event;
-  return handle;
-}
-
 template <typename T>
 static int64_t devicePartition(
     bool gather, int64_t inRank, void *in, int64_t outRank, void *out,
@@ -240,10 +265,9 @@ static int64_t devicePartition(
   }
   // A sum takes NCCL; an average (the naive lowering's) the host path.
   if ((gather || kind == 0) && ensureNccl(s)) {
-    int64_t handle = prefetch ? beginPrefetch(s) : -1;
-    if (!s.error.empty())
+    CUstream stream = forkCollective(s);
+    if (!stream)
       return -1;
-    CUstream stream = handle >= 0 ? s.nccl.gatherStream : s.stream;
     int rc = gather
                  ? s.nccl.fn.ncclAllGather(source, target,
                                            static_cast<size_t>(inCount),
@@ -256,12 +280,18 @@ static int64_t devicePartition(
                   std::string(gather ? "ncclAllGather" : "ncclReduceScatter") +
                       " of " + std::to_string(inCount) +
                       " elements failed: " + s.nccl.fn.ncclGetErrorString(rc));
-    if (handle >= 0) {
-      // What the reader waits for: the gather, recorded on its stream.
-      CUevent done = s.nccl.gathering[handle];
-      check(s, s.cu.cuEventRecord(done, stream), "cuEventRecord");
-      ++s.nccl.prefetched;
+    if (!prefetch) {
+      joinCollective(s);
+      return -1;
     }
+    // What the reader waits for (ga_cuda_all_gather_wait): the gather,
+    // recorded on the collective stream.
+    CUevent done = takeEvent(s);
+    if (!done || !check(s, s.cu.cuEventRecord(done, stream), "cuEventRecord"))
+      return -1;
+    int64_t handle = s.nccl.nextGather++;
+    s.nccl.gathering[handle] = done;
+    ++s.nccl.prefetched;
     return handle;
   }
   if (!s.error.empty())

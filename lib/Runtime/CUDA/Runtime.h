@@ -100,12 +100,12 @@ struct Nccl {
   /// The path the step's sums take: "NCCL" or "MPI through host memory".
   const char *path = nullptr;
   NcclComm comm = nullptr;
-  /// Prefetched all-gathers (ga_cuda_all_gather_start_<type>): their
-  /// stream, the event each one's reader waits for by handle, and events
-  /// free to reuse. GA_CUDA_GATHER_UNORDERED=1 leaves the reader's wait
-  /// out, so that the driver stand-in's check of the order can be seen to
-  /// fail.
-  CUstream gatherStream = nullptr;
+  /// The stream every NCCL operation runs on (Nccl.cpp); prefetched
+  /// all-gathers (ga_cuda_all_gather_start_<type>): the event each one's
+  /// reader waits for by handle; events free to reuse.
+  /// GA_CUDA_GATHER_UNORDERED=1 leaves the reader's wait out, so that the
+  /// driver stand-in's check of the order can be seen to fail.
+  CUstream stream = nullptr;
   std::map<int64_t, CUevent> gathering;
   int64_t nextGather = 0;
   std::vector<CUevent> events;

@@ -351,16 +351,17 @@ def GaGpuEmulateOnHostPass
 
 def GaGpuPrefetchGathersPass
     : Pass<"ga-gpu-prefetch-gathers", "::mlir::ModuleOp"> {
-  let summary = "Run each all-gather on a stream of its own, one reader "
+  let summary = "Start each all-gather on the collective stream one reader "
                 "ahead";
   let description = [{
     At `shard = 3` every parameter is gathered right before each operation
     that reads it (`train-gather-at-use`); on the device each gather
     (`ga_cuda_all_gather_<type>`, NCCL's `ncclAllGather`) would run on the
     step's stream between the computations. This pass splits every gather
-    into `ga_cuda_all_gather_start_<type>`, which enqueues it on a gather
-    stream after what the step's stream has enqueued so far and returns a
-    handle, and `ga_cuda_all_gather_wait` at the gather's place, which makes
+    into `ga_cuda_all_gather_start_<type>`, which enqueues it on the
+    runtime's collective stream (where every NCCL operation runs, in the
+    order the host issues them) after what the step's stream has enqueued
+    so far and returns a handle, and `ga_cuda_all_gather_wait` at the gather's place, which makes
     the step's stream wait for it before the reader. Where the previous
     gather of the same block has waited, the next gather starts right after
     (its buffer's allocation and its operands' casts move with it), so that
