@@ -135,6 +135,32 @@ bool copy(State &s, void *dst, const void *src, size_t bytes) {
                "cuMemcpyAsync");
 }
 
+CUevent takeEvent(State &s, std::vector<CUevent> &pool) {
+  if (!pool.empty()) {
+    CUevent event = pool.back();
+    pool.pop_back();
+    return event;
+  }
+  CUevent event = nullptr;
+  if (!check(s, s.cu.cuEventCreate(&event, /*CU_EVENT_DISABLE_TIMING*/ 2),
+             "cuEventCreate"))
+    return nullptr;
+  return event;
+}
+
+bool follow(State &s, CUstream waiter, CUstream stream,
+            std::vector<CUevent> &pool) {
+  CUevent event = takeEvent(s, pool);
+  if (!event)
+    return false;
+  bool ok =
+      check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
+      check(s, s.cu.cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent");
+  // An event may be recorded again once a wait for it is enqueued.
+  pool.push_back(event);
+  return ok;
+}
+
 bool synchronize(State &s) {
   return check(s, s.cu.cuStreamSynchronize(s.stream), "cuStreamSynchronize");
 }

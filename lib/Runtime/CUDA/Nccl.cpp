@@ -115,32 +115,7 @@ template <> int ncclType<int64_t>() { return 4; } // ncclInt64
 /// (forkCollective); joinCollective makes the step's stream wait for what the
 /// collective stream has enqueued, at once for a plain collective, before the
 /// reader for a prefetched all-gather (ga_cuda_all_gather_wait).
-static CUevent takeEvent(State &s) {
-  Nccl &n = s.nccl;
-  CUevent event = nullptr;
-  if (!n.events.empty()) {
-    event = n.events.back();
-    n.events.pop_back();
-  } else if (!check(s, s.cu.cuEventCreate(&event, /*no timing*/ 2),
-                    "cuEventCreate")) {
-    return nullptr;
-  }
-  return event;
-}
-
-/// `waiter` waits for what `stream` has enqueued so far.
-static bool follow(State &s, CUstream waiter, CUstream stream) {
-  CUevent event = takeEvent(s);
-  if (!event)
-    return false;
-  bool ok =
-      check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
-      check(s, s.cu.cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent");
-  // An event may be recorded again once a wait for it is enqueued.
-  s.nccl.events.push_back(event);
-  return ok;
-}
-
+///
 /// The collective stream, waiting for the step's stream; null on failure.
 static CUstream forkCollective(State &s) {
   Nccl &n = s.nccl;
@@ -151,11 +126,13 @@ static CUstream forkCollective(State &s) {
                "cuStreamCreate (the collective stream)"))
       return nullptr;
   }
-  return follow(s, n.stream, s.stream) ? n.stream : nullptr;
+  return follow(s, n.stream, s.stream, n.events) ? n.stream : nullptr;
 }
 
 /// The step's stream waits for the collective stream.
-static void joinCollective(State &s) { follow(s, s.stream, s.nccl.stream); }
+static void joinCollective(State &s) {
+  follow(s, s.stream, s.nccl.stream, s.nccl.events);
+}
 
 /// train.all_reduce of a device buffer (a ranked memref descriptor of rank
 /// `rank`, on the host). A sum runs on NCCL, in place on the collective
@@ -286,7 +263,7 @@ static int64_t devicePartition(
     }
     // What the reader waits for (ga_cuda_all_gather_wait): the gather,
     // recorded on the collective stream.
-    CUevent done = takeEvent(s);
+    CUevent done = takeEvent(s, s.nccl.events);
     if (!done || !check(s, s.cu.cuEventRecord(done, stream), "cuEventRecord"))
       return -1;
     int64_t handle = s.nccl.nextGather++;

@@ -30,34 +30,8 @@
 
 namespace ga::cuda {
 
-/// CU_STREAM_NON_BLOCKING and CU_EVENT_DISABLE_TIMING.
-static constexpr unsigned kNonBlocking = 1, kNoTiming = 2;
-
-static CUevent takeEvent(State &s) {
-  Offload &o = s.offload;
-  if (!o.events.empty()) {
-    CUevent event = o.events.back();
-    o.events.pop_back();
-    return event;
-  }
-  CUevent event = nullptr;
-  if (!check(s, s.cu.cuEventCreate(&event, kNoTiming), "cuEventCreate"))
-    return nullptr;
-  return event;
-}
-
-/// `waiter` waits for what `stream` has enqueued so far.
-static bool follow(State &s, CUstream waiter, CUstream stream) {
-  CUevent event = takeEvent(s);
-  if (!event)
-    return false;
-  bool ok =
-      check(s, s.cu.cuEventRecord(event, stream), "cuEventRecord") &&
-      check(s, s.cu.cuStreamWaitEvent(waiter, event, 0), "cuStreamWaitEvent");
-  // An event may be recorded again once a wait for it is enqueued.
-  s.offload.events.push_back(event);
-  return ok;
-}
+/// CU_STREAM_NON_BLOCKING.
+static constexpr unsigned kNonBlocking = 1;
 
 /// Whether the copy stream exists (made on the first offload).
 static bool ensureCopyStream(State &s) {
@@ -136,8 +110,8 @@ int64_t ga_cuda_offload(intptr_t pointer, int64_t bytes) {
     return -1;
   }
   CUdeviceptr device = static_cast<CUdeviceptr>(pointer);
-  CUevent read = takeEvent(s);
-  if (!read || !follow(s, o.stream, s.stream) ||
+  CUevent read = takeEvent(s, s.offload.events);
+  if (!read || !follow(s, o.stream, s.stream, o.events) ||
       !check(s,
              s.cu.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(copy.host),
                                 device, copy.bytes, o.stream),
@@ -171,8 +145,8 @@ void ga_cuda_reload(int64_t handle, intptr_t pointer) {
   if (!found)
     return;
   HostCopy &copy = *found;
-  CUevent back = takeEvent(s);
-  if (!back || !follow(s, o.stream, s.stream) ||
+  CUevent back = takeEvent(s, s.offload.events);
+  if (!back || !follow(s, o.stream, s.stream, o.events) ||
       !check(s,
              s.cu.cuMemcpyAsync(static_cast<CUdeviceptr>(pointer),
                                 reinterpret_cast<CUdeviceptr>(copy.host),

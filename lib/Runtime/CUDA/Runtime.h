@@ -221,6 +221,13 @@ std::pair<int, int> localRanks();
 bool copy(State &s, void *dst, const void *src, size_t bytes);
 /// Waits for the step's stream.
 bool synchronize(State &s);
+/// An event from `pool` (events recorded and waited for, free to reuse),
+/// else a new one without timing; null on failure, recorded.
+CUevent takeEvent(State &s, std::vector<CUevent> &pool);
+/// `waiter` waits for what `stream` has enqueued so far (through an event
+/// of `pool`, which goes back to it once the wait is enqueued).
+bool follow(State &s, CUstream waiter, CUstream stream,
+            std::vector<CUevent> &pool);
 /// Waits after a launch or GEMM under GA_CUDA_SYNC=1.
 void afterLaunch(State &s);
 
