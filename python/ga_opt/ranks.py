@@ -10,8 +10,8 @@ every rank with the same message.
 The MPI run is joined through ga-opt's runtime (libga_runtime.so, the
 library that every step library links): `ga_collectives_start`, the
 broadcast and the all-gather that the sharded state needs
-(`ga_broadcast_bytes`, `ga_all_gather_bytes`). Standard library (ctypes)
-and NumPy only.
+(`ga_broadcast_bytes`, `ga_all_gather_bytes`), through ctypes as ga_step
+calls a step library.
 """
 
 import contextlib
@@ -20,6 +20,8 @@ import os
 import sys
 
 import numpy as np
+
+import ga_step
 
 from .errors import GaOptError
 from .tools import tool_dir
@@ -84,10 +86,6 @@ def without_launch_environment():
         os.environ.update(saved)
 
 
-class _Status(ctypes.Structure):
-    _fields_ = [("code", ctypes.c_int32), ("message", ctypes.c_char * 1024)]
-
-
 class Runtime:
     """The MPI run, joined through libga_runtime.so (beside the tools)."""
 
@@ -103,7 +101,7 @@ class Runtime:
         lib.ga_collectives_start.restype = ctypes.c_int32
         lib.ga_collectives_start.argtypes = [
             ctypes.c_int64, ctypes.c_char_p, ctypes.c_char_p,
-            ctypes.POINTER(_Status)]
+            ctypes.POINTER(ga_step._Status)]
         lib.ga_world_rank.restype = ctypes.c_int32
         lib.ga_world_size.restype = ctypes.c_int32
         lib.ga_broadcast_bytes.restype = ctypes.c_int32
@@ -111,12 +109,11 @@ class Runtime:
         lib.ga_all_gather_bytes.restype = ctypes.c_int32
         lib.ga_all_gather_bytes.argtypes = [ctypes.c_void_p, ctypes.c_int64,
                                             ctypes.c_void_p]
-        status = _Status()
+        status = ga_step._Status()
         if lib.ga_collectives_start(ranks, b"step", program.encode(),
                                     ctypes.byref(status)):
             raise GaOptError(status.message.decode())
         # MPI_Finalize at exit (once per process, with the step libraries').
-        import ga_step
         ga_step._leave_at_exit(lib)
         self.rank = lib.ga_world_rank()
         self.size = lib.ga_world_size()

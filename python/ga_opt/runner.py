@@ -18,6 +18,8 @@ gather_parameters(). state_dict() gathers the moments whole, so a
 checkpoint resumes at any rank count and stage.
 """
 
+import math
+
 from . import ranks
 from .errors import GaOptError
 
@@ -328,23 +330,16 @@ class CompiledStep:
                 "stage": self._stage,
                 "shapes": {n: list(self._params[n].shape)
                            for n in self.param_names}}
-            m, v = self._moments[:2]
-            state["exp_avg"] = {n: t.detach().clone()
-                                for n, t in zip(self.param_names, m)}
-            state["exp_avg_sq"] = {n: t.detach().clone()
-                                   for n, t in zip(self.param_names, v)}
-            if self._shards is not None:
-                state["parameter_shards"] = {
-                    n: t.detach().clone()
-                    for n, t in zip(self.param_names, self._shards)}
-            return state
+
+        def held(tensors):  # {name: copy}, as held or gathered whole
+            return {n: t.detach().clone() if sharded
+                    else self._whole_of(t, self._params[n])
+                    for n, t in zip(self.param_names, tensors)}
         if self._moments is not None:
-            m, v = self._moments[:2]
-            like = [self._params[n] for n in self.param_names]
-            state["exp_avg"] = {n: self._whole_of(t, p) for n, t, p in
-                                zip(self.param_names, m, like)}
-            state["exp_avg_sq"] = {n: self._whole_of(t, p) for n, t, p in
-                                   zip(self.param_names, v, like)}
+            state["exp_avg"] = held(self._moments[0])
+            state["exp_avg_sq"] = held(self._moments[1])
+        if sharded and self._shards is not None:
+            state["parameter_shards"] = held(self._shards)
         return state
 
     def load_state_dict(self, state):
@@ -447,8 +442,5 @@ def merge_sharded_states(states):
         for n, shape in shapes.items():
             flat = torch.cat([by_rank[i][which][n].reshape(-1).cpu()
                               for i in range(ranks)])
-            count = 1
-            for d in shape:
-                count *= d
-            merged[into][n] = flat[:count].reshape(shape).clone()
+            merged[into][n] = flat[:math.prod(shape)].reshape(shape).clone()
     return merged

@@ -26,6 +26,7 @@ within the same bounds of the float64 loop's third step.
 """
 
 import copy
+import functools
 import os
 import sys
 
@@ -226,17 +227,22 @@ def resume(directory):
                           ref64, bound)
 
 
+def expect_refused(model, batch, name, needle, **options):
+    """compile_step on a copy of `model` must raise a GaOptError holding
+    `needle`."""
+    try:
+        ga_opt.compile_step(copy.deepcopy(model), batch, verbose=False,
+                            **options)
+    except GaOptError as e:
+        base.report(f"error: {name}", needle in str(e), str(e))
+        return
+    base.report(f"error: {name}", False, "not refused")
+
+
 def refused_on_ranks(model, batch):
     """Under mpirun -np 2: the wrong rank counts, before anything is
     compiled; rank 0's compile error raised on every rank."""
-    def refused(name, needle, **options):
-        try:
-            ga_opt.compile_step(copy.deepcopy(model), batch, verbose=False,
-                                **options)
-        except GaOptError as e:
-            base.report(f"error: {name}", needle in str(e), str(e))
-            return
-        base.report(f"error: {name}", False, "not refused")
+    refused = functools.partial(expect_refused, model, batch)
 
     refused("3 ranks asked, 2 started", "data_parallel=3, but mpirun "
             "started 2 ranks", data_parallel=3)
@@ -250,13 +256,7 @@ def errors():
     model = base.make_model()
     batch = base.make_batch(0)
 
-    def refused(name, needle, **options):
-        try:
-            ga_opt.compile_step(model, batch, verbose=False, **options)
-        except GaOptError as e:
-            base.report(f"error: {name}", needle in str(e), str(e))
-            return
-        base.report(f"error: {name}", False, "not refused")
+    refused = functools.partial(expect_refused, model, batch)
 
     refused("not launched", "launch the program with `mpirun -np 2",
             data_parallel=2)

@@ -147,10 +147,8 @@ GA_CUDA_PARTITIONS(i64)
  * step's stream waits for it at once, except for a prefetched all-gather
  * (ga-gpu-prefetch-gathers): _start enqueues it and returns a handle (-1
  * where it ran in full at once: one rank, the host path), _wait makes the
- * step's stream wait for it before the gathered buffer's reader.
- * `ga_cuda_prefetched_gathers` counts the gathers started so. */
+ * step's stream wait for it before the gathered buffer's reader. */
 void ga_cuda_all_gather_wait(int64_t handle);
-long ga_cuda_prefetched_gathers(void);
 
 /*===-- GEMMs (ga-gpu-gemm-to-blas) ---------------------------------------===*/
 

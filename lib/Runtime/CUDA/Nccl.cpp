@@ -268,7 +268,6 @@ static int64_t devicePartition(
       return -1;
     int64_t handle = s.nccl.nextGather++;
     s.nccl.gathering[handle] = done;
-    ++s.nccl.prefetched;
     return handle;
   }
   if (!s.error.empty())
@@ -366,11 +365,5 @@ GA_CUDA_PARTITIONS(i64, int64_t)
 #undef GA_CUDA_PARTITIONS
 
 void ga_cuda_all_gather_wait(int64_t handle) { waitForGather(handle); }
-
-long ga_cuda_prefetched_gathers(void) {
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  return s.nccl.prefetched;
-}
 
 } // extern "C"

@@ -110,7 +110,7 @@ int64_t ga_cuda_offload(intptr_t pointer, int64_t bytes) {
     return -1;
   }
   CUdeviceptr device = static_cast<CUdeviceptr>(pointer);
-  CUevent read = takeEvent(s, s.offload.events);
+  CUevent read = takeEvent(s, o.events);
   if (!read || !follow(s, o.stream, s.stream, o.events) ||
       !check(s,
              s.cu.cuMemcpyAsync(reinterpret_cast<CUdeviceptr>(copy.host),
@@ -145,7 +145,7 @@ void ga_cuda_reload(int64_t handle, intptr_t pointer) {
   if (!found)
     return;
   HostCopy &copy = *found;
-  CUevent back = takeEvent(s, s.offload.events);
+  CUevent back = takeEvent(s, o.events);
   if (!back || !follow(s, o.stream, s.stream, o.events) ||
       !check(s,
              s.cu.cuMemcpyAsync(static_cast<CUdeviceptr>(pointer),

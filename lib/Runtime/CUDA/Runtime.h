@@ -110,7 +110,6 @@ struct Nccl {
   int64_t nextGather = 0;
   std::vector<CUevent> events;
   bool unordered = false;
-  long prefetched = 0;
 };
 
 /// GA_CUDA_PROFILE=1 (Profile.cpp): a launch or GEMM being timed, and the
