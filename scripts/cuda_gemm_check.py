@@ -22,7 +22,12 @@ failure there says cuBLAS rounded otherwise or kept more bits). The bias
 GEMMs of gpu-bias-epilogue (ga_cuda_gemm_bias_f32 and its bf16 form, a
 cuBLASLt matmul with the bias epilogue) are compared the same way, on a D
 that starts as NaN (it must be written, not read) inside a wider buffer
-that must stay NaN outside D. Exits 1 on a mismatch, 2 without a GPU.
+that must stay NaN outside D. The two-level batches
+(ga_cuda_gemm_batched2_f32 and its _bf16in and _bf16 forms: the heads of
+every sequence in one call, cuBLAS's pointer-array batch on arrays that
+the runtime's ga_gemm_pointer_arrays writes; gpu-bf16's a strided batch
+per head) are compared the same way, with enough calls to wrap the
+pointer arrays' 1 MiB ring. Exits 1 on a mismatch, 2 without a GPU.
 """
 
 import argparse
@@ -58,6 +63,11 @@ def main():
     lib.ga_cuda_gemm_batched_f32_bf16.argtypes = (
         lib.ga_cuda_gemm_batched_f32.argtypes)
     lib.ga_cuda_gemm_bias_f32.argtypes = [i32, i32] + [i64] * 14
+    lib.ga_cuda_gemm_batched2_f32.argtypes = ([i32, i32, i32] + [i64] * 5 +
+                                              [f32, i32] + [i64] * 15)
+    for suffix in ("_bf16", "_bf16in"):
+        getattr(lib, "ga_cuda_gemm_batched2_f32" + suffix).argtypes = (
+            lib.ga_cuda_gemm_batched2_f32.argtypes)
     lib.ga_cuda_gemm_bias_f32_bf16.argtypes = (
         lib.ga_cuda_gemm_bias_f32.argtypes)
     # precision=bf16-mixed: A and B stored as bfloat16 (offsets and leading
@@ -256,6 +266,45 @@ def main():
     ref = s2.astype(np.float64) + scale * np.einsum("bshd,bthd->bhst", rq, rk)
     report("bf16 attention scores (scaled, batched over b)",
            ds2.cpu().numpy(), ref)
+
+    # Two-level batches: the scores of every (h, b) in one call (outer h,
+    # inner b), from zero on a C that starts as NaN; float32, gpu-bf16's
+    # rounding, and Q and K stored as bfloat16. 3,000 float32 calls of 16
+    # products (384 bytes of pointers each) wrap the 1 MiB ring once: the
+    # last result is checked after it.
+    dqkv16 = stored(dqkv)
+    for entry, operand, source, label in (
+            (lib.ga_cuda_gemm_batched2_f32, exact, dqkv, "two-level"),
+            (lib.ga_cuda_gemm_batched2_f32_bf16, bf16, dqkv,
+             "bf16 two-level"),
+            (lib.ga_cuda_gemm_batched2_f32_bf16in, bf16, dqkv16,
+             "stored bf16 two-level")):
+        ds4 = torch.full((B, H, S, S), float("nan"), device="cuda")
+        calls = 3000 if entry is lib.ga_cuda_gemm_batched2_f32 else 1
+        for _ in range(calls):
+            entry(0, 1, 0, S, S, Dh, H, B, scale, 1,
+                  source.data_ptr(), 0, row, Dh, S * row,
+                  source.data_ptr(), H * Dh, row, Dh, S * row,
+                  ds4.data_ptr(), 0, S, S * S, H * S * S)
+        torch.cuda.synchronize()
+        rq = operand(qkv[:, :, 0:H * Dh]).reshape(B, S, H, Dh)
+        rk = operand(qkv[:, :, H * Dh:2 * H * Dh]).reshape(B, S, H, Dh)
+        ref = scale * np.einsum("bshd,bthd->bhst", rq, rk)
+        report(f"{label} attention scores (outer h, inner b, {calls} "
+               f"call(s))", ds4.cpu().numpy(), ref)
+    # Accumulating, with offsets: dV[b, t, h, :] += P[b, h, :, t]^T
+    # dO[b, :, h, :] in one call.
+    dv5, ddv5 = device((B, S, H, Dh))
+    lib.ga_cuda_gemm_batched2_f32(
+        1, 0, 1, S, Dh, S, H, B, 1.0, 0,
+        dp.data_ptr(), 0, S, S * S, H * S * S,
+        dg.data_ptr(), 0, H * Dh, Dh, S * H * Dh,
+        ddv5.data_ptr(), 0, H * Dh, Dh, S * H * Dh)
+    torch.cuda.synchronize()
+    ref = dv5.astype(np.float64) + np.einsum(
+        "bhst,bshd->bthd", p.astype(np.float64), g.astype(np.float64))
+    report("two-level attention dV (A^T, accumulating)", ddv5.cpu().numpy(),
+           ref)
 
     print(f"cuda_gemm_check: {failures} failure(s) on {name.decode()}")
     return 1 if failures else 0

@@ -164,6 +164,13 @@ void ga_host_reload_wait(int64_t handle) {
              a, offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC,   \
              ldc, strideC);                                                    \
   }                                                                            \
+  void ga_host_gemm_batched2_f32##SUFFIX(GA_GEMM_BATCHED2_PARAMS) {            \
+    for (int64_t o = 0; o < outer; ++o)                                        \
+      hostGemm(KIND, transA, transB, accumulate, m, n, k, count, alpha, order, \
+               a, offsetA + o * outerStrideA, lda, strideA, b,                 \
+               offsetB + o * outerStrideB, ldb, strideB, c,                    \
+               offsetC + o * outerStrideC, ldc, strideC);                      \
+  }                                                                            \
   void ga_host_gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS) {                    \
     hostGemmBias(KIND, transA, transB, m, n, k, a, offsetA, lda, b, offsetB,   \
                  ldb, bias, offsetBias, d, offsetD, ldd);                      \

@@ -67,6 +67,7 @@ struct Counts {
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0, ltHeuristics = 0;
+  long pointerArrayGemms = 0;
   // Stream capture (GA_CUDA_GRAPH=1): the work captured counts as run, as
   // the runtime launches every graph it captures once.
   bool capturing = false;
@@ -129,7 +130,8 @@ struct Counts {
                  "accesses checked: %ld\nraces: %ld\n"
                  "unchecked launches: %ld\n"
                  "nccl reduce-scatters: %ld\nnccl all-gathers: %ld\n"
-                 "nccl on the step's stream: %ld\n",
+                 "nccl on the step's stream: %ld\n"
+                 "pointer-array gemm calls: %ld\n",
                  modules, cubins, functions.size(), launches, badLaunches,
                  allocations, frees, copiesToDevice, copiesToHost,
                  copiesOnDevice, memsets, synchronizations, gemms, badGemms,
@@ -138,7 +140,7 @@ struct Counts {
                  instantiations, updates, badCaptures, biasGemms, gemmsFromZero,
                  ltHeuristics, missingFunctions, hostAllocations, streams,
                  accessesChecked, races, uncheckedLaunches, ncclReduceScatters,
-                 ncclAllGathers, ncclOnStepStream);
+                 ncclAllGathers, ncclOnStepStream, pointerArrayGemms);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -428,6 +430,28 @@ int cuModuleGetFunction(void **function, void *module, const char *name) {
     c.parameters[*function] = sizes;
   return 0;
 }
+/// The CUDA runtime's ga_gemm_pointer_arrays (lib/Runtime/CUDA/Blas.cpp),
+/// run here, so that the pointer-array GEMMs after it read the arrays it
+/// writes: out, a, b, c, count, total, then the outer and inner strides (in
+/// bytes) of a, b and c.
+static void writePointerArrays(void **params) {
+  uint64_t v[12];
+  for (int i = 0; i < 12; ++i)
+    std::memcpy(&v[i], params[i], 8);
+  uint64_t out = v[0], count = v[4], total = v[5];
+  auto block = deviceBlock(out);
+  if (!block.first || !count ||
+      out + 3 * total * 8 > block.first + block.second)
+    return; // Left unwritten: the GEMM's check of its arrays fails.
+  setAccess(block.first, block.second, PROT_READ | PROT_WRITE);
+  auto *p = reinterpret_cast<uint64_t *>(out);
+  for (uint64_t t = 0; t < total; ++t) {
+    uint64_t o = t / count, i = t % count;
+    for (int m = 0; m < 3; ++m)
+      p[m * total + t] = v[1 + m] + o * v[6 + 2 * m] + i * v[7 + 2 * m];
+  }
+  setAccess(block.first, block.second, PROT_NONE);
+}
 int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
                    unsigned by, unsigned bz, unsigned, void *stream,
                    void **params, void **) {
@@ -450,6 +474,9 @@ int cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
     for (uintptr_t base : blocks)
       access(index, base, "a kernel");
   }
+  if (c.handles.count(f) &&
+      *static_cast<std::string *>(f) == "ga_gemm_pointer_arrays" && params)
+    writePointerArrays(params);
   c.captured += c.capturing;
   bool ok = c.handles.count(f) && params && gx && gy && gz && bx && by && bz &&
             bx * by * bz <= 1024 && gy <= 65535 && gz <= 65535;
@@ -634,8 +661,10 @@ int cuMemcpyAsync(unsigned long long dst, unsigned long long src, size_t n,
     setAccess(d.first, d.second, PROT_NONE);
   if (s.first)
     setAccess(s.first, s.second, PROT_NONE);
-  // Only device-to-device copies may be captured.
-  c.badCaptures += c.capturing && !(d.first && s.first);
+  // Only copies between device blocks, or from pinned host memory (which
+  // a graph's copy reads at every launch), may be captured.
+  c.badCaptures +=
+      c.capturing && !(d.first && (s.first || c.pinned.count(src)));
   c.captured += c.capturing;
   if (d.first && s.first)
     ++c.copiesOnDevice;
@@ -795,6 +824,80 @@ int cublasGemmEx(void *, int opA, int opB, int m, int n, int k,
                  int typeC, int ldc, int computeType, int) {
   return bf16Gemm(opA, opB, m, n, k, alpha, a, typeA, lda, 0, b, typeB, ldb, 0,
                   beta, c, typeC, ldc, 0, 1, computeType);
+}
+
+/// cublasSgemmBatched and cublasGemmBatchedEx (pointer arrays on the
+/// device, read here): counted as one batched call of `count` GEMMs, each
+/// checked as cublasSgemm_v2's (A and B of `element` bytes); a pointer
+/// array outside the device's memory is a bad GEMM.
+static int pointerGemm(int opA, int opB, int m, int n, int k, float alpha,
+                       const void *const *a, int lda, const void *const *b,
+                       int ldb, float beta, void *const *c, int ldc, int count,
+                       size_t element, bool typed) {
+  Counts &c0 = counts();
+  std::lock_guard<std::mutex> lock(c0.mutex);
+  size_t index = enqueue(blasStream);
+  for (const void *array :
+       {static_cast<const void *>(a), static_cast<const void *>(b),
+        static_cast<const void *>(c)})
+    access(index, reinterpret_cast<uintptr_t>(array), "a GEMM's pointers");
+  ++c0.batchedGemms;
+  ++c0.pointerArrayGemms;
+  c0.scaledGemms += alpha != 1.0f;
+  c0.badGemms += !typed || (beta != 1.0f && beta != 0.0f);
+  c0.bf16Gemms += element == 2 ? count : 0;
+  bool arraysInside = true;
+  for (const void *array :
+       {static_cast<const void *>(a), static_cast<const void *>(b),
+        static_cast<const void *>(c)})
+    arraysInside =
+        arraysInside && insideDevice(array, count, 1, count, sizeof(void *));
+  if (!arraysInside) {
+    ++c0.badGemms;
+    return 0;
+  }
+  std::vector<std::pair<uintptr_t, size_t>> blocks;
+  for (const void *array :
+       {static_cast<const void *>(a), static_cast<const void *>(b),
+        static_cast<const void *>(c)})
+    blocks.push_back(deviceBlock(reinterpret_cast<uintptr_t>(array)));
+  for (auto &block : blocks)
+    setAccess(block.first, block.second, PROT_READ);
+  std::vector<const void *> as(a, a + count), bs(b, b + count);
+  std::vector<void *> cs(c, c + count);
+  for (auto &block : blocks)
+    setAccess(block.first, block.second, PROT_NONE);
+  for (int i = 0; i < count; ++i) {
+    ++c0.gemms;
+    c0.gemmsFromZero += beta == 0.0f;
+    access(index, reinterpret_cast<uintptr_t>(as[i]), "a GEMM");
+    access(index, reinterpret_cast<uintptr_t>(bs[i]), "a GEMM");
+    access(index, reinterpret_cast<uintptr_t>(cs[i]), "a GEMM");
+    bool ok = insideDevice(as[i], opA ? k : m, opA ? m : k, lda, element) &&
+              insideDevice(bs[i], opB ? n : k, opB ? k : n, ldb, element) &&
+              insideDevice(cs[i], m, n, ldc);
+    c0.badGemms += !ok;
+  }
+  return 0;
+}
+int cublasSgemmBatched(void *, int opA, int opB, int m, int n, int k,
+                       const float *alpha, const float *const *a, int lda,
+                       const float *const *b, int ldb, const float *beta,
+                       float *const *c, int ldc, int count) {
+  return pointerGemm(
+      opA, opB, m, n, k, *alpha, reinterpret_cast<const void *const *>(a), lda,
+      reinterpret_cast<const void *const *>(b), ldb, *beta,
+      reinterpret_cast<void *const *>(c), ldc, count, sizeof(float), true);
+}
+int cublasGemmBatchedEx(void *, int opA, int opB, int m, int n, int k,
+                        const void *alpha, const void *const *a, int typeA,
+                        int lda, const void *const *b, int typeB, int ldb,
+                        const void *beta, void *const *c, int typeC, int ldc,
+                        int count, int computeType, int) {
+  bool typed = typeA == 14 && typeB == 14 && typeC == 0 && computeType == 68;
+  return pointerGemm(opA, opB, m, n, k, *static_cast<const float *>(alpha), a,
+                     lda, b, ldb, *static_cast<const float *>(beta), c, ldc,
+                     count, 2, typed);
 }
 
 // cuBLASLt (cublasLt.h's ABI), as the bias epilogue calls it: descriptors

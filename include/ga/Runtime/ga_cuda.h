@@ -48,10 +48,13 @@ int32_t ga_cuda_step_leave(const char *signature, const int64_t *results,
 
 /*===-- For callers -------------------------------------------------------===*/
 
-/* cuBLAS's workspace (shared with cuBLASLt), allocated once at the first
- * GEMM and kept: device memory a step with products holds beside its own
- * buffers (the planner counts it in a device budget). */
+/* cuBLAS's workspace block, allocated once at the first GEMM and kept:
+ * device memory a step with products holds beside its own buffers (the
+ * planner counts it in a device budget). cuBLAS and cuBLASLt share all
+ * but its last GA_CUDA_BLAS_POINTER_BYTES, which hold the arrays of
+ * pointers of two-level batched products (ga_cuda_gemm_batched2). */
 #define GA_CUDA_BLAS_WORKSPACE_BYTES ((size_t)32 << 20)
+#define GA_CUDA_BLAS_POINTER_BYTES ((size_t)1 << 20)
 
 /* The block the runtime's caching allocator gives an allocation of `bytes`
  * (at least 1): rounded up to 512 bytes, so that similar sizes share cached
@@ -163,6 +166,11 @@ void ga_cuda_all_gather_wait(int64_t handle);
  *   contractions per head); `order` says how the step multiplied by alpha
  *   (0: x * y, 1: (x * y) * alpha, 2: (x * alpha) * y, 3: (y * alpha) * x;
  *   the emulation follows it, cuBLAS scales the sum).
+ * - gemm_batched2: `outer` x `count` such products, the (o, i)-th matrix
+ *   of each operand o `outerStride` + i `stride` elements after the first
+ *   (the attention's products over the heads of every sequence, whose
+ *   matrices no single stride reaches); one cuBLAS call on arrays of
+ *   pointers.
  * - gemm_bias: D = op(A) op(B) + bias, the bias (n elements) added to every
  *   row of D (m x n, leading dimension ldd); D is not read. */
 /* The parameters of each kind, spelled once (the definitions use them). */
@@ -176,6 +184,13 @@ void ga_cuda_all_gather_wait(int64_t handle);
       int64_t offsetA, int64_t lda, int64_t strideA, intptr_t b,               \
       int64_t offsetB, int64_t ldb, int64_t strideB, intptr_t c,               \
       int64_t offsetC, int64_t ldc, int64_t strideC
+#define GA_GEMM_BATCHED2_PARAMS                                                \
+  int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,    \
+      int64_t k, int64_t outer, int64_t count, float alpha, int32_t order,     \
+      intptr_t a, int64_t offsetA, int64_t lda, int64_t outerStrideA,          \
+      int64_t strideA, intptr_t b, int64_t offsetB, int64_t ldb,               \
+      int64_t outerStrideB, int64_t strideB, intptr_t c, int64_t offsetC,      \
+      int64_t ldc, int64_t outerStrideC, int64_t strideC
 #define GA_GEMM_BIAS_PARAMS                                                    \
   int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k, intptr_t a, \
       int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,  \
@@ -185,6 +200,7 @@ void ga_cuda_all_gather_wait(int64_t handle);
 #define GA_CUDA_DECLARE_GEMMS(PREFIX, SUFFIX)                                  \
   void PREFIX##gemm_f32##SUFFIX(GA_GEMM_PARAMS);                               \
   void PREFIX##gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS);               \
+  void PREFIX##gemm_batched2_f32##SUFFIX(GA_GEMM_BATCHED2_PARAMS);             \
   void PREFIX##gemm_bias_f32##SUFFIX(GA_GEMM_BIAS_PARAMS);
 
 GA_CUDA_DECLARE_GEMMS(ga_cuda_, )

@@ -6,8 +6,9 @@
 //
 // ga-gpu-gemm-to-blas: every bufferized contraction that BlasMatchers.h
 // recognizes becomes a call of the CUDA runtime's GEMM entry points
-// (cuBLAS, or cuBLASLt with a bias epilogue), host loops around the
-// batch dimensions that one strided batch cannot cover.
+// (cuBLAS, or cuBLASLt with a bias epilogue): batch dimensions that lie
+// as one merged, one or two of them covered by the call, host loops around
+// any others.
 //
 //===----------------------------------------------------------------------===//
 
@@ -22,6 +23,10 @@
 #include "mlir/Dialect/SCF/IR/SCF.h"
 #include "mlir/IR/Matchers.h"
 #include "train/TrainRuntime.h"
+#include "llvm/ADT/Sequence.h"
+
+#include <array>
+#include <limits>
 
 namespace ga {
 #define GEN_PASS_DEF_GAGPUGEMMTOBLASPASS
@@ -123,28 +128,82 @@ struct GaGpuGemmToBlasPass
         getOperation(), name, FunctionType::get(&getContext(), args, {}), loc);
   }
 
+  /// One batch dimension as the call sees it: its iterations and each
+  /// matrix's stride (A, B, C) along it.
+  struct BatchLevel {
+    int64_t bound;
+    std::array<int64_t, 3> strides;
+  };
+
+  /// The product's batch dimensions, fewest first: unit dimensions dropped,
+  /// and two dimensions that every matrix lays out as one (the outer one's
+  /// stride the inner one's stride times its iterations, in A, B and C
+  /// alike) merged into one, as a [b, h, s, d] block's b and h are. The
+  /// widest stays last.
+  static SmallVector<BatchLevel> batchLevels(const BlasForm &f) {
+    SmallVector<BatchLevel> levels;
+    for (unsigned dim : f.batch)
+      if (f.bounds[dim] != 1)
+        levels.push_back(
+            {f.bounds[dim], {f.strideA[dim], f.strideB[dim], f.strideC[dim]}});
+    auto fits = [](int64_t v) {
+      return v <= std::numeric_limits<int32_t>::max();
+    };
+    bool merged = true;
+    while (merged) {
+      merged = false;
+      for (unsigned outer = 0; outer < levels.size() && !merged; ++outer)
+        for (unsigned inner = 0; inner < levels.size() && !merged; ++inner) {
+          const BatchLevel &o = levels[outer], &i = levels[inner];
+          if (outer == inner || !fits(o.bound * i.bound) ||
+              !llvm::all_of(llvm::seq(0, 3), [&](int x) {
+                return o.strides[x] == i.strides[x] * i.bound;
+              }))
+            continue;
+          levels[inner].bound *= o.bound;
+          levels.erase(levels.begin() + outer);
+          merged = true;
+        }
+    }
+    auto widest =
+        llvm::max_element(levels, [](const BatchLevel &x, const BatchLevel &y) {
+          return x.bound < y.bound;
+        });
+    if (widest != levels.end())
+      std::rotate(widest, widest + 1, levels.end());
+    return levels;
+  }
+
   /// Without batch dimensions and scale, `ga_cuda_gemm_f32(transA, transB,
   /// accumulate, m, n, k, A, offset, lda, B, offset, ldb, C, offset,
-  /// ldc)`; otherwise `ga_cuda_gemm_batched_f32(transA, transB,
-  /// accumulate, m, n, k, count, alpha, order, A, offset, lda, strideA, B,
-  /// ..., C, ...)` over the last batch dimension (count 1 without one),
-  /// inside host loops over the others. Aligned pointers; offsets, leading
-  /// dimensions and strides in elements; `accumulate` 0 for a product from
-  /// zero (its fill goes), else 1.
+  /// ldc)`. With one (after batchLevels), `ga_cuda_gemm_batched_f32(transA,
+  /// transB, accumulate, m, n, k, count, alpha, order, A, offset, lda,
+  /// strideA, B, ..., C, ...)`: one strided batch (count 1 without one).
+  /// With two or more, `ga_cuda_gemm_batched2_f32(transA, transB,
+  /// accumulate, m, n, k, outer, count, alpha, order, A, offset, lda,
+  /// outerStrideA, strideA, B, ..., C, ...)` over the last two (the
+  /// runtime's one call over outer x count products, such as the
+  /// attention's heads of every sequence), inside host loops over the
+  /// others. Aligned pointers; offsets, leading dimensions and strides in
+  /// elements; `accumulate` 0 for a product from zero (its fill goes),
+  /// else 1.
   void replace(linalg::LinalgOp op, const BlasForm &f) {
     OpBuilder builder(op);
     Location loc = op.getLoc();
-    bool batched = !f.batch.empty() || f.alpha;
-    std::string name =
-        (Twine(batched ? "ga_cuda_gemm_batched_f32" : "ga_cuda_gemm_f32") +
-         precisionSuffix(f))
-            .str();
+    SmallVector<BatchLevel> levels = batchLevels(f);
+    bool twoLevels = levels.size() >= 2;
+    bool batched = !levels.empty() || f.alpha;
+    std::string name = (Twine(twoLevels ? "ga_cuda_gemm_batched2_f32"
+                              : batched ? "ga_cuda_gemm_batched_f32"
+                                        : "ga_cuda_gemm_f32") +
+                        precisionSuffix(f))
+                           .str();
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
     SmallVector<Type> types = {i32, i32, i32};
     if (batched) {
-      types.append(4, index);
+      types.append(twoLevels ? 5 : 4, index);
       types.append({builder.getF32Type(), i32});
-      types.append(12, index);
+      types.append(twoLevels ? 15 : 12, index);
     } else {
       types.append(12, index);
     }
@@ -162,9 +221,16 @@ struct GaGpuGemmToBlasPass
         constant(f.bounds[f.k])};
     if (init)
       init->erase();
+    // The levels the call covers, outer first, and those the host loops.
+    ArrayRef<BatchLevel> called = ArrayRef<BatchLevel>(levels).take_back(
+                             twoLevels ? 2 : 1),
+                         looped = ArrayRef<BatchLevel>(levels).drop_back(
+                             called.size());
     if (batched) {
-      operands.push_back(
-          constant(f.batch.empty() ? 1 : f.bounds[f.batch.back()]));
+      for (const BatchLevel &level : called)
+        operands.push_back(constant(level.bound));
+      if (called.empty())
+        operands.push_back(constant(1));
       operands.push_back(f.alpha
                              ? f.alpha
                              : arith::ConstantOp::create(
@@ -177,37 +243,33 @@ struct GaGpuGemmToBlasPass
     // before the host loops.
     struct Matrix {
       Value pointer, offset, ld;
-      const SmallVector<int64_t> *strides;
     };
     SmallVector<Matrix> matrices;
-    for (auto [operand, ld, strides] :
-         {std::make_tuple(f.a, f.lda, &f.strideA),
-          std::make_tuple(f.b, f.ldb, &f.strideB),
-          std::make_tuple(f.c, f.ldc, &f.strideC)}) {
+    for (auto [operand, ld] :
+         {std::make_pair(f.a, f.lda), std::make_pair(f.b, f.ldb),
+          std::make_pair(f.c, f.ldc)}) {
       Value buffer = operand->get();
       auto metadata =
           memref::ExtractStridedMetadataOp::create(builder, loc, buffer);
       matrices.push_back(
           {memref::ExtractAlignedPointerAsIndexOp::create(builder, loc, buffer),
-           metadata.getOffset(), constant(ld), strides});
+           metadata.getOffset(), constant(ld)});
     }
-    SmallVector<Value> batchStrides;
+    SmallVector<SmallVector<Value>> batchStrides(matrices.size());
     if (batched)
-      for (const Matrix &matrix : matrices)
-        batchStrides.push_back(
-            constant(f.batch.empty() ? 0 : (*matrix.strides)[f.batch.back()]));
+      for (auto [x, strides] : llvm::enumerate(batchStrides)) {
+        for (const BatchLevel &level : called)
+          strides.push_back(constant(level.strides[x]));
+        if (called.empty())
+          strides.push_back(constant(0));
+      }
     // Host loops over the other batch dimensions advance the offsets.
-    ArrayRef<unsigned> outer = f.batch.empty()
-                                   ? ArrayRef<unsigned>()
-                                   : ArrayRef<unsigned>(f.batch).drop_back();
-    for (unsigned dim : outer) {
+    for (const BatchLevel &level : looped) {
       SmallVector<Value> strides;
-      for (const Matrix &matrix : matrices)
-        strides.push_back((*matrix.strides)[dim]
-                              ? constant((*matrix.strides)[dim])
-                              : Value());
+      for (int64_t stride : level.strides)
+        strides.push_back(stride ? constant(stride) : Value());
       auto loop = scf::ForOp::create(builder, loc, constant(0),
-                                     constant(f.bounds[dim]), constant(1));
+                                     constant(level.bound), constant(1));
       builder.setInsertionPoint(loop.getBody()->getTerminator());
       Value iv = loop.getInductionVar();
       for (auto [matrix, stride] : llvm::zip(matrices, strides)) {
@@ -220,8 +282,7 @@ struct GaGpuGemmToBlasPass
     }
     for (auto [i, matrix] : llvm::enumerate(matrices)) {
       operands.append({matrix.pointer, matrix.offset, matrix.ld});
-      if (batched)
-        operands.push_back(batchStrides[i]);
+      llvm::append_range(operands, batchStrides[i]);
     }
     func::CallOp::create(builder, loc, callee, operands);
     op->erase();

@@ -6,7 +6,8 @@
 // step's stream, in float32 (CUBLAS_DEFAULT_MATH: no TF32), TF32
 // (gpu-tf32) or bfloat16 inputs with float32 products and sums (gpu-bf16:
 // the operands rounded to the nearest bfloat16 by a kernel of the runtime,
-// then cuBLAS on bfloat16 matrices).
+// then cuBLAS on bfloat16 matrices). Two-level batches (the attention's
+// products over heads and sequences) are one call on arrays of pointers.
 // cuBLAS is loaded on the first GEMM: GA_CUBLAS_LIBRARY, else
 // libcublas.so.13 or .12 on the loader's path or in the CUDA toolkit's
 // lib64. Its workspace is fixed: without one, cuBLAS allocates and frees
@@ -20,12 +21,15 @@
 #include "ga/Runtime/ga_cuda.h"
 
 #include <algorithm>
+#include <limits>
 #include <optional>
 
 namespace ga::cuda {
 
 /// cuBLAS's workspace, shared with cuBLASLt.
 static constexpr size_t kWorkspaceBytes = GA_CUDA_BLAS_WORKSPACE_BYTES;
+/// Its last bytes: the pointer arrays of two-level batches.
+static constexpr size_t kPointerBytes = GA_CUDA_BLAS_POINTER_BYTES;
 
 /// Loads cuBLAS once, makes its handle on the step's stream and gives it the
 /// workspace.
@@ -62,12 +66,13 @@ bool ensureBlas(State &s) {
     CUdeviceptr workspace = allocate(s, kWorkspaceBytes, /*counted=*/false);
     if (!workspace || (rc = fn.cublasSetWorkspace_v2(
                            handle, reinterpret_cast<void *>(workspace),
-                           kWorkspaceBytes)) != 0) {
+                           kWorkspaceBytes - kPointerBytes)) != 0) {
       recordError(s, "cublasSetWorkspace failed: status " + std::to_string(rc));
       return false;
     }
     blas.workspace = workspace;
-    blas.workspaceBytes = kWorkspaceBytes;
+    blas.workspaceBytes = kWorkspaceBytes - kPointerBytes;
+    blas.pointerArea = workspace + kWorkspaceBytes - kPointerBytes;
   }
   blas.handle = handle;
   blas.library = lib;
@@ -89,7 +94,7 @@ static bool setMathMode(State &s, GemmPrecision precision) {
   return true;
 }
 
-/// The rounding kernels, PTX compiled by the driver when first loaded
+/// The runtime's kernels, PTX compiled by the driver when first loaded
 /// (sm_80 and later: the first with cvt.rn.bf16.f32). ga_round_to_bf16:
 /// out[i] = bf16(in[i]) for i < n, a grid-stride loop.
 /// ga_round_matrices_to_bf16: `count` row-major rows x cols matrices, the
@@ -97,7 +102,11 @@ static bool setMathMode(State &s, GemmPrecision precision) {
 /// out[(b rows + r) cols + c] = bf16(in[b stride + r ld + c]); one block of
 /// threads per matrix row (t = b rows + r, a grid-stride loop over the
 /// count * rows of them), its threads along the row.
-static const char kRoundPtx[] = R"ptx(
+/// ga_gemm_pointer_arrays: the pointers of `total` products (product t at
+/// o = t / count, i = t % count) into out: out[t] = a + o outer_a + i
+/// stride_a, out[total + t] likewise from b, out[2 total + t] from c
+/// (strides in bytes); a grid-stride loop.
+static const char kRuntimePtx[] = R"ptx(
 .version 7.8
 .target sm_80
 .address_size 64
@@ -196,6 +205,62 @@ NEXT:
 DONE:
   ret;
 }
+.visible .entry ga_gemm_pointer_arrays(
+    .param .u64 ga_out, .param .u64 ga_a, .param .u64 ga_b, .param .u64 ga_c,
+    .param .u64 ga_count, .param .u64 ga_total, .param .u64 ga_outer_a,
+    .param .u64 ga_stride_a, .param .u64 ga_outer_b, .param .u64 ga_stride_b,
+    .param .u64 ga_outer_c, .param .u64 ga_stride_c)
+{
+  .reg .pred %p;
+  .reg .b32 %bid, %bdim, %tix, %gdim;
+  .reg .b64 %out, %a, %b, %c, %count, %total, %oa, %sa, %ob, %sb, %oc, %sc,
+      %t, %step, %o, %i, %v, %addr, %part;
+  ld.param.u64 %out, [ga_out];
+  ld.param.u64 %a, [ga_a];
+  ld.param.u64 %b, [ga_b];
+  ld.param.u64 %c, [ga_c];
+  ld.param.u64 %count, [ga_count];
+  ld.param.u64 %total, [ga_total];
+  ld.param.u64 %oa, [ga_outer_a];
+  ld.param.u64 %sa, [ga_stride_a];
+  ld.param.u64 %ob, [ga_outer_b];
+  ld.param.u64 %sb, [ga_stride_b];
+  ld.param.u64 %oc, [ga_outer_c];
+  ld.param.u64 %sc, [ga_stride_c];
+  cvta.to.global.u64 %out, %out;
+  mov.u32 %bid, %ctaid.x;
+  mov.u32 %bdim, %ntid.x;
+  mov.u32 %tix, %tid.x;
+  mov.u32 %gdim, %nctaid.x;
+  mul.wide.u32 %t, %bid, %bdim;
+  cvt.u64.u32 %step, %tix;
+  add.u64 %t, %t, %step;
+  mul.wide.u32 %step, %gdim, %bdim;
+  shl.b64 %part, %total, 3;
+LOOP:
+  setp.ge.u64 %p, %t, %total;
+  @%p bra DONE;
+  div.u64 %o, %t, %count;
+  mul.lo.u64 %i, %o, %count;
+  sub.u64 %i, %t, %i;
+  shl.b64 %addr, %t, 3;
+  add.u64 %addr, %out, %addr;
+  mad.lo.u64 %v, %o, %oa, %a;
+  mad.lo.u64 %v, %i, %sa, %v;
+  st.global.u64 [%addr], %v;
+  add.u64 %addr, %addr, %part;
+  mad.lo.u64 %v, %o, %ob, %b;
+  mad.lo.u64 %v, %i, %sb, %v;
+  st.global.u64 [%addr], %v;
+  add.u64 %addr, %addr, %part;
+  mad.lo.u64 %v, %o, %oc, %c;
+  mad.lo.u64 %v, %i, %sc, %v;
+  st.global.u64 [%addr], %v;
+  add.u64 %t, %t, %step;
+  bra LOOP;
+DONE:
+  ret;
+}
 )ptx";
 
 /// The elements a row-major matrix of `count` copies `stride` apart spans
@@ -208,23 +273,26 @@ static int64_t matrixSpan(int64_t rows, int64_t cols, int64_t ld, int64_t count,
   return (count - 1) * stride + (rows - 1) * ld + cols;
 }
 
+/// Loads the runtime's kernel `name` into `function` on first use (its
+/// module too); false (recorded) on failure.
+static bool loadRuntimeKernel(State &s, CUfunction &function,
+                              const char *name) {
+  Blas &blas = s.blas;
+  if (function)
+    return true;
+  if (!blas.runtimeModule &&
+      !check(s, s.cu.cuModuleLoadData(&blas.runtimeModule, kRuntimePtx),
+             "cuModuleLoadData (the runtime's kernels)"))
+    return false;
+  return check(s, s.cu.cuModuleGetFunction(&function, blas.runtimeModule, name),
+               ("cuModuleGetFunction(" + std::string(name) + ")").c_str());
+}
+
 /// Loads the rounding kernels on first use; false (recorded) on failure.
 static bool loadRounding(State &s) {
-  Blas &blas = s.blas;
-  if (blas.roundToBf16 && blas.roundMatrices)
-    return true;
-  if (!blas.roundModule &&
-      !check(s, s.cu.cuModuleLoadData(&blas.roundModule, kRoundPtx),
-             "cuModuleLoadData (the bfloat16 rounding kernels)"))
-    return false;
-  return check(s,
-               s.cu.cuModuleGetFunction(&blas.roundToBf16, blas.roundModule,
-                                        "ga_round_to_bf16"),
-               "cuModuleGetFunction(ga_round_to_bf16)") &&
-         check(s,
-               s.cu.cuModuleGetFunction(&blas.roundMatrices, blas.roundModule,
-                                        "ga_round_matrices_to_bf16"),
-               "cuModuleGetFunction(ga_round_matrices_to_bf16)");
+  return loadRuntimeKernel(s, s.blas.roundToBf16, "ga_round_to_bf16") &&
+         loadRuntimeKernel(s, s.blas.roundMatrices,
+                           "ga_round_matrices_to_bf16");
 }
 
 /// A block of the allocator for `elements` bfloat16 values, filled by
@@ -342,6 +410,19 @@ void endGemm(State &s, long timed, const std::string &failure) {
     afterLaunch(s);
 }
 
+/// A row-major product's arguments in cuBLAS's column-major terms: it
+/// computes the transposed product C^T = op(B)^T op(A)^T, so B comes first
+/// (its operation, n rows, B's leading dimension), then A (m columns).
+struct ColumnMajor {
+  int opA, opB, rows, cols, depth, ldA, ldB, ldC, batches;
+  ColumnMajor(int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k,
+              int64_t lda, int64_t ldb, int64_t ldc, int64_t count)
+      : opA(transB ? 1 : 0), opB(transA ? 1 : 0), rows(static_cast<int>(n)),
+        cols(static_cast<int>(m)), depth(static_cast<int>(k)),
+        ldA(static_cast<int>(ldb)), ldB(static_cast<int>(lda)),
+        ldC(static_cast<int>(ldc)), batches(static_cast<int>(count)) {}
+};
+
 /// C += op(A) op(B), or C = op(A) op(B) without `accumulate` (C is not
 /// read: a product from zero), for row-major f32 matrices:
 /// C is m x n with leading dimension ldc; op(A) is m x k (A is k x m when
@@ -421,11 +502,8 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
     ldb = rounded->ldb();
     strideB = rounded->strideB();
   }
-  int opA = transB ? 1 : 0, opB = transA ? 1 : 0;
-  int rows = static_cast<int>(n), cols = static_cast<int>(m),
-      depth = static_cast<int>(k), ldA = static_cast<int>(ldb),
-      ldB = static_cast<int>(lda), ldC = static_cast<int>(ldc),
-      batches = static_cast<int>(count);
+  auto [opA, opB, rows, cols, depth, ldA, ldB, ldC, batches] =
+      ColumnMajor(transA, transB, m, n, k, lda, ldb, ldc, count);
   // CUDA_R_16BF inputs, a CUDA_R_32F C, CUBLAS_COMPUTE_32F,
   // CUBLAS_GEMM_DEFAULT.
   constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
@@ -453,6 +531,137 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
                         ") failed: cuBLAS status " + std::to_string(rc));
 }
 
+/// The device arrays of the pointers of `outer` x `count` products (A's,
+/// then B's, then C's, product (o, i) at o count + i), for cuBLAS's
+/// pointer-array batches, written by a kernel of the runtime
+/// (ga_gemm_pointer_arrays) into the next bytes of the workspace block's
+/// pointer area, taken as a ring: every write and every GEMM that reads the
+/// arrays is on the step's stream, so the ring's bytes are reused only
+/// after the GEMM that read them (and a captured graph replays the same
+/// order). 0 for arrays larger than the area, or on failure (recorded).
+static CUdeviceptr pointerArrays(State &s, const void *a, int64_t outerA,
+                                 int64_t strideA, const void *b, int64_t outerB,
+                                 int64_t strideB, void *c, int64_t outerC,
+                                 int64_t strideC, int64_t outer, int64_t count,
+                                 size_t operandBytes) {
+  Blas &blas = s.blas;
+  int64_t products = outer * count;
+  size_t bytes = 3 * static_cast<size_t>(products) * sizeof(void *);
+  if (!blas.pointerArea || bytes > kPointerBytes ||
+      !loadRuntimeKernel(s, blas.pointerKernel, "ga_gemm_pointer_arrays"))
+    return 0;
+  if (blas.pointerNext + bytes > kPointerBytes)
+    blas.pointerNext = 0;
+  uint64_t out = blas.pointerArea + blas.pointerNext;
+  // Each batch's arrays start 16 bytes aligned.
+  blas.pointerNext += (bytes + 15) / 16 * 16;
+  int64_t element = static_cast<int64_t>(operandBytes);
+  uint64_t args[] = {out,
+                     reinterpret_cast<uintptr_t>(a),
+                     reinterpret_cast<uintptr_t>(b),
+                     reinterpret_cast<uintptr_t>(c),
+                     static_cast<uint64_t>(count),
+                     static_cast<uint64_t>(products),
+                     static_cast<uint64_t>(outerA * element),
+                     static_cast<uint64_t>(strideA * element),
+                     static_cast<uint64_t>(outerB * element),
+                     static_cast<uint64_t>(strideB * element),
+                     static_cast<uint64_t>(outerC * 4),
+                     static_cast<uint64_t>(strideC * 4)};
+  void *params[std::size(args)];
+  for (size_t i = 0; i < std::size(args); ++i)
+    params[i] = &args[i];
+  constexpr int64_t block = 256;
+  auto blocks = static_cast<unsigned>(
+      std::clamp<int64_t>((products + block - 1) / block, 1, 4096));
+  if (!check(s,
+             s.cu.cuLaunchKernel(blas.pointerKernel, blocks, 1, 1, block, 1, 1,
+                                 0, s.stream, params, nullptr),
+             "cuLaunchKernel (ga_gemm_pointer_arrays)"))
+    return 0;
+  return out;
+}
+
+/// `outer` x `count` products of gemm's kind, product (o, i) at offsets
+/// advanced by o times the outer strides and i times the strides: one
+/// pointer-array batch (cublasSgemmBatched, or cublasGemmBatchedEx for
+/// bfloat16 operands). gpu-bf16's rounded operands, a cuBLAS without those
+/// calls, and arrays the pointer area cannot hold now (pointerArrays) take
+/// a strided batch per outer index instead.
+static void gemm2(GemmPrecision precision, int32_t transA, int32_t transB,
+                  int32_t accumulate, int64_t m, int64_t n, int64_t k,
+                  int64_t outer, int64_t count, float alpha, intptr_t a,
+                  int64_t offsetA, int64_t lda, int64_t outerA, int64_t strideA,
+                  intptr_t b, int64_t offsetB, int64_t ldb, int64_t outerB,
+                  int64_t strideB, intptr_t c, int64_t offsetC, int64_t ldc,
+                  int64_t outerC, int64_t strideC) {
+  {
+    State &s = state();
+    std::lock_guard<std::mutex> lock(s.mutex);
+    if (!s.usable || !s.error.empty() || !ensureBlas(s))
+      return;
+    if (m == 0 || n == 0 || count == 0 || outer == 0)
+      return;
+    CublasFunctions &fn = s.blas.fn;
+    bool bf16 = readsBf16(precision);
+    bool arrays = precision != GemmPrecision::BF16 &&
+                  (bf16 ? fn.cublasGemmBatchedEx != nullptr
+                        : fn.cublasSgemmBatched != nullptr) &&
+                  outer * count <= std::numeric_limits<int32_t>::max();
+    size_t operandBytes = bf16 ? 2 : 4;
+    CUdeviceptr pointers = 0;
+    if (arrays) {
+      auto *bytesA = reinterpret_cast<const char *>(a) + offsetA * operandBytes;
+      auto *bytesB = reinterpret_cast<const char *>(b) + offsetB * operandBytes;
+      float *C = reinterpret_cast<float *>(c) + offsetC;
+      pointers =
+          pointerArrays(s, bytesA, outerA, strideA, bytesB, outerB, strideB, C,
+                        outerC, strideC, outer, count, operandBytes);
+      if (!s.error.empty())
+        return;
+    }
+    if (pointers) {
+      if (!setMathMode(s, precision))
+        return;
+      const float beta = accumulate ? 1.0f : 0.0f;
+      const char *call =
+          bf16 ? "cublasGemmBatchedEx bf16" : "cublasSgemmBatched";
+      long timed = s.profile.enabled
+                       ? profileBegin(s, gemmLabel(call, m, n, k, outer * count,
+                                                   transA, transB))
+                       : -1;
+      // cuBLAS's column-major product C^T = op(B)^T op(A)^T (see gemm).
+      auto *arrayA = reinterpret_cast<const void *const *>(pointers);
+      const void *const *arrayB = arrayA + outer * count;
+      auto *arrayC =
+          reinterpret_cast<void *const *>(pointers) + 2 * outer * count;
+      auto [opA, opB, rows, cols, depth, ldA, ldB, ldC, batches] =
+          ColumnMajor(transA, transB, m, n, k, lda, ldb, ldc, outer * count);
+      constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
+      int rc =
+          bf16 ? fn.cublasGemmBatchedEx(s.blas.handle, opA, opB, rows, cols,
+                                        depth, &alpha, arrayB, r16bf, ldA,
+                                        arrayA, r16bf, ldB, &beta, arrayC, r32f,
+                                        ldC, batches, compute32f, defaultAlgo)
+               : fn.cublasSgemmBatched(
+                     s.blas.handle, opA, opB, rows, cols, depth, &alpha,
+                     reinterpret_cast<const float *const *>(arrayB), ldA,
+                     reinterpret_cast<const float *const *>(arrayA), ldB, &beta,
+                     reinterpret_cast<float *const *>(arrayC), ldC, batches);
+      endGemm(s, timed,
+              rc == 0 ? std::string()
+                      : std::string(call) + " (" +
+                            gemmShape(m, n, k, outer * count) +
+                            ") failed: cuBLAS status " + std::to_string(rc));
+      return;
+    }
+  }
+  for (int64_t o = 0; o < outer; ++o)
+    gemm(precision, transA, transB, accumulate, m, n, k, count, alpha, a,
+         offsetA + o * outerA, lda, strideA, b, offsetB + o * outerB, ldb,
+         strideB, c, offsetC + o * outerC, ldc, strideC);
+}
+
 } // namespace ga::cuda
 
 using namespace ga::cuda;
@@ -472,6 +681,12 @@ extern "C" {
     gemm(PRECISION, transA, transB, accumulate, m, n, k, count, alpha, a,      \
          offsetA, lda, strideA, b, offsetB, ldb, strideB, c, offsetC, ldc,     \
          strideC);                                                             \
+  }                                                                            \
+  void ga_cuda_gemm_batched2_f32##SUFFIX(GA_GEMM_BATCHED2_PARAMS) {            \
+    (void)order;                                                               \
+    gemm2(PRECISION, transA, transB, accumulate, m, n, k, outer, count, alpha, \
+          a, offsetA, lda, outerStrideA, strideA, b, offsetB, ldb,             \
+          outerStrideB, strideB, c, offsetC, ldc, outerStrideC, strideC);      \
   }
 
 GA_CUDA_GEMM_ENTRY_POINTS(, GemmPrecision::F32)

@@ -100,7 +100,9 @@ GA_SYMBOL_TABLE(GraphFunctions, GA_CUDA_GRAPH_FUNCTIONS)
 /// cublasGemmEx and cublasGemmStridedBatchedEx take cudaDataType and
 /// cublasComputeType_t as ints: the bf16 products of gpu-bf16. They and the
 /// workspace are optional (checked by the first bf16 product; without a
-/// workspace cuBLAS allocates its own).
+/// workspace cuBLAS allocates its own), as are the pointer-array batches
+/// (cublasSgemmBatched, cublasGemmBatchedEx; without them a two-level
+/// batch is a strided batch per outer index).
 #define GA_CUBLAS_FUNCTIONS(X)                                                 \
   X(cublasCreate_v2, true, int (*)(void **))                                   \
   X(cublasSetStream_v2, true, int (*)(void *, CUstream))                       \
@@ -120,6 +122,14 @@ GA_SYMBOL_TABLE(GraphFunctions, GA_CUDA_GRAPH_FUNCTIONS)
     int (*)(void *, int, int, int, int, int, const void *, const void *, int,  \
             int, long long, const void *, int, int, long long, const void *,   \
             void *, int, int, long long, int, int, int))                       \
+  X(cublasSgemmBatched, false,                                                 \
+    int (*)(void *, int, int, int, int, int, const float *,                    \
+            const float *const *, int, const float *const *, int,              \
+            const float *, float *const *, int, int))                          \
+  X(cublasGemmBatchedEx, false,                                                \
+    int (*)(void *, int, int, int, int, int, const void *,                     \
+            const void *const *, int, int, const void *const *, int, int,      \
+            const void *, void *const *, int, int, int, int, int))             \
   X(cublasSetWorkspace_v2, false, int (*)(void *, void *, size_t))
 GA_SYMBOL_TABLE(CublasFunctions, GA_CUBLAS_FUNCTIONS)
 

@@ -70,11 +70,18 @@ struct Blas {
   /// The fixed workspace, shared with cuBLASLt.
   CUdeviceptr workspace = 0;
   size_t workspaceBytes = 0;
-  /// The kernels that round gpu-bf16's operands (loaded on first use):
-  /// a span as it lies, a batch of matrices into a compact block.
-  CUmodule roundModule = nullptr;
+  /// The runtime's kernels, loaded on first use: those that round
+  /// gpu-bf16's operands (a span as it lies, a batch of matrices into a
+  /// compact block) and pointerKernel (below).
+  CUmodule runtimeModule = nullptr;
   CUfunction roundToBf16 = nullptr;
   CUfunction roundMatrices = nullptr;
+  /// The kernel that writes the arrays of pointers of two-level batches
+  /// (ga_cuda_gemm_batched2), the last GA_CUDA_BLAS_POINTER_BYTES of the
+  /// workspace block that holds them (a ring), and its next free byte.
+  CUfunction pointerKernel = nullptr;
+  CUdeviceptr pointerArea = 0;
+  size_t pointerNext = 0;
 };
 
 /// The descriptors and algorithm of one shape of bias GEMM (BlasLt.cpp).

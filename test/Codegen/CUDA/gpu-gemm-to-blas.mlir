@@ -103,15 +103,18 @@ func.func @kept(%a: memref<8x4xf32, strided<[16, 2]>>, %b: memref<4x8xf32>,
 
 // The attention's scaled scores, S[b, h, s, t] += (Q[b, s, h, d] K[b, t, h,
 // d]) * scale, with Q and K slices of one fused projection [b, s, 3 * h *
-// d]: the scale as cuBLAS's alpha, order 1 (product, then scale); one
-// strided batch over the widest batch dimension, b (Q and K 768 elements
-// apart, S 512), inside a host loop over the heads that advances each
-// offset by its stride (8 for Q and K, 256 for S).
+// d]: the scale as cuBLAS's alpha, order 1 (product, then scale); no
+// single stride reaches every (b, h) matrix of Q (768 apart along b, 8
+// along h), so the 2 x 8 products are one two-level call, the widest
+// dimension (b) inner: outer strides 8 (Q, K) and 256 (S), inner 768 and
+// 512. No host loop.
 // CHECK-LABEL: func.func @scores
+// CHECK-NOT: scf.for
 // CHECK-DAG: %[[F:.*]] = arith.constant 0 : i32
 // CHECK-DAG: %[[T:.*]] = arith.constant 1 : i32
 // CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
 // CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
 // CHECK: %{{.*}}, %[[OQ:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg0
 // CHECK: %[[PQ:.*]] = memref.extract_aligned_pointer_as_index %arg0
 // CHECK: %[[C48:.*]] = arith.constant 48 : index
@@ -119,20 +122,11 @@ func.func @kept(%a: memref<8x4xf32, strided<[16, 2]>>, %b: memref<4x8xf32>,
 // CHECK: %[[PK:.*]] = memref.extract_aligned_pointer_as_index %arg1
 // CHECK: %{{.*}}, %[[OS:.*]], %{{.*}}:4, %{{.*}}:4 = memref.extract_strided_metadata %arg2
 // CHECK: %[[PS:.*]] = memref.extract_aligned_pointer_as_index %arg2
-// The leading dimensions and strides are constants before the loop.
 // CHECK-DAG: %[[C768:.*]] = arith.constant 768 : index
 // CHECK-DAG: %[[C512:.*]] = arith.constant 512 : index
 // CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
-// CHECK-DAG: %[[C2:.*]] = arith.constant 2 : index
-// CHECK: scf.for %[[H:.*]] = %{{.*}} to %[[C2]]
-// CHECK-NOT: arith.constant
-// CHECK:   %[[SQ:.*]] = arith.muli %[[H]], %[[C8]]
-// CHECK:   %[[Q:.*]] = arith.addi %[[OQ]], %[[SQ]]
-// CHECK:   %[[K:.*]] = arith.addi %[[OK]], %[[SQ]]
-// CHECK:   %[[SS:.*]] = arith.muli %[[H]], %[[C256]]
-// CHECK:   %[[S:.*]] = arith.addi %[[OS]], %[[SS]]
-// CHECK-NOT: arith.constant
-// CHECK:   call @ga_cuda_gemm_batched_f32(%[[F]], %[[T]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[Q]], %[[C48]], %[[C768]], %[[PK]], %[[K]], %[[C48]], %[[C768]], %[[PS]], %[[S]], %[[C16]], %[[C512]])
+// CHECK-NOT: scf.for
+// CHECK: call @ga_cuda_gemm_batched2_f32(%[[F]], %[[T]], %[[T]], %[[C16]], %[[C16]], %[[C8]], %[[C2]], %[[C8]], %arg3, %[[T]], %[[PQ]], %[[OQ]], %[[C48]], %[[C8]], %[[C768]], %[[PK]], %[[OK]], %[[C48]], %[[C8]], %[[C768]], %[[PS]], %[[OS]], %[[C16]], %[[C256]], %[[C512]])
 // CHECK-NOT: linalg.generic
 func.func @scores(%q: memref<8x16x2x8xf32, strided<[768, 48, 8, 1]>>,
                   %k: memref<8x16x2x8xf32, strided<[768, 48, 8, 1], offset: 16>>,
@@ -230,4 +224,64 @@ func.func @from_zero(%a: memref<16x8xf32>, %b: memref<8x4xf32>, %seen: memref<16
   memref.copy %c2, %seen : memref<16x4xf32> to memref<16x4xf32>
   linalg.matmul ins(%a, %b : memref<16x8xf32>, memref<8x4xf32>) outs(%c2 : memref<16x4xf32>)
   return %c0, %c1, %c2 : memref<16x4xf32>, memref<16x4xf32>, memref<16x4xf32>
+}
+
+// Heads laid out as [b, h, s, d] blocks: b's stride (2 * 16 * 8 = 256 in Q
+// and K, 2 * 16 * 16 = 512 in S) is h's times its 2 iterations in every
+// matrix, so b and h merge into one strided batch of 16 (strides 128 and
+// 256) with no host loop and no pointer arrays.
+// CHECK-LABEL: func.func @merged_heads
+// CHECK-DAG: %[[C16:.*]] = arith.constant 16 : index
+// CHECK-DAG: %[[C128:.*]] = arith.constant 128 : index
+// CHECK-DAG: %[[C256:.*]] = arith.constant 256 : index
+// CHECK-NOT: scf.for
+// CHECK: call @ga_cuda_gemm_batched_f32(%{{.*}}, %{{.*}}, %{{.*}}, %[[C16]], %[[C16]], %{{.*}}, %[[C16]], %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C128]], %{{.*}}, %{{.*}}, %{{.*}}, %[[C128]], %{{.*}}, %{{.*}}, %[[C16]], %[[C256]])
+// CHECK-NOT: ga_cuda_gemm_batched2
+func.func @merged_heads(%q: memref<8x2x16x8xf32>, %k: memref<8x2x16x8xf32>,
+                        %s: memref<8x2x16x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(b, h, s, t, d) -> (b, h, s, d)>,
+                                   affine_map<(b, h, s, t, d) -> (b, h, t, d)>,
+                                   affine_map<(b, h, s, t, d) -> (b, h, s, t)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%q, %k : memref<8x2x16x8xf32>, memref<8x2x16x8xf32>)
+      outs(%s : memref<8x2x16x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
+}
+
+// Three batch dimensions that no two matrices lay out alike (A holds h
+// outermost and g innermost of them, B and C hold g outermost): the two
+// widest (h: 4 outer, b: 8 inner) are one two-level call inside a host
+// loop over g (3), which advances each offset by g's stride (A 8, B 4096,
+// C 8192).
+// CHECK-LABEL: func.func @three_levels
+// CHECK-DAG: %[[C3:.*]] = arith.constant 3 : index
+// CHECK-DAG: %[[C4:.*]] = arith.constant 4 : index
+// CHECK-DAG: %[[C8:.*]] = arith.constant 8 : index
+// CHECK-DAG: %[[C4096:.*]] = arith.constant 4096 : index
+// CHECK-DAG: %[[C8192:.*]] = arith.constant 8192 : index
+// CHECK: scf.for %[[G:.*]] = %{{.*}} to %[[C3]]
+// CHECK:   arith.muli %[[G]], %[[C8]]
+// CHECK:   arith.muli %[[G]], %[[C4096]]
+// CHECK:   arith.muli %[[G]], %[[C8192]]
+// CHECK:   call @ga_cuda_gemm_batched2_f32(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[C4]], %[[C8]],
+// CHECK-NOT: scf.for
+func.func @three_levels(%a: memref<4x8x16x3x8xf32>, %b: memref<3x8x4x8x16xf32>,
+                        %c: memref<3x8x4x16x16xf32>) {
+  linalg.generic {indexing_maps = [affine_map<(g, b, h, s, t, d) -> (h, b, s, g, d)>,
+                                   affine_map<(g, b, h, s, t, d) -> (g, b, h, d, t)>,
+                                   affine_map<(g, b, h, s, t, d) -> (g, b, h, s, t)>],
+                  iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]}
+      ins(%a, %b : memref<4x8x16x3x8xf32>, memref<3x8x4x8x16xf32>)
+      outs(%c : memref<3x8x4x16x16xf32>) {
+  ^bb0(%x: f32, %y: f32, %acc: f32):
+    %p = arith.mulf %x, %y : f32
+    %r = arith.addf %acc, %p : f32
+    linalg.yield %r : f32
+  }
+  return
 }

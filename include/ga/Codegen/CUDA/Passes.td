@@ -117,11 +117,17 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     and a scale (a body `acc + (x * y) * s`, `acc + (x * s) * y` or `acc +
     (y * s) * x` with `s` defined outside the operation) go to
     `ga_cuda_gemm_batched_f32(transA, transB, accumulate, m, n, k, count,
-    alpha, order, A, offset, lda, strideA, B, ..., C, ...)`: the widest batch
-    dimension as cuBLAS's strided batch, host `scf.for` loops over the
-    others that advance the offsets, the scale as alpha (`order` tells the
-    CPU emulation in which order the step multiplied). Other forms stay
-    linalg operations and become kernels.
+    alpha, order, A, offset, lda, strideA, B, ..., C, ...)`, the scale as
+    alpha (`order` tells the CPU emulation in which order the step
+    multiplied). Batch dimensions that every matrix lays out as one (a
+    `[b, h, s, d]` block's `b` and `h`) merge into one strided batch. Two
+    that do not (the heads of every sequence where Q, K and V are slices of
+    one `[b, s, 3 h d]` projection) go to `ga_cuda_gemm_batched2_f32(...,
+    outer, count, alpha, order, A, offset, lda, outerStrideA, strideA, B,
+    ..., C, ...)`: one cuBLAS call over `outer x count` products on arrays
+    of pointers, the widest dimension inner; host `scf.for` loops over any
+    further ones advance the offsets. Other forms stay linalg operations
+    and become kernels.
 
     With `allow-tf32`, the calls go to `ga_cuda_gemm_f32_tf32` and
     `ga_cuda_gemm_batched_f32_tf32` (same arguments), which let cuBLAS use
