@@ -146,7 +146,9 @@ def prepare(args):
         start = time.time()
         compiled = subprocess.run(
             [os.path.join(args.build, "bin", "ga-compile"), "--target=cuda",
-             mlir, "-o", lib, "--pipeline-options",
+             mlir, "-o", lib,
+             f"--kernel-report={os.path.join(out, name + '_kernels.json')}",
+             "--pipeline-options",
              f"chip={args.chip} {args.pipeline_options}".strip()],
             check=True, stdout=subprocess.PIPE, text=True)
         # Under a memory budget, the planner's choice and predicted peak.

@@ -46,7 +46,9 @@ markdown report.
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
-      and bf16), then the float32 benchmark at B 8 and 16, then B 8
+      and bf16), each kernel's against the bytes of the kernel report
+      that `prepare` wrote beside the library (ga_scripts/kernel_bandwidth.py:
+      the bandwidth it reaches, its share of the device's), then the float32 benchmark at B 8 and 16, then B 8
       under a 10 GiB device budget (the allocator's high-water mark
       against the planner's prediction, the step time against PyTorch
       eager and eager with each layer through torch.utils.checkpoint, for
@@ -71,6 +73,7 @@ with a timeout of the deadline plus a minute.
 
 import argparse
 import datetime
+import json
 import os
 import re
 import shlex
@@ -80,6 +83,7 @@ import sys
 import tempfile
 import time
 
+from ga_scripts import kernel_bandwidth
 from ga_scripts.paths import child_env
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -289,15 +293,28 @@ def run(args):
                     "--repeat", "10", "--autocast", "--no-compile"],
                    env=env, budget=120, must_pass=False)
     profile = ""
+    # The device's copy bandwidth for the kernels' table (the kernel
+    # report's presets: H200 4.3 TB/s, H100 3.0 TB/s).
+    bandwidth = 4300 if facts and "H200" in facts else 3000
     for folder in sorted(os.listdir(root)):
         bench_dir = os.path.join(root, folder)
         if os.path.exists(os.path.join(bench_dir, "libgpt2_cuda.so")):
-            profile += c.stage(
+            timed = c.stage(
                 "profile", f"GA_CUDA_PROFILE of the 124M step ({folder})",
                 [py, "-c", PROFILE_SNIPPET], env=dict(
-                    child_env(bench_dir, env=env), GA_CUDA_PROFILE="1"),
+                    child_env(bench_dir, env=env), GA_CUDA_PROFILE="all"),
                 budget=60,
                 must_pass=False) or ""
+            profile += timed
+            # Each kernel's time against its bytes in the kernel report
+            # that bench_cuda.py prepare wrote beside the library.
+            report = os.path.join(bench_dir, "gpt2_kernels.json")
+            if timed and os.path.exists(report):
+                joined, products, missing = kernel_bandwidth.join(
+                    json.load(open(report)),
+                    kernel_bandwidth.parse_profile(timed), bandwidth * 1e9)
+                profile += (f"\n{folder}: " + kernel_bandwidth.table(
+                    joined, products, missing, bandwidth * 1e9))
     large = c.stage("large", LARGE,
                     [py, os.path.join(root, "large", "bench_cuda.py"), "run",
                      "--repeat", "5", "--tolerance", "1e-3"], env=env,

@@ -42,6 +42,8 @@ std::optional<ga::CudaTargetOptions> ga::GaPipelineOptions::cudaTarget() const {
                   gpuFusion && gpuRowFusion};
   cuda.emulate = gpuEmulate;
   cuda.prefetchGathers = gpuPrefetchGathers && memoryBudget == 0;
+  cuda.kernelReport = kernelReport;
+  cuda.device = device;
   if (hostOffload)
     cuda.offload = CudaTargetOptions::Offload{
         hostBandwidth, deviceTflops, offloadCopies, offloadMinBytes,
@@ -54,6 +56,16 @@ LogicalResult ga::CudaTargetOptions::verify(raw_ostream &errors) const {
     errors << "target=cuda needs the CUDA toolkit (ptxas, libdevice): "
               "none was found when ga-opt was configured; give "
               "cuda-toolkit=DIR";
+    return failure();
+  }
+  if (device != "h100" && device != "h200") {
+    errors << "device must be h100 or h200, got '" << device << "'";
+    return failure();
+  }
+  if (!kernelReport.empty() && emulate) {
+    errors << "kernel-report needs the device program: it reports the "
+              "kernels of target=cuda, which gpu-emulate runs on the CPU "
+              "instead";
     return failure();
   }
   if (!StringRef(chip).starts_with("sm_")) {
@@ -147,6 +159,12 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   // One device module per distinct kernel: the layers of a model launch the
   // same kernels, which would otherwise be compiled once per launch.
   pm.addPass(ga::createGaGpuDedupKernelsPass());
+  if (!cuda.kernelReport.empty()) {
+    ga::GaGpuKernelReportPassOptions report;
+    report.output = cuda.kernelReport;
+    report.device = cuda.device;
+    pm.addPass(ga::createGaGpuKernelReportPass(report));
+  }
   // The target, once, with libdevice for the kernels' math (without it
   // math.exp stays a call to __nv_expf that ptxas cannot resolve).
   GpuNVVMAttachTargetOptions nvvm;

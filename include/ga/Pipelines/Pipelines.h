@@ -51,6 +51,10 @@ struct CudaTargetOptions {
   /// Each all-gather started one reader ahead
   /// (ga-gpu-prefetch-gathers).
   bool prefetchGathers = true;
+  /// The kernel report's file (empty: none) and device
+  /// (ga-gpu-kernel-report).
+  std::string kernelReport;
+  std::string device = "h100";
   /// Host offload (with memory-budget).
   struct Offload {
     double hostBandwidth = 0;
@@ -220,6 +224,19 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "memory-budget, whose plan does not count the buffer "
                      "gathered ahead"),
       llvm::cl::init(true)};
+  Option<std::string> kernelReport{
+      *this, "kernel-report",
+      llvm::cl::desc("target=cuda: write the kernel report to this file "
+                     "(ga-gpu-kernel-report: each kernel's launch shape, "
+                     "bytes, FLOPs, load width and bound at the device's "
+                     "bandwidth and peak, and the cuBLAS products'; JSON "
+                     "for a name ending in .json; - for standard output)"),
+      llvm::cl::init("")};
+  Option<std::string> device{
+      *this, "device",
+      llvm::cl::desc("target=cuda: the GPU the kernel report's bounds "
+                     "assume: h100 or h200"),
+      llvm::cl::init("h100")};
   Option<bool> gpuEmulate{
       *this, "gpu-emulate",
       llvm::cl::desc("target=cuda: run the device program on the CPU "

@@ -109,6 +109,8 @@ bool ensureInitialized(State &s) {
   s.initialized = true;
   s.syncEveryLaunch = envFlag("GA_CUDA_SYNC");
   s.profile.enabled = envFlag("GA_CUDA_PROFILE");
+  if (const char *profile = std::getenv("GA_CUDA_PROFILE"))
+    s.profile.allRows = std::string(profile) == "all";
   void *lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!lib) {
     recordError(s, std::string("no CUDA device: the CUDA driver "

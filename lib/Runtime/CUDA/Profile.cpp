@@ -3,7 +3,8 @@
 // Part of ga-opt: exact gradient accumulation and data parallelism.
 //
 // GA_CUDA_PROFILE=1 times every kernel launch and GEMM with a pair of CUDA
-// events and prints the most expensive at exit, per step, the first step
+// events and prints the most expensive at exit (GA_CUDA_PROFILE=all: every
+// one, for scripts/ga_scripts/kernel_bandwidth.py), per step, the first step
 // left out (it loads cuBLAS's kernels and warms the caches). Labels name
 // the kernel and the module it came from (by load order), or the GEMM's
 // call and shape.
@@ -37,7 +38,7 @@ static void printProfile() {
   std::fprintf(stderr, "ga-cuda-profile: %8s %6s %10s  %s\n", "ms/step",
                "share", "calls/step", "what (module: load order)");
   long steps = std::max<long>(1, p.steps);
-  for (size_t i = 0; i < rows.size() && i < 25; ++i)
+  for (size_t i = 0; i < rows.size() && (p.allRows || i < 25); ++i)
     std::fprintf(stderr, "ga-cuda-profile: %8.3f %5.1f%% %10.1f  %s\n",
                  rows[i].second.ms / steps,
                  total ? 100 * rows[i].second.ms / total : 0.0,

@@ -131,6 +131,8 @@ struct ProfileRow {
 };
 struct Profile {
   bool enabled = false;
+  /// GA_CUDA_PROFILE=all: every row at exit, not the 25 dearest.
+  bool allRows = false;
   std::map<CUmodule, int> moduleIndex;
   std::map<CUfunction, std::string> functionLabel;
   std::vector<Timed> pending;

@@ -402,6 +402,63 @@ def GaGpuPrefetchGathersPass
   }];
 }
 
+def GaGpuKernelReportPass
+    : Pass<"ga-gpu-kernel-report", "::mlir::ModuleOp"> {
+  let summary = "Report each kernel's launch shape, bytes, FLOPs, load "
+                "width and bound at a device's bandwidth and peak";
+  let description = [{
+    An analysis of the step once its kernels are outlined (after
+    `ga-gpu-dedup-kernels`, before the NVVM lowering), for the step's static
+    shapes; the IR is left as it is. For every `gpu.launch_func`, counted as
+    often as the constant host `scf.for` loops around it run it:
+
+    - the grid and the block (constants);
+    - the bytes read and written: each memref argument the kernel loads
+      from (`memref.load`, `vector.load`, `vector.transfer_read`, through
+      views) counts its launch operand's elements once as read, each it
+      stores to once as written (the traffic of a kernel that touches every
+      element once: its floor);
+    - the bytes its loads issue (each load's width times how often it runs:
+      the constant `scf.for` loops around it in the kernel, times the
+      threads launched; guards are taken as passed, so this is an upper
+      bound), and their ratio to the bytes read: a row read again by every
+      nest of a row group shows as 2.0 or more;
+    - its FLOPs (floating-point `arith` and `math` operations, a fused
+      multiply-add as 2, vectors by their elements, counted as the loads);
+    - its load widths (the narrowest and widest load, in bytes: 4 for
+      scalar float32 loads, 16 for `vector<4xf32>`);
+    - its bound: the larger of its bytes (read and written) at the device's
+      bandwidth and its FLOPs at the device's float32 peak, in
+      microseconds.
+
+    Launches of the same kernel with the same shape and operand types are
+    one row. The products that `ga-gpu-gemm-to-blas` handed to cuBLAS are
+    listed beside them (`ga_cuda_gemm*` calls: 2 m n k FLOPs per product,
+    the operands read and C written once, C read too where the product
+    accumulates), bound at the tensor peak of their precision. The totals
+    give the step's floor at the device: the kernels' share of it is what
+    streaming kernels can win.
+
+    `device` presets: `h100` (3.0 TB/s, the copy bandwidth measured on an
+    H100 SXM; 67 TFLOP/s float32, 495 TF32, 989 bfloat16 dense) and `h200`
+    (4.3 TB/s measured on an H200; the same peaks); `bandwidth-gbs` and
+    `peak-tflops` (float32) override them. `output` is a file (a table, or
+    JSON for a name ending in `.json`), `-` for standard output.
+  }];
+  let options = [
+    Option<"output", "output", "std::string", "\"-\"",
+           "Where the report goes: a file (JSON when its name ends in "
+           "`.json`, else a table), or - for standard output">,
+    Option<"device", "device", "std::string", "\"h100\"",
+           "The device the bounds assume: h100 or h200">,
+    Option<"bandwidthGBs", "bandwidth-gbs", "double", "0",
+           "The device's memory bandwidth in GB/s (0: the preset's)">,
+    Option<"peakTflops", "peak-tflops", "double", "0",
+           "The device's float32 peak in TFLOP/s for the kernels (0: the "
+           "preset's)">,
+  ];
+}
+
 def GaGpuDedupKernelsPass
     : Pass<"ga-gpu-dedup-kernels", "::mlir::ModuleOp"> {
   let summary = "Keep one device module per distinct kernel";

@@ -1,0 +1,54 @@
+"""Checks ga-gpu-kernel-report's JSON for the generator's GPT
+(examples/gen_tiny_gpt.py) against counts made by hand from the model's
+sizes, and prints what the report says of its kernels.
+
+    kernel_report_gpt.py REPORT.json B S V D H FFN L
+
+- The products' FLOPs: every linear layer's product, forward (2 m n k) and
+  backward (the input's and the weight's gradients, 4 m n k), over the B S
+  tokens (the LM head over the B (S - 1) positions that predict a label),
+  and the attention's four products per layer (scores and output, forward
+  and backward: 12 B H S^2 Dh FLOPs with the causal half computed).
+- The causal mask's kernel on the [B, H, S, S] scores: it reads the scores
+  and the buffer it writes (2 B H S^2 float32) and writes that buffer once.
+It also prints the kernels' widest loads, the loads issued against the
+bytes read, and the kernels' share of the step's floor.
+"""
+
+import json
+import sys
+
+
+def main():
+    report = json.load(open(sys.argv[1]))
+    B, S, V, D, H, F, L = (int(v) for v in sys.argv[2:9])
+    dh = D // H
+    linear = D * 3 * D + D * D + D * F + F * D  # MACs per token per layer
+    flops = (6 * (linear * L * B * S + D * V * B * (S - 1)) +
+             L * 12 * B * H * S * S * dh)
+    products = sum(p["calls"] * p["flops"] for p in report["products"])
+    print(f"product FLOPs: report {products}, by hand {flops}: "
+          f"{'equal' if products == flops else 'DIFFERENT'}")
+    scores = B * H * S * S * 4
+    mask = [k for k in report["kernels"]
+            if k["read_bytes"] == 2 * scores and k["written_bytes"] == scores]
+    print(f"kernels reading 2 and writing 1 [B, H, S, S] float32 buffer: "
+          f"{sum(k['launches'] for k in mask)} launches")
+    widths = {}
+    for k in report["kernels"]:
+        widths[k["load_bytes"][1]] = widths.get(k["load_bytes"][1], 0) + 1
+    print("kernels by their widest load: " + ", ".join(
+        f"{count} at {width} B" for width, count in sorted(widths.items())))
+    issued = sum(k["launches"] * k["issued_load_bytes"]
+                 for k in report["kernels"])
+    read = report["totals"]["read_bytes"]
+    print(f"loads issued {issued / read:.2f}x the bytes read")
+    t = report["totals"]
+    floor = t["kernel_bound_us"] + t["product_bound_us"]
+    print(f"kernels {100 * t['kernel_bound_us'] / floor:.1f}% of the step's "
+          f"floor on {report['device']['name']}")
+    return 0 if products == flops else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
