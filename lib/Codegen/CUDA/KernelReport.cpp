@@ -30,6 +30,7 @@
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
 #include "llvm/Support/JSON.h"
+#include "llvm/Support/Path.h"
 #include "llvm/Support/ToolOutputFile.h"
 
 #include <array>
@@ -258,12 +259,51 @@ int64_t flopsOf(Operation *op) {
   return 0;
 }
 
+/// Where a launch came from, for people: the file names and lines of its
+/// location (a fused kernel's first three lines, `file:l1,l2,l3 +N`), or a
+/// name.
+std::string where(Location loc) {
+  SmallVector<std::pair<std::string, unsigned>> lines;
+  std::string name;
+  loc->walk([&](Location inner) {
+    if (auto file = dyn_cast<FileLineColLoc>(inner)) {
+      std::pair<std::string, unsigned> line = {
+          llvm::sys::path::filename(file.getFilename().getValue()).str(),
+          file.getLine()};
+      if (!llvm::is_contained(lines, line))
+        lines.push_back(line);
+    } else if (auto named = dyn_cast<NameLoc>(inner)) {
+      if (name.empty())
+        name = named.getName().str();
+    }
+    return WalkResult::advance();
+  });
+  if (lines.empty())
+    return name;
+  std::string text;
+  for (auto [i, line] : llvm::enumerate(lines)) {
+    if (i == 3) {
+      text += " +" + std::to_string(lines.size() - 3);
+      break;
+    }
+    bool sameFile = i && lines[i - 1].first == line.first;
+    text += (sameFile ? ","
+             : i      ? " " + line.first + ":"
+                      : line.first + ":") +
+            std::to_string(line.second);
+  }
+  return text;
+}
+
 /// One kernel's work per launch, as the report lists it.
 struct KernelRow {
   std::string kernel;
   /// Its device module's place among the step's (the order the runtime
   /// loads them in: GA_CUDA_PROFILE's "module #N").
   int64_t moduleIndex = -1;
+  /// The first launch's source, and how many launch sites the row has.
+  std::string where;
+  int64_t sites = 0;
   std::array<int64_t, 3> grid{}, block{};
   int64_t launches = 0;
   int64_t readBytes = 0, writtenBytes = 0, issuedLoadBytes = 0, flops = 0;
@@ -340,9 +380,11 @@ struct GaGpuKernelReportPass
       auto [it, inserted] = kernelIndex.try_emplace(key, kernels.size());
       if (inserted) {
         row.exact = row.exact && exact;
+        row.where = where(launch.getLoc());
         kernels.push_back(row);
       }
       kernels[it->second].launches += runs;
+      ++kernels[it->second].sites;
       kernels[it->second].exact &= exact;
     });
     if (failed)
@@ -556,18 +598,21 @@ struct GaGpuKernelReportPass
              std::to_string(d[2]);
     };
     for (const KernelRow &row : kernels) {
+      std::string sites =
+          row.sites > 1 ? ", " + std::to_string(row.sites) + " sites" : "";
       std::string load =
           std::to_string(row.minLoad) + (row.maxLoad != row.minLoad
                                              ? "-" + std::to_string(row.maxLoad)
                                              : std::string());
       os << llvm::format(
-          "%8lld %10s %10s %12lld %12lld %12lld %7.2f %6s %10.3f  %s%s\n",
+          "%8lld %10s %10s %12lld %12lld %12lld %7.2f %6s %10.3f  %s%s  "
+          "[%s%s]\n",
           (long long)row.launches, dims(row.grid).c_str(),
           dims(row.block).c_str(), (long long)row.readBytes,
           (long long)row.writtenBytes, (long long)row.flops,
           row.readBytes ? double(row.issuedLoadBytes) / row.readBytes : 0.0,
           load.c_str(), row.boundUs, row.kernel.c_str(),
-          row.exact ? "" : " (estimate)");
+          row.exact ? "" : " (estimate)", row.where.c_str(), sites.c_str());
     }
     os << llvm::format("%8s %16s %10s %12s %12s %14s %10s  %s\n", "calls",
                        "m x n x k", "products", "read B", "written B", "FLOPs",
@@ -592,6 +637,8 @@ struct GaGpuKernelReportPass
       kernelRows.push_back(llvm::json::Object{
           {"kernel", row.kernel},
           {"module_index", row.moduleIndex},
+          {"where", row.where},
+          {"sites", row.sites},
           {"launches", row.launches},
           {"grid", llvm::json::Array{row.grid[0], row.grid[1], row.grid[2]}},
           {"block",

@@ -36,9 +36,11 @@
 // CHECK-NEXT: products: 2 distinct, 2 calls; FLOPs 589824; bound 0.021 us
 // CHECK-NEXT: step floor: 0.038 us, the kernels 45.1% of it
 // CHECK-NEXT: launches grid block read B written B FLOPs issued load B bound us kernel
-// CHECK-NEXT:        1   64x1x1   32x1x1   32768   256   34880   2.00   4   0.008  k2::rows
-// CHECK-NEXT:        4    4x1x1  256x1x1    4096  4096    2048   1.00   4   0.002  k1::scale
-// CHECK-NEXT:        1    1x1x1  256x1x1    4096  4096    1024   1.00  16   0.002  k3::vec
+// Each row ends with its launch's source line (and how many launch sites
+// the row counts).
+// CHECK-NEXT:        1   64x1x1   32x1x1   32768   256   34880   2.00   4   0.008  k2::rows [gpu-kernel-report.mlir:{{[0-9]+}}]
+// CHECK-NEXT:        4    4x1x1  256x1x1    4096  4096    2048   1.00   4   0.002  k1::scale [gpu-kernel-report.mlir:{{[0-9]+}}, 2 sites]
+// CHECK-NEXT:        1    1x1x1  256x1x1    4096  4096    1024   1.00  16   0.002  k3::vec [gpu-kernel-report.mlir:{{[0-9]+}}]
 // CHECK-NEXT: calls m x n x k products read B written B FLOPs bound us product
 // CHECK-NEXT:        1   64x32x128   1   57344   8192   524288   0.015  ga_cuda_gemm_f32
 // CHECK-NEXT:        1   16x16x8    16    8192  16384    65536   0.006  ga_cuda_gemm_batched2_f32_bf16in
@@ -61,6 +63,8 @@
 // JSON-NEXT: 4
 // JSON: "module_index": 1
 // JSON: "read_bytes": 32768
+// JSON: "sites": 1
+// JSON: "where": "gpu-kernel-report.mlir:{{[0-9]+}}"
 // JSON: "products": [
 // JSON: "call": "ga_cuda_gemm_f32"
 // JSON: "totals": {

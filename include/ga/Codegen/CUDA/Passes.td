@@ -429,7 +429,10 @@ def GaGpuKernelReportPass
       scalar float32 loads, 16 for `vector<4xf32>`);
     - its bound: the larger of its bytes (read and written) at the device's
       bandwidth and its FLOPs at the device's float32 peak, in
-      microseconds.
+      microseconds;
+    - where it came from: its launch's source lines (`file:line`, a fused
+      kernel's first three; for an imported model, the model's Python
+      lines), and how many launch sites the row counts.
 
     Launches of the same kernel with the same shape and operand types are
     one row. The products that `ga-gpu-gemm-to-blas` handed to cuBLAS are
