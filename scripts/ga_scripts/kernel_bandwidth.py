@@ -13,7 +13,8 @@ the table gives its launches per step in both (they must agree), its
 time, the bytes it reads and writes, the bandwidth it reaches
 ((read + written) x launches / time) and that as a share of the device's,
 and its time over the report's bound. The last lines sum the kernels and
-the products (cuBLAS calls) of the profile. Exits 1 where a profiled
+the products (cuBLAS calls, with the runtime's own kernels) of the
+profile. Exits 1 where a profiled
 kernel has no report row or the launches differ.
 """
 
@@ -57,6 +58,8 @@ def join(report, profile, bandwidth):
     for label, ms, calls in profile:
         m = KERNEL.match(label)
         if not m:
+            # cuBLAS's calls and the runtime's own kernels (the pointer
+            # arrays of two-level batches, gpu-bf16's rounding).
             products_ms += ms
             products_calls += calls
             continue
@@ -102,8 +105,8 @@ def table(joined, products, missing, bandwidth):
               f"({100 * kernels_ms / step_ms if step_ms else 0:.1f}% of the "
               f"profiled {step_ms:.3f} ms), {fast:.3f} ms of it in kernels at "
               f"60% of the bandwidth or more",
-              f"products: {products[1]:.1f} calls, {products[0]:.3f} ms per "
-              f"step"]
+              f"products and the runtime's kernels: {products[1]:.1f} calls, "
+              f"{products[0]:.3f} ms per step"]
     lines += [f"no report row: {label}" for label in missing]
     return "\n".join(lines) + "\n"
 

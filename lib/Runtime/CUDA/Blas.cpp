@@ -574,12 +574,17 @@ static CUdeviceptr pointerArrays(State &s, const void *a, int64_t outerA,
   constexpr int64_t block = 256;
   auto blocks = static_cast<unsigned>(
       std::clamp<int64_t>((products + block - 1) / block, 1, 4096));
-  if (!check(s,
-             s.cu.cuLaunchKernel(blas.pointerKernel, blocks, 1, 1, block, 1, 1,
-                                 0, s.stream, params, nullptr),
-             "cuLaunchKernel (ga_gemm_pointer_arrays)"))
-    return 0;
-  return out;
+  long timed = s.profile.enabled
+                   ? profileBegin(s, "ga_gemm_pointer_arrays (runtime) x" +
+                                         std::to_string(products))
+                   : -1;
+  bool launched =
+      check(s,
+            s.cu.cuLaunchKernel(blas.pointerKernel, blocks, 1, 1, block, 1, 1,
+                                0, s.stream, params, nullptr),
+            "cuLaunchKernel (ga_gemm_pointer_arrays)");
+  profileEnd(s, timed);
+  return launched ? out : 0;
 }
 
 /// `outer` x `count` products of gemm's kind, product (o, i) at offsets
