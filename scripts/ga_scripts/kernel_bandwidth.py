@@ -51,8 +51,11 @@ def join(report, profile, bandwidth):
                                       "bytes": 0, "bound_us": 0.0})
         row["launches"] += k["launches"]
         row["bytes"] += k["launches"] * (k["read_bytes"] + k["written_bytes"])
-        row["bound_us"] += k["launches"] * k["bound_us"] * (
-            report["device"]["bandwidth_bytes_per_s"] / bandwidth)
+        # The bound at `bandwidth`: the larger of the bytes' time there
+        # and the FLOPs' at the report's float32 peak.
+        moved = k["read_bytes"] + k["written_bytes"]
+        row["bound_us"] += k["launches"] * 1e6 * max(
+            moved / bandwidth, k["flops"] / report["device"]["f32_flops"])
     joined, missing = [], []
     products_ms = products_calls = 0.0
     for label, ms, calls in profile:

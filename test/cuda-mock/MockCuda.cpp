@@ -43,6 +43,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -734,6 +735,16 @@ static bool insideDevice(const void *p, long rows, long cols, long ld,
          last + element <= block.first + counts().requested[block.first];
 }
 
+/// Whether one product's A, B (of `element`-byte values) and C (float32),
+/// column-major as cuBLAS takes them, lie within device allocations.
+static bool productInside(const void *a, const void *b, const void *c, int opA,
+                          int opB, int m, int n, int k, long lda, long ldb,
+                          long ldc, size_t element = sizeof(float)) {
+  return insideDevice(a, opA ? k : m, opA ? m : k, lda, element) &&
+         insideDevice(b, opB ? n : k, opB ? k : n, ldb, element) &&
+         insideDevice(c, m, n, ldc);
+}
+
 int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
                    const float *alpha, const float *a, int lda, const float *b,
                    int ldb, const float *beta, float *c, int ldc) {
@@ -746,9 +757,7 @@ int cublasSgemm_v2(void *, int opA, int opB, int m, int n, int k,
   // zero, C = alpha op(A) op(B) (beta 0).
   c0.gemmsFromZero += *beta == 0.0f;
   bool ok = (*beta == 1.0f || *beta == 0.0f) &&
-            insideDevice(a, opA ? k : m, opA ? m : k, lda) &&
-            insideDevice(b, opB ? n : k, opB ? k : n, ldb) &&
-            insideDevice(c, m, n, ldc);
+            productInside(a, b, c, opA, opB, m, n, k, lda, ldb, ldc);
   c0.badGemms += !ok;
   return 0;
 }
@@ -768,9 +777,8 @@ int cublasSgemmStridedBatched(void *, int opA, int opB, int m, int n, int k,
   for (int i = 0; i < count; ++i) {
     ++c0.gemms;
     c0.gemmsFromZero += *beta == 0.0f;
-    bool ok = insideDevice(a + i * strideA, opA ? k : m, opA ? m : k, lda) &&
-              insideDevice(b + i * strideB, opB ? n : k, opB ? k : n, ldb) &&
-              insideDevice(c + i * strideC, m, n, ldc);
+    bool ok = productInside(a + i * strideA, b + i * strideB, c + i * strideC,
+                            opA, opB, m, n, k, lda, ldb, ldc);
     c0.badGemms += !ok;
   }
   return 0;
@@ -803,9 +811,8 @@ static int bf16Gemm(int opA, int opB, int m, int n, int k, const void *alpha,
     ++c0.gemms;
     c0.gemmsFromZero += betaValue == 0.0f;
     bool ok =
-        insideDevice(ab + i * strideA, opA ? k : m, opA ? m : k, lda, 2) &&
-        insideDevice(bb + i * strideB, opB ? n : k, opB ? k : n, ldb, 2) &&
-        insideDevice(cf + i * strideC, m, n, ldc);
+        productInside(ab + i * strideA, bb + i * strideB, cf + i * strideC, opA,
+                      opB, m, n, k, lda, ldb, ldc, 2);
     c0.badGemms += !ok;
   }
   return 0;
@@ -840,29 +847,22 @@ static int pointerGemm(int opA, int opB, int m, int n, int k, float alpha,
   Counts &c0 = counts();
   std::lock_guard<std::mutex> lock(c0.mutex);
   size_t index = enqueue(blasStream);
-  for (const void *array :
-       {static_cast<const void *>(a), static_cast<const void *>(b),
-        static_cast<const void *>(c)})
+  const void *arrays[] = {a, b, c};
+  for (const void *array : arrays)
     access(index, reinterpret_cast<uintptr_t>(array), "a GEMM's pointers");
   ++c0.batchedGemms;
   ++c0.pointerArrayGemms;
   c0.scaledGemms += alpha != 1.0f;
   c0.badGemms += !typed || (beta != 1.0f && beta != 0.0f);
   c0.bf16Gemms += element == 2 ? count : 0;
-  bool arraysInside = true;
-  for (const void *array :
-       {static_cast<const void *>(a), static_cast<const void *>(b),
-        static_cast<const void *>(c)})
-    arraysInside =
-        arraysInside && insideDevice(array, count, 1, count, sizeof(void *));
-  if (!arraysInside) {
+  if (!std::all_of(std::begin(arrays), std::end(arrays), [&](const void *p) {
+        return insideDevice(p, count, 1, count, sizeof(void *));
+      })) {
     ++c0.badGemms;
     return 0;
   }
   std::vector<std::pair<uintptr_t, size_t>> blocks;
-  for (const void *array :
-       {static_cast<const void *>(a), static_cast<const void *>(b),
-        static_cast<const void *>(c)})
+  for (const void *array : arrays)
     blocks.push_back(deviceBlock(reinterpret_cast<uintptr_t>(array)));
   for (auto &block : blocks)
     setAccess(block.first, block.second, PROT_READ);
@@ -876,10 +876,8 @@ static int pointerGemm(int opA, int opB, int m, int n, int k, float alpha,
     access(index, reinterpret_cast<uintptr_t>(as[i]), "a GEMM");
     access(index, reinterpret_cast<uintptr_t>(bs[i]), "a GEMM");
     access(index, reinterpret_cast<uintptr_t>(cs[i]), "a GEMM");
-    bool ok = insideDevice(as[i], opA ? k : m, opA ? m : k, lda, element) &&
-              insideDevice(bs[i], opB ? n : k, opB ? k : n, ldb, element) &&
-              insideDevice(cs[i], m, n, ldc);
-    c0.badGemms += !ok;
+    c0.badGemms += !productInside(as[i], bs[i], cs[i], opA, opB, m, n, k, lda,
+                                  ldb, ldc, element);
   }
   return 0;
 }

@@ -173,14 +173,17 @@ double runsWithin(Operation *op, Operation *root, const Evaluator &value,
   return runs;
 }
 
+/// A value of `type` as its elements and their type (a scalar: one).
+std::pair<int64_t, Type> elementsOf(Type type) {
+  if (auto vector = dyn_cast<VectorType>(type))
+    return {vector.getNumElements(), vector.getElementType()};
+  return {1, type};
+}
+
 /// The bytes of one value of `type` (a scalar, or a vector's elements).
 int64_t valueBytes(Type type) {
-  int64_t elements = 1;
-  if (auto vector = dyn_cast<VectorType>(type)) {
-    elements = vector.getNumElements();
-    type = vector.getElementType();
-  }
-  unsigned bits = type.isIndex() ? 64 : type.getIntOrFloatBitWidth();
+  auto [elements, element] = elementsOf(type);
+  unsigned bits = element.isIndex() ? 64 : element.getIntOrFloatBitWidth();
   return elements * ((bits + 7) / 8);
 }
 
@@ -241,12 +244,7 @@ int64_t loadBytes(Operation *op) {
 int64_t flopsOf(Operation *op) {
   if (op->getNumResults() != 1)
     return 0;
-  Type type = op->getResult(0).getType();
-  int64_t elements = 1;
-  if (auto vector = dyn_cast<VectorType>(type)) {
-    elements = vector.getNumElements();
-    type = vector.getElementType();
-  }
+  auto [elements, type] = elementsOf(op->getResult(0).getType());
   if (!isa<FloatType>(type))
     return 0;
   if (isa<math::FmaOp>(op))
@@ -379,7 +377,6 @@ struct GaGpuKernelReportPass
         os << " " << operand.getType();
       auto [it, inserted] = kernelIndex.try_emplace(key, kernels.size());
       if (inserted) {
-        row.exact = row.exact && exact;
         row.where = where(launch.getLoc());
         kernels.push_back(row);
       }

@@ -410,6 +410,18 @@ void endGemm(State &s, long timed, const std::string &failure) {
     afterLaunch(s);
 }
 
+/// The Ex calls' types: CUDA_R_32F (C), CUDA_R_16BF (A and B),
+/// CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT.
+constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
+
+/// The error of a cuBLAS call that returned `rc` (empty for 0).
+static std::string cublasFailure(const char *call, int64_t m, int64_t n,
+                                 int64_t k, int64_t count, int rc) {
+  return rc == 0 ? std::string()
+                 : std::string(call) + " (" + gemmShape(m, n, k, count) +
+                       ") failed: cuBLAS status " + std::to_string(rc);
+}
+
 /// A row-major product's arguments in cuBLAS's column-major terms: it
 /// computes the transposed product C^T = op(B)^T op(A)^T, so B comes first
 /// (its operation, n rows, B's leading dimension), then A (m columns).
@@ -462,14 +474,9 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
       bf16 ? (count > 1 ? "cublasGemmStridedBatchedEx bf16"
                         : "cublasGemmEx bf16")
            : (count > 1 ? "cublasSgemmStridedBatched" : "cublasSgemm");
-  auto shape = [&] {
-    return std::to_string(m) + "x" + std::to_string(n) + "x" +
-           std::to_string(k) + (count > 1 ? " x" + std::to_string(count) : "");
-  };
   long timed =
       s.profile.enabled
-          ? profileBegin(s, std::string(call) + " " + shape() +
-                                (transA ? " A^T" : "") + (transB ? " B^T" : ""))
+          ? profileBegin(s, gemmLabel(call, m, n, k, count, transA, transB))
           : -1;
   // Offsets count elements of the operands' own type.
   const float *A = reinterpret_cast<const float *>(a) + offsetA;
@@ -504,9 +511,6 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   }
   auto [opA, opB, rows, cols, depth, ldA, ldB, ldC, batches] =
       ColumnMajor(transA, transB, m, n, k, lda, ldb, ldc, count);
-  // CUDA_R_16BF inputs, a CUDA_R_32F C, CUBLAS_COMPUTE_32F,
-  // CUBLAS_GEMM_DEFAULT.
-  constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
   void *handle = s.blas.handle;
   int rc;
   if (bf16 && count > 1)
@@ -525,10 +529,7 @@ static void gemm(GemmPrecision precision, int32_t transA, int32_t transB,
   else
     rc = fn.cublasSgemm_v2(handle, opA, opB, rows, cols, depth, &alpha, B, ldA,
                            A, ldB, &beta, C, ldC);
-  endGemm(s, timed,
-          rc == 0 ? std::string()
-                  : std::string(call) + " (" + gemmShape(m, n, k, count) +
-                        ") failed: cuBLAS status " + std::to_string(rc));
+  endGemm(s, timed, cublasFailure(call, m, n, k, count, rc));
 }
 
 /// The device arrays of the pointers of `outer` x `count` products (A's,
@@ -642,7 +643,6 @@ static void gemm2(GemmPrecision precision, int32_t transA, int32_t transB,
           reinterpret_cast<void *const *>(pointers) + 2 * outer * count;
       auto [opA, opB, rows, cols, depth, ldA, ldB, ldC, batches] =
           ColumnMajor(transA, transB, m, n, k, lda, ldb, ldc, outer * count);
-      constexpr int r32f = 0, r16bf = 14, compute32f = 68, defaultAlgo = -1;
       int rc =
           bf16 ? fn.cublasGemmBatchedEx(s.blas.handle, opA, opB, rows, cols,
                                         depth, &alpha, arrayB, r16bf, ldA,
@@ -653,11 +653,7 @@ static void gemm2(GemmPrecision precision, int32_t transA, int32_t transB,
                      reinterpret_cast<const float *const *>(arrayB), ldA,
                      reinterpret_cast<const float *const *>(arrayA), ldB, &beta,
                      reinterpret_cast<float *const *>(arrayC), ldC, batches);
-      endGemm(s, timed,
-              rc == 0 ? std::string()
-                      : std::string(call) + " (" +
-                            gemmShape(m, n, k, outer * count) +
-                            ") failed: cuBLAS status " + std::to_string(rc));
+      endGemm(s, timed, cublasFailure(call, m, n, k, outer * count, rc));
       return;
     }
   }

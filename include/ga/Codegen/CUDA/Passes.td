@@ -442,6 +442,18 @@ def GaGpuKernelReportPass
     give the step's floor at the device: the kernels' share of it is what
     streaming kernels can win.
 
+    For a kernel that scales 1,024 float32 values (4 blocks of 256
+    threads, one load, a multiply and an add per thread, launched once and
+    then 3 times in a host loop) on `device=h200`:
+
+    ```
+    launches       grid      block       read B    written B        FLOPs  issued load B   bound us  kernel
+           4      4x1x1    256x1x1         4096         4096         2048    1.00      4      0.002  k1::scale  [step.mlir:95, 2 sites]
+    ```
+
+    (`test/Codegen/CUDA/gpu-kernel-report.mlir` counts this and two more
+    kernels by hand.)
+
     `device` presets: `h100` (3.0 TB/s, the copy bandwidth measured on an
     H100 SXM; 67 TFLOP/s float32, 495 TF32, 989 bfloat16 dense) and `h200`
     (4.3 TB/s measured on an H200; the same peaks); `bandwidth-gbs` and
