@@ -76,6 +76,27 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
            << attentionKeyTile.getValue();
     return failure();
   }
+  if (attention == AttentionForm::Unfused && attentionKeyTile > 0) {
+    errors << "attention-key-tile=" << attentionKeyTile.getValue()
+           << " with attention=unfused: the tiles are those of "
+              "attention=tiles";
+    return failure();
+  }
+  if (attention == AttentionForm::Library && target == Target::CUDA &&
+      precision != Precision::BF16Mixed) {
+    errors << "attention=library on target=cuda needs precision=bf16-mixed: "
+              "cuDNN's fused attention reads bfloat16 operands and has no "
+              "float32 form (a float32 step takes attention=tiles)";
+    return failure();
+  }
+  if (attention == AttentionForm::Library && target == Target::CUDA &&
+      !gpuEmulate) {
+    errors << "attention=library on a GPU: the CUDA runtime has no fused "
+              "attention entry points yet (cuDNN's is the next step); the "
+              "calls run on the CPU target and in gpu-emulate=true, and a "
+              "GPU step takes attention=tiles";
+    return failure();
+  }
   if (lossChunkRows < 0) {
     errors << "loss-chunk-rows must be 0 (off) or positive, got "
            << lossChunkRows.getValue();
@@ -149,11 +170,20 @@ static void addStepForms(OpPassManager &pm,
   // Attention as one op, before the planner, which then counts what its
   // gradient reads (the operands and the log-sum-exp, not the
   // probabilities).
-  if (options.attentionKeyTile > 0) {
+  if (options.attentionForm() != AttentionForm::Unfused) {
     TrainRaiseAttentionPassOptions attention;
-    attention.keyTile = options.attentionKeyTile;
+    attention.keyTile = options.attentionKeyTile > 0
+                            ? options.attentionKeyTile.getValue()
+                            : ga::kDefaultAttentionKeyTile;
+    attention.report = options.reportAttention;
     pm.addPass(createTrainRaiseAttentionPass(attention));
   }
+}
+
+AttentionForm ga::GaPipelineOptions::attentionForm() const {
+  if (attention != AttentionForm::Auto)
+    return attention;
+  return attentionKeyTile > 0 ? AttentionForm::Tiles : AttentionForm::Unfused;
 }
 
 /// The remat planner (memory-budget): it compiles each candidate with this
@@ -232,7 +262,21 @@ static void addTrainToLinalg(OpPassManager &pm,
   }
   // Train ops are lowered inside the accumulate bodies before the loops
   // are: train-lower-accumulate refuses a body with train ops left.
-  pm.addPass(createConvertTrainToLinalgPass());
+  {
+    ConvertTrainToLinalgPassOptions lowering;
+    if (options.attentionForm() == AttentionForm::Library) {
+      // The CPU runtime's reference takes every attention; cuDNN's, on
+      // target=cuda, causal ones without the log-sum-exp's cotangent.
+      // Both in bfloat16 with bf16-mixed, so that the emulated device
+      // program computes the CPU's values.
+      lowering.attentionCalls =
+          options.precision == Precision::BF16Mixed ? "bf16" : "native";
+      lowering.attentionCallMasks = !cuda;
+      lowering.attentionCallDlse = !cuda;
+    }
+    lowering.reportAttention = options.reportAttention;
+    pm.addPass(createConvertTrainToLinalgPass(lowering));
+  }
   pm.addPass(createTrainLowerAccumulatePass());
   pm.addPass(createCanonicalizerPass());
   // Stages 2 and 3: each gradient reduce-scattered as soon as it is made,

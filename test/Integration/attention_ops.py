@@ -1,5 +1,6 @@
-"""train.attention and train.attention_grad, lowered over key tiles and run
-by ga-run in float64, against an independent NumPy float64 model.
+"""train.attention and train.attention_grad, lowered over key tiles (or,
+with --attention library, as calls of the runtime's fused attention) and
+run by ga-run in float64, against an independent NumPy float64 model.
 
 For each configuration (causal or not, as many keys as queries or not,
 value features other than the query's, one tile, tiles of one key, query
@@ -14,6 +15,20 @@ hides every key):
   L = sum(out * dout) + sum(lse * dlse) in NumPy along a random direction
   per operand: relative 1e-6 + absolute 1e-9 (truncation ~1e-10 at e =
   1e-5); a wrong rule is off by O(1).
+
+With --bf16 (and --attention library): the same programs in float32, run
+with precision=bf16-mixed, so that the fused call reads bfloat16 copies of
+the operands and writes bfloat16 results (lse float32), against a NumPy
+float64 model with bfloat16 roundings where the runtime documents them
+(the operands, the probabilities before their product with the values,
+the score gradients before theirs with the keys and queries, every result
+once): each result within a relative norm error of 2^-8 (one bfloat16
+rounding: the float32 arithmetic against float64's moves a few of the
+intermediate roundings), and within 2^-5 of the float64 attention without
+roundings, from which it must differ by more than 2^-12 (the roundings are
+in effect). Why 2^-5: three rounded operands and the rounded
+probabilities each add at most u = 2^-9 per factor to a sum of positive
+weights, a few u together, and the results' own rounding adds u.
 """
 
 import argparse
@@ -57,13 +72,48 @@ def forward(q, k, v, causal, scale, key_mask=None):
     return out, lse
 
 
-def program(cfg):
+def bf16(x):
+    """x rounded to the nearest bfloat16 (ties to even), as float64."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    bits = (bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000
+    return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+
+
+def rounded(q, k, v, dout, dlse, causal, scale, key_mask):
+    """The fused call in bfloat16, in float64 with its roundings: out, lse,
+    dq, dk, dv."""
+    q, k, v, dout = bf16(q), bf16(k), bf16(v), bf16(dout)
+    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
+    hidden = np.zeros(s.shape, bool)
+    if key_mask is not None:
+        hidden = np.broadcast_to(~key_mask[:, None, None, :], s.shape)
+        s = np.where(hidden, MASKED, s)
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    total = p.sum(axis=-1, keepdims=True)
+    out = bf16(np.einsum("bhij,bjhe->bihe", bf16(p), v) / np.moveaxis(
+        total, 1, 2))
+    lse = (m + np.log(total))[..., 0]
+    delta = np.einsum("bihe,bihe->bhi", dout, out) - dlse
+    p = np.exp(s - lse[..., None])
+    dv = bf16(np.einsum("bhij,bihe->bjhe", bf16(p), dout))
+    dp = np.einsum("bihe,bjhe->bhij", dout, v)
+    ds = np.where(hidden, 0.0, bf16(p * (dp - delta[..., None])))
+    dq = bf16(np.einsum("bhij,bjhd->bihd", ds, k) * scale)
+    dk = bf16(np.einsum("bhij,bihd->bjhd", ds, q) * scale)
+    return out, lse, dq, dk, dv
+
+
+def program(cfg, ty="f64"):
     name, causal, b, s, t, h, d, e, tile, qtile, scale, dlse, key_mask = cfg
-    q = f"tensor<{b}x{s}x{h}x{d}xf64>"
-    k = f"tensor<{b}x{t}x{h}x{d}xf64>"
-    v = f"tensor<{b}x{t}x{h}x{e}xf64>"
-    o = f"tensor<{b}x{s}x{h}x{e}xf64>"
-    r = f"tensor<{b}x{h}x{s}xf64>"
+    q = f"tensor<{b}x{s}x{h}x{d}x{ty}>"
+    k = f"tensor<{b}x{t}x{h}x{d}x{ty}>"
+    v = f"tensor<{b}x{t}x{h}x{e}x{ty}>"
+    o = f"tensor<{b}x{s}x{h}x{e}x{ty}>"
+    r = f"tensor<{b}x{h}x{s}x{ty}>"
     attrs = (f"scale = {scale!r} : f64, key_tile = {tile} : i64, "
              f"query_tile = {qtile} : i64") + (
         ", causal" if causal else "")
@@ -87,11 +137,39 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %do: {o}{extra})
 """
 
 
+def exact_gradients(q, k, v, dout, dlse, causal, scale, key_mask):
+    """dq, dk, dv of sum(out * dout) + sum(lse * dlse) in float64."""
+    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
+    hidden = np.zeros(s.shape, bool)
+    if key_mask is not None:
+        hidden = np.broadcast_to(~key_mask[:, None, None, :], s.shape)
+        s = np.where(hidden, MASKED, s)
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    m = s.max(axis=-1, keepdims=True)
+    p = np.exp(s - m)
+    p /= p.sum(axis=-1, keepdims=True)
+    out = np.einsum("bhij,bjhe->bihe", p, v)
+    dv = np.einsum("bhij,bihe->bjhe", p, dout)
+    dp = np.einsum("bihe,bjhe->bhij", dout, v)
+    delta = np.einsum("bihe,bihe->bhi", dout, out) - dlse
+    ds = np.where(hidden, 0.0, p * (dp - delta[..., None]))
+    return [np.einsum("bhij,bjhd->bihd", ds, k) * scale,
+            np.einsum("bhij,bihd->bjhd", ds, q) * scale, dv]
+
+
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--ga-run", required=True)
     parser.add_argument("--workdir", required=True)
+    parser.add_argument("--attention", default="tiles",
+                        choices=["tiles", "library"])
+    parser.add_argument("--bf16", action="store_true")
     args = parser.parse_args()
+    extra = [f"--attention={args.attention}"]
+    if args.bf16:
+        extra.append("--precision=bf16-mixed")
     os.makedirs(args.workdir, exist_ok=True)
     rng = np.random.default_rng(11)
     check = Checker("attention")
@@ -107,12 +185,34 @@ def main():
             (b, h, s))
         path = os.path.join(args.workdir, name + ".mlir")
         with open(path, "w") as f:
-            f.write(program(cfg))
+            f.write(program(cfg, "f32" if args.bf16 else "f64"))
         inputs = [q, k, v, dout] + ([dlse] if has_dlse else []) + (
             [key_mask] if mask else [])
+        if args.bf16:
+            inputs = [x.astype(np.float32) if x.dtype == np.float64 else x
+                      for x in inputs]
         got, _ = run_ga_run(args.ga_run, path, inputs,
-                            os.path.join(args.workdir, name))
+                            os.path.join(args.workdir, name), extra=extra)
         out, lse = forward(q, k, v, causal, scale, key_mask)
+        if args.bf16:
+            # The float32 inputs, as float64: what the call rounds.
+            q32, k32, v32, do32, dl32 = (x.astype(np.float32).astype(
+                np.float64) for x in (q, k, v, dout, dlse))
+            want = rounded(q32, k32, v32, do32, dl32, causal, scale,
+                           key_mask)
+            exact = list(forward(q32, k32, v32, causal, scale, key_mask))
+            exact += exact_gradients(q32, k32, v32, do32, dl32, causal,
+                                     scale, key_mask)
+            names = ["out", "lse", "dquery", "dkey", "dvalue"]
+            for i, what in enumerate(names):
+                check.relative(f"{name}: {what} vs bf16 roundings", got[i],
+                               want[i], 2.0**-8)
+                check.relative(f"{name}: {what} vs float64", got[i],
+                               exact[i], 2.0**-5)
+                if what != "lse" or key_mask is None:
+                    check.differs(f"{name}: {what} vs float64", got[i],
+                                  exact[i], 2.0**-12)
+            continue
         check.close(f"{name}: out", got[0], out, rtol=1e-12)
         check.close(f"{name}: lse", got[1], lse, rtol=1e-12)
 

@@ -103,10 +103,11 @@ static cl::opt<std::string> cpu(
 // declared from GaPipelineOptions itself, as ga-run and ga-train take them
 // (target is --target).
 static ga::PipelineFlags pipelineFlags(
-    category, {"naive", "check-labels", "vectorize", "outline", "parallel",
-               "loss-chunk-rows", "memory-budget", "microbatches",
-               "choose-microbatches", "chip", "attention-key-tile", "precision",
-               "data-parallel", "shard", "kernel-report", "device"});
+    category,
+    {"naive", "check-labels", "vectorize", "outline", "parallel",
+     "loss-chunk-rows", "memory-budget", "microbatches", "choose-microbatches",
+     "chip", "attention", "attention-key-tile", "report-attention", "precision",
+     "data-parallel", "shard", "kernel-report", "device"});
 static cl::opt<std::string>
     headerFile("header",
                cl::desc("The C header to write (default: the library's path "

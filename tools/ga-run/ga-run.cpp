@@ -112,8 +112,8 @@ static ga::PipelineFlags pipelineFlags(
     gaRunCategory,
     {"naive", "check-labels", "vectorize", "outline", "parallel",
      "release-buffers", "loss-chunk-rows", "memory-budget", "microbatches",
-     "choose-microbatches", "chip", "attention-key-tile", "precision",
-     "data-parallel", "shard"});
+     "choose-microbatches", "chip", "attention", "attention-key-tile",
+     "precision", "data-parallel", "shard"});
 static cl::opt<bool> reportMemory(
     "report-memory",
     cl::desc("Print the allocation count of one run, and the memory "

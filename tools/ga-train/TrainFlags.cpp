@@ -104,12 +104,12 @@ cl::opt<int> threadCount(
              "for any count"),
     cl::cat(category));
 // The pipeline's options: --pipeline-options, and --naive, --microbatches,
-// --choose-microbatches, --memory-budget, --attention-key-tile, --precision
-// and --host-offload declared from GaPipelineOptions itself.
+// --choose-microbatches, --memory-budget, --attention, --attention-key-tile,
+// --precision and --host-offload declared from GaPipelineOptions itself.
 ga::PipelineFlags pipelineFlags(category,
                                 {"naive", "microbatches", "shard",
                                  "choose-microbatches", "memory-budget",
-                                 "attention-key-tile", "precision",
+                                 "attention", "attention-key-tile", "precision",
                                  "host-offload"});
 // A test hook: exit abruptly in the middle of writing the checkpoint of
 // step N, after its first file (what a crash or a kill would leave).

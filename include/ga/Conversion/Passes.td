@@ -56,6 +56,13 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     `train.all_reduce` stays: it becomes a runtime call when it is
     bufferized, in place in its input's buffer.
 
+    `train.attention` and `train.attention_grad` become loops over tiles
+    of queries and keys (online softmax), or, with `attention-calls`, one
+    call each of the runtime's fused attention on the operands' buffers
+    (`ga_attention_fwd_<t>`, `ga_attention_bwd_<t>`; the CUDA target's
+    device code calls cuDNN's instead): see
+    [Memory](../memory.md#attention-without-its-scores).
+
     `train.check_labels` becomes a `linalg.generic` reduction that finds the
     first invalid label and, under `scf.if`, a call of the runtime's
     `ga_report_error` (declared in the module if missing). The cross-entropy
@@ -69,10 +76,30 @@ def ConvertTrainToLinalgPass : Pass<"convert-train-to-linalg"> {
     (`train.step`, `train.accumulate`, `train.checkpoint`,
     `train.all_reduce`) belong to their own passes and stay.
   }];
+  let options = [
+    Option<"attentionCalls", "attention-calls", "std::string", /*default=*/"",
+           "train.attention and train.attention_grad as one call each of "
+           "the runtime's fused attention (empty: over tiles, in linalg): "
+           "native (at the operands' type) or bf16 (float32 operands "
+           "rounded to bfloat16 for the call, the statistics float32)">,
+    Option<"attentionCallMasks", "attention-call-masks", "bool",
+           /*default=*/"true",
+           "the fused attention takes key masks (else a masked attention "
+           "stays over tiles)">,
+    Option<"attentionCallDlse", "attention-call-dlse", "bool",
+           /*default=*/"true",
+           "the fused backward takes the log-sum-exp's cotangent (else "
+           "such a gradient stays over tiles)">,
+    Option<"reportAttention", "report-attention", "bool", /*default=*/"false",
+           "a remark at each train.attention and train.attention_grad: "
+           "the fused call, or tiles and why not the call">
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect", "::mlir::math::MathDialect",
-    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect"
+    "::mlir::func::FuncDialect", "::mlir::scf::SCFDialect",
+    "::mlir::bufferization::BufferizationDialect",
+    "::mlir::memref::MemRefDialect"
   ];
 }
 

@@ -14,6 +14,10 @@
 
 namespace ga {
 
+/// The tile of attention=tiles (and of what attention=library leaves over
+/// tiles) where attention-key-tile is not given.
+inline constexpr int64_t kDefaultAttentionKeyTile = 1024;
+
 /// What target=cuda reads of ga-pipeline's options: the CUDA-only options
 /// (chip, ptx-features, cuda-toolkit, gpu-*, host offload's), projected once
 /// by GaPipelineOptions::cudaTarget(), so that the CUDA half of the pipeline
@@ -117,6 +121,27 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
       llvm::cl::desc("target=cuda: let cuBLAS multiply in TF32 on tensor "
                      "cores (ga-gpu-gemm-to-blas allow-tf32; faster, 10-bit "
                      "mantissas in the products); default float32"),
+      llvm::cl::init(false)};
+  Option<AttentionForm> attention{
+      *this, "attention",
+      llvm::cl::desc(
+          "How multi-head attention is computed: unfused (as written, the "
+          "[B, H, S, T] scores stored for the backward pass), tiles "
+          "(train-raise-attention, then tiles of attention-key-tile, "
+          "default 1024, queries and keys with an online softmax, "
+          "recomputed in the backward pass), library (raised, then one "
+          "call of the runtime's fused attention forward and backward: "
+          "cuDNN on target=cuda, which takes bfloat16 operands "
+          "(precision=bf16-mixed) and causal masks; the CPU runtime's "
+          "reference on the CPU and in gpu-emulate; an attention the "
+          "library does not take stays over tiles), auto (tiles where "
+          "attention-key-tile is given, else unfused)"),
+      llvm::cl::init(AttentionForm::Auto)};
+  Option<bool> reportAttention{
+      *this, "report-attention",
+      llvm::cl::desc("A remark at each attention: raised or left as "
+                     "written (train-raise-attention), then the fused call "
+                     "or tiles and why (convert-train-to-linalg)"),
       llvm::cl::init(false)};
   Option<int64_t> attentionKeyTile{
       *this, "attention-key-tile",
@@ -418,6 +443,9 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
   /// target=cuda: the CUDA-only options, typed; std::nullopt for any
   /// other target.
   std::optional<CudaTargetOptions> cudaTarget() const;
+
+  /// How attention is computed: `attention` with auto resolved.
+  AttentionForm attentionForm() const;
 
   /// Checks the values that the options' types and parsers do not (ranges,
   /// options that exclude or need each other; the CUDA-only ones through

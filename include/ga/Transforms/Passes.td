@@ -96,7 +96,10 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
 }];
   let options = [
     Option<"keyTile", "key-tile", "int64_t", /*default=*/"128",
-           "the most queries and keys per tile of the online softmax">
+           "the most queries and keys per tile of the online softmax">,
+    Option<"report", "report", "bool", /*default=*/"false",
+           "a remark at each attention raised, and at each softmax over "
+           "rank-4 scores left as written (not a form the pass recognizes)">
   ];
   let dependentDialects = ["::ga::train::TrainDialect"];
 }

@@ -36,6 +36,8 @@ enum class Target { CPU, CUDA };
 enum class GpuFormat { Bin, Fatbin, Isa, None };
 /// The step's arithmetic.
 enum class Precision { F32, BF16Mixed };
+/// How a multi-head attention is computed (ga-pipeline's attention).
+enum class AttentionForm { Auto, Unfused, Tiles, Library };
 /// A parameter-dependent batch statistic without a gradient in a split.
 enum class BatchStatistics { Refuse, Prepass };
 /// Which stretches host offload may copy.
@@ -53,6 +55,10 @@ template <> struct ChoiceNames<GpuFormat> {
 };
 template <> struct ChoiceNames<Precision> {
   static constexpr llvm::StringLiteral names[] = {"f32", "bf16-mixed"};
+};
+template <> struct ChoiceNames<AttentionForm> {
+  static constexpr llvm::StringLiteral names[] = {"auto", "unfused", "tiles",
+                                                  "library"};
 };
 template <> struct ChoiceNames<BatchStatistics> {
   static constexpr llvm::StringLiteral names[] = {"refuse", "prepass"};
@@ -149,6 +155,7 @@ public:
 GA_CHOICE_PARSER(ga::Target)
 GA_CHOICE_PARSER(ga::GpuFormat)
 GA_CHOICE_PARSER(ga::Precision)
+GA_CHOICE_PARSER(ga::AttentionForm)
 GA_CHOICE_PARSER(ga::BatchStatistics)
 GA_CHOICE_PARSER(ga::OffloadCopies)
 #undef GA_CHOICE_PARSER

@@ -68,6 +68,13 @@ bool isCollective(StringRef callee) {
          callee.starts_with("ga_all_gather_");
 }
 
+/// The runtime's fused attention (`ga_attention_fwd_<type>`,
+/// `ga_attention_bwd_<type>`, convert-train-to-linalg's attention-calls),
+/// which the CUDA runtime has for device buffers as `ga_cuda_...` (cuDNN).
+bool isAttentionCall(StringRef callee) {
+  return callee.starts_with("ga_attention_");
+}
+
 bool containsHostCall(Operation *op) {
   return op->walk([](func::CallOp) { return WalkResult::interrupt(); })
       .wasInterrupted();
@@ -90,7 +97,7 @@ struct GaGpuDeviceCodePass
       if (!memory)
         return WalkResult::advance();
       StringRef callee = call.getCallee();
-      if (isCollective(callee)) {
+      if (isCollective(callee) || isAttentionCall(callee)) {
         std::string device = ("ga_cuda_" + callee.drop_front(3)).str();
         auto original = module.lookupSymbol<func::FuncOp>(callee);
         if (original && !module.lookupSymbol(device)) {

@@ -8,6 +8,8 @@
 #include "ga/Conversion/TrainToLinalg.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
+#include "mlir/Dialect/Bufferization/IR/Bufferization.h"
+#include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Transforms/DialectConversion.h"
 #include "train/TrainOps.h"
 #include "train/TrainRuntime.h"
@@ -57,6 +59,26 @@ struct ConvertTrainToLinalgPass
     // statistics, and the gradient may overwrite the logits: lowered as a
     // pair before the patterns lower what is left one op at a time.
     ga::lowerPairedCrossEntropies(getOperation());
+    if (reportAttention)
+      reportAttentions();
+    // attention-calls: the attentions the runtime's fused call takes; the
+    // others are lowered over tiles by the patterns.
+    if (!attentionCalls.empty()) {
+      ga::AttentionCalls calls;
+      if (attentionCalls == "bf16") {
+        calls.type = ga::AttentionCalls::Type::BF16;
+      } else if (attentionCalls != "native") {
+        getOperation()->emitError()
+            << "convert-train-to-linalg: attention-calls must be native or "
+               "bf16 (empty: none), got '"
+            << attentionCalls << "'";
+        return signalPassFailure();
+      }
+      calls.keyMask = attentionCallMasks;
+      calls.dlse = attentionCallDlse;
+      if (failed(ga::lowerAttentionToCalls(getOperation(), calls)))
+        return signalPassFailure();
+    }
     RewritePatternSet patterns(&getContext());
     ga::populateTrainToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
@@ -64,6 +86,41 @@ struct ConvertTrainToLinalgPass
       return signalPassFailure();
     if (failed(lowerRanks()) || failed(lowerLabelChecks()))
       signalPassFailure();
+  }
+
+  /// report-attention: where each attention goes.
+  void reportAttentions() {
+    ga::AttentionCalls calls;
+    calls.type = attentionCalls == "bf16" ? ga::AttentionCalls::Type::BF16
+                                          : ga::AttentionCalls::Type::Native;
+    calls.keyMask = attentionCallMasks;
+    calls.dlse = attentionCallDlse;
+    getOperation()->walk([&](Operation *op) {
+      if (!isa<ga::train::AttentionOp, ga::train::AttentionGradOp>(op))
+        return;
+      bool forward = isa<ga::train::AttentionOp>(op);
+      std::optional<std::string> why;
+      if (!attentionCalls.empty())
+        why = ga::attentionCallUnsupported(op, calls);
+      InFlightDiagnostic remark = mlir::emitRemark(op->getLoc())
+                                  << (forward ? "attention"
+                                              : "attention's "
+                                                "gradient");
+      if (!attentionCalls.empty() && !why) {
+        remark << ": the runtime's fused attention ("
+               << (calls.type == ga::AttentionCalls::Type::BF16
+                       ? "bfloat16"
+                       : "the operands' type")
+               << ")";
+        return;
+      }
+      auto keyTile = op->getAttrOfType<IntegerAttr>("key_tile");
+      auto queryTile = op->getAttrOfType<IntegerAttr>("query_tile");
+      remark << ": over tiles of " << queryTile.getInt() << " queries and "
+             << keyTile.getInt() << " keys (0: all)";
+      if (why)
+        remark << "; not the fused call: " << *why;
+    });
   }
 
   /// train.check_labels becomes a reduction and a call of ga_report_error.

@@ -26,6 +26,7 @@
 
 #include "Attention.h"
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/LinalgMatchers.h"
 #include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -71,6 +72,24 @@ struct TrainRaiseAttentionPass
     });
     for (Chain &c : chains)
       raise(c);
+    if (!report)
+      return;
+    // What stays as written: a softmax over [B, H, S, T] scores that no
+    // chain took.
+    getOperation()->walk([&](linalg::GenericOp g) {
+      std::optional<ga::SoftmaxChain> softmax = ga::matchSoftmax(g);
+      if (!softmax)
+        return;
+      auto type = dyn_cast<RankedTensorType>(softmax->scores.getType());
+      if (!type || type.getRank() != 4)
+        return;
+      mlir::emitRemark(g.getLoc())
+          << "attention left as written: a softmax over " << type
+          << " scores that train-raise-attention does not "
+             "recognize as attention (its mask or the products "
+             "around it are not a form it raises); the scores "
+             "are stored for the backward pass";
+    });
   }
 
   /// The operand in the layout train.attention takes, [B, X, H, Y].
@@ -109,6 +128,14 @@ struct TrainRaiseAttentionPass
         b.getI64IntegerAttr(largestDivisorAtMost(key.getDimSize(1), keyTile)),
         b.getI64IntegerAttr(
             largestDivisorAtMost(query.getDimSize(1), keyTile)));
+    if (report)
+      mlir::emitRemark(attention.getLoc())
+          << "attention raised to train.attention ("
+          << (c.causal    ? "causal"
+              : c.keyMask ? "key mask"
+                          : "no mask")
+          << ", " << query.getDimSize(2) << " heads of " << query.getDimSize(3)
+          << " features)";
     c.last->getResult(0).replaceAllUsesWith(attention.getOut());
     // The chain, from the last, with its fills and empty tensors: each
     // intermediate had its successor for only user.
