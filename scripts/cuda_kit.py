@@ -221,6 +221,20 @@ def main():
 
     if args.attention:
         add_tiny_gpt("tiles", "attention-key-tile=4")
+        # The fused attention (attention=library: cuDNN's SDPA on the
+        # device, the CPU runtime's reference in the emulation), in
+        # bfloat16: within two bfloat16 units of the largest result
+        # (2^-7): cuDNN's float32 sums run in another order than the
+        # reference's, so a bfloat16 result of the call may round to the
+        # neighbouring value (2^-8), which the step's later products carry.
+        with open(os.path.join(SRC, "examples", "tiny_gpt.mlir")) as f:
+            source = f.read()
+        for k in (1, 2):
+            add(f"tiny_gpt_k{k}_fused", "tiny_gpt_fused",
+                with_schedule(source, "tiny_gpt", microbatches=k),
+                inputs["tiny_gpt"], k, False,
+                device_options="precision=bf16-mixed attention=library",
+                rtol=2.0 ** -7)
 
     # host-offload: buffers to pinned host memory and back on the runtime's
     # copy stream, ordered by events (the pass asked to fit one byte, no

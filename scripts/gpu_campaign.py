@@ -42,7 +42,8 @@ markdown report.
       every result within 1e-4 of the CPU's, counts equal, the assert's
       error), the runtime's GEMM entry points against float64
       (cuda_gemm_check.py), the benchmark (float32, then CUDA graphs,
-      then bf16-mixed against PyTorch's bf16 autocast), each against
+      then bf16-mixed against PyTorch's bf16 autocast, then bf16-mixed
+      with cuDNN's fused attention, attention=library), each against
       PyTorch eager and torch.compile in one process, the gradients
       against PyTorch eager's, with both peaks of device memory and the
       MFU; then GA_CUDA_PROFILE's kernel times of the 124M step (float32
@@ -55,8 +56,8 @@ markdown report.
       checkpoints and for checkpoints with host offload), and last B 8
       with the attention over tiles of 128 queries and keys, then as one
       tile of 1024. `--only STAGE,...`
-      runs some stages (device, steps, gemm, bench, graph, bf16, profile, large,
-      budget, attention).
+      runs some stages (device, steps, gemm, bench, graph, bf16, fused,
+      profile, large, budget, attention).
   python3 scripts/gpu_campaign.py table DIR [--write DOC | --check DOC]
       the float32 benchmark of the report in DIR (campaign.md and
       campaign.log) as a markdown table, written into or checked against
@@ -117,6 +118,13 @@ def prepare(args):
                   "--build", build, "--out", os.path.join(out, "bf16"),
                   "--chip", args.chip, "--sizes", "gpt2,gpt2_b16",
                   "--pipeline-options", "precision=bf16-mixed"]),
+        # The fused attention (cuDNN's SDPA, attention=library) in
+        # bf16-mixed, against bf16 autocast.
+        ("fused", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
+                   "--build", build, "--out", os.path.join(out, "fused"),
+                   "--chip", args.chip, "--sizes", "gpt2,gpt2_b16",
+                   "--pipeline-options",
+                   "precision=bf16-mixed attention=library"]),
         ("large", [py, os.path.join(HERE, "bench_cuda.py"), "prepare",
                    "--build", build, "--out", os.path.join(out, "large"),
                    "--chip", args.chip, "--sizes", "gpt2_b8,gpt2_b16"]),
@@ -292,6 +300,13 @@ def run(args):
                    [py, os.path.join(root, "bf16", "bench_cuda.py"), "run",
                     "--repeat", "10", "--autocast", "--no-compile"],
                    env=env, budget=120, must_pass=False)
+    fused = c.stage("fused", "benchmark, bf16-mixed with cuDNN's fused "
+                    "attention (attention=library) against bf16 autocast",
+                    [py, os.path.join(root, "fused", "bench_cuda.py"), "run",
+                     "--repeat", "10", "--autocast", "--no-compile"],
+                    env=env, budget=120, must_pass=False)
+    if fused:
+        bf16 = (bf16 or "") + "\n\nWith the fused attention:\n\n" + fused
     profile = ""
     # The device's copy bandwidth for the kernels' table (the kernel
     # report's presets: H200 4.3 TB/s, H100 3.0 TB/s).

@@ -56,9 +56,20 @@ fi
 # checkout, made once per machine (GA_NO_FRONTEND=1 skips it).
 "$ROOT/scripts/setup_frontend.sh" >/dev/null
 
+# cudnn-frontend's headers (the CUDA runtime's fused attention), from the
+# front end's environment (nvidia-cudnn-frontend, an extra of
+# setup_frontend.sh); empty where there is none.
+CUDNN_FRONTEND_INCLUDE=""
+if FRONTEND_PYTHON="$("$ROOT/scripts/setup_frontend.sh" --locate)" &&
+   [[ -n "$FRONTEND_PYTHON" ]]; then
+  SITE="$("$FRONTEND_PYTHON" -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])')"
+  [[ -f "$SITE/include/cudnn_frontend.h" ]] && CUDNN_FRONTEND_INCLUDE="$SITE/include"
+fi
+
 if [[ ! -f "$BUILD_DIR/build.ninja" ]]; then
   echo "setup: configuring $BUILD_DIR"
   cmake -G Ninja -S "$ROOT" -B "$BUILD_DIR" \
+    -DGA_CUDNN_FRONTEND_INCLUDE="$CUDNN_FRONTEND_INCLUDE" \
     -DCMAKE_BUILD_TYPE="${GA_BUILD_TYPE:-Release}" \
     -DMLIR_DIR="$LLVM_DIR/lib/cmake/mlir" \
     -DLLVM_EXTERNAL_LIT="$LLVM_DIR/bin/lit" \

@@ -33,7 +33,7 @@ set -euo pipefail
 PYTHON=/usr/bin/python3.11
 PINS=(torch==2.15.0 torch-mlir==20261001 transformers==5.24.0 numpy==2.4.6)
 KEY="py311-torch2.15.0-torchmlir20261001-transformers5.24.0-numpy2.4.6"
-EXTRAS=(accelerate==1.15.0)
+EXTRAS=(accelerate==1.15.0 nvidia-cudnn-frontend==1.32.0)
 
 ROOT_DIR="${GA_FRONTEND_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/ga-opt}"
 VENV="$ROOT_DIR/venv-$KEY"
@@ -49,7 +49,8 @@ extras() {
     touch "$EXTRAS_STAMP"
   else
     echo "setup_frontend: pip could not install ${EXTRAS[*]}; the Trainer's" \
-         "tests will report themselves unsupported" >&2
+         "tests will report themselves unsupported, and the CUDA runtime's" \
+         "fused attention (cudnn-frontend's headers) is not built" >&2
   fi
 }
 

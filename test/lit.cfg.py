@@ -121,6 +121,10 @@ llvm_config.add_tool_substitutions(tools, tool_dirs)
 # The CUDA target: compiling needs the CUDA toolkit (libdevice, ptxas);
 # running needs a CUDA driver and device (`cuda-gpu`), which the GPU tests
 # require, so that they report themselves unsupported elsewhere.
+# The CUDA runtime's fused attention on cuDNN (libga_cudnn_attention.so),
+# built where cudnn-frontend's headers are.
+if getattr(config, "ga_have_cudnn_attention", 0):
+    config.available_features.add("cudnn-attention")
 if getattr(config, "ga_have_cuda_toolkit", 0):
     config.available_features.add("cuda-toolkit")
     config.substitutions.append(

@@ -89,14 +89,6 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
               "float32 form (a float32 step takes attention=tiles)";
     return failure();
   }
-  if (attention == AttentionForm::Library && target == Target::CUDA &&
-      !gpuEmulate) {
-    errors << "attention=library on a GPU: the CUDA runtime has no fused "
-              "attention entry points yet (cuDNN's is the next step); the "
-              "calls run on the CPU target and in gpu-emulate=true, and a "
-              "GPU step takes attention=tiles";
-    return failure();
-  }
   if (lossChunkRows < 0) {
     errors << "loss-chunk-rows must be 0 (off) or positive, got "
            << lossChunkRows.getValue();

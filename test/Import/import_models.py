@@ -736,10 +736,12 @@ def trainer_reference(model, batch, names, fn, k, model_inputs=None):
 def check_attention_tiles(name, step, work, ga_opt, run, check, printed, got,
                           loss64, grads64, floor, tile, layers):
     """The importer's attention raised (train-raise-attention) and computed
-    over tiles of `tile` keys: every layer's attention becomes one
+    over tiles of `tile` keys, then as one call of the runtime's fused
+    attention (attention=library): every layer's attention becomes one
     train.attention; the loss and gradients stay within 1e-5 of PyTorch's
-    float64 (and differ from the step as written: the tiles ran); k = 2
-    micro-batches give the tiled step's bits; the measured peak falls."""
+    float64 (and differ from the step as written: the tiles or the call
+    ran); k = 2 micro-batches give the k = 1 step's bits; the measured peak
+    falls."""
     src = os.path.join(work, "k1.mlir")
     done = subprocess.run([ga_opt, src, "--ga-legalize-import",
                            f"--train-raise-attention=key-tile={tile}"],
@@ -748,27 +750,30 @@ def check_attention_tiles(name, step, work, ga_opt, run, check, printed, got,
     check(f"{name}: train-raise-attention raises {raised} attentions "
           f"(expected {layers})", done.returncode == 0 and raised == layers,
           done.stderr[-2000:])
-    more = f"attention-key-tile={tile}"
-    tiled = run("k1-tiles", step.mlir, more=more,
-                run_flags=("--report-memory",))
-    if tiled is None:
-        return
-    err = max([abs(float(tiled[0]) - loss64) / abs(loss64)] +
-              [np.linalg.norm(g - g64) / max(np.linalg.norm(g64), floor)
-               for g, g64 in zip(tiled[1:], grads64)])
-    check(f"{name}: tiles of {tile} queries and keys: loss and gradients within "
-          f"{err:.2e} of float64 (tolerance 1e-5)", err <= 1e-5)
-    check(f"{name}: tiles of {tile} queries and keys: not the bits of the step as "
-          "written", not all(np.array_equal(a, b)
-                             for a, b in zip(tiled, got)))
-    split = run("k2-tiles", step.reschedule(2).mlir, more=more)
-    if split is not None:
-        check(f"{name}: tiles of {tile} queries and keys: k = 2 bitwise k = 1",
-              all(np.array_equal(a, b) for a, b in zip(split, tiled)))
-    peaks = [int(re.search(r"step_peak_bytes: (\d+)", printed[tag])
-                 .group(1)) for tag in ("k1", "k1-tiles")]
-    check(f"{name}: tiles of {tile} queries and keys: the step's measured peak "
-          f"{peaks[0]} -> {peaks[1]} B", peaks[1] < peaks[0])
+    for form, more in ((f"tiles of {tile} queries and keys",
+                        f"attention-key-tile={tile}"),
+                       ("one fused call (attention=library)",
+                        "attention=library")):
+        tag = "k1-library" if "library" in more else "k1-tiles"
+        tiled = run(tag, step.mlir, more=more, run_flags=("--report-memory",))
+        if tiled is None:
+            return
+        err = max([abs(float(tiled[0]) - loss64) / abs(loss64)] +
+                  [np.linalg.norm(g - g64) / max(np.linalg.norm(g64), floor)
+                   for g, g64 in zip(tiled[1:], grads64)])
+        check(f"{name}: {form}: loss and gradients within "
+              f"{err:.2e} of float64 (tolerance 1e-5)", err <= 1e-5)
+        check(f"{name}: {form}: not the bits of the step as written",
+              not all(np.array_equal(a, b) for a, b in zip(tiled, got)))
+        split = run(tag.replace("k1", "k2"), step.reschedule(2).mlir,
+                    more=more)
+        if split is not None:
+            check(f"{name}: {form}: k = 2 bitwise k = 1",
+                  all(np.array_equal(a, b) for a, b in zip(split, tiled)))
+        peaks = [int(re.search(r"step_peak_bytes: (\d+)", printed[t])
+                     .group(1)) for t in ("k1", tag)]
+        check(f"{name}: {form}: the step's measured peak "
+              f"{peaks[0]} -> {peaks[1]} B", peaks[1] < peaks[0])
 
 
 def main():

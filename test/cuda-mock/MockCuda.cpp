@@ -69,6 +69,11 @@ struct Counts {
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0, ltHeuristics = 0;
   long pointerArrayGemms = 0;
+  // The fused attention's backend (GA_CUDA_ATTENTION_LIBRARY pointing
+  // here): calls, those with a tensor outside the device allocations, and
+  // the workspace blocks taken from and given back to the runtime.
+  long attentionForward = 0, attentionBackward = 0, badAttention = 0;
+  long attentionWorkspaces = 0;
   // Stream capture (GA_CUDA_GRAPH=1): the work captured counts as run, as
   // the runtime launches every graph it captures once.
   bool capturing = false;
@@ -142,6 +147,13 @@ struct Counts {
                  ltHeuristics, missingFunctions, hostAllocations, streams,
                  accessesChecked, races, uncheckedLaunches, ncclReduceScatters,
                  ncclAllGathers, ncclOnStepStream, pointerArrayGemms);
+    std::fprintf(f,
+                 "fused attention forward calls: %ld\n"
+                 "fused attention backward calls: %ld\n"
+                 "bad fused attention calls: %ld\n"
+                 "fused attention workspaces: %ld\n",
+                 attentionForward, attentionBackward, badAttention,
+                 attentionWorkspaces);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -1187,6 +1199,88 @@ int ncclReduceScatter(const void *send, void *recv, size_t recvCount, int type,
 int ncclAllGather(const void *send, void *recv, size_t sendCount, int type,
                   void *comm, void *stream) {
   return partition(true, send, recv, sendCount, type, 0, comm, stream);
+}
+
+// The fused attention's backend (lib/Runtime/CUDA/AttentionBackend.h), as
+// GA_CUDA_ATTENTION_LIBRARY=<this library> makes the runtime load it: each
+// call's tensors must lie within device allocations (the element of the
+// largest index of each), its accesses are ordered on the step's stream
+// like a kernel's, and a workspace block is taken from the runtime's
+// allocator and given back.
+struct MockAttentionTensor {
+  void *data;
+  int64_t sizes[4];
+  int64_t strides[4];
+};
+struct MockAttentionCall {
+  int32_t version;
+  MockAttentionTensor q, k, v, out, lse, dout, dq, dk, dv;
+  double scale;
+  int32_t causal;
+  void *stream;
+  uint64_t (*allocate)(void *, size_t);
+  void (*release)(void *, uint64_t);
+  void *allocatorContext;
+};
+
+static bool attentionTensorInside(const MockAttentionTensor &t,
+                                  size_t element) {
+  uintptr_t first = reinterpret_cast<uintptr_t>(t.data);
+  int64_t lastIndex = 0;
+  for (int d = 0; d < 4; ++d) {
+    if (t.sizes[d] < 1 || t.strides[d] < 0)
+      return false;
+    lastIndex += (t.sizes[d] - 1) * t.strides[d];
+  }
+  auto block = deviceBlock(first);
+  return block.first && first + (lastIndex + 1) * element <=
+                            block.first + counts().requested[block.first];
+}
+
+static int mockAttention(bool backward, const MockAttentionCall *call,
+                         char *error, size_t bytes) {
+  uint64_t workspace = call->allocate(call->allocatorContext, 1 << 20);
+  Counts &c = counts();
+  std::lock_guard<std::mutex> lock(c.mutex);
+  if (call->version != 1) {
+    std::snprintf(error, bytes, "the stand-in takes version 1, got %d",
+                  call->version);
+    return 1;
+  }
+  std::vector<const MockAttentionTensor *> tensors = {&call->q, &call->k,
+                                                      &call->v, &call->out};
+  if (backward)
+    for (const MockAttentionTensor *t :
+         {&call->dout, &call->dq, &call->dk, &call->dv})
+      tensors.push_back(t);
+  bool ok = attentionTensorInside(call->lse, sizeof(float)) && workspace;
+  for (const MockAttentionTensor *t : tensors)
+    ok = ok && attentionTensorInside(*t, 2);
+  c.badAttention += !ok;
+  ++(backward ? c.attentionBackward : c.attentionForward);
+  size_t index = enqueue(call->stream);
+  for (const MockAttentionTensor *t : tensors)
+    access(index, reinterpret_cast<uintptr_t>(t->data), "a fused attention");
+  access(index, reinterpret_cast<uintptr_t>(call->lse.data),
+         "a fused attention");
+  if (workspace) {
+    access(index, workspace, "a fused attention's workspace");
+    ++c.attentionWorkspaces;
+  }
+  c.mutex.unlock();
+  if (workspace)
+    call->release(call->allocatorContext, workspace);
+  c.mutex.lock();
+  return 0;
+}
+
+int ga_attention_backend_forward(const MockAttentionCall *call, char *error,
+                                 size_t bytes) {
+  return mockAttention(false, call, error, bytes);
+}
+int ga_attention_backend_backward(const MockAttentionCall *call, char *error,
+                                  size_t bytes) {
+  return mockAttention(true, call, error, bytes);
 }
 
 } // extern "C"

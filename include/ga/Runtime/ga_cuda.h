@@ -120,6 +120,35 @@ int64_t ga_host_offload(intptr_t pointer, int64_t bytes);
 void ga_host_reload(int64_t handle, intptr_t pointer);
 void ga_host_reload_wait(int64_t handle);
 
+/*===-- The fused attention (attention=library) ---------------------------===*/
+
+/* train.attention and train.attention_grad of bfloat16 operands (causal or
+ * not, without a key mask): each operand a ranked memref descriptor of a
+ * device buffer (rank given before it), [B, S, H, D] operands and results,
+ * [B, H, S] float32 statistics (lse). The CUDA runtime's run on cuDNN's
+ * fused SDPA (libga_cudnn_attention.so); ga_host_attention_* (the CPU
+ * runtime's reference, libga_runtime.so) are the emulation's. */
+void ga_cuda_attention_fwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
+                                int64_t vr, void *v, int64_t orr, void *o,
+                                int64_t lr, void *l, double scale,
+                                int32_t causal, double masked_score);
+void ga_cuda_attention_bwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
+                                int64_t vr, void *v, int64_t orr, void *o,
+                                int64_t lr, void *l, int64_t gr, void *g,
+                                int64_t dqr, void *dq, int64_t dkr, void *dk,
+                                int64_t dvr, void *dv, double scale,
+                                int32_t causal, double masked_score);
+void ga_host_attention_fwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
+                                int64_t vr, void *v, int64_t orr, void *o,
+                                int64_t lr, void *l, double scale,
+                                int32_t causal, double masked_score);
+void ga_host_attention_bwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
+                                int64_t vr, void *v, int64_t orr, void *o,
+                                int64_t lr, void *l, int64_t gr, void *g,
+                                int64_t dqr, void *dq, int64_t dkr, void *dk,
+                                int64_t dvr, void *dv, double scale,
+                                int32_t causal, double masked_score);
+
 /*===-- train.all_reduce of a device buffer -------------------------------===*/
 
 /* `descriptor` is a ranked memref descriptor of rank `rank` (on the host);

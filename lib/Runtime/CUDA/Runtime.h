@@ -12,6 +12,9 @@
 //   Profile.cpp     GA_CUDA_PROFILE=1: kernels and GEMMs timed
 //   Blas.cpp        GEMMs on cuBLAS (float32, TF32, bf16)
 //   BlasLt.cpp      GEMMs with a bias epilogue on cuBLASLt
+//   Attention.cpp   the fused attention, on a backend loaded with dlopen
+//                   (AttentionBackend.h; cuDNN's SDPA: Cudnn.cpp, its own
+//                   library, libga_cudnn_attention.so)
 //   Nccl.cpp        train.all_reduce: NCCL, or MPI through host memory
 //   Mgpu.cpp        the mgpu* functions of MLIR's gpu-to-llvm lowering
 //   StepEntry.cpp   the entry and exit of a CUDA step library
