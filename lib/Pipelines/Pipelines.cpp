@@ -175,7 +175,14 @@ static void addStepForms(OpPassManager &pm,
 AttentionForm ga::GaPipelineOptions::attentionForm() const {
   if (attention != AttentionForm::Auto)
     return attention;
-  return attentionKeyTile > 0 ? AttentionForm::Tiles : AttentionForm::Unfused;
+  // On the device, the raised attention over tiles by default: with one
+  // tile of S = 1024 the step takes the time of the one that stores the
+  // [B, H, S, S] probabilities, in less memory (docs/cuda.md, measured on
+  // an H200). On the CPU the tiles cost time (docs/memory.md): only where
+  // asked for.
+  if (target == Target::CUDA || attentionKeyTile > 0)
+    return AttentionForm::Tiles;
+  return AttentionForm::Unfused;
 }
 
 /// The remat planner (memory-budget): it compiles each candidate with this

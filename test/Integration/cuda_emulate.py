@@ -1,5 +1,6 @@
 """The CUDA target's device program, run on the CPU, computes what the CPU
-pipeline computes, bit for bit.
+pipeline computes, bit for bit (the CPU with attention=tiles, the form the
+CUDA target gives the tiny GPT's attention by default).
 
 For examples/mlp and examples/tiny_gpt at microbatches = 1 and 4 (and the
 naive split at 4): `ga-opt --ga-pipeline="target=cuda gpu-emulate=true"`
@@ -138,7 +139,7 @@ def check_bf16_mixed(args, check, name, path, work, inputs):
     expected, _ = run_ga_run(
         args.ga_run, path, inputs, os.path.join(work, "cpu_mixed"),
         extra=["--vectorize=false", "--parallel=false",
-               "--precision=bf16-mixed"])
+               "--precision=bf16-mixed", "--attention=tiles"])
     out = os.path.join(work, "mixed")
     got = emulate(args, path, out, "gpu-split-reductions=false "
                   "gpu-vector-width=2 precision=bf16-mixed", inputs)
@@ -194,7 +195,9 @@ def main():
             with open(path, "w") as f:
                 f.write(with_schedule(source, name, microbatches=k,
                                       data_parallel=r))
-            cpu_flags = ["--vectorize=false", "--parallel=false"]
+            # The attention over tiles: the CUDA target's default form.
+            cpu_flags = ["--vectorize=false", "--parallel=false",
+                         "--attention=tiles"]
             if naive:
                 cpu_flags.append("--naive")
             expected, _ = run_ga_run(args.ga_run, path, inputs[name],

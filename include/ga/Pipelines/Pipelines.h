@@ -134,8 +134,9 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
           "cuDNN on target=cuda, which takes bfloat16 operands "
           "(precision=bf16-mixed) and causal masks; the CPU runtime's "
           "reference on the CPU and in gpu-emulate; an attention the "
-          "library does not take stays over tiles), auto (tiles where "
-          "attention-key-tile is given, else unfused)"),
+          "library does not take stays over tiles), auto (target=cuda: "
+          "tiles; the CPU: tiles where attention-key-tile is given, else "
+          "unfused)"),
       llvm::cl::init(AttentionForm::Auto)};
   Option<bool> reportAttention{
       *this, "report-attention",

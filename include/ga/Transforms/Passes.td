@@ -90,8 +90,9 @@ def TrainRaiseAttentionPass : Pass<"train-raise-attention"> {
     the key count not above `key-tile`, the query tile that of the query
     count; the values change by the online softmax's roundings.
 
-    In `--ga-pipeline` with `attention-key-tile=N` (N > 0), before the remat
-    planner. The forms raised, the mask's tracing and the measurements:
+    In `--ga-pipeline` with `attention=tiles` or `attention=library` (or
+    `attention-key-tile=N`, N > 0; `attention=tiles` is target=cuda's
+    default), before the remat planner. The forms raised, the mask's tracing and the measurements:
     [Memory](../memory.md#attention-without-its-scores) (docs/memory.md).
 }];
   let options = [

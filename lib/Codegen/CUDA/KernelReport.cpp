@@ -490,8 +490,63 @@ struct GaGpuKernelReportPass
 
   /// A call of the CUDA runtime's GEMMs with constant sizes, as a product
   /// row; nullopt for any other call.
+  /// A call of the fused attention (ga_cuda_attention_{fwd,bwd}_bf16):
+  /// m the queries, n the keys, k the features, products the batch times
+  /// the heads; FLOPs those of its products (forward: the scores and the
+  /// output, 4 S T D per head; backward: the scores again, the output's
+  /// and the scores' gradients and those of the three operands, 10 S T
+  /// D), half of them for a causal attention (the tiles after the
+  /// diagonal are skipped); bytes each operand and result once.
+  static std::optional<ProductRow> attention(func::CallOp call,
+                                             const Device &dev) {
+    StringRef name = call.getCallee();
+    if (!name.consume_front("ga_cuda_attention_"))
+      return std::nullopt;
+    bool backward = name.starts_with("bwd");
+    auto shapeOf = [&](unsigned i) -> std::optional<MemRefType> {
+      if (i >= call.getNumOperands())
+        return std::nullopt;
+      auto cast = call.getOperand(i).getDefiningOp<memref::CastOp>();
+      if (!cast)
+        return std::nullopt;
+      auto type = dyn_cast<MemRefType>(cast.getSource().getType());
+      if (!type || !type.hasStaticShape())
+        return std::nullopt;
+      return type;
+    };
+    unsigned memrefs = backward ? 9 : 5;
+    ProductRow row;
+    row.call = call.getCallee().str();
+    for (unsigned i = 0; i < memrefs; ++i) {
+      std::optional<MemRefType> type = shapeOf(i);
+      if (!type)
+        return std::nullopt;
+      int64_t bytes = type->getNumElements() *
+                      type->getElementTypeBitWidth() / 8;
+      // Forward: q, k, v read, out and lse written; backward: q, k, v,
+      // out, lse and dout read, dq, dk, dv written.
+      (i < (backward ? 6u : 3u) ? row.readBytes : row.writtenBytes) += bytes;
+    }
+    MemRefType q = *shapeOf(0), k = *shapeOf(1);
+    row.m = q.getDimSize(1);
+    row.n = k.getDimSize(1);
+    row.k = q.getDimSize(3);
+    row.products = q.getDimSize(0) * q.getDimSize(2);
+    std::optional<int64_t> causal =
+        Evaluator{}(call.getOperand(call.getNumOperands() - 2));
+    int64_t perHead = (backward ? 10 : 4) * row.m * row.n * row.k;
+    row.flops = row.products * perHead / (causal.value_or(0) ? 2 : 1);
+    row.peak = dev.bf16;
+    row.boundUs =
+        1e6 * std::max(double(row.readBytes + row.writtenBytes) / dev.bandwidth,
+                       double(row.flops) / row.peak);
+    return row;
+  }
+
   static std::optional<ProductRow> product(func::CallOp call,
                                            const Device &dev) {
+    if (std::optional<ProductRow> row = attention(call, dev))
+      return row;
     StringRef name = call.getCallee();
     if (!name.consume_front("ga_cuda_gemm_"))
       return std::nullopt;
