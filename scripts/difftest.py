@@ -40,7 +40,8 @@ aot):
   cpu-unfused    target=cpu fuse=false
   cpu-threads    target=cpu, ga-run --num-threads=2
   cuda-emulated  target=cuda gpu-emulate=true gpu-split-reductions=false
-                 (the CUDA device program, run on the CPU)
+                 attention=unfused (the CUDA device program, run on the
+                 CPU, with the attention as written as on the CPU)
   aot            ga-compile (target cpu) + ga-exec
 Every configuration is checked against the oracle. Pairs that must agree
 bit for bit: cpu with cpu-threads and with aot (the same code, another

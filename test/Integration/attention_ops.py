@@ -58,18 +58,27 @@ def forward(q, k, v, causal, scale, key_mask=None):
     """A score that the key mask hides is the constant MASKED (a row that
     sees no key weighs those keys alike); a key after the query has no part
     in its softmax."""
-    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
-    if key_mask is not None:
-        s = np.where(~key_mask[:, None, None, :], MASKED, s)
-    if causal:
-        n = q.shape[1]
-        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    s, _ = masked_scores(q, k, causal, scale, key_mask)
     m = s.max(axis=-1, keepdims=True)
     e = np.exp(s - m)
     total = e.sum(axis=-1, keepdims=True)
     out = np.einsum("bhij,bjhe->bihe", e / total, v)
     lse = (m + np.log(total))[..., 0]
     return out, lse
+
+
+def masked_scores(q, k, causal, scale, key_mask):
+    """The scores [B, H, S, T] with forward()'s masks, and where the key
+    mask hides a key."""
+    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
+    hidden = np.zeros(s.shape, bool)
+    if key_mask is not None:
+        hidden = np.broadcast_to(~key_mask[:, None, None, :], s.shape)
+        s = np.where(hidden, MASKED, s)
+    if causal:
+        n = q.shape[1]
+        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    return s, hidden
 
 
 def bf16(x):
@@ -83,14 +92,7 @@ def rounded(q, k, v, dout, dlse, causal, scale, key_mask):
     """The fused call in bfloat16, in float64 with its roundings: out, lse,
     dq, dk, dv."""
     q, k, v, dout = bf16(q), bf16(k), bf16(v), bf16(dout)
-    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
-    hidden = np.zeros(s.shape, bool)
-    if key_mask is not None:
-        hidden = np.broadcast_to(~key_mask[:, None, None, :], s.shape)
-        s = np.where(hidden, MASKED, s)
-    if causal:
-        n = q.shape[1]
-        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    s, hidden = masked_scores(q, k, causal, scale, key_mask)
     m = s.max(axis=-1, keepdims=True)
     p = np.exp(s - m)
     total = p.sum(axis=-1, keepdims=True)
@@ -139,14 +141,7 @@ func.func @{name}(%q: {q}, %k: {k}, %v: {v}, %do: {o}{extra})
 
 def exact_gradients(q, k, v, dout, dlse, causal, scale, key_mask):
     """dq, dk, dv of sum(out * dout) + sum(lse * dlse) in float64."""
-    s = np.einsum("bihd,bjhd->bhij", q, k) * scale
-    hidden = np.zeros(s.shape, bool)
-    if key_mask is not None:
-        hidden = np.broadcast_to(~key_mask[:, None, None, :], s.shape)
-        s = np.where(hidden, MASKED, s)
-    if causal:
-        n = q.shape[1]
-        s = np.where(np.triu(np.ones((n, n), bool), k=1), -np.inf, s)
+    s, hidden = masked_scores(q, k, causal, scale, key_mask)
     m = s.max(axis=-1, keepdims=True)
     p = np.exp(s - m)
     p /= p.sum(axis=-1, keepdims=True)

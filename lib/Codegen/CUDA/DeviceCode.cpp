@@ -97,6 +97,15 @@ struct GaGpuDeviceCodePass
       if (!memory)
         return WalkResult::advance();
       StringRef callee = call.getCallee();
+      if (isAttentionCall(callee) && callee != "ga_attention_fwd_bf16" &&
+          callee != "ga_attention_bwd_bf16") {
+        call.emitError()
+            << "ga-gpu-device-code: the CUDA runtime's fused attention takes "
+               "bfloat16 operands without a key mask or a cotangent of lse "
+               "(ga_attention_fwd_bf16, ga_attention_bwd_bf16), not @"
+            << callee;
+        return WalkResult::interrupt();
+      }
       if (isCollective(callee) || isAttentionCall(callee)) {
         std::string device = ("ga_cuda_" + callee.drop_front(3)).str();
         auto original = module.lookupSymbol<func::FuncOp>(callee);

@@ -521,8 +521,8 @@ struct GaGpuKernelReportPass
       std::optional<MemRefType> type = shapeOf(i);
       if (!type)
         return std::nullopt;
-      int64_t bytes = type->getNumElements() *
-                      type->getElementTypeBitWidth() / 8;
+      int64_t bytes =
+          type->getNumElements() * type->getElementTypeBitWidth() / 8;
       // Forward: q, k, v read, out and lse written; backward: q, k, v,
       // out, lse and dout read, dq, dk, dv written.
       (i < (backward ? 6u : 3u) ? row.readBytes : row.writtenBytes) += bytes;

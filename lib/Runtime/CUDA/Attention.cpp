@@ -147,29 +147,49 @@ void runAttention(bool backward, GaAttentionCall &call) {
   afterLaunch(s);
 }
 
-} // namespace
+/// One of a call's descriptors and where its tensor goes.
+struct Operand {
+  const char *name;
+  int64_t rank;
+  void *descriptor;
+  bool stats;
+  GaAttentionTensor GaAttentionCall::*field;
+};
 
-extern "C" {
-
-void ga_cuda_attention_fwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
-                                int64_t vr, void *v, int64_t orr, void *o,
-                                int64_t lr, void *l, double scale,
-                                int32_t causal, double masked) {
-  (void)masked; // the causal mask's keys are excluded, not scored
+/// An entry point: the step's state taken, the backend loaded, the
+/// descriptors read, the pass run.
+void attentionEntry(bool backward, std::initializer_list<Operand> operands,
+                    double scale, int32_t causal) {
   State &s = state();
   std::lock_guard<std::mutex> lock(s.mutex);
   if (!s.usable || !s.error.empty() || !ensureBackend(s))
     return;
   GaAttentionCall call{};
-  if (!tensorOf(s, "query", qr, q, false, call.q) ||
-      !tensorOf(s, "key", kr, k, false, call.k) ||
-      !tensorOf(s, "value", vr, v, false, call.v) ||
-      !tensorOf(s, "output", orr, o, false, call.out) ||
-      !tensorOf(s, "log-sum-exp", lr, l, true, call.lse))
-    return;
+  for (const Operand &o : operands)
+    if (!tensorOf(s, o.name, o.rank, o.descriptor, o.stats, call.*o.field))
+      return;
   call.scale = scale;
   call.causal = causal;
-  runAttention(false, call);
+  runAttention(backward, call);
+}
+
+} // namespace
+
+// masked_score is unused: the fused attention takes causal masks only,
+// whose hidden keys are excluded from the softmax, not scored.
+extern "C" {
+
+void ga_cuda_attention_fwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
+                                int64_t vr, void *v, int64_t orr, void *o,
+                                int64_t lr, void *l, double scale,
+                                int32_t causal, double) {
+  attentionEntry(false,
+                 {{"query", qr, q, false, &GaAttentionCall::q},
+                  {"key", kr, k, false, &GaAttentionCall::k},
+                  {"value", vr, v, false, &GaAttentionCall::v},
+                  {"output", orr, o, false, &GaAttentionCall::out},
+                  {"log-sum-exp", lr, l, true, &GaAttentionCall::lse}},
+                 scale, causal);
 }
 
 void ga_cuda_attention_bwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
@@ -177,26 +197,18 @@ void ga_cuda_attention_bwd_bf16(int64_t qr, void *q, int64_t kr, void *k,
                                 int64_t lr, void *l, int64_t gr, void *g,
                                 int64_t dqr, void *dq, int64_t dkr, void *dk,
                                 int64_t dvr, void *dv, double scale,
-                                int32_t causal, double masked) {
-  (void)masked;
-  State &s = state();
-  std::lock_guard<std::mutex> lock(s.mutex);
-  if (!s.usable || !s.error.empty() || !ensureBackend(s))
-    return;
-  GaAttentionCall call{};
-  if (!tensorOf(s, "query", qr, q, false, call.q) ||
-      !tensorOf(s, "key", kr, k, false, call.k) ||
-      !tensorOf(s, "value", vr, v, false, call.v) ||
-      !tensorOf(s, "output", orr, o, false, call.out) ||
-      !tensorOf(s, "log-sum-exp", lr, l, true, call.lse) ||
-      !tensorOf(s, "output's gradient", gr, g, false, call.dout) ||
-      !tensorOf(s, "query's gradient", dqr, dq, false, call.dq) ||
-      !tensorOf(s, "key's gradient", dkr, dk, false, call.dk) ||
-      !tensorOf(s, "value's gradient", dvr, dv, false, call.dv))
-    return;
-  call.scale = scale;
-  call.causal = causal;
-  runAttention(true, call);
+                                int32_t causal, double) {
+  attentionEntry(true,
+                 {{"query", qr, q, false, &GaAttentionCall::q},
+                  {"key", kr, k, false, &GaAttentionCall::k},
+                  {"value", vr, v, false, &GaAttentionCall::v},
+                  {"output", orr, o, false, &GaAttentionCall::out},
+                  {"log-sum-exp", lr, l, true, &GaAttentionCall::lse},
+                  {"output's gradient", gr, g, false, &GaAttentionCall::dout},
+                  {"query's gradient", dqr, dq, false, &GaAttentionCall::dq},
+                  {"key's gradient", dkr, dk, false, &GaAttentionCall::dk},
+                  {"value's gradient", dvr, dv, false, &GaAttentionCall::dv}},
+                 scale, causal);
 }
 
 } // extern "C"

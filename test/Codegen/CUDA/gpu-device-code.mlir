@@ -84,6 +84,35 @@ func.func @collective(%g: memref<4xf32>) {
 
 // -----
 
+// The fused attention's calls go to the CUDA runtime's (cuDNN's), which
+// takes bfloat16 operands; a float32 call has no device form.
+// CHECK-LABEL: func.func @fused_attention
+// CHECK: call @ga_cuda_attention_fwd_bf16(
+func.func private @ga_attention_fwd_bf16(memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, f64, i32, f64)
+func.func @fused_attention(%q: memref<1x4x1x8xbf16>, %l: memref<1x1x4xf32>) {
+  %s = arith.constant 0.5 : f64
+  %c = arith.constant 1 : i32
+  %u = memref.cast %q : memref<1x4x1x8xbf16> to memref<*xbf16>
+  %v = memref.cast %l : memref<1x1x4xf32> to memref<*xf32>
+  func.call @ga_attention_fwd_bf16(%u, %u, %u, %u, %v, %s, %c, %s) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, f64, i32, f64) -> ()
+  return
+}
+
+// -----
+
+func.func private @ga_attention_fwd_f32(memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f64, i32, f64)
+func.func @fused_attention_f32(%q: memref<1x4x1x8xf32>, %l: memref<1x1x4xf32>) {
+  %s = arith.constant 0.5 : f64
+  %c = arith.constant 1 : i32
+  %u = memref.cast %q : memref<1x4x1x8xf32> to memref<*xf32>
+  %v = memref.cast %l : memref<1x1x4xf32> to memref<*xf32>
+  // expected-error @+1 {{ga-gpu-device-code: the CUDA runtime's fused attention takes bfloat16 operands without a key mask or a cotangent of lse (ga_attention_fwd_bf16, ga_attention_bwd_bf16), not @ga_attention_fwd_f32}}
+  func.call @ga_attention_fwd_f32(%u, %u, %u, %u, %v, %s, %c, %s) : (memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, memref<*xf32>, f64, i32, f64) -> ()
+  return
+}
+
+// -----
+
 func.func private @print_buffer(memref<4xf32>)
 func.func @host(%g: memref<4xf32>) {
   // expected-error @+1 {{ga-gpu-device-code: the call to @print_buffer passes step memory to host code; the CUDA target runs every operation on the device}}
