@@ -282,6 +282,13 @@ def main():
         target = os.path.join(out, "lib", os.path.basename(lib))
         if not os.path.exists(target):
             shutil.copy(lib, target)
+    # The fused attention's backend, which the runtime loads with dlopen
+    # from its own directory (no ldd dependency): cuDNN's, where it was
+    # built.
+    backend = os.path.join(os.path.dirname(bin_dir), "lib",
+                           "libga_cudnn_attention.so")
+    if os.path.exists(backend):
+        shutil.copy(backend, os.path.join(out, "lib"))
     shutil.copy(os.path.join(HERE, "cuda_check.py"), out)
     with open(os.path.join(out, "manifest.json"), "w") as f:
         json.dump({"chip": args.chip, "entries": entries}, f, indent=1)

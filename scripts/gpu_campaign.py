@@ -258,6 +258,31 @@ def section(text, start, stop=None):
     return part
 
 
+def nvidia_libraries():
+    """The environment that points the fused attention's backend at cuDNN
+    and the CUDA runtime library where they are not on the loader's path:
+    PyTorch's wheels carry them under site-packages/nvidia/ (GA_CUDNN_LIBRARY
+    for cuDNN, CUDNN_FRONTEND_CUDART_LIB_NAME for cudnn-frontend's
+    libcudart)."""
+    import glob
+    import site
+    found = {}
+    roots = [p for p in site.getsitepackages() + [site.getusersitepackages()]
+             if os.path.isdir(os.path.join(p, "nvidia"))]
+    for variable, pattern in (("GA_CUDNN_LIBRARY", "libcudnn.so.9"),
+                              ("CUDNN_FRONTEND_CUDART_LIB_NAME",
+                               "libcudart.so.1[23]")):
+        if os.environ.get(variable):
+            continue
+        for root in roots:
+            hits = sorted(glob.glob(os.path.join(root, "nvidia", "**",
+                                                 pattern), recursive=True))
+            if hits:
+                found[variable] = hits[-1]
+                break
+    return found
+
+
 def run(args):
     root = HERE
     out = os.path.abspath(args.out)
@@ -269,6 +294,7 @@ def run(args):
     env = {"LD_LIBRARY_PATH": lib + (":" + os.environ["LD_LIBRARY_PATH"]
                                      if os.environ.get("LD_LIBRARY_PATH")
                                      else "")}
+    env.update(nvidia_libraries())
     py = sys.executable
     facts = c.stage("device", "device", ["bash", "-c",
                                "nvidia-smi --query-gpu=name,memory.total,"
