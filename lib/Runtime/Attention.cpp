@@ -148,6 +148,15 @@ int64_t scoresOf(const View &q, const View &k, const View *mask, const Shape &s,
   return seen;
 }
 
+/// The largest of the first `seen` scores (the row's maximum).
+template <typename Acc>
+Acc rowMax(const std::vector<Acc> &scores, int64_t seen) {
+  Acc m = -std::numeric_limits<Acc>::infinity();
+  for (int64_t j = 0; j < seen; ++j)
+    m = std::max(m, scores[j]);
+  return m;
+}
+
 template <typename T>
 void forward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
              int64_t vr, void *vd, int64_t mr, void *md, int64_t orr, void *od,
@@ -168,10 +177,7 @@ void forward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
       for (int64_t i = 0; i < s.queries; ++i) {
         int64_t seen = scoresOf<T>(q, k, md ? &mask : nullptr, s, b, h, i,
                                    causal, scale, masked, scores);
-        Acc m = -std::numeric_limits<Acc>::infinity();
-        for (int64_t j = 0; j < seen; ++j)
-          m = std::max(m, scores[j]);
-        Acc l = 0;
+        Acc m = rowMax(scores, seen), l = 0;
         std::fill(acc.begin(), acc.end(), Acc(0));
         for (int64_t j = 0; j < seen; ++j) {
           Acc p = std::exp(scores[j] - m);
@@ -189,7 +195,8 @@ void forward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
 
 template <typename T>
 void backward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
-              int64_t vr, void *vd, int64_t orr, void *od, int64_t lr, void *ld,
+              int64_t vr, void *vd, int64_t orr, void *od, int64_t /*lr*/,
+              void * /*ld: lse, which the rows' statistics replace*/,
               int64_t gr, void *gd, int64_t dlr, void *dld, int64_t mr,
               void *md, int64_t dqr, void *dqd, int64_t dkr, void *dkd,
               int64_t dvr, void *dvd, double scale, int32_t causal,
@@ -197,7 +204,7 @@ void backward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
   using E = Element<T>;
   using Acc = typename E::Acc;
   using Stat = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  View q(qr, qd), k(kr, kd), v(vr, vd), out(orr, od), lse(lr, ld), dout(gr, gd),
+  View q(qr, qd), k(kr, kd), v(vr, vd), out(orr, od), dout(gr, gd),
       dq(dqr, dqd), dk(dkr, dkd), dv(dvr, dvd), dlse, mask;
   if (dld)
     dlse = View(dlr, dld);
@@ -212,7 +219,6 @@ void backward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
   auto stat = [](const View &view, int64_t i) {
     return Acc(reinterpret_cast<const Stat *>(view.aligned)[i]);
   };
-  (void)lse;
   for (int64_t b = 0; b < s.batch; ++b)
     for (int64_t h = 0; h < s.heads; ++h) {
       std::fill(dqAcc.begin(), dqAcc.end(), Acc(0));
@@ -230,9 +236,7 @@ void backward(const char *what, int64_t qr, void *qd, int64_t kr, void *kd,
         // The row's maximum and sum again, rather than the saved lse: in
         // float32, a row that sees only masked keys has lse = -1e9 + log T,
         // which rounds to -1e9 and would give each key weight 1.
-        Acc m = -std::numeric_limits<Acc>::infinity(), l = 0;
-        for (int64_t j = 0; j < seen; ++j)
-          m = std::max(m, scores[j]);
+        Acc m = rowMax(scores, seen), l = 0;
         for (int64_t j = 0; j < seen; ++j)
           l += std::exp(scores[j] - m);
         for (int64_t j = 0; j < seen; ++j) {

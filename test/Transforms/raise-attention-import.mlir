@@ -1,4 +1,16 @@
 // RUN: ga-opt %s -split-input-file --train-raise-attention="key-tile=3" | FileCheck %s
+// RUN: ga-opt %s -split-input-file --train-raise-attention="key-tile=3 report=true" -o /dev/null 2>&1 | FileCheck %s --check-prefix=REPORT
+
+// report=true: a remark at each attention raised (its masks), and at each
+// softmax over rank-4 scores left as written (the four refused forms below,
+// the query mask, the key mask's guard).
+// REPORT: remark: attention raised to train.attention (causal, 2 heads of 2 features)
+// REPORT: remark: attention raised to train.attention (causal, 2 heads of 2 features)
+// REPORT-COUNT-4: remark: attention left as written: a softmax over 'tensor<1x2x4x4xf32>' scores that train-raise-attention does not recognize as attention
+// REPORT: remark: attention raised to train.attention (causal, key mask, 2 heads of 2 features)
+// REPORT-COUNT-2: remark: attention left as written: a softmax over 'tensor<2x2x4x4xf32>' scores
+// REPORT: remark: attention raised to train.attention (causal, 2 heads of 2 features)
+// REPORT: remark: attention raised to train.attention (key mask, 2 heads of 2 features)
 
 // The importer's attention (PyTorch through torch-mlir and
 // ga-legalize-import, as test/Import/Inputs/export-nanogpt-sdpa.mlir has

@@ -43,6 +43,8 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "AttentionBackend.h"
+
 #include <algorithm>
 #include <cstdint>
 #include <cstdio>
@@ -1207,24 +1209,7 @@ int ncclAllGather(const void *send, void *recv, size_t sendCount, int type,
 // largest index of each), its accesses are ordered on the step's stream
 // like a kernel's, and a workspace block is taken from the runtime's
 // allocator and given back.
-struct MockAttentionTensor {
-  void *data;
-  int64_t sizes[4];
-  int64_t strides[4];
-};
-struct MockAttentionCall {
-  int32_t version;
-  MockAttentionTensor q, k, v, out, lse, dout, dq, dk, dv;
-  double scale;
-  int32_t causal;
-  void *stream;
-  uint64_t (*allocate)(void *, size_t);
-  void (*release)(void *, uint64_t);
-  void *allocatorContext;
-};
-
-static bool attentionTensorInside(const MockAttentionTensor &t,
-                                  size_t element) {
+static bool attentionTensorInside(const GaAttentionTensor &t, size_t element) {
   uintptr_t first = reinterpret_cast<uintptr_t>(t.data);
   int64_t lastIndex = 0;
   for (int d = 0; d < 4; ++d) {
@@ -1237,29 +1222,29 @@ static bool attentionTensorInside(const MockAttentionTensor &t,
                             block.first + counts().requested[block.first];
 }
 
-static int mockAttention(bool backward, const MockAttentionCall *call,
+static int mockAttention(bool backward, const GaAttentionCall *call,
                          char *error, size_t bytes) {
   uint64_t workspace = call->allocate(call->allocatorContext, 1 << 20);
   Counts &c = counts();
   std::lock_guard<std::mutex> lock(c.mutex);
-  if (call->version != 1) {
-    std::snprintf(error, bytes, "the stand-in takes version 1, got %d",
-                  call->version);
+  if (call->version != GA_ATTENTION_BACKEND_VERSION) {
+    std::snprintf(error, bytes, "the stand-in takes version %d, got %d",
+                  GA_ATTENTION_BACKEND_VERSION, call->version);
     return 1;
   }
-  std::vector<const MockAttentionTensor *> tensors = {&call->q, &call->k,
-                                                      &call->v, &call->out};
+  std::vector<const GaAttentionTensor *> tensors = {&call->q, &call->k,
+                                                    &call->v, &call->out};
   if (backward)
-    for (const MockAttentionTensor *t :
+    for (const GaAttentionTensor *t :
          {&call->dout, &call->dq, &call->dk, &call->dv})
       tensors.push_back(t);
   bool ok = attentionTensorInside(call->lse, sizeof(float)) && workspace;
-  for (const MockAttentionTensor *t : tensors)
+  for (const GaAttentionTensor *t : tensors)
     ok = ok && attentionTensorInside(*t, 2);
   c.badAttention += !ok;
   ++(backward ? c.attentionBackward : c.attentionForward);
   size_t index = enqueue(call->stream);
-  for (const MockAttentionTensor *t : tensors)
+  for (const GaAttentionTensor *t : tensors)
     access(index, reinterpret_cast<uintptr_t>(t->data), "a fused attention");
   access(index, reinterpret_cast<uintptr_t>(call->lse.data),
          "a fused attention");
@@ -1274,11 +1259,11 @@ static int mockAttention(bool backward, const MockAttentionCall *call,
   return 0;
 }
 
-int ga_attention_backend_forward(const MockAttentionCall *call, char *error,
+int ga_attention_backend_forward(const GaAttentionCall *call, char *error,
                                  size_t bytes) {
   return mockAttention(false, call, error, bytes);
 }
-int ga_attention_backend_backward(const MockAttentionCall *call, char *error,
+int ga_attention_backend_backward(const GaAttentionCall *call, char *error,
                                   size_t bytes) {
   return mockAttention(true, call, error, bytes);
 }

@@ -488,8 +488,6 @@ struct GaGpuKernelReportPass
     return row;
   }
 
-  /// A call of the CUDA runtime's GEMMs with constant sizes, as a product
-  /// row; nullopt for any other call.
   /// A call of the fused attention (ga_cuda_attention_{fwd,bwd}_bf16):
   /// m the queries, n the keys, k the features, products the batch times
   /// the heads; FLOPs those of its products (forward: the scores and the
@@ -543,6 +541,8 @@ struct GaGpuKernelReportPass
     return row;
   }
 
+  /// A call of the CUDA runtime's GEMMs with constant sizes, or of its
+  /// fused attention, as a product row; nullopt for any other call.
   static std::optional<ProductRow> product(func::CallOp call,
                                            const Device &dev) {
     if (std::optional<ProductRow> row = attention(call, dev))

@@ -63,8 +63,6 @@ StringRef typeSuffix(Type t) {
 struct CallBuilder {
   OpBuilder &b;
   Location loc;
-  /// The call's element type (the operands', or bf16).
-  Type callType;
   SmallVector<Value> args;
   SmallVector<Type> argTypes;
 
@@ -197,7 +195,7 @@ LogicalResult ga::lowerAttentionToCalls(Operation *root,
                         : operandType;
     // The statistics in float32 where the operands are bfloat16.
     Type statType = callType.isBF16() ? Type(b.getF32Type()) : callType;
-    CallBuilder c{b, loc, callType, {}, {}};
+    CallBuilder c{b, loc, {}, {}};
     auto shapeOf = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getShape();
     };

@@ -59,26 +59,15 @@ struct ConvertTrainToLinalgPass
     // statistics, and the gradient may overwrite the logits: lowered as a
     // pair before the patterns lower what is left one op at a time.
     ga::lowerPairedCrossEntropies(getOperation());
-    if (reportAttention)
-      reportAttentions();
     // attention-calls: the attentions the runtime's fused call takes; the
     // others are lowered over tiles by the patterns.
-    if (!attentionCalls.empty()) {
-      ga::AttentionCalls calls;
-      if (attentionCalls == "bf16") {
-        calls.type = ga::AttentionCalls::Type::BF16;
-      } else if (attentionCalls != "native") {
-        getOperation()->emitError()
-            << "convert-train-to-linalg: attention-calls must be native or "
-               "bf16 (empty: none), got '"
-            << attentionCalls << "'";
-        return signalPassFailure();
-      }
-      calls.keyMask = attentionCallMasks;
-      calls.dlse = attentionCallDlse;
-      if (failed(ga::lowerAttentionToCalls(getOperation(), calls)))
-        return signalPassFailure();
-    }
+    FailureOr<std::optional<ga::AttentionCalls>> calls = attentionCallsOption();
+    if (failed(calls))
+      return signalPassFailure();
+    if (reportAttention)
+      reportAttentions(*calls);
+    if (*calls && failed(ga::lowerAttentionToCalls(getOperation(), **calls)))
+      return signalPassFailure();
     RewritePatternSet patterns(&getContext());
     ga::populateTrainToLinalgPatterns(patterns);
     if (failed(applyPartialConversion(getOperation(), target,
@@ -88,27 +77,43 @@ struct ConvertTrainToLinalgPass
       signalPassFailure();
   }
 
-  /// report-attention: where each attention goes.
-  void reportAttentions() {
+  /// The attention-calls options (nothing without calls); an error for an
+  /// unknown kind.
+  FailureOr<std::optional<ga::AttentionCalls>> attentionCallsOption() {
+    if (attentionCalls.empty())
+      return std::optional<ga::AttentionCalls>();
     ga::AttentionCalls calls;
-    calls.type = attentionCalls == "bf16" ? ga::AttentionCalls::Type::BF16
-                                          : ga::AttentionCalls::Type::Native;
+    if (attentionCalls == "bf16") {
+      calls.type = ga::AttentionCalls::Type::BF16;
+    } else if (attentionCalls != "native") {
+      getOperation()->emitError()
+          << "convert-train-to-linalg: attention-calls must be native or "
+             "bf16 (empty: none), got '"
+          << attentionCalls << "'";
+      return failure();
+    }
     calls.keyMask = attentionCallMasks;
     calls.dlse = attentionCallDlse;
+    return std::optional<ga::AttentionCalls>(calls);
+  }
+
+  /// report-attention: where each attention goes (`calls`: the fused
+  /// call's, if any).
+  void reportAttentions(const std::optional<ga::AttentionCalls> &calls) {
     getOperation()->walk([&](Operation *op) {
       if (!isa<ga::train::AttentionOp, ga::train::AttentionGradOp>(op))
         return;
       bool forward = isa<ga::train::AttentionOp>(op);
       std::optional<std::string> why;
-      if (!attentionCalls.empty())
-        why = ga::attentionCallUnsupported(op, calls);
+      if (calls)
+        why = ga::attentionCallUnsupported(op, *calls);
       InFlightDiagnostic remark = mlir::emitRemark(op->getLoc())
                                   << (forward ? "attention"
                                               : "attention's "
                                                 "gradient");
-      if (!attentionCalls.empty() && !why) {
+      if (calls && !why) {
         remark << ": the runtime's fused attention ("
-               << (calls.type == ga::AttentionCalls::Type::BF16
+               << (calls->type == ga::AttentionCalls::Type::BF16
                        ? "bfloat16"
                        : "the operands' type")
                << ")";

@@ -131,9 +131,10 @@ struct TrainRaiseAttentionPass
     if (report)
       mlir::emitRemark(attention.getLoc())
           << "attention raised to train.attention ("
-          << (c.causal    ? "causal"
-              : c.keyMask ? "key mask"
-                          : "no mask")
+          << (c.causal && c.keyMask ? "causal, key mask"
+              : c.causal            ? "causal"
+              : c.keyMask           ? "key mask"
+                                    : "no mask")
           << ", " << query.getDimSize(2) << " heads of " << query.getDimSize(3)
           << " features)";
     c.last->getResult(0).replaceAllUsesWith(attention.getOut());
