@@ -143,6 +143,10 @@ void ga::detail::addCUDALoweringFromBuffers(OpPassManager &pm,
   ga::GaGpuDeviceCodePassOptions deviceCode;
   deviceCode.fuseSingleThreads = cuda.kernels.fusion;
   pm.addPass(ga::createGaGpuDeviceCodePass(deviceCode));
+  // Reductions' accumulators in registers (the same bits): with the other
+  // kernel fusions.
+  if (cuda.kernels.fusion)
+    pm.addPass(ga::createGaGpuPromoteAccumulatorsPass());
   if (cuda.prefetchGathers)
     pm.addPass(ga::createGaGpuPrefetchGathersPass());
   if (cuda.emulate) {

@@ -232,11 +232,15 @@ linalg::FillOp ga::cuda::zeroInit(linalg::LinalgOp op, const BlasForm &f) {
   if (!c.getDefiningOp<memref::AllocOp>())
     return {};
   linalg::FillOp init;
-  for (Operation *user : c.getUsers()) {
+  for (Operation *nested : c.getUsers()) {
+    // A use inside an operation of the product's block (a load in a later
+    // linalg.generic's body: the cross-entropy's picked logit) is that
+    // operation's.
+    Operation *user = op->getBlock()->findAncestorOpInBlock(*nested);
+    if (!user)
+      return {};
     if (user == op.getOperation())
       continue;
-    if (user->getBlock() != op->getBlock())
-      return {};
     if (op->isBeforeInBlock(user))
       continue;
     auto fill = dyn_cast<linalg::FillOp>(user);

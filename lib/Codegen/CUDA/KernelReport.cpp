@@ -12,6 +12,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Utils.h"
 #include "ga/Codegen/CUDA/Passes.h"
 
 #include "mlir/Dialect/Affine/IR/AffineOps.h"
@@ -26,6 +27,7 @@
 #include "mlir/IR/SymbolTable.h"
 #include "mlir/Interfaces/ViewLikeInterface.h"
 #include "mlir/Support/FileUtilities.h"
+#include "llvm/ADT/MapVector.h"
 #include "llvm/ADT/StringMap.h"
 #include "llvm/Support/Format.h"
 #include "llvm/Support/FormatVariadic.h"
@@ -35,6 +37,7 @@
 
 #include <array>
 #include <cmath>
+#include <limits>
 #include <map>
 
 namespace ga {
@@ -452,6 +455,14 @@ struct GaGpuKernelReportPass
       (i < 3 ? row.grid[i] : row.block[i - 3]) = v;
       threads *= v;
     }
+    // Bytes per buffer of the host: operands that are views of one buffer
+    // (the logits whole and as [rows, steps, lanes] for a row's partial
+    // sums) count its bytes at most once.
+    struct Touched {
+      int64_t read = 0, written = 0;
+      std::optional<int64_t> whole;
+    };
+    llvm::MapVector<Value, Touched> buffers;
     for (auto [operand, arg] :
          llvm::zip(launch.getKernelOperands(), kernel.getArguments())) {
       auto type = dyn_cast<MemRefType>(operand.getType());
@@ -461,10 +472,20 @@ struct GaGpuKernelReportPass
       Access access = accessOf(arg);
       if (!bytes || access.unknown)
         row.exact = false;
+      Value root = ga::cuda::viewSource(operand);
+      Touched &touched = buffers[root];
+      if (auto rootType = dyn_cast<MemRefType>(root.getType()))
+        touched.whole = memrefBytes(rootType);
       if (access.read)
-        row.readBytes += bytes.value_or(0);
+        touched.read += bytes.value_or(0);
       if (access.written)
-        row.writtenBytes += bytes.value_or(0);
+        touched.written += bytes.value_or(0);
+    }
+    for (auto &[root, touched] : buffers) {
+      int64_t whole =
+          touched.whole.value_or(std::numeric_limits<int64_t>::max());
+      row.readBytes += std::min(touched.read, whole);
+      row.writtenBytes += std::min(touched.written, whole);
     }
     double perThreadLoads = 0, perThreadFlops = 0;
     Evaluator inKernel{launch, kernel};

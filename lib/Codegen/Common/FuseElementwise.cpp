@@ -31,6 +31,7 @@
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/IR/IRMapping.h"
 
 namespace ga {
 #define GEN_PASS_DEF_GAFUSEELEMENTWISEPASS
@@ -145,6 +146,68 @@ static bool fuseOne(Operation *root, RewriterBase &rewriter,
   return true;
 }
 
+/// Drops the results of an elementwise `op` that nothing reads, where it
+/// has others: an init that the body reads (a gradient computed in place
+/// over the logits, whose bfloat16 copy was fused in and is the only
+/// result read) becomes an input, so the element is read as before and not
+/// written back. Returns whether `op` was replaced.
+static bool dropUnusedResults(linalg::GenericOp op, RewriterBase &rewriter) {
+  if (!op.hasPureTensorSemantics() || !allParallel(op) ||
+      op->getNumResults() < 2 ||
+      llvm::none_of(op->getResults(),
+                    [](OpResult r) { return r.use_empty(); }) ||
+      llvm::all_of(op->getResults(), [](OpResult r) { return r.use_empty(); }))
+    return false;
+  SmallVector<Value> inputs(op.getDpsInputs()), inits;
+  SmallVector<AffineMap> inputMaps, initMaps;
+  for (OpOperand *input : op.getDpsInputOperands())
+    inputMaps.push_back(op.getMatchingIndexingMap(input));
+  SmallVector<Type> types;
+  Block *body = op.getBlock();
+  // The new op's block arguments for the old ones, by position.
+  SmallVector<std::pair<unsigned, bool>> place; // (position, among inits)
+  for (unsigned i = 0; i < inputs.size(); ++i)
+    place.push_back({i, false});
+  for (OpOperand &init : op.getDpsInitsMutable()) {
+    OpResult result = op.getTiedOpResult(&init);
+    if (!result.use_empty()) {
+      place.push_back({static_cast<unsigned>(inits.size()), true});
+      inits.push_back(init.get());
+      initMaps.push_back(op.getMatchingIndexingMap(&init));
+      types.push_back(result.getType());
+      continue;
+    }
+    place.push_back({static_cast<unsigned>(inputs.size()), false});
+    inputs.push_back(init.get());
+    inputMaps.push_back(op.getMatchingIndexingMap(&init));
+  }
+  SmallVector<AffineMap> maps(inputMaps);
+  maps.append(initMaps);
+  rewriter.setInsertionPoint(op);
+  auto generic = linalg::GenericOp::create(
+      rewriter, op.getLoc(), types, inputs, inits, maps,
+      op.getIteratorTypesArray(),
+      [&](OpBuilder &b, Location loc, ValueRange args) {
+        IRMapping mapping;
+        for (auto [old, at] : llvm::zip(body->getArguments(), place))
+          mapping.map(old,
+                      args[at.second ? inputs.size() + at.first : at.first]);
+        for (Operation &inner : body->without_terminator())
+          b.clone(inner, mapping);
+        SmallVector<Value> yielded;
+        for (OpOperand &value : body->getTerminator()->getOpOperands())
+          if (!op->getResult(value.getOperandNumber()).use_empty())
+            yielded.push_back(mapping.lookupOrDefault(value.get()));
+        linalg::YieldOp::create(b, loc, yielded);
+      });
+  unsigned next = 0;
+  for (OpResult result : op->getResults())
+    if (!result.use_empty())
+      rewriter.replaceAllUsesWith(result, generic->getResult(next++));
+  rewriter.eraseOp(op);
+  return true;
+}
+
 namespace {
 // Upstream's fusion patterns come with a rewrite of inits that the body does
 // not read into tensor.empty, which would keep an accumulation from
@@ -156,6 +219,10 @@ struct GaFuseElementwisePass
     IRRewriter rewriter(&getContext());
     while (fuseOne(getOperation(), rewriter, intoReductions, recomputeCheap)) {
     }
+    SmallVector<linalg::GenericOp> generics;
+    getOperation()->walk([&](linalg::GenericOp op) { generics.push_back(op); });
+    for (linalg::GenericOp op : generics)
+      dropUnusedResults(op, rewriter);
   }
 };
 } // namespace

@@ -127,13 +127,16 @@ func.func @pure_under_broadcast(%v: tensor<8xf32>, %x: tensor<8x4xf32>) -> tenso
 }
 
 // Under a transpose (a permutation: each producer element read once), an
-// accumulating producer is fused, its init kept as an output of the fused
-// op.
+// accumulating producer is fused; upstream keeps its init as an output of
+// the fused op, and since nothing reads that result, the init becomes an
+// input (read, not written back).
 // CHECK-LABEL: func.func @accumulate_under_transpose(
-// CHECK: %[[F:.*]]:2 = linalg.generic
+// CHECK-SAME: %[[ACC:[^:]*]]: tensor<8x4xf32>, %[[G:[^:]*]]: tensor<8x4xf32>
+// CHECK: %[[F:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[G]], %[[ACC]] : tensor<8x4xf32>, tensor<8x4xf32>) outs(%{{.*}} : tensor<4x8xf32>)
 // CHECK: arith.addf
 // CHECK-NEXT: arith.mulf
-// CHECK: return %[[F]]#1
+// CHECK: return %[[F]] :
 // CHECK-NOT: linalg.generic
 func.func @accumulate_under_transpose(%acc: tensor<8x4xf32>, %g: tensor<8x4xf32>) -> tensor<4x8xf32> {
   %p = linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
@@ -210,4 +213,39 @@ func.func @shared_producers(%x: tensor<8x4xf32>, %mean: tensor<8xf32>, %acc: ten
     linalg.yield %s : f32
   } -> tensor<8x4xf32>
   return %var, %n, %y1, %y2 : tensor<8xf32>, tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// A gradient computed in place over its logits (its body reads the init)
+// whose only reader is a bfloat16 copy: the fused operation's float32
+// result is read by nobody, so the logits become an input and only the
+// copy is written (same scalar operations, one output).
+// CHECK-LABEL: func.func @in_place_then_copy(
+// CHECK-SAME: %[[L:.*]]: tensor<4x8xf32>, %[[S:.*]]: tensor<4xf32>
+// CHECK: %[[R:.*]] = linalg.generic
+// CHECK-SAME: ins(%[[S]], %[[L]] : tensor<4xf32>, tensor<4x8xf32>)
+// CHECK-SAME: outs(%{{.*}} : tensor<4x8xbf16>)
+// CHECK-NEXT: ^bb0(%[[SV:.*]]: f32, %[[LV:.*]]: f32, %{{.*}}: bf16):
+// CHECK-NEXT: %[[D:.*]] = arith.subf %[[LV]], %[[SV]] : f32
+// CHECK-NEXT: %[[T:.*]] = arith.truncf %[[D]] : f32 to bf16
+// CHECK-NEXT: linalg.yield %[[T]] : bf16
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[R]]
+func.func @in_place_then_copy(%logits: tensor<4x8xf32>, %shift: tensor<4xf32>)
+    -> tensor<4x8xbf16> {
+  %g = linalg.generic {indexing_maps = [#row, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%shift : tensor<4xf32>) outs(%logits : tensor<4x8xf32>) {
+  ^bb0(%s: f32, %l: f32):
+    %d = arith.subf %l, %s : f32
+    linalg.yield %d : f32
+  } -> tensor<4x8xf32>
+  %e = tensor.empty() : tensor<4x8xbf16>
+  %c = linalg.generic {indexing_maps = [#id, #id],
+                       iterator_types = ["parallel", "parallel"]}
+      ins(%g : tensor<4x8xf32>) outs(%e : tensor<4x8xbf16>) {
+  ^bb0(%x: f32, %o: bf16):
+    %t = arith.truncf %x : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<4x8xbf16>
+  return %c : tensor<4x8xbf16>
 }

@@ -10,7 +10,7 @@ sizes, and prints what the report says of its kernels.
   and the attention's four products per layer (scores and output, forward
   and backward: 12 B H S^2 Dh FLOPs with the causal half computed).
 - The causal mask's kernel on the [B, H, S, S] scores: it reads the scores
-  and the buffer it writes (2 B H S^2 float32) and writes that buffer once.
+  (B H S^2 float32) and writes the masked scores once.
 It also prints the kernels' widest loads, the loads issued against the
 bytes read, and the kernels' share of the step's floor.
 
@@ -62,8 +62,8 @@ def main():
           f"{'equal' if products == flops else 'DIFFERENT'}")
     scores = B * H * S * S * 4
     mask = [k for k in report["kernels"]
-            if k["read_bytes"] == 2 * scores and k["written_bytes"] == scores]
-    print(f"kernels reading 2 and writing 1 [B, H, S, S] float32 buffer: "
+            if k["read_bytes"] == scores and k["written_bytes"] == scores]
+    print(f"kernels reading 1 and writing 1 [B, H, S, S] float32 buffer: "
           f"{sum(k['launches'] for k in mask)} launches")
     widths = {}
     for k in report["kernels"]:

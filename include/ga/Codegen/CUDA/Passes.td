@@ -329,6 +329,57 @@ def GaGpuDeviceCodePass : Pass<"ga-gpu-device-code", "::mlir::ModuleOp"> {
                            "::mlir::memref::MemRefDialect"];
 }
 
+def GaGpuPromoteAccumulatorsPass : Pass<"ga-gpu-promote-accumulators"> {
+  let summary = "Carry a kernel loop's accumulator in a register instead of "
+                "loading and storing it in every iteration";
+  let description = [{
+    The CUDA target, on `gpu.launch` bodies before outlining (after
+    `ga-gpu-device-code`). linalg's lowering of a reduction loads and stores
+    its accumulator (a row's maximum, a lane's partial sum, the loss's
+    total) in memory in every iteration of the reduced loop: a chain of
+    dependent memory operations per element, which LLVM cannot remove from
+    an outlined kernel because it cannot tell the kernel's buffers apart.
+    Here the buffers are still the host's allocations.
+
+    An `scf.for` of a kernel whose own block loads and stores one element
+    (the same buffer, defined outside the loop, at the same indices,
+    computed outside the loop: the same values, or the same operations
+    without memory effects on the same values) carries it as an iter_arg:
+    one `memref.load` before the loop, each load in the body replaced by
+    the value last stored before it (the iteration's incoming value before
+    any store), the last stored value yielded, and one `memref.store` after
+    the loop. Condition: nothing else in the loop may touch the element:
+    every other operation's memory effects are known and on buffers that
+    do not share memory with it (distinct allocations, an allocation and an
+    argument); a barrier, a call, an access nested deeper than the loop's
+    block to the same buffer, or an access to another element of it keep
+    the loop as it is. Where the loop may run no iteration (bounds not
+    constant), the load, the loop and the store run under `scf.if` (lower
+    bound below the upper): a loop that runs no iteration makes no store
+    and no load. Inner loops first, so a nested reduction's accumulator
+    moves out of every loop that does not move it.
+
+    Loads in kernels whose value nothing uses go first (linalg's lowering
+    loads an output's element that the body does not read, such as the
+    destination of a bfloat16 copy; LLVM would drop them, but the emulation
+    and `ga-gpu-kernel-report` would count them).
+
+    The same operations on the same values in the same order: the results'
+    bits do not change (the emulation's comparison with the CPU checks it).
+    Loop-invariant operations without memory effects move out of each loop
+    first (`moveLoopInvariantCode`).
+
+    Example: `scf.for %j = %c0 to %c64 step %c1 { %a = memref.load
+    %acc[%r]; %x = memref.load %in[%r, %j]; %s = arith.addf %x, %a;
+    memref.store %s, %acc[%r] }` becomes `%a0 = memref.load %acc[%r]; %s =
+    scf.for ... iter_args(%a = %a0) { ... scf.yield %s }; memref.store %s,
+    %acc[%r]`.
+  }];
+  let dependentDialects = ["::mlir::arith::ArithDialect",
+                           "::mlir::memref::MemRefDialect",
+                           "::mlir::scf::SCFDialect"];
+}
+
 def GaGpuEmulateOnHostPass
     : Pass<"ga-gpu-emulate-on-host", "::mlir::ModuleOp"> {
   let summary = "Run the GPU-mapped step on the CPU, launches as loops";

@@ -42,6 +42,13 @@ def GaFuseElementwisePass : Pass<"ga-fuse-elementwise"> {
     same bits), and its tensor is neither written nor read back, which on
     a GPU costs more than the operations (`target=cuda` sets it).
 
+    Last, an elementwise operation with several results drops those that
+    nothing reads; an init the body reads becomes an input (a fused
+    producer that computed in place over its init, such as the
+    cross-entropy's gradient over the logits with bf16-mixed, whose
+    bfloat16 copy is the only result read): the element is read as before
+    and no longer written back (on GPT-2 124M at B 16, 3.3 GB a step).
+
     Run it after `train-lower-accumulate` (whose in-place accumulation looks
     at the producers of the gradients) and before `ga-outline-kernels`.
   }];
