@@ -13,11 +13,16 @@
 
 #include "ga/Codegen/CUDA/Passes.h"
 
+#include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/Transforms/Transforms.h"
+#include "mlir/Dialect/Math/IR/Math.h"
+#include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Matchers.h"
 #include "mlir/IR/PatternMatch.h"
 
 #include <algorithm>
+#include <limits>
 
 namespace ga {
 #define GEN_PASS_DEF_GAGPUSPLITREDUCTIONSPASS
@@ -41,6 +46,8 @@ struct GaGpuSplitReductionsPass
           << static_cast<int64_t>(minChunk);
       return signalPassFailure();
     }
+    if (lanes >= 2)
+      splitRowStatistics();
     SmallVector<linalg::GenericOp> candidates;
     getOperation().walk([&](linalg::GenericOp op) {
       if (op.hasPureTensorSemantics() && op.getNumDpsInits() == 1 &&
@@ -112,6 +119,203 @@ struct GaGpuSplitReductionsPass
     AffineMap out = op.getMatchingIndexingMap(op.getDpsInitOperand(0));
     return out == AffineMap::getMultiDimIdentityMap(numLoops, op.getContext())
                       .getMajorSubMap(last);
+  }
+
+  /// Whether `op` reduces the last of its loops, the others parallel, over
+  /// a float32 input `x` read whole and in order, into a float32 result
+  /// indexed by the other loops in order; with `row` also reading that
+  /// result's row (the row's maximum).
+  static bool isRowReduction(linalg::GenericOp op, unsigned inputs) {
+    unsigned n = op.getNumLoops();
+    if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != inputs ||
+        op.getNumDpsInits() != 1 || n < 2 || op.getNumReductionLoops() != 1 ||
+        op.getIteratorTypesArray()[n - 1] != utils::IteratorType::reduction)
+      return false;
+    MLIRContext *ctx = op.getContext();
+    AffineMap identity = AffineMap::getMultiDimIdentityMap(n, ctx);
+    AffineMap row = identity.getMajorSubMap(n - 1);
+    if (op.getMatchingIndexingMap(op.getDpsInputOperand(0)) != identity ||
+        op.getMatchingIndexingMap(op.getDpsInitOperand(0)) != row ||
+        (inputs == 2 &&
+         op.getMatchingIndexingMap(op.getDpsInputOperand(1)) != row))
+      return false;
+    for (Value v : op->getOperands())
+      if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+        return false;
+    return true;
+  }
+
+  /// The operations of `op`'s body, before its yield, if there are `n`.
+  static SmallVector<Operation *> bodyOps(linalg::GenericOp op, size_t n) {
+    SmallVector<Operation *> ops;
+    for (Operation &inner : op.getBlock()->without_terminator())
+      ops.push_back(&inner);
+    if (ops.size() != n)
+      ops.clear();
+    return ops;
+  }
+
+  /// Whether `v` is `a` combined with `b` by a commutative `OpTy`.
+  template <typename OpTy> static bool isPair(Operation *op, Value a, Value b) {
+    auto pair = dyn_cast<OpTy>(op);
+    return pair && ((pair->getOperand(0) == a && pair->getOperand(1) == b) ||
+                    (pair->getOperand(0) == b && pair->getOperand(1) == a));
+  }
+
+  /// A row's maximum, `max(x, out)` over the last loop.
+  static bool isRowMax(linalg::GenericOp op) {
+    if (!isRowReduction(op, 1))
+      return false;
+    SmallVector<Operation *> ops = bodyOps(op, 1);
+    Block *body = op.getBlock();
+    return !ops.empty() &&
+           isPair<arith::MaximumFOp>(ops[0], body->getArgument(0),
+                                     body->getArgument(1)) &&
+           body->getTerminator()->getOperand(0) == ops[0]->getResult(0);
+  }
+
+  /// The sum of a row's exponentials shifted by `max`'s result, `exp(x -
+  /// m) + out` over the last loop of the same input, from zero.
+  static bool isRowSumExp(linalg::GenericOp op, linalg::GenericOp max) {
+    if (!isRowReduction(op, 2) ||
+        op.getDpsInputs()[0] != max.getDpsInputs()[0] ||
+        op.getDpsInputs()[1] != max->getResult(0))
+      return false;
+    auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
+    if (!fill || !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
+      return false;
+    SmallVector<Operation *> ops = bodyOps(op, 3);
+    Block *body = op.getBlock();
+    if (ops.empty())
+      return false;
+    auto sub = dyn_cast<arith::SubFOp>(ops[0]);
+    auto exp = dyn_cast<math::ExpOp>(ops[1]);
+    return sub && exp && sub.getLhs() == body->getArgument(0) &&
+           sub.getRhs() == body->getArgument(1) &&
+           exp.getOperand() == sub.getResult() &&
+           isPair<arith::AddFOp>(ops[2], exp.getResult(),
+                                 body->getArgument(2)) &&
+           body->getTerminator()->getOperand(0) == ops[2]->getResult(0);
+  }
+
+  /// The online form of a running (maximum, sum of exponentials) pair
+  /// taking in another (`m2`, `s2`): m = max(m1, m2), s = s1 exp(m1 - m)
+  /// + s2 exp(m2 - m), 0 while m is -inf (nothing but -inf so far: the
+  /// elements' shares are 0 against any finite maximum to come).
+  static std::pair<Value, Value> combine(OpBuilder &b, Location loc, Value m1,
+                                         Value s1, Value m2, Value s2) {
+    Value m = arith::MaximumFOp::create(b, loc, m1, m2);
+    auto share = [&](Value s, Value from) -> Value {
+      Value e =
+          math::ExpOp::create(b, loc, arith::SubFOp::create(b, loc, from, m));
+      return s ? arith::MulFOp::create(b, loc, s, e).getResult() : e;
+    };
+    // In this order (function arguments have none).
+    Value first = share(s1, m1);
+    Value second = share(s2, m2);
+    Value sum = arith::AddFOp::create(b, loc, first, second);
+    Value ninf = arith::ConstantOp::create(
+        b, loc, b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+    Value none =
+        arith::CmpFOp::create(b, loc, arith::CmpFPredicate::OEQ, m, ninf);
+    Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+    return {m, arith::SelectOp::create(b, loc, none, zero, sum)};
+  }
+
+  /// A row's maximum and the sum of its exponentials shifted by it (the
+  /// cross-entropy's statistics, a softmax's), which read every row twice,
+  /// as one pass of `lanes` interleaved online partial pairs per row
+  /// (each lane keeps its maximum and its sum rescaled to it), then the
+  /// lanes' pairs combined in lane order: where the row reductions would be
+  /// split into lanes anyway (isLaneSplittable), so that the summation
+  /// order changes only where it changes already.
+  void splitRowStatistics() {
+    SmallVector<std::pair<linalg::GenericOp, linalg::GenericOp>> pairs;
+    getOperation().walk([&](linalg::GenericOp max) {
+      if (!isRowMax(max) || !isLaneSplittable(max))
+        return;
+      for (Operation *user : max->getResult(0).getUsers()) {
+        auto sum = dyn_cast<linalg::GenericOp>(user);
+        if (sum && sum->getBlock() == max->getBlock() &&
+            isRowSumExp(sum, max)) {
+          pairs.push_back({max, sum});
+          return;
+        }
+      }
+    });
+    IRRewriter rewriter(&getContext());
+    for (auto [max, sum] : pairs) {
+      OpBuilder b(max);
+      Location loc = max.getLoc();
+      Value x = max.getDpsInputs()[0];
+      auto xType = cast<RankedTensorType>(x.getType());
+      unsigned n = xType.getRank();
+      int64_t length = xType.getDimSize(n - 1);
+      // x as [rows..., steps, lanes].
+      SmallVector<int64_t> shape(xType.getShape());
+      shape.back() = length / lanes;
+      shape.push_back(lanes);
+      SmallVector<ReassociationIndices> groups;
+      for (unsigned d = 0; d + 1 < n; ++d)
+        groups.push_back({static_cast<int64_t>(d)});
+      groups.push_back({static_cast<int64_t>(n - 1), static_cast<int64_t>(n)});
+      Value lanesView =
+          tensor::ExpandShapeOp::create(b, loc, xType.clone(shape), x, groups);
+      SmallVector<int64_t> partialShape(xType.getShape().drop_back());
+      partialShape.push_back(lanes);
+      auto filled = [&](float value) {
+        Value empty =
+            tensor::EmptyOp::create(b, loc, partialShape, b.getF32Type());
+        Value v = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
+        return linalg::FillOp::create(b, loc, v, empty).getResult(0);
+      };
+      Value partialMax = filled(-std::numeric_limits<float>::infinity());
+      Value partialSum = filled(0.0f);
+      MLIRContext *ctx = b.getContext();
+      // Loops: the rows, the steps along a row (reduced), the lanes.
+      AffineMap all = AffineMap::getMultiDimIdentityMap(n + 1, ctx);
+      SmallVector<AffineExpr> laneResults;
+      for (unsigned d = 0; d + 1 < n; ++d)
+        laneResults.push_back(b.getAffineDimExpr(d));
+      laneResults.push_back(b.getAffineDimExpr(n));
+      AffineMap partialMap = AffineMap::get(n + 1, 0, laneResults, ctx);
+      SmallVector<utils::IteratorType> iterators(n - 1,
+                                                 utils::IteratorType::parallel);
+      iterators.push_back(utils::IteratorType::reduction);
+      iterators.push_back(utils::IteratorType::parallel);
+      auto partial = linalg::GenericOp::create(
+          b, loc, TypeRange{partialMax.getType(), partialSum.getType()},
+          ValueRange{lanesView}, ValueRange{partialMax, partialSum},
+          ArrayRef<AffineMap>{all, partialMap, partialMap}, iterators,
+          [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            auto [m, s] = combine(nb, nloc, args[1], args[2], args[0], {});
+            linalg::YieldOp::create(nb, nloc, ValueRange{m, s});
+          });
+      // The lanes' pairs in lane order, onto the maximum's init and zero.
+      AffineMap lanesAll = AffineMap::getMultiDimIdentityMap(n, ctx);
+      AffineMap rowMap = lanesAll.getMajorSubMap(n - 1);
+      SmallVector<utils::IteratorType> combineIterators(
+          n - 1, utils::IteratorType::parallel);
+      combineIterators.push_back(utils::IteratorType::reduction);
+      Value sumInit = [&] {
+        auto type = cast<RankedTensorType>(sum->getResult(0).getType());
+        Value empty =
+            tensor::EmptyOp::create(b, loc, type.getShape(), b.getF32Type());
+        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
+        return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
+      }();
+      auto combined = linalg::GenericOp::create(
+          b, loc, TypeRange{max->getResult(0).getType(), sumInit.getType()},
+          ValueRange{partial.getResult(0), partial.getResult(1)},
+          ValueRange{max.getDpsInits()[0], sumInit},
+          ArrayRef<AffineMap>{lanesAll, lanesAll, rowMap, rowMap},
+          combineIterators, [&](OpBuilder &nb, Location nloc, ValueRange args) {
+            auto [m, s] = combine(nb, nloc, args[2], args[3], args[0], args[1]);
+            linalg::YieldOp::create(nb, nloc, ValueRange{m, s});
+          });
+      rewriter.replaceOp(sum, combined.getResult(1));
+      rewriter.replaceOp(max, combined.getResult(0));
+    }
   }
 
   /// Row reductions: the most threads of chunks weighed against lanes.

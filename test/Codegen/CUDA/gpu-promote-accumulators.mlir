@@ -165,3 +165,44 @@ func.func @kept(%in: memref<8x64xf32>, %other: memref<8xf32>,
   }
   return %acc : memref<8xf32>
 }
+
+// -----
+
+// A loop that may run no iteration and has a result of its own: under the
+// guard the loop carries both (its own first), the guard yields the loop's
+// result where it runs and the result's init where it does not.
+// CHECK-LABEL: func.func @guarded_result
+// CHECK: %[[RUNS:.*]] = arith.cmpi slt, %{{.*}}, %{{.*}} : index
+// CHECK-NEXT: %[[G:.*]] = scf.if %[[RUNS]] -> (f32) {
+// CHECK-NEXT: %[[A0:.*]] = memref.load %[[ACC:.*]][%{{.*}}, %{{.*}}] : memref<8x32xf32>
+// CHECK-NEXT: %[[L:.*]]:2 = scf.for {{.*}} iter_args(%{{.*}} = %[[ZERO:.*]], %{{.*}} = %[[A0]]) -> (f32, f32)
+// CHECK: scf.yield
+// CHECK: memref.store %[[L]]#1, %[[ACC]]
+// CHECK-NEXT: scf.yield %[[L]]#0 : f32
+// CHECK-NEXT: } else {
+// CHECK-NEXT: scf.yield %[[ZERO]] : f32
+// CHECK: memref.store %[[G]], %{{.*}} : memref<8x32xf32>
+func.func @guarded_result(%in: memref<8x64xf32>)
+    -> (memref<8x32xf32>, memref<8x32xf32>) {
+  %c1 = arith.constant 1 : index
+  %c8 = arith.constant 8 : index
+  %c32 = arith.constant 32 : index
+  %c64 = arith.constant 64 : index
+  %zero = arith.constant 0.0 : f32
+  %acc = memref.alloc() : memref<8x32xf32>
+  %out = memref.alloc() : memref<8x32xf32>
+  gpu.launch blocks(%bx, %by, %bz) in (%gx = %c8, %gy = %c1, %gz = %c1)
+             threads(%tx, %ty, %tz) in (%sx = %c32, %sy = %c1, %sz = %c1) {
+    %r = scf.for %j = %tx to %c64 step %c32 iter_args(%c = %zero) -> (f32) {
+      %x = memref.load %in[%bx, %j] : memref<8x64xf32>
+      %a = memref.load %acc[%bx, %tx] : memref<8x32xf32>
+      %s = arith.addf %x, %a : f32
+      memref.store %s, %acc[%bx, %tx] : memref<8x32xf32>
+      %c2 = arith.mulf %c, %x : f32
+      scf.yield %c2 : f32
+    }
+    memref.store %r, %out[%bx, %tx] : memref<8x32xf32>
+    gpu.terminator
+  }
+  return %acc, %out : memref<8x32xf32>, memref<8x32xf32>
+}

@@ -162,9 +162,10 @@ func.func @short(%g: tensor<128x64xf32>, %b: tensor<64xf32>) -> tensor<64xf32> {
 // cross-entropy's row maximum (from -inf) and its sum of exponentials,
 // which also reads the maximum by row, split the same way (4096 rows are
 // few enough for 4 chunks of at most 16384 threads too, but 32 lanes give
-// more threads, and theirs read consecutive elements). With lanes=1 both
-// split in chunks as a column reduction would: the row sums in 16 of 64
-// elements, the row statistics in 64 of 500.
+// more threads, and theirs read consecutive elements; the sum starts from
+// an argument, not from a zero fill, so the two stay two passes). With
+// lanes=1 both split in chunks as a column reduction would: the row sums in
+// 16 of 64 elements, the row statistics in 64 of 500.
 // CHECK-LABEL: func.func @row_sums
 // CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [16384, 32, 32]
 // CHECK: %[[FILL:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<16384x32xf32>)
@@ -206,6 +207,67 @@ func.func @row_statistics(%logits: tensor<4096x32000xf32>, %minf: tensor<4096xf3
   %sum = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>, affine_map<(i, v) -> (i)>],
                          iterator_types = ["parallel", "reduction"]}
       ins(%logits, %max : tensor<4096x32000xf32>, tensor<4096xf32>) outs(%zero : tensor<4096xf32>) {
+  ^bb0(%a: f32, %m: f32, %acc: f32):
+    %d = arith.subf %a, %m : f32
+    %e = math.exp %d : f32
+    %y = arith.addf %e, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  return %max, %sum : tensor<4096xf32>, tensor<4096xf32>
+}
+
+// The cross-entropy's statistics as convert-train-to-linalg writes them
+// (the maximum from a fill of -inf, the sum from a fill of 0): one pass of
+// online pairs per lane over [4096, 1000, 32] (each lane's maximum and its
+// sum rescaled to it), then the 32 lanes' pairs combined in lane order onto
+// the maximum's init and a zero fill; both results come from the combining
+// generic. With lanes=1, the two passes split in chunks as before.
+// CHECK-LABEL: func.func @row_statistics_online
+// CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 1000, 32]
+// CHECK: %[[PM:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4096x32xf32>)
+// CHECK: %[[PS:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4096x32xf32>)
+// CHECK: %[[PART:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[X]] : tensor<4096x1000x32xf32>) outs(%[[PM]], %[[PS]] : tensor<4096x32xf32>, tensor<4096x32xf32>)
+// CHECK-NEXT: ^bb0(%[[XV:.*]]: f32, %[[M:.*]]: f32, %[[S:.*]]: f32):
+// CHECK-NEXT: %[[NEWM:.*]] = arith.maximumf %[[M]], %[[XV]] : f32
+// CHECK-NEXT: %[[D1:.*]] = arith.subf %[[M]], %[[NEWM]] : f32
+// CHECK-NEXT: %[[E1:.*]] = math.exp %[[D1]] : f32
+// CHECK-NEXT: %[[R:.*]] = arith.mulf %[[S]], %[[E1]] : f32
+// CHECK-NEXT: %[[D2:.*]] = arith.subf %[[XV]], %[[NEWM]] : f32
+// CHECK-NEXT: %[[E2:.*]] = math.exp %[[D2]] : f32
+// CHECK-NEXT: %[[SUM:.*]] = arith.addf %[[R]], %[[E2]] : f32
+// CHECK-NEXT: %[[NINF:.*]] = arith.constant 0xFF800000 : f32
+// CHECK-NEXT: %[[NONE:.*]] = arith.cmpf oeq, %[[NEWM]], %[[NINF]] : f32
+// CHECK-NEXT: %[[ZERO:.*]] = arith.constant 0.000000e+00 : f32
+// CHECK-NEXT: %[[NEWS:.*]] = arith.select %[[NONE]], %[[ZERO]], %[[SUM]] : f32
+// CHECK-NEXT: linalg.yield %[[NEWM]], %[[NEWS]] : f32, f32
+// CHECK: %[[SINIT:.*]] = linalg.fill ins(%{{.*}} : f32) outs(%{{.*}} : tensor<4096xf32>)
+// CHECK: %[[ALL:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[PART]]#0, %[[PART]]#1 : tensor<4096x32xf32>, tensor<4096x32xf32>) outs(%{{.*}}, %[[SINIT]] : tensor<4096xf32>, tensor<4096xf32>)
+// CHECK: arith.maximumf
+// CHECK-COUNT-2: math.exp
+// CHECK: arith.select
+// CHECK-NOT: linalg.generic
+// CHECK: return %[[ALL]]#0, %[[ALL]]#1
+// NOLANES-LABEL: func.func @row_statistics_online
+// NOLANES: tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 64, 500]
+// NOLANES-NOT: arith.select
+// NOLANES: return
+func.func @row_statistics_online(%logits: tensor<4096x32000xf32>) -> (tensor<4096xf32>, tensor<4096xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<4096xf32>
+  %minf = linalg.fill ins(%ninf : f32) outs(%e0 : tensor<4096xf32>) -> tensor<4096xf32>
+  %e1 = tensor.empty() : tensor<4096xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4096xf32>) -> tensor<4096xf32>
+  %max = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits : tensor<4096x32000xf32>) outs(%minf : tensor<4096xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %y = arith.maximumf %a, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits, %max : tensor<4096x32000xf32>, tensor<4096xf32>) outs(%zeros : tensor<4096xf32>) {
   ^bb0(%a: f32, %m: f32, %acc: f32):
     %d = arith.subf %a, %m : f32
     %e = math.exp %d : f32

@@ -64,6 +64,16 @@ def GaGpuSplitReductionsPass
     of 64 rows) the step's kernels and GEMMs took 124.0 ms instead of
     130.5 ms (`GA_CUDA_PROFILE`, one campaign).
 
+    A row's maximum followed by the sum of the row's exponentials shifted
+    by it (`exp(x - max) + acc`, from zero: the cross-entropy's statistics,
+    a softmax's), which read each row twice, become one pass where the row
+    would be split into lanes: each lane keeps an online pair, its maximum
+    and its sum rescaled to it (`m = max(m, x)`, `s = s exp(m_old - m) +
+    exp(x - m)`), then the lanes' pairs are combined in lane order onto the
+    maximum's init (`s = s1 exp(m1 - m) + s2 exp(m2 - m)`; 0 while the
+    maximum is -inf). On GPT-2 124M at B 16 this reads the [N, V] logits
+    once instead of twice (3.3 GB a step).
+
     The summation order changes (results differ from the CPU pipeline's
     in the last bits) but stays fixed: the same bits run to run. A maximum
     keeps its bits.
@@ -92,7 +102,8 @@ def GaGpuSplitReductionsPass
   ];
   let dependentDialects = ["::mlir::linalg::LinalgDialect",
                            "::mlir::tensor::TensorDialect",
-                           "::mlir::arith::ArithDialect"];
+                           "::mlir::arith::ArithDialect",
+                           "::mlir::math::MathDialect"];
 }
 
 def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
