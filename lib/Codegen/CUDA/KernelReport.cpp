@@ -622,6 +622,7 @@ struct GaGpuKernelReportPass
 
   struct Totals {
     int64_t launches = 0, readBytes = 0, writtenBytes = 0, flops = 0;
+    int64_t issuedLoadBytes = 0;
     int64_t productCalls = 0, productFlops = 0;
     double kernelUs = 0, productUs = 0;
   };
@@ -632,6 +633,7 @@ struct GaGpuKernelReportPass
       t.launches += row.launches;
       t.readBytes += row.launches * row.readBytes;
       t.writtenBytes += row.launches * row.writtenBytes;
+      t.issuedLoadBytes += row.launches * row.issuedLoadBytes;
       t.flops += row.launches * row.flops;
       t.kernelUs += row.launches * row.boundUs;
     }
@@ -652,10 +654,12 @@ struct GaGpuKernelReportPass
                        dev.name.str().c_str(), dev.bandwidth / 1e9,
                        dev.f32 / 1e12, dev.tf32 / 1e12, dev.bf16 / 1e12);
     os << llvm::format("kernels: %zu distinct, %lld launches; bytes read "
-                       "%lld, written %lld; FLOPs %lld; bound %.3f us\n",
+                       "%lld, written %lld; FLOPs %lld; bound %.3f us; "
+                       "loads issued %lld B\n",
                        kernels.size(), (long long)t.launches,
                        (long long)t.readBytes, (long long)t.writtenBytes,
-                       (long long)t.flops, t.kernelUs);
+                       (long long)t.flops, t.kernelUs,
+                       (long long)t.issuedLoadBytes);
     os << llvm::format("products: %zu distinct, %lld calls; FLOPs %lld; "
                        "bound %.3f us\n",
                        products.size(), (long long)t.productCalls,
@@ -746,6 +750,8 @@ struct GaGpuKernelReportPass
         {"totals", llvm::json::Object{{"launches", t.launches},
                                       {"read_bytes", t.readBytes},
                                       {"written_bytes", t.writtenBytes},
+                                      {"issued_load_bytes",
+                                       t.issuedLoadBytes},
                                       {"flops", t.flops},
                                       {"kernel_bound_us", t.kernelUs},
                                       {"product_calls", t.productCalls},

@@ -30,9 +30,10 @@
 // - a two-level batch of bfloat16 operands from zero, 2 x 8 products of 16
 //   x 16 x 8: 65,536 FLOPs, (128 + 128) x 2 B read per product (8,192 B
 //   in all), 16,384 B written; bound 24,576 B / 4.3e12 B/s = 0.0057 us.
-// The step's floor: 0.0172 us of kernels and 0.0210 us of products.
+// The step's floor: 0.0172 us of kernels and 0.0210 us of products; the
+// kernels' loads issue 65,536 + 4 x 4,096 + 4,096 = 86,016 B.
 // CHECK: kernel report: h200, 4300 GB/s, float32 67.0 TFLOP/s (products: TF32 494.7, bfloat16 989.4)
-// CHECK-NEXT: kernels: 3 distinct, 6 launches; bytes read 53248, written 20736; FLOPs 44096; bound 0.017 us
+// CHECK-NEXT: kernels: 3 distinct, 6 launches; bytes read 53248, written 20736; FLOPs 44096; bound 0.017 us; loads issued 86016 B
 // CHECK-NEXT: products: 2 distinct, 2 calls; FLOPs 589824; bound 0.021 us
 // CHECK-NEXT: step floor: 0.038 us, the kernels 45.1% of it
 // CHECK-NEXT: launches grid block read B written B FLOPs issued load B bound us kernel
@@ -68,6 +69,7 @@
 // JSON: "products": [
 // JSON: "call": "ga_cuda_gemm_f32"
 // JSON: "totals": {
+// JSON: "issued_load_bytes": 86016
 // JSON: "launches": 6
 
 // The IR is left as it is.
