@@ -14,8 +14,9 @@
 // that copy (half the bytes); a parameter (a function argument, or a slice
 // of one), and a tensor that something else reads after its last product,
 // are rounded at each product instead: they stay alive in float32 anyway,
-// and a copy kept beside them would only add bytes. Everything else stays
-// float32.
+// and a copy kept beside them would only add bytes. A tensor that widens a
+// bfloat16 one (the fused attention's output) is read as that one, which
+// rounding would give back. Everything else stays float32.
 //
 //===----------------------------------------------------------------------===//
 
@@ -108,6 +109,28 @@ readAfterItsProducts(Value value,
   return lastOther && lastProduct && !lastOther->isBeforeInBlock(lastProduct);
 }
 
+/// The bfloat16 tensor that `value` widens, where `value` is an elementwise
+/// arith.extf of one (the fused attention's results with bf16-mixed):
+/// rounding it again gives that tensor back, bit for bit.
+static Value widenedFrom(Value value) {
+  auto widen = value.getDefiningOp<linalg::GenericOp>();
+  if (!widen || widen.getNumDpsInputs() != 1 || widen.getNumDpsInits() != 1 ||
+      widen.getNumLoops() != widen.getNumParallelLoops())
+    return {};
+  Value input = widen.getDpsInputs()[0];
+  auto type = dyn_cast<RankedTensorType>(input.getType());
+  if (!type || !type.getElementType().isBF16() ||
+      llvm::any_of(widen.getIndexingMapsArray(),
+                   [](AffineMap m) { return !m.isIdentity(); }))
+    return {};
+  Block *body = widen.getBlock();
+  auto extf = dyn_cast<arith::ExtFOp>(&body->front());
+  if (!extf || extf.getIn() != body->getArgument(0) ||
+      body->getTerminator()->getOperand(0) != extf.getResult())
+    return {};
+  return input;
+}
+
 namespace {
 
 struct GaMixedPrecisionPass
@@ -124,6 +147,8 @@ struct GaMixedPrecisionPass
   /// anyway), else once, right after the tensor's definition (at the start
   /// of its block for a block argument), shared by all its products.
   Value bf16Copy(Value value, Operation *product, bool eachProduct) {
+    if (Value narrow = widenedFrom(value))
+      return narrow;
     std::pair<Value, Operation *> key{value, eachProduct ? product : nullptr};
     if (Value copy = copies.lookup(key))
       return copy;

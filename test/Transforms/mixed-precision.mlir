@@ -275,3 +275,29 @@ func.func @buffers(%x: memref<8x4xf32>, %w: memref<4x6xf32>,
       outs(%y : memref<8x6xf32>)
   return
 }
+
+// -----
+
+// A product of a tensor that widens a bfloat16 one (the fused attention's
+// output with bf16-mixed) reads that bfloat16 tensor: rounding the widened
+// values gives it back, so no copy is made; the other operand, a
+// parameter, is rounded at the product.
+// CHECK-LABEL: func.func @widened
+// CHECK-SAME: %[[O:[^:]*]]: tensor<8x4xbf16>
+// CHECK-COUNT-1: arith.truncf
+// CHECK: linalg.matmul ins(%[[O]], %{{.*}} : tensor<8x4xbf16>, tensor<4x6xbf16>)
+func.func @widened(%o: tensor<8x4xbf16>, %w: tensor<4x6xf32>) -> tensor<8x6xf32> {
+  %e = tensor.empty() : tensor<8x4xf32>
+  %wide = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                          iterator_types = ["parallel", "parallel"]}
+      ins(%o : tensor<8x4xbf16>) outs(%e : tensor<8x4xf32>) {
+  ^bb0(%x: bf16, %out: f32):
+    %y = arith.extf %x : bf16 to f32
+    linalg.yield %y : f32
+  } -> tensor<8x4xf32>
+  %zero = arith.constant 0.0 : f32
+  %c = tensor.empty() : tensor<8x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%c : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %p = linalg.matmul ins(%wide, %w : tensor<8x4xf32>, tensor<4x6xf32>) outs(%z : tensor<8x6xf32>) -> tensor<8x6xf32>
+  return %p : tensor<8x6xf32>
+}

@@ -40,6 +40,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/MemRef/IR/MemRef.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "train/TrainOps.h"
 #include "train/TrainRuntime.h"
 
@@ -60,11 +61,22 @@ StringRef typeSuffix(Type t) {
   return "";
 }
 
+/// The narrower copies (bfloat16 of float32) made so far, by tensor and
+/// element type: the backward's operands are the forward's, and the
+/// forward's bfloat16 result is the narrow form of its widened result, so
+/// the backward reads the forward's copies (the same bits) instead of
+/// rounding again, and the float32 operands need not live until the
+/// backward.
+using NarrowCopies = llvm::DenseMap<std::pair<Value, Type>, Value>;
+
 struct CallBuilder {
   OpBuilder &b;
   Location loc;
   SmallVector<Value> args;
   SmallVector<Type> argTypes;
+  NarrowCopies &narrow;
+  DominanceInfo &dominance;
+  Operation *at;
 
   /// `t` with its elements converted to `to` (arith.truncf or extf).
   Value converted(Value t, Type to) {
@@ -72,22 +84,34 @@ struct CallBuilder {
     Type from = type.getElementType();
     if (from == to)
       return t;
-    auto result = RankedTensorType::get(type.getShape(), to);
+    bool narrower = to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth();
+    if (narrower)
+      if (Value copy = narrow.lookup({t, to});
+          copy && dominance.properlyDominates(copy, at))
+        return copy;
+    auto resultType = RankedTensorType::get(type.getShape(), to);
     Value init = tensor::EmptyOp::create(b, loc, type.getShape(), to);
     AffineMap id = b.getMultiDimIdentityMap(type.getRank());
     SmallVector<utils::IteratorType> iterators(type.getRank(),
                                                utils::IteratorType::parallel);
-    return linalg::GenericOp::create(
-               b, loc, TypeRange{result}, ValueRange{t}, ValueRange{init},
-               ArrayRef<AffineMap>{id, id}, iterators,
-               [&](OpBuilder &bb, Location bl, ValueRange a) {
-                 Value v =
-                     to.getIntOrFloatBitWidth() < from.getIntOrFloatBitWidth()
-                         ? arith::TruncFOp::create(bb, bl, to, a[0]).getResult()
-                         : arith::ExtFOp::create(bb, bl, to, a[0]).getResult();
-                 linalg::YieldOp::create(bb, bl, v);
-               })
-        .getResult(0);
+    Value result =
+        linalg::GenericOp::create(
+            b, loc, TypeRange{resultType}, ValueRange{t}, ValueRange{init},
+            ArrayRef<AffineMap>{id, id}, iterators,
+            [&](OpBuilder &bb, Location bl, ValueRange a) {
+              Value v =
+                  narrower
+                      ? arith::TruncFOp::create(bb, bl, to, a[0]).getResult()
+                      : arith::ExtFOp::create(bb, bl, to, a[0]).getResult();
+              linalg::YieldOp::create(bb, bl, v);
+            })
+            .getResult(0);
+    if (narrower)
+      narrow[{t, to}] = result;
+    else
+      // Rounding the widened tensor gives `t` back, bit for bit.
+      narrow[{result, from}] = t;
+    return result;
   }
 
   void pass(Value buffer) {
@@ -180,6 +204,8 @@ ga::attentionCallUnsupported(Operation *op, const AttentionCalls &calls) {
 LogicalResult ga::lowerAttentionToCalls(Operation *root,
                                         const AttentionCalls &calls) {
   SmallVector<Operation *> ops;
+  NarrowCopies narrow;
+  DominanceInfo dominance(root);
   root->walk([&](Operation *op) {
     if (isa<AttentionOp, AttentionGradOp>(op) &&
         !attentionCallUnsupported(op, calls))
@@ -195,7 +221,7 @@ LogicalResult ga::lowerAttentionToCalls(Operation *root,
                         : operandType;
     // The statistics in float32 where the operands are bfloat16.
     Type statType = callType.isBF16() ? Type(b.getF32Type()) : callType;
-    CallBuilder c{b, loc, {}, {}};
+    CallBuilder c{b, loc, {}, {}, narrow, dominance, op};
     auto shapeOf = [](Value v) {
       return cast<RankedTensorType>(v.getType()).getShape();
     };

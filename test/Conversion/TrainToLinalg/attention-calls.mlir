@@ -32,11 +32,27 @@
 // BF16: remark: attention's gradient: the runtime's fused attention (bfloat16)
 // BF16: remark: attention: over tiles of 4 queries and 2 keys (0: all); not the fused call: a key mask (the fused attention of this target takes causal masks only)
 // BF16: remark: attention's gradient: over tiles of 4 queries and 2 keys (0: all); not the fused call: a key mask
+// The backward reads the forward's bfloat16 copies of the query, key and
+// value, and the forward's bfloat16 output itself (rounding its widened
+// form would give it back): one rounding each, the output's gradient the
+// only new one.
 // BF16-LABEL: func.func @attention
+// BF16: %[[QB:.+]] = linalg.generic {{.*}} ins(%arg0 : tensor<2x8x3x4xf32>)
 // BF16: arith.truncf %{{.+}} : f32 to bf16
+// BF16: %[[KB:.+]] = linalg.generic {{.*}} ins(%arg1 : tensor<2x8x3x4xf32>)
+// BF16: %[[VB:.+]] = linalg.generic {{.*}} ins(%arg2 : tensor<2x8x3x5xf32>)
 // BF16: call @ga_attention_fwd_bf16({{.*}}) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, f64, i32, f64) -> ()
+// BF16: %[[OB:.+]] = bufferization.to_tensor %{{.+}} restrict writable : memref<2x8x3x5xbf16>
 // BF16: arith.extf %{{.+}} : bf16 to f32
+// BF16: bufferization.to_buffer %[[QB]] read_only
+// BF16: bufferization.to_buffer %[[KB]] read_only
+// BF16: bufferization.to_buffer %[[VB]] read_only
+// BF16: bufferization.to_buffer %[[OB]] read_only
+// BF16: linalg.generic {{.*}} ins(%arg3 : tensor<2x8x3x5xf32>)
 // BF16: call @ga_attention_bwd_bf16({{.*}}) : (memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xf32>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, memref<*xbf16>, f64, i32, f64) -> ()
+// BF16-COUNT-3: arith.extf
+// BF16-NOT: arith.truncf
+// BF16: return
 // BF16-LABEL: func.func @masked
 // BF16-NOT: call @ga_attention
 // BF16: scf.for
