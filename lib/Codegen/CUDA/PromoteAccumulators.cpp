@@ -66,13 +66,13 @@ bool sameIndices(ValueRange a, ValueRange b) {
          });
 }
 
-/// The buffer an access of `op` touches, or null.
-Value accessedMemref(Operation *op) {
+/// The buffer and indices of `op`, a scalar load or store, or nothing.
+std::optional<std::pair<Value, ValueRange>> scalarAccess(Operation *op) {
   if (auto load = dyn_cast<memref::LoadOp>(op))
-    return load.getMemRef();
+    return std::make_pair(load.getMemRef(), load.getIndices());
   if (auto store = dyn_cast<memref::StoreOp>(op))
-    return store.getMemRef();
-  return {};
+    return std::make_pair(store.getMemRef(), store.getIndices());
+  return std::nullopt;
 }
 
 /// The loads and stores, in the loop body's own block, of one element that
@@ -117,12 +117,10 @@ bool onlyAccessesOf(scf::ForOp loop, const Accumulator &acc) {
 SmallVector<Accumulator> findAccumulators(scf::ForOp loop) {
   SmallVector<Accumulator> candidates;
   for (Operation &op : loop.getBody()->without_terminator()) {
-    Value memref = accessedMemref(&op);
-    if (!memref || !loop.isDefinedOutsideOfLoop(memref))
+    std::optional<std::pair<Value, ValueRange>> access = scalarAccess(&op);
+    if (!access || !loop.isDefinedOutsideOfLoop(access->first))
       continue;
-    ValueRange indices = isa<memref::LoadOp>(op)
-                             ? cast<memref::LoadOp>(op).getIndices()
-                             : cast<memref::StoreOp>(op).getIndices();
+    auto [memref, indices] = *access;
     if (!llvm::all_of(indices,
                       [&](Value i) { return loop.isDefinedOutsideOfLoop(i); }))
       continue;

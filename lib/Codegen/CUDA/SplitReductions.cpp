@@ -12,6 +12,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Codegen/CUDA/Passes.h"
+#include "ga/Utils/TensorBuilders.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
@@ -122,9 +123,9 @@ struct GaGpuSplitReductionsPass
   }
 
   /// Whether `op` reduces the last of its loops, the others parallel, over
-  /// a float32 input `x` read whole and in order, into a float32 result
-  /// indexed by the other loops in order; with `row` also reading that
-  /// result's row (the row's maximum).
+  /// a float32 first input read whole and in order, into a float32 result
+  /// indexed by the other loops in order; with `inputs` = 2, a second
+  /// input read by row as the result is (the row's maximum).
   static bool isRowReduction(linalg::GenericOp op, unsigned inputs) {
     unsigned n = op.getNumLoops();
     if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != inputs ||
@@ -155,7 +156,7 @@ struct GaGpuSplitReductionsPass
     return ops;
   }
 
-  /// Whether `v` is `a` combined with `b` by a commutative `OpTy`.
+  /// Whether `op` is an `OpTy` of `a` and `b`, in either order.
   template <typename OpTy> static bool isPair(Operation *op, Value a, Value b) {
     auto pair = dyn_cast<OpTy>(op);
     return pair && ((pair->getOperand(0) == a && pair->getOperand(1) == b) ||
@@ -263,14 +264,11 @@ struct GaGpuSplitReductionsPass
           tensor::ExpandShapeOp::create(b, loc, xType.clone(shape), x, groups);
       SmallVector<int64_t> partialShape(xType.getShape().drop_back());
       partialShape.push_back(lanes);
-      auto filled = [&](float value) {
-        Value empty =
-            tensor::EmptyOp::create(b, loc, partialShape, b.getF32Type());
-        Value v = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(value));
-        return linalg::FillOp::create(b, loc, v, empty).getResult(0);
-      };
-      Value partialMax = filled(-std::numeric_limits<float>::infinity());
-      Value partialSum = filled(0.0f);
+      Value partialMax = ga::filledTensor(
+          b, loc, partialShape,
+          b.getF32FloatAttr(-std::numeric_limits<float>::infinity()));
+      Value partialSum =
+          ga::filledTensor(b, loc, partialShape, b.getF32FloatAttr(0.0f));
       MLIRContext *ctx = b.getContext();
       // Loops: the rows, the steps along a row (reduced), the lanes.
       AffineMap all = AffineMap::getMultiDimIdentityMap(n + 1, ctx);
@@ -297,13 +295,7 @@ struct GaGpuSplitReductionsPass
       SmallVector<utils::IteratorType> combineIterators(
           n - 1, utils::IteratorType::parallel);
       combineIterators.push_back(utils::IteratorType::reduction);
-      Value sumInit = [&] {
-        auto type = cast<RankedTensorType>(sum->getResult(0).getType());
-        Value empty =
-            tensor::EmptyOp::create(b, loc, type.getShape(), b.getF32Type());
-        Value zero = arith::ConstantOp::create(b, loc, b.getF32FloatAttr(0.0f));
-        return linalg::FillOp::create(b, loc, zero, empty).getResult(0);
-      }();
+      Value sumInit = ga::zerosLike(b, loc, sum->getResult(0).getType());
       auto combined = linalg::GenericOp::create(
           b, loc, TypeRange{max->getResult(0).getType(), sumInit.getType()},
           ValueRange{partial.getResult(0), partial.getResult(1)},
