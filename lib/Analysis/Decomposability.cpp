@@ -71,6 +71,20 @@ Decomposability::Decomposability(StepOp step, bool meansAreSums,
   visitBlock(body);
 }
 
+Decomposability::Decomposability(Operation *owner, Block &body,
+                                 ArrayRef<BatchClass> arguments)
+    : step(owner), meansAreSums(false), statisticsPrepass(false),
+      differentiated(true) {
+  assert(arguments.size() == body.getNumArguments() &&
+         "one class per argument");
+  for (auto [arg, c] : llvm::zip(body.getArguments(), arguments)) {
+    classes[arg] = c;
+    if (c.kind == BatchClass::PerExample && !batchSize)
+      batchSize = cast<ShapedType>(arg.getType()).getDimSize(c.batchDim);
+  }
+  visitBlock(body);
+}
+
 BatchClass Decomposability::get(Value value) const {
   auto it = classes.find(value);
   return it == classes.end() ? BatchClass() : it->second;
@@ -182,6 +196,15 @@ void Decomposability::classify(Operation *op) {
     return visitCrossEntropy(ce, dep);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return visitAttention(attention, dep);
+  if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
+    return visitRowGradient(op, {grad.getLogits(), grad.getLabels()}, dep);
+  if (auto grad = dyn_cast<AttentionGradOp>(op)) {
+    SmallVector<Value> rows;
+    for (Value v : grad->getOperands())
+      if (cast<ShapedType>(v.getType()).getRank() > 0)
+        rows.push_back(v);
+    return visitRowGradient(op, rows, dep);
+  }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return visitLinalg(linalgOp, dep, anySum, captured);
   if (visitShapeOp(op, dep, anyPerExample))
@@ -272,6 +295,22 @@ void Decomposability::visitAttention(AttentionOp attention, bool dep) {
 /// A structured op: per-example along the loop that meets the batch
 /// dimensions of its operands, a batch-sum where it sums over that loop or
 /// is linear in the batch-sums it reads, batch-invariant otherwise.
+void Decomposability::visitRowGradient(Operation *op, ArrayRef<Value> rows,
+                                       bool dep) {
+  bool overBatch = false, notOverBatch = false;
+  for (Value v : rows) {
+    BatchClass c = get(v);
+    if (c.kind == BatchClass::BatchSum ||
+        (c.kind == BatchClass::PerExample && c.batchDim != 0))
+      return setMixed(op, "its rows are not the examples of the batch");
+    (c.kind == BatchClass::PerExample ? overBatch : notOverBatch) = true;
+  }
+  if (overBatch && notOverBatch)
+    return setMixed(op, "pairs the batch's rows with rows that do not come "
+                        "from the batch");
+  setAll(op, overBatch ? perExample(0) : BatchClass(), dep);
+}
+
 void Decomposability::visitLinalg(linalg::LinalgOp linalgOp, bool dep,
                                   bool anySum, ArrayRef<Value> captured) {
   Operation *op = linalgOp;
@@ -501,6 +540,22 @@ bool Decomposability::visitSliceOp(Operation *op, bool dep,
     if (!anyPerExample) {
       setAll(op, BatchClass(), dep);
       return true;
+    }
+    // Per-example rows written over the whole batch dimension of a tensor
+    // that does not depend on the batch (the gradient of a slice, written
+    // into zeros): row b is the tensor's row b with example b's values. A
+    // classification only: a split would have to resize that tensor, which
+    // train-split-batch does not, so only a body that is not split again
+    // (a differentiated one) reads it so.
+    if (differentiated && dest.kind == BatchClass::Invariant &&
+        insert.getSourceType().getRank() == insert.getDestType().getRank()) {
+      int64_t d = src.batchDim;
+      if (insert.getStaticOffsets()[d] == 0 &&
+          insert.getStaticStrides()[d] == 1 &&
+          insert.getStaticSizes()[d] == insert.getDestType().getDimSize(d)) {
+        setAll(op, perExample(d), dep);
+        return true;
+      }
     }
     if (dest.kind != BatchClass::PerExample) {
       setMixed(op, "writes per-example values into a tensor without "

@@ -51,9 +51,8 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
   if (std::optional<CudaTargetOptions> cuda = cudaTarget()) {
     if (failed(cuda->verify(errors)))
       return failure();
-    if (precision == Precision::BF16Mixed &&
-        (cuda->products.tf32 || cuda->products.bf16)) {
-      errors << "precision=bf16-mixed with gpu-"
+    if (bf16Products() && (cuda->products.tf32 || cuda->products.bf16)) {
+      errors << "precision=" << choiceName(precision.getValue()) << " with gpu-"
              << (cuda->products.tf32 ? "tf32" : "bf16")
              << ": the products already read bfloat16 inputs";
       return failure();
@@ -83,8 +82,9 @@ LogicalResult ga::GaPipelineOptions::verify(raw_ostream &errors) const {
     return failure();
   }
   if (attention == AttentionForm::Library && target == Target::CUDA &&
-      precision != Precision::BF16Mixed) {
-    errors << "attention=library on target=cuda needs precision=bf16-mixed: "
+      !bf16Products()) {
+    errors << "attention=library on target=cuda needs precision=bf16-mixed "
+              "or bf16: "
               "cuDNN's fused attention reads bfloat16 operands and has no "
               "float32 form (a float32 step takes attention=tiles)";
     return failure();
@@ -250,7 +250,13 @@ static void addTrainToLinalg(OpPassManager &pm,
   // split's collectives and the optimizer's ops.
   pm.addPass(createTrainShardStatePass());
   // Differentiation sees the accumulate bodies (one micro-batch each).
-  pm.addPass(createTrainDifferentiatePass());
+  // precision=bf16 rounds the per-example products' results, which the
+  // differentiated bodies' analysis marks.
+  {
+    TrainDifferentiatePassOptions differentiate;
+    differentiate.markPerExample = options.precision == Precision::BF16;
+    pm.addPass(createTrainDifferentiatePass(differentiate));
+  }
   pm.addPass(createTrainInlineCheckpointsPass());
   // On the differentiated train ops, before they are lowered: the loss and
   // its gradient must still be the train ops it matches.
@@ -268,8 +274,7 @@ static void addTrainToLinalg(OpPassManager &pm,
       // target=cuda, causal ones without the log-sum-exp's cotangent.
       // Both in bfloat16 with bf16-mixed, so that the emulated device
       // program computes the CPU's values.
-      lowering.attentionCalls =
-          options.precision == Precision::BF16Mixed ? "bf16" : "native";
+      lowering.attentionCalls = options.bf16Products() ? "bf16" : "native";
       lowering.attentionCallMasks = !cuda;
       lowering.attentionCallDlse = !cuda;
     }
@@ -293,8 +298,11 @@ static void addTrainToLinalg(OpPassManager &pm,
   // bf16-mixed: after train-lower-accumulate, whose in-place accumulation
   // reads the products that compute the gradients; before fusion, which
   // then fuses the roundings like any elementwise producer.
-  if (options.precision == Precision::BF16Mixed)
-    pm.addPass(createGaMixedPrecisionPass());
+  if (options.bf16Products()) {
+    GaMixedPrecisionPassOptions mixed;
+    mixed.roundResults = options.precision == Precision::BF16;
+    pm.addPass(createGaMixedPrecisionPass(mixed));
+  }
   // Also after train-lower-accumulate: fused producers would hide the
   // gradients' producers from its in-place accumulation.
   if (options.fuse) {

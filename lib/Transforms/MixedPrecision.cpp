@@ -131,6 +131,66 @@ static Value widenedFrom(Value value) {
   return input;
 }
 
+/// `value` converted elementwise to `elementType` (arith.truncf to a
+/// narrower type, round to nearest even; arith.extf to a wider one, exact),
+/// a linalg.generic at `b`'s insertion point.
+static Value convertElements(OpBuilder &b, Location loc, Value value,
+                             FloatType elementType) {
+  auto type = cast<RankedTensorType>(value.getType());
+  Value init = tensor::EmptyOp::create(
+      b, loc, tensor::getMixedSizes(b, loc, value), elementType);
+  AffineMap identity =
+      AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
+  bool narrow = elementType.getWidth() <
+                cast<FloatType>(type.getElementType()).getWidth();
+  auto generic = linalg::GenericOp::create(
+      b, loc, TypeRange{type.clone(elementType)}, ValueRange{value},
+      ValueRange{init}, ArrayRef<AffineMap>{identity, identity},
+      SmallVector<utils::IteratorType>(type.getRank(),
+                                       utils::IteratorType::parallel),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        Value converted =
+            narrow ? arith::TruncFOp::create(nb, nloc, elementType, args[0])
+                         .getResult()
+                   : arith::ExtFOp::create(nb, nloc, elementType, args[0])
+                         .getResult();
+        linalg::YieldOp::create(nb, nloc, converted);
+      });
+  return generic.getResult(0);
+}
+
+/// Where `product`'s result is rounded (round-results): the result itself,
+/// or, where the product's only reader adds a parameter to it elementwise
+/// (a bias: one `arith.addf` of the result and a function argument's view,
+/// the result read in place), that sum, as a GEMM's bias epilogue rounds.
+static Value roundingPoint(linalg::LinalgOp product) {
+  Value result = product->getResult(0);
+  if (!result.hasOneUse())
+    return result;
+  OpOperand &use = *result.getUses().begin();
+  auto add = dyn_cast<linalg::GenericOp>(use.getOwner());
+  if (!add || add.getNumDpsInputs() != 2 || add.getNumDpsInits() != 1 ||
+      add.getNumLoops() != add.getNumParallelLoops() || !add.isDpsInput(&use) ||
+      add->getResult(0).getType() != result.getType() ||
+      !add.getMatchingIndexingMap(&use).isIdentity())
+    return result;
+  OpOperand *other = add.getDpsInputOperand(1 - use.getOperandNumber());
+  if (!isArgumentView(other->get()))
+    return result;
+  Block *body = add.getBlock();
+  auto sum = dyn_cast<arith::AddFOp>(&body->front());
+  if (!sum || &body->front() != body->getTerminator()->getPrevNode() ||
+      body->getTerminator()->getOperand(0) != sum.getResult())
+    return result;
+  auto reads = [&](unsigned i) {
+    return sum.getLhs() == body->getArgument(i) ||
+           sum.getRhs() == body->getArgument(i);
+  };
+  if (!reads(0) || !reads(1))
+    return result;
+  return add->getResult(0);
+}
+
 namespace {
 
 struct GaMixedPrecisionPass
@@ -159,24 +219,36 @@ struct GaMixedPrecisionPass
       b.setInsertionPointAfter(def);
     else
       b.setInsertionPointToStart(cast<BlockArgument>(value).getOwner());
+    Value copy = convertElements(b, value.getLoc(), value, b.getBF16Type());
+    copies[key] = copy;
+    return copy;
+  }
+
+  /// The widenings roundInPlace made, erased at the end where nothing
+  /// reads them (a product reads the bfloat16 tensor instead).
+  SmallVector<Operation *> widenings;
+
+  /// round-results: `value` (a float32 tensor) rounded to bfloat16 right
+  /// after its definition; each other reader reads the rounded tensor
+  /// widened back by a widening of its own, right before it (in `value`'s
+  /// block), which fusion takes into it: no float32 copy is stored between
+  /// kernels. A product reads the bfloat16 tensor itself (widenedFrom).
+  void roundInPlace(Value value) {
+    OpBuilder b(value.getContext());
+    b.setInsertionPointAfter(value.getDefiningOp());
     Location loc = value.getLoc();
-    auto type = cast<RankedTensorType>(value.getType());
-    Type bf16 = b.getBF16Type();
-    Value init = tensor::EmptyOp::create(
-        b, loc, tensor::getMixedSizes(b, loc, value), bf16);
-    AffineMap identity =
-        AffineMap::getMultiDimIdentityMap(type.getRank(), b.getContext());
-    auto generic = linalg::GenericOp::create(
-        b, loc, TypeRange{type.clone(bf16)}, ValueRange{value},
-        ValueRange{init}, ArrayRef<AffineMap>{identity, identity},
-        SmallVector<utils::IteratorType>(type.getRank(),
-                                         utils::IteratorType::parallel),
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          Value rounded = arith::TruncFOp::create(nb, nloc, bf16, args[0]);
-          linalg::YieldOp::create(nb, nloc, rounded);
-        });
-    copies[key] = generic.getResult(0);
-    return generic.getResult(0);
+    Value narrow = convertElements(b, loc, value, b.getBF16Type());
+    Block *block = value.getParentBlock();
+    SmallVector<OpOperand *> uses;
+    for (OpOperand &use : value.getUses())
+      if (use.getOwner() != narrow.getDefiningOp())
+        uses.push_back(&use);
+    for (OpOperand *use : uses) {
+      b.setInsertionPoint(block->findAncestorOpInBlock(*use->getOwner()));
+      Value wide = convertElements(b, loc, narrow, b.getF32Type());
+      widenings.push_back(wide.getDefiningOp());
+      use->set(wide);
+    }
   }
 
   /// A named product (`linalg.matmul`, `linalg.batch_matmul`) of the same
@@ -246,6 +318,12 @@ struct GaMixedPrecisionPass
     });
     if (walk.wasInterrupted())
       return signalPassFailure();
+    // The per-example products' results in bfloat16 first: the products
+    // that read them then read the bfloat16 tensors (widenedFrom).
+    if (roundResults)
+      for (linalg::LinalgOp op : products)
+        if (op->hasAttr("train.per_example") && op->getNumResults() == 1)
+          roundInPlace(roundingPoint(op));
     // Where each operand's copy is made, decided on the float32 step
     // (rewriting replaces the products, and so their results' uses).
     llvm::SmallPtrSet<Operation *, 16> set;
@@ -261,6 +339,15 @@ struct GaMixedPrecisionPass
     copies.clear();
     for (auto [op, each] : llvm::zip(products, eachProduct))
       rewrite(op, each);
+    for (Operation *widening : widenings) {
+      if (!widening->use_empty())
+        continue;
+      Operation *init = widening->getOperand(1).getDefiningOp();
+      widening->erase();
+      if (init && init->use_empty())
+        init->erase();
+    }
+    widenings.clear();
   }
 };
 

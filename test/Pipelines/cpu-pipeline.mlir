@@ -5,7 +5,7 @@
 // RUN: ga-opt --ga-pipeline="target=cpu outline=false" %ga_src/examples/mlp.mlir | FileCheck %s --check-prefix=INLINE
 // RUN: not ga-opt --ga-pipeline="target=tpu" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=TARGET
 // RUN: not ga-opt --ga-pipeline="precision=fp8" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=PRECISION
-// PRECISION: for the --precision option: precision must be f32 or bf16-mixed, got 'fp8'
+// PRECISION: for the --precision option: precision must be f32, bf16-mixed or bf16, got 'fp8'
 // bf16-mixed runs ga-mixed-precision after train-lower-accumulate, before
 // fusion; f32 (the default) does not run it.
 // RUN: ga-opt --ga-pipeline="precision=bf16-mixed" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=MIXED

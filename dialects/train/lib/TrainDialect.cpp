@@ -118,6 +118,7 @@ static LogicalResult unknownAttribute(Operation *op, StringRef name) {
          << TrainDialect::ShardAttrHelper::getNameStr() << ", "
          << TrainDialect::KernelAttrHelper::getNameStr() << ", "
          << TrainDialect::ParallelAttrHelper::getNameStr() << ", "
+         << TrainDialect::PerExampleAttrHelper::getNameStr() << ", "
          << TrainDialect::RematAttrHelper::getNameStr() << ", "
          << TrainDialect::MemoryPlanAttrHelper::getNameStr() << ", "
          << TrainDialect::InitAttrHelper::getNameStr() << ", "
@@ -196,6 +197,16 @@ LogicalResult TrainDialect::verifyOperationAttribute(Operation *op,
     if (!isa<scf::ForOp>(op))
       return op->emitError() << "'" << name << "' belongs on an scf.for, not "
                              << "on '" << op->getName() << "'";
+    return success();
+  }
+  if (name == PerExampleAttrHelper::getNameStr()) {
+    if (!isa<UnitAttr>(value))
+      return op->emitError()
+             << "'" << name << "' must be a unit attribute, got " << value;
+    if (op->getName().getDialectNamespace() != "linalg")
+      return op->emitError()
+             << "'" << name << "' belongs on a linalg operation, not on '"
+             << op->getName() << "'";
     return success();
   }
   if (name == KernelAttrHelper::getNameStr()) {

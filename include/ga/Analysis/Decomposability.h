@@ -37,6 +37,8 @@ class StepOp;
 class CheckpointOp;
 class CrossEntropyOp;
 class AttentionOp;
+class CrossEntropyGradOp;
+class AttentionGradOp;
 } // namespace train
 
 struct BatchClass {
@@ -79,6 +81,14 @@ public:
   /// batch's value as the full batch does.
   explicit Decomposability(train::StepOp step, bool meansAreSums = false,
                            bool statisticsPrepass = false);
+  /// Classifies every value of `body`, a block of `owner` whose arguments
+  /// have the classes `arguments` (one each): a differentiated step's or
+  /// micro-batch's body, forward and backward (a cross-entropy's and an
+  /// attention's gradients keep their operands' batch dimension). The
+  /// queries about splitting the step (findSplitProblem,
+  /// checkSplitIsExact) need the constructor above.
+  Decomposability(mlir::Operation *owner, mlir::Block &body,
+                  llvm::ArrayRef<BatchClass> arguments);
 
   BatchClass get(mlir::Value value) const;
   /// The operations where values first became mixed, in body order.
@@ -101,6 +111,10 @@ private:
   void visitCheckpoint(train::CheckpointOp checkpoint);
   void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
   void visitAttention(train::AttentionOp attention, bool dep);
+  /// A gradient of per-example rows is per-example with them: the
+  /// cross-entropy's over the logits, the attention's over its inputs.
+  void visitRowGradient(mlir::Operation *op, llvm::ArrayRef<mlir::Value> rows,
+                        bool dep);
   /// `captured`: the values its body reads from above.
   void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum,
                    llvm::ArrayRef<mlir::Value> captured);
@@ -124,6 +138,9 @@ private:
   mlir::Operation *step;
   bool meansAreSums;
   bool statisticsPrepass;
+  /// A body classified after the split (the second constructor): its
+  /// classes describe the values, not what a split could do with them.
+  bool differentiated = false;
   int64_t batchSize = 0;
   llvm::DenseMap<mlir::Value, BatchClass> classes;
   llvm::SmallVector<MixedReason> reasons;

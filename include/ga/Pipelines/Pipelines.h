@@ -168,7 +168,10 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
                      "for a backward product is kept as its bfloat16 copy; "
                      "parameters, gradients, accumulators, optimizer state, "
                      "softmax, layer norm and the loss in float32: "
-                     "ga-mixed-precision)"),
+                     "ga-mixed-precision), or bf16 (bf16-mixed, and every "
+                     "product whose result is per-example, an activation "
+                     "or its gradient, stores its result as bfloat16: "
+                     "ga-mixed-precision's round-results)"),
       llvm::cl::init(Precision::F32)};
   Option<bool> gpuBF16{
       *this, "gpu-bf16",
@@ -447,6 +450,9 @@ struct GaPipelineOptions : mlir::PassPipelineOptions<GaPipelineOptions> {
 
   /// How attention is computed: `attention` with auto resolved.
   AttentionForm attentionForm() const;
+  /// Whether the products read bfloat16 operands that the step makes
+  /// (precision=bf16-mixed or bf16).
+  bool bf16Products() const { return precision != Precision::F32; }
 
   /// Checks the values that the options' types and parsers do not (ranges,
   /// options that exclude or need each other; the CUDA-only ones through

@@ -26,6 +26,8 @@
 #include "train/TrainDialect.h"
 #include "llvm/ADT/SmallVector.h"
 
+#include "ga/Analysis/Decomposability.h"
+
 namespace ga {
 namespace train {
 class StepOp;
@@ -49,8 +51,18 @@ void registerDifferentiableOpInterfaceExternalModels(
 /// Replaces `step` (which must have microbatches = data_parallel = 1) by its
 /// forward computation followed by the reverse-mode gradient computation of
 /// the loss with respect to every parameter, in the enclosing block. Emits an
-/// error on the first operation that cannot be differentiated.
-mlir::LogicalResult differentiateStep(train::StepOp step);
+/// error on the first operation that cannot be differentiated. With
+/// `markPerExample`, the reductions of the differentiated body whose results
+/// are per-example get the unit attribute `train.per_example`.
+mlir::LogicalResult differentiateStep(train::StepOp step,
+                                      bool markPerExample = false);
+
+/// Marks with `train.per_example` the `linalg` operations of `body` (a
+/// differentiated step's or micro-batch's, owned by `owner`) that have a
+/// reduction loop and per-example results, its arguments classified by
+/// `arguments` (one each).
+void markPerExampleReductions(mlir::Operation *owner, mlir::Block &body,
+                              llvm::ArrayRef<BatchClass> arguments);
 
 /// Makes the body of `op` yield the gradient contribution of every parameter
 /// after its loss contribution. Bodies that already yield them are left alone.

@@ -645,8 +645,24 @@ def TrainDifferentiatePass : Pass<"train-differentiate"> {
     operation. A parameter that does not influence the loss gets a zero
     gradient.
 
+    With `mark-per-example`, every `linalg` operation with a reduction
+    loop in the differentiated body (a step's, or a micro-batch's) whose
+    results are per-example (they carry the batch in their rows: the
+    forward's activations, their gradients, the attention's scores; not
+    the parameters' gradients, which sum over the batch) gets the unit
+    attribute `train.per_example`, from the batch decomposability analysis
+    of the differentiated body. `ga-mixed-precision`'s `round-results`
+    (`precision=bf16`) rounds the results of the marked products: a
+    rounding of a per-example value is the same in every split of the
+    batch, which a rounding of a batch-sum is not.
+
     Example: `ga-opt --train-differentiate examples/mlp.mlir`.
   }];
+  let options = [
+    Option<"markPerExample", "mark-per-example", "bool", /*default=*/"false",
+           "Mark the reductions whose results are per-example "
+           "(train.per_example)">,
+  ];
   let dependentDialects = [
     "::ga::train::TrainDialect", "::mlir::arith::ArithDialect",
     "::mlir::linalg::LinalgDialect", "::mlir::math::MathDialect",
@@ -801,7 +817,25 @@ def GaMixedPrecisionPass : Pass<"ga-mixed-precision"> {
 
     A product on buffers is refused with an error at the product (the pass
     runs on tensors).
+
+    With `round-results` (`precision=bf16`), each product that
+    `train-differentiate` marked `train.per_example` (an activation, an
+    activation's gradient, the attention's scores: a value whose rows are
+    examples, not a parameter's gradient, which sums over the batch) also
+    rounds its float32 sum to bfloat16 once, as a bfloat16 GEMM with float32
+    compute writes its output: the tensor between kernels is the bfloat16
+    one, products read it as it is, and every other reader widens it. Where
+    the product's only reader adds a parameter to it elementwise (a bias),
+    the sum is rounded instead, as a GEMM's bias epilogue rounds. Rounding a
+    per-example value gives the same bits in every split of the batch, so
+    splits stay exact; parameters' gradients, their accumulators and every
+    reduction that is not a product stay float32.
   }];
+  let options = [
+    Option<"roundResults", "round-results", "bool", /*default=*/"false",
+           "Round the results of the products marked train.per_example "
+           "to bfloat16, readers widening them (precision=bf16)">,
+  ];
   let dependentDialects = [
     "::mlir::linalg::LinalgDialect", "::mlir::tensor::TensorDialect",
     "::mlir::arith::ArithDialect"

@@ -35,7 +35,7 @@ enum class Target { CPU, CUDA };
 /// What target=cuda's kernels become.
 enum class GpuFormat { Bin, Fatbin, Isa, None };
 /// The step's arithmetic.
-enum class Precision { F32, BF16Mixed };
+enum class Precision { F32, BF16Mixed, BF16 };
 /// How a multi-head attention is computed (ga-pipeline's attention).
 enum class AttentionForm { Auto, Unfused, Tiles, Library };
 /// A parameter-dependent batch statistic without a gradient in a split.
@@ -54,7 +54,7 @@ template <> struct ChoiceNames<GpuFormat> {
                                                   "none"};
 };
 template <> struct ChoiceNames<Precision> {
-  static constexpr llvm::StringLiteral names[] = {"f32", "bf16-mixed"};
+  static constexpr llvm::StringLiteral names[] = {"f32", "bf16-mixed", "bf16"};
 };
 template <> struct ChoiceNames<AttentionForm> {
   static constexpr llvm::StringLiteral names[] = {"auto", "unfused", "tiles",

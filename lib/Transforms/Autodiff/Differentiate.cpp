@@ -391,6 +391,9 @@ static FailureOr<linalg::MatmulOp> specializeMatmul(RewriterBase &rewriter,
     rewriter.eraseOp(matmul);
     return failure();
   }
+  // A mark of the analysis (train.per_example) stays on the product.
+  if (Attribute mark = generic->getAttr("train.per_example"))
+    matmul->setAttr("train.per_example", mark);
   rewriter.replaceOp(generic, matmul->getResults());
   return matmul;
 }
@@ -474,7 +477,51 @@ FailureOr<SmallVector<Value>> ga::ad::differentiateBody(
   return grads;
 }
 
-LogicalResult ga::differentiateStep(StepOp step) {
+void ga::markPerExampleReductions(Operation *owner, Block &body,
+                                  ArrayRef<BatchClass> arguments) {
+  Decomposability classes(owner, body, arguments);
+  auto mark = UnitAttr::get(owner->getContext());
+  body.walk([&](linalg::LinalgOp op) {
+    if (op.getNumReductionLoops() == 0 || op->getNumResults() == 0)
+      return;
+    if (llvm::all_of(op->getResults(), [&](Value r) {
+          return classes.get(r).kind == BatchClass::PerExample;
+        }))
+      op->setAttr("train.per_example", mark);
+  });
+}
+
+/// The classes of a step's or a micro-batch's arguments: parameters,
+/// per-example batch slices (the batch in dimension 0), the globals and the
+/// running accumulators (batch-sums).
+static SmallVector<ga::BatchClass>
+argumentClasses(Block &body, Block::BlockArgListType params,
+                Block::BlockArgListType batch, Block::BlockArgListType sums,
+                Block::BlockArgListType globals) {
+  auto in = [](Block::BlockArgListType list, BlockArgument arg) {
+    return llvm::is_contained(list, arg);
+  };
+  SmallVector<ga::BatchClass> classes;
+  for (BlockArgument arg : body.getArguments()) {
+    ga::BatchClass c;
+    if (in(params, arg)) {
+      c.paramDependent = true;
+      c.differentiable = isa<FloatType>(getElementTypeOrSelf(arg.getType()));
+    } else if (in(batch, arg)) {
+      c.kind = ga::BatchClass::PerExample;
+      c.batchDim = 0;
+    } else if (in(sums, arg)) {
+      c.kind = ga::BatchClass::BatchSum;
+      c.paramDependent = true;
+    } else if (in(globals, arg)) {
+      c.kind = ga::BatchClass::BatchSum;
+    }
+    classes.push_back(c);
+  }
+  return classes;
+}
+
+LogicalResult ga::differentiateStep(StepOp step, bool markPerExample) {
   if (step.getMicrobatches() != 1 || step.getDataParallel() != 1)
     return step.emitOpError()
            << "has microbatches = " << step.getMicrobatches()
@@ -489,6 +536,10 @@ LogicalResult ga::differentiateStep(StepOp step) {
       differentiateBody(step, body, step.getParamArgs(), loss, toSpecialize);
   if (failed(grads))
     return failure();
+  if (markPerExample)
+    markPerExampleReductions(step, body,
+                             argumentClasses(body, step.getParamArgs(),
+                                             step.getBatchArgs(), {}, {}));
 
   // Inline the body in place of the step.
   SmallVector<Value> results{loss};
@@ -546,11 +597,22 @@ struct TrainDifferentiatePass
         targets.push_back(op);
     });
     for (Operation *op : targets) {
-      LogicalResult result =
-          isa<StepOp>(op) ? ga::differentiateStep(cast<StepOp>(op))
-                          : ga::differentiateAccumulate(cast<AccumulateOp>(op));
-      if (failed(result))
+      if (auto step = dyn_cast<StepOp>(op)) {
+        if (failed(ga::differentiateStep(step, markPerExample)))
+          return signalPassFailure();
+        continue;
+      }
+      auto accumulate = cast<AccumulateOp>(op);
+      if (failed(ga::differentiateAccumulate(accumulate)))
         return signalPassFailure();
+      if (markPerExample) {
+        Block &body = accumulate.getBody().front();
+        markPerExampleReductions(
+            accumulate, body,
+            argumentClasses(
+                body, accumulate.getParamArgs(), accumulate.getBatchArgs(),
+                accumulate.getAccumulatorArgs(), accumulate.getGlobalArgs()));
+      }
     }
   }
 };

@@ -1221,9 +1221,26 @@ func.func @gradient_out_of_range(%w: tensor<4xf32>) -> (tensor<f32>, tensor<4xf3
 
 // -----
 
-// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.shard, train.kernel, train.parallel, train.remat, train.memory_plan, train.init, train.name, train.argument_names)}}
+// expected-error @below {{unknown attribute 'train.batch' of the train dialect (known: train.signature, train.loss_result, train.gradient_results, train.data_parallel, train.shard, train.kernel, train.parallel, train.per_example, train.remat, train.memory_plan, train.init, train.name, train.argument_names)}}
 func.func @unknown_attribute() attributes {train.batch = 8 : i64} {
   return
+}
+
+// -----
+
+func.func @per_example_off_linalg(%a: tensor<4xf32>) -> tensor<4xf32> {
+  // expected-error @below {{'train.per_example' belongs on a linalg operation, not on 'arith.addf'}}
+  %b = arith.addf %a, %a {train.per_example} : tensor<4xf32>
+  return %b : tensor<4xf32>
+}
+
+// -----
+
+func.func @per_example_not_unit(%a: tensor<4xf32>) -> tensor<4xf32> {
+  %e = tensor.empty() : tensor<4xf32>
+  // expected-error @below {{'train.per_example' must be a unit attribute, got 1 : i64}}
+  %b = linalg.copy {train.per_example = 1 : i64} ins(%a : tensor<4xf32>) outs(%e : tensor<4xf32>) -> tensor<4xf32>
+  return %b : tensor<4xf32>
 }
 
 // -----

@@ -48,6 +48,10 @@ def Train_Dialect : Dialect {
     * `train.parallel` (unit), on an `scf.for`: a tile loop of
       `ga-tile-and-vectorize` whose iterations write disjoint parts of the
       results, which `ga-parallelize-loops` may run on threads;
+    * `train.per_example` (unit), on a `linalg` operation: its results
+      are per-example (they carry the batch in their rows; not a sum over
+      the batch), marked by `train-differentiate`'s `mark-per-example` for
+      `ga-mixed-precision`'s `round-results` (`precision=bf16`);
     * `train.kernel` (unit), on a function: a kernel of
       `ga-outline-kernels`, which `ga-bufferize` lets write into its
       caller's buffers;
@@ -83,6 +87,7 @@ def Train_Dialect : Dialect {
     "::mlir::IntegerAttr":$shard,
     "::mlir::UnitAttr":$kernel,
     "::mlir::UnitAttr":$parallel,
+    "::mlir::UnitAttr":$per_example,
     "::mlir::StringAttr":$remat,
     "::mlir::DictionaryAttr":$memory_plan,
     "::mlir::Attribute":$init,
