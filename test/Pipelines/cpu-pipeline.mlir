@@ -15,8 +15,13 @@
 // MIXED-NEXT: train-shard-accumulators{microbatch-shards=true only-where-smaller=true},
 // MIXED-NEXT: train-gather-at-use
 // MIXED-NEXT: ),
-// MIXED-NEXT: ga-mixed-precision,
+// MIXED-NEXT: ga-mixed-precision{round-results=false},
 // MIXED-NEXT: ga-fuse-elementwise
+// bf16 also marks the per-example reductions where it differentiates, and
+// rounds the marked products' results.
+// RUN: ga-opt --ga-pipeline="precision=bf16" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=BF16
+// BF16: train-differentiate{mark-per-example=true}
+// BF16: ga-mixed-precision{round-results=true}
 // RUN: ga-opt --ga-pipeline="target=cpu" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=F32
 // F32-NOT: ga-mixed-precision
 
