@@ -132,26 +132,27 @@ def check_bf16(args, check, name, path, work, inputs, expected):
                   np.concatenate([b.ravel() for _, b in grads]), 1e-4)
 
 
-def check_bf16_mixed(args, check, name, path, work, inputs):
-    """precision=bf16-mixed, emulated against the CPU pipeline's scalar code
-    in the same precision: every product goes to the runtime's GEMMs of
-    bfloat16 operands (_bf16in), and every bit is the CPU's."""
+def check_bf16_mixed(args, check, name, path, work, inputs,
+                     precision="bf16-mixed"):
+    """precision=bf16-mixed (or bf16), emulated against the CPU pipeline's
+    scalar code in the same precision: every product goes to the runtime's
+    GEMMs of bfloat16 operands (_bf16in), and every bit is the CPU's."""
     expected, _ = run_ga_run(
-        args.ga_run, path, inputs, os.path.join(work, "cpu_mixed"),
+        args.ga_run, path, inputs, os.path.join(work, "cpu_" + precision),
         extra=["--vectorize=false", "--parallel=false",
-               "--precision=bf16-mixed", "--attention=tiles"])
-    out = os.path.join(work, "mixed")
+               "--precision=" + precision, "--attention=tiles"])
+    out = os.path.join(work, precision)
     got = emulate(args, path, out, "gpu-split-reductions=false "
-                  "gpu-vector-width=2 precision=bf16-mixed", inputs)
+                  "gpu-vector-width=2 precision=" + precision, inputs)
     with open(out + ".mlir") as f:
         program = f.read()
     gemms = re.findall(r"call @(ga_host_gemm\w*)\(", program)
-    check.true(f"{name} bf16-mixed: {len(gemms)} GEMM calls, each of "
+    check.true(f"{name} {precision}: {len(gemms)} GEMM calls, each of "
                "bfloat16 operands",
-               gemms and all(g.endswith("_bf16in") for g in gemms),
+               gemms and all("_bf16in" in g for g in gemms),
                " ".join(sorted(set(gemms))) or "no GEMM call")
     for i, (a, b) in enumerate(zip(got, expected)):
-        check.equal(f"{name} bf16-mixed: result #{i}", a, b)
+        check.equal(f"{name} {precision}: result #{i}", a, b)
 
 
 def check_offload(args, check, tag, path, work, inputs, expected):
@@ -238,7 +239,9 @@ def main():
             if (r, k, naive) == (1, 1, False):
                 check_bf16(args, check, name, path, work, inputs[name],
                            expected)
-                check_bf16_mixed(args, check, name, path, work, inputs[name])
+                for precision in ("bf16-mixed", "bf16"):
+                    check_bf16_mixed(args, check, name, path, work,
+                                     inputs[name], precision)
                 if name == "tiny_gpt":
                     check_chunks(args, check, name, path, work, inputs[name],
                                  expected)
