@@ -162,7 +162,8 @@ static Value convertElements(OpBuilder &b, Location loc, Value value,
 /// Where `product`'s result is rounded (round-results): the result itself,
 /// or, where the product's only reader adds a parameter to it elementwise
 /// (a bias: one `arith.addf` of the result and a function argument's view,
-/// the result read in place), that sum, as a GEMM's bias epilogue rounds.
+/// the result read in place), that sum, as a GEMM's bias epilogue rounds
+/// (the bias read as bfloat16: readBiasRounded).
 static Value roundingPoint(linalg::LinalgOp product) {
   Value result = product->getResult(0);
   if (!result.hasOneUse())
@@ -222,6 +223,38 @@ struct GaMixedPrecisionPass
     Value copy = convertElements(b, value.getLoc(), value, b.getBF16Type());
     copies[key] = copy;
     return copy;
+  }
+
+  /// `sum`, the bias addition that roundingPoint found: the addition rebuilt to
+  /// read the bias rounded to bfloat16 (widened in its body), as a bfloat16
+  /// GEMM's bias epilogue reads it (its bias has the output's type) and as
+  /// autocast's addmm does; the new sum is returned.
+  Value readBiasRounded(Value sum) {
+    auto add = sum.getDefiningOp<linalg::GenericOp>();
+    unsigned biasIndex = isArgumentView(add.getDpsInputs()[1]) ? 1 : 0;
+    Value bias = add.getDpsInputs()[biasIndex];
+    OpBuilder b(add);
+    Value bias16 = convertElements(b, add.getLoc(), bias, b.getBF16Type());
+    SmallVector<Value> inputs(add.getDpsInputs());
+    inputs[biasIndex] = bias16;
+    Block *old = add.getBlock();
+    auto rebuilt = linalg::GenericOp::create(
+        b, add.getLoc(), add->getResultTypes(), inputs, add.getDpsInits(),
+        add.getIndexingMapsArray(), add.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          IRMapping mapping;
+          for (unsigned i = 0; i < old->getNumArguments(); ++i)
+            mapping.map(old->getArgument(i),
+                        i == biasIndex ? arith::ExtFOp::create(
+                                             nb, nloc, nb.getF32Type(), args[i])
+                                             .getResult()
+                                       : args[i]);
+          for (Operation &inner : *old)
+            nb.clone(inner, mapping);
+        });
+    add->replaceAllUsesWith(rebuilt->getResults());
+    add->erase();
+    return rebuilt->getResult(0);
   }
 
   /// The widenings roundInPlace made, erased at the end where nothing
@@ -322,8 +355,12 @@ struct GaMixedPrecisionPass
     // that read them then read the bfloat16 tensors (widenedFrom).
     if (roundResults)
       for (linalg::LinalgOp op : products)
-        if (op->hasAttr("train.per_example") && op->getNumResults() == 1)
-          roundInPlace(roundingPoint(op));
+        if (op->hasAttr("train.per_example") && op->getNumResults() == 1) {
+          Value point = roundingPoint(op);
+          if (point != op->getResult(0))
+            point = readBiasRounded(point);
+          roundInPlace(point);
+        }
     // Where each operand's copy is made, decided on the float32 step
     // (rewriting replaces the products, and so their results' uses).
     llvm::SmallPtrSet<Operation *, 16> set;

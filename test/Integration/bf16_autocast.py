@@ -8,9 +8,10 @@ the ones precision=bf16 states (ga-mixed-precision's round-results):
   in float32 (bf16-mixed), forward and backward;
 * a product whose result is per-example (an activation or an activation's
   gradient, the attention's scores and their gradients) rounds its result
-  to bfloat16 once; where its only reader adds a bias, the sum is rounded
-  (a GEMM's bias epilogue); a parameter's gradient (a sum over the batch)
-  is not rounded;
+  to bfloat16 once; where its only reader adds a bias, the sum is rounded,
+  the bias read as its bfloat16 rounding (a bfloat16 GEMM's bias
+  epilogue, autocast's addmm); a parameter's gradient (a sum over the
+  batch) is not rounded;
 * everything else (layer norms, softmax, GELU, the residual stream, the
   loss and its gradient, the parameters' gradients) in float32.
 
@@ -84,7 +85,7 @@ def product(spec, a, b, scale=1.0, bias=None, b_rows=False):
     """A product of per-example rows `a` (and `b` where b_rows), its result
     rounded after the bias where there is one."""
     y = Product.apply(spec, a, b, scale, True, b_rows)
-    return rounded(y if bias is None else y + bias)
+    return rounded(y if bias is None else y + rounded(bias))
 
 
 def forward(p, tokens, labels):

@@ -55,14 +55,20 @@ func.func @chain(%x: tensor<8x4xf32>, %w1: tensor<4x6xf32>, %w2: tensor<6x2xf32>
 // -----
 
 // A product whose only reader adds a parameter (a bias) is rounded after
-// the addition, as a GEMM's bias epilogue rounds; a product whose reader
+// the addition, which reads the bias rounded to bfloat16, as a bfloat16
+// GEMM's bias epilogue computes; a product whose reader
 // adds something else (a residual, computed in the step) is rounded before
 // it.
 
 // CHECK-LABEL: func.func @bias_and_residual
 // CHECK: %[[P:.*]] = linalg.matmul {train.per_example}
-// CHECK-NEXT: %[[B:.*]] = linalg.generic {{.*}} ins(%[[P]], %{{.*}} : tensor<8x6xf32>, tensor<6xf32>)
-// CHECK: arith.addf
+// CHECK-NEXT: tensor.empty() : tensor<6xbf16>
+// CHECK-NEXT: %[[BIAS16:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<6xf32>) outs(%{{.*}} : tensor<6xbf16>)
+// CHECK: arith.truncf
+// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[BIAS16]] : tensor<8x6xf32>, tensor<6xbf16>)
+// CHECK-NEXT: ^bb0
+// CHECK-NEXT: %[[WB:.*]] = arith.extf
+// CHECK-NEXT: arith.addf %{{.*}}, %[[WB]] : f32
 // CHECK: linalg.generic {{.*}} ins(%[[B]] : tensor<8x6xf32>) outs(%{{.*}} : tensor<8x6xbf16>)
 // CHECK: %[[Q:.*]] = linalg.matmul {train.per_example}
 // CHECK-NEXT: tensor.empty() : tensor<8x6xbf16>

@@ -826,7 +826,9 @@ def GaMixedPrecisionPass : Pass<"ga-mixed-precision"> {
     compute writes its output: the tensor between kernels is the bfloat16
     one, products read it as it is, and every other reader widens it. Where
     the product's only reader adds a parameter to it elementwise (a bias),
-    the sum is rounded instead, as a GEMM's bias epilogue rounds. Rounding a
+    the sum is rounded instead, the bias read as its bfloat16 rounding, as
+    a bfloat16 GEMM's bias epilogue computes (its bias has the output's
+    type) and as autocast's `addmm` does. Rounding a
     per-example value gives the same bits in every split of the batch, so
     splits stay exact; parameters' gradients, their accumulators and every
     reduction that is not a product stay float32.
