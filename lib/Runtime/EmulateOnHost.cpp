@@ -106,6 +106,32 @@ void hostGemmBias(Operands kind, int32_t transA, int32_t transB, int64_t m,
       D[i * ldd + j] += Bias[j];
 }
 
+/// The bfloat16-writing GEMMs on the CPU (gpu-emulate=true): the float32
+/// product from zero (hostGemm), plus the bias (stored as bfloat16) where
+/// there is one, as the step's addition did, then each element rounded to
+/// bfloat16 into D, as the step's rounding did.
+void hostGemmRounded(int32_t transA, int32_t transB, int64_t m, int64_t n,
+                     int64_t k, intptr_t a, int64_t offsetA, int64_t lda,
+                     intptr_t b, int64_t offsetB, int64_t ldb, intptr_t bias,
+                     int64_t offsetBias, intptr_t d, int64_t offsetD,
+                     int64_t ldd) {
+  std::vector<float> sums(static_cast<size_t>(m * n));
+  hostGemm(Operands::StoredBF16, transA, transB, /*accumulate=*/0, m, n, k, 1,
+           1.0f, 0, a, offsetA, lda, 0, b, offsetB, ldb, 0,
+           reinterpret_cast<intptr_t>(sums.data()), 0, n, 0);
+  auto *D = reinterpret_cast<uint16_t *>(d) + offsetD;
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      float x = sums[i * n + j];
+      if (bias)
+        x += operand(Operands::StoredBF16, bias, offsetBias + j);
+      float rounded = roundToBf16(x);
+      uint32_t bits;
+      std::memcpy(&bits, &rounded, sizeof(bits));
+      D[i * ldd + j] = static_cast<uint16_t>(bits >> 16);
+    }
+}
+
 } // namespace
 
 extern "C" {
@@ -181,5 +207,14 @@ GA_HOST_GEMM_ENTRY_POINTS(_tf32, Operands::F32)
 GA_HOST_GEMM_ENTRY_POINTS(_bf16, Operands::RoundedF32)
 GA_HOST_GEMM_ENTRY_POINTS(_bf16in, Operands::StoredBF16)
 #undef GA_HOST_GEMM_ENTRY_POINTS
+
+void ga_host_gemm_bf16_bf16in(GA_GEMM_ROUNDED_PARAMS) {
+  hostGemmRounded(transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb, 0,
+                  0, d, offsetD, ldd);
+}
+void ga_host_gemm_bias_bf16_bf16in(GA_GEMM_BIAS_PARAMS) {
+  hostGemmRounded(transA, transB, m, n, k, a, offsetA, lda, b, offsetB, ldb,
+                  bias, offsetBias, d, offsetD, ldd);
+}
 
 } // extern "C"

@@ -27,6 +27,7 @@
 #include "mlir/Dialect/Linalg/IR/Linalg.h"
 #include "mlir/Dialect/Linalg/IR/LinalgInterfaces.h"
 #include "mlir/Dialect/Tensor/IR/Tensor.h"
+#include "mlir/IR/Dominance.h"
 #include "mlir/IR/IRMapping.h"
 #include "llvm/ADT/DenseMap.h"
 #include "llvm/ADT/SmallPtrSet.h"
@@ -229,12 +230,19 @@ struct GaMixedPrecisionPass
   /// read the bias rounded to bfloat16 (widened in its body), as a bfloat16
   /// GEMM's bias epilogue reads it (its bias has the output's type) and as
   /// autocast's addmm does; the new sum is returned.
-  Value readBiasRounded(Value sum) {
+  ///
+  /// The bias's rounding goes before the product where the bias is defined
+  /// there already: nothing then runs between the product and its
+  /// addition, which lets ga-gpu-gemm-to-blas make them one GEMM.
+  Value readBiasRounded(Value sum, Operation *product) {
     auto add = sum.getDefiningOp<linalg::GenericOp>();
     unsigned biasIndex = isArgumentView(add.getDpsInputs()[1]) ? 1 : 0;
     Value bias = add.getDpsInputs()[biasIndex];
     OpBuilder b(add);
+    if (DominanceInfo().properlyDominates(bias, product))
+      b.setInsertionPoint(product);
     Value bias16 = convertElements(b, add.getLoc(), bias, b.getBF16Type());
+    b.setInsertionPoint(add);
     SmallVector<Value> inputs(add.getDpsInputs());
     inputs[biasIndex] = bias16;
     Block *old = add.getBlock();
@@ -263,25 +271,134 @@ struct GaMixedPrecisionPass
 
   /// round-results: `value` (a float32 tensor) rounded to bfloat16 right
   /// after its definition; each other reader reads the rounded tensor
-  /// widened back by a widening of its own, right before it (in `value`'s
-  /// block), which fusion takes into it: no float32 copy is stored between
-  /// kernels. A product reads the bfloat16 tensor itself (widenedFrom).
+  /// (rewire). No float32 copy is stored between kernels.
   void roundInPlace(Value value) {
     OpBuilder b(value.getContext());
     b.setInsertionPointAfter(value.getDefiningOp());
-    Location loc = value.getLoc();
-    Value narrow = convertElements(b, loc, value, b.getBF16Type());
-    Block *block = value.getParentBlock();
+    Value narrow = convertElements(b, value.getLoc(), value, b.getBF16Type());
     SmallVector<OpOperand *> uses;
     for (OpOperand &use : value.getUses())
       if (use.getOwner() != narrow.getDefiningOp())
         uses.push_back(&use);
-    for (OpOperand *use : uses) {
-      b.setInsertionPoint(block->findAncestorOpInBlock(*use->getOwner()));
-      Value wide = convertElements(b, loc, narrow, b.getF32Type());
-      widenings.push_back(wide.getDefiningOp());
-      use->set(wide);
+    for (OpOperand *use : uses)
+      rewire(*use, narrow);
+  }
+
+  /// Makes `use`, a read of a float32 tensor whose rounding to bfloat16 is
+  /// `narrow`, read `narrow` instead: a rounding of it to bfloat16 is
+  /// `narrow` itself; a view of it (a slice, a reshape) becomes the same
+  /// view of `narrow`, its readers rewired in turn; an element read
+  /// (`tensor.extract`) reads `narrow`'s and widens it; any other reader
+  /// gets a widening of its own right before it (in `narrow`'s block),
+  /// which fusion takes into it. A product reads the bfloat16 tensor
+  /// itself (widenedFrom).
+  void rewire(OpOperand &use, Value narrow) {
+    Operation *owner = use.getOwner();
+    OpBuilder b(owner);
+    Location loc = owner->getLoc();
+    if (isRoundingToBf16(owner)) {
+      owner->getResult(0).replaceAllUsesWith(narrow);
+      owner->erase();
+      return;
     }
+    if (auto extract = dyn_cast<tensor::ExtractOp>(owner)) {
+      Value element =
+          tensor::ExtractOp::create(b, loc, narrow, extract.getIndices());
+      extract.replaceAllUsesWith(
+          arith::ExtFOp::create(b, loc, b.getF32Type(), element).getResult());
+      extract->erase();
+      return;
+    }
+    if (isa<tensor::ExtractSliceOp, tensor::CollapseShapeOp,
+            tensor::ExpandShapeOp>(owner) &&
+        use.getOperandNumber() == 0) {
+      IRMapping mapping;
+      mapping.map(use.get(), narrow);
+      Operation *view = b.clone(*owner, mapping);
+      auto type = cast<RankedTensorType>(owner->getResult(0).getType());
+      view->getResult(0).setType(type.clone(b.getBF16Type()));
+      SmallVector<OpOperand *> uses;
+      for (OpOperand &next : owner->getResult(0).getUses())
+        uses.push_back(&next);
+      for (OpOperand *next : uses)
+        rewire(*next, view->getResult(0));
+      if (owner->use_empty())
+        owner->erase();
+      return;
+    }
+    if (auto generic = dyn_cast<linalg::GenericOp>(owner);
+        generic && generic.isDpsInit(&use) &&
+        generic.hasPureTensorSemantics()) {
+      readInitAsInput(generic, use, narrow);
+      return;
+    }
+    Block *block = narrow.getParentBlock();
+    b.setInsertionPoint(block->findAncestorOpInBlock(*owner));
+    Value wide = convertElements(b, loc, narrow, b.getF32Type());
+    widenings.push_back(wide.getDefiningOp());
+    use.set(wide);
+  }
+
+  /// `generic` with its init `use` (a float32 tensor whose rounding is
+  /// `narrow`) read as an input: `narrow`, through the init's map, widened
+  /// in the body where the body read the init; the init itself a fresh
+  /// tensor (the cross-entropy's gradient, computed in place over the
+  /// logits, then reads the bfloat16 logits and writes its own result).
+  void readInitAsInput(linalg::GenericOp generic, OpOperand &use,
+                       Value narrow) {
+    OpBuilder b(generic);
+    Location loc = generic.getLoc();
+    unsigned initIndex = use.getOperandNumber() - generic.getNumDpsInputs();
+    SmallVector<Value> inputs(generic.getDpsInputs());
+    inputs.push_back(narrow);
+    SmallVector<Value> inits(generic.getDpsInits());
+    inits[initIndex] = tensor::EmptyOp::create(
+        b, loc, tensor::getMixedSizes(b, loc, use.get()), b.getF32Type());
+    SmallVector<AffineMap> maps(generic.getIndexingMapsArray());
+    AffineMap initMap = generic.getMatchingIndexingMap(&use);
+    maps.insert(maps.begin() + generic.getNumDpsInputs(), initMap);
+    Block *old = generic.getBlock();
+    unsigned numInputs = generic.getNumDpsInputs();
+    auto rebuilt = linalg::GenericOp::create(
+        b, loc, generic->getResultTypes(), inputs, inits, maps,
+        generic.getIteratorTypesArray(),
+        [&](OpBuilder &nb, Location nloc, ValueRange args) {
+          IRMapping mapping;
+          for (unsigned i = 0; i < numInputs; ++i)
+            mapping.map(old->getArgument(i), args[i]);
+          for (unsigned i = 0; i < inits.size(); ++i)
+            mapping.map(old->getArgument(numInputs + i),
+                        i == initIndex
+                            ? arith::ExtFOp::create(nb, nloc, nb.getF32Type(),
+                                                    args[numInputs])
+                                  .getResult()
+                            : args[numInputs + 1 + i]);
+          for (Operation &inner : *old)
+            nb.clone(inner, mapping);
+        });
+    generic->replaceAllUsesWith(rebuilt->getResults());
+    generic->erase();
+  }
+
+  /// Whether `op` rounds a float32 tensor to bfloat16 elementwise (a
+  /// linalg.generic of identity maps whose body is `arith.truncf` of its
+  /// input): of a rounded tensor, the rounded tensor itself.
+  static bool isRoundingToBf16(Operation *op) {
+    auto generic = dyn_cast<linalg::GenericOp>(op);
+    if (!generic || generic.getNumDpsInputs() != 1 ||
+        generic.getNumDpsInits() != 1 ||
+        generic.getNumLoops() != generic.getNumParallelLoops() ||
+        llvm::any_of(generic.getIndexingMapsArray(),
+                     [](AffineMap m) { return !m.isIdentity(); }))
+      return false;
+    auto type = dyn_cast<RankedTensorType>(generic->getResult(0).getType());
+    if (!type || !type.getElementType().isBF16())
+      return false;
+    Block *body = generic.getBlock();
+    auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
+    return trunc && trunc.getIn() == body->getArgument(0) &&
+           !trunc.getRoundingmodeAttr() && !trunc.getFastmathAttr() &&
+           body->getTerminator()->getOperand(0) == trunc.getResult();
   }
 
   /// A named product (`linalg.matmul`, `linalg.batch_matmul`) of the same
@@ -358,7 +475,7 @@ struct GaMixedPrecisionPass
         if (op->hasAttr("train.per_example") && op->getNumResults() == 1) {
           Value point = roundingPoint(op);
           if (point != op->getResult(0))
-            point = readBiasRounded(point);
+            point = readBiasRounded(point, op);
           roundInPlace(point);
         }
     // Where each operand's copy is made, decided on the float32 step

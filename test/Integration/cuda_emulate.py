@@ -151,6 +151,13 @@ def check_bf16_mixed(args, check, name, path, work, inputs,
                "bfloat16 operands",
                gemms and all("_bf16in" in g for g in gemms),
                " ".join(sorted(set(gemms))) or "no GEMM call")
+    if precision == "bf16":
+        # The per-example products write bfloat16 (the emulation's
+        # ga_host_gemm_bf16_bf16in, and its bias form).
+        written = [g for g in gemms if g.startswith("ga_host_gemm_bf16")
+                   or g.startswith("ga_host_gemm_bias_bf16")]
+        check.true(f"{name} bf16: {len(written)} GEMM calls write bfloat16",
+                   len(written) > 0, " ".join(sorted(set(gemms))))
     for i, (a, b) in enumerate(zip(got, expected)):
         check.equal(f"{name} {precision}: result #{i}", a, b)
 

@@ -61,11 +61,12 @@ func.func @chain(%x: tensor<8x4xf32>, %w1: tensor<4x6xf32>, %w2: tensor<6x2xf32>
 // it.
 
 // CHECK-LABEL: func.func @bias_and_residual
-// CHECK: %[[P:.*]] = linalg.matmul {train.per_example}
-// CHECK-NEXT: tensor.empty() : tensor<6xbf16>
-// CHECK-NEXT: %[[BIAS16:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<6xf32>) outs(%{{.*}} : tensor<6xbf16>)
+// The bias's rounding comes before the product, so that nothing runs
+// between the product and its addition.
+// CHECK: %[[BIAS16:.*]] = linalg.generic {{.*}} ins(%{{.*}} : tensor<6xf32>) outs(%{{.*}} : tensor<6xbf16>)
 // CHECK: arith.truncf
-// CHECK: %[[B:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[BIAS16]] : tensor<8x6xf32>, tensor<6xbf16>)
+// CHECK: %[[P:.*]] = linalg.matmul {train.per_example}
+// CHECK-NEXT: %[[B:.*]] = linalg.generic {{.*}} ins(%[[P]], %[[BIAS16]] : tensor<8x6xf32>, tensor<6xbf16>)
 // CHECK-NEXT: ^bb0
 // CHECK-NEXT: %[[WB:.*]] = arith.extf
 // CHECK-NEXT: arith.addf %{{.*}}, %[[WB]] : f32

@@ -70,7 +70,7 @@ struct Counts {
   long copiesOnDevice = 0, memsets = 0, synchronizations = 0;
   long gemms = 0, badGemms = 0, batchedGemms = 0, scaledGemms = 0;
   long bf16Gemms = 0, biasGemms = 0, gemmsFromZero = 0, ltHeuristics = 0;
-  long pointerArrayGemms = 0;
+  long pointerArrayGemms = 0, bf16OutputGemms = 0;
   // The fused attention's backend (GA_CUDA_ATTENTION_LIBRARY pointing
   // here): calls, those with a tensor outside the device allocations, and
   // the workspace blocks taken from and given back to the runtime.
@@ -156,6 +156,7 @@ struct Counts {
                  "fused attention workspaces: %ld\n",
                  attentionForward, attentionBackward, badAttention,
                  attentionWorkspaces);
+    std::fprintf(f, "gemms writing bf16: %ld\n", bf16OutputGemms);
     if (!firstRace.empty())
       std::fprintf(f, "first race: %s\n", firstRace.c_str());
     std::fclose(f);
@@ -1006,7 +1007,10 @@ int cublasLtMatmulAlgoGetHeuristic(void *, void *, void *, void *, void *,
 /// as D, every matrix within one device allocation, the algorithm the
 /// heuristic found; A and B float32, or both bfloat16 (CUDA_R_16BF, 14:
 /// gpu-bf16, CUBLAS_COMPUTE_32F). Counted as a GEMM and a bias GEMM (a
-/// bf16 GEMM too with bfloat16 inputs); anything else is a bad GEMM.
+/// bf16 GEMM too with bfloat16 inputs); anything else is a bad GEMM. With
+/// bfloat16 inputs, D may be bfloat16 too (precision=bf16), the bias then
+/// bfloat16 (its type is D's), or absent (the default epilogue): counted
+/// as a GEMM writing bf16 (and a bias GEMM where it has a bias).
 int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
                    void *layoutA, const void *b, void *layoutB,
                    const void *beta, const void *c, void *layoutC, void *d,
@@ -1020,17 +1024,21 @@ int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
   auto *lb = static_cast<LtLayout *>(layoutB);
   auto *ld = static_cast<LtLayout *>(layoutD);
   ++c0.gemms;
-  ++c0.biasGemms;
   bool bf16 = la->type == 14 && lb->type == 14;
+  bool bf16Out = bf16 && ld->type == 14;
+  bool withBias = o->epilogue == 4;
+  c0.biasGemms += withBias;
   c0.bf16Gemms += bf16;
-  size_t inputBytes = bf16 ? 2 : 4;
+  c0.bf16OutputGemms += bf16Out;
+  size_t inputBytes = bf16 ? 2 : 4, outputBytes = bf16Out ? 2 : 4;
   long m = ld->rows, n = ld->cols, k = o->transA ? la->rows : la->cols;
   auto block = deviceBlock(reinterpret_cast<uintptr_t>(workspace));
   bool ok =
       (bf16 ? o->compute == 68
             : (o->compute == 68 || o->compute == 77) && la->type == 0 &&
                   lb->type == 0) &&
-      o->scale == 0 && ld->type == 0 && o->epilogue == 4 &&
+      o->scale == 0 && (ld->type == 0 || bf16Out) &&
+      (withBias || (bf16Out && o->epilogue == 1)) &&
       *static_cast<const float *>(alpha) == 1.0f &&
       *static_cast<const float *>(beta) == 0.0f && c == d &&
       layoutC == layoutD && algo->algo[0] == 42 &&
@@ -1039,8 +1047,8 @@ int cublasLtMatmul(void *, void *desc, const void *alpha, const void *a,
       (o->transB ? lb->cols : lb->rows) == static_cast<unsigned long long>(k) &&
       insideDevice(a, la->rows, la->cols, la->ld, inputBytes) &&
       insideDevice(b, lb->rows, lb->cols, lb->ld, inputBytes) &&
-      insideDevice(static_cast<const float *>(d), m, n, ld->ld) &&
-      insideDevice(o->bias, m, 1, m) &&
+      insideDevice(d, m, n, ld->ld, outputBytes) &&
+      (!withBias || insideDevice(o->bias, m, 1, m, outputBytes)) &&
       (workspaceSize == 0 || (block.first && block.second >= workspaceSize));
   c0.badGemms += !ok;
   return 0;

@@ -201,7 +201,12 @@ void ga_cuda_all_gather_wait(int64_t handle);
  *   matrices no single stride reaches); one cuBLAS call on arrays of
  *   pointers.
  * - gemm_bias: D = op(A) op(B) + bias, the bias (n elements) added to every
- *   row of D (m x n, leading dimension ldd); D is not read. */
+ *   row of D (m x n, leading dimension ldd); D is not read.
+ *
+ * With bfloat16 operands (_bf16in), two more write a bfloat16 D
+ * (precision=bf16's per-example products): gemm_bf16, D = bf16(op(A)
+ * op(B)), and gemm_bias_bf16, D = bf16(op(A) op(B) + bias) with a bfloat16
+ * bias; the sum in float32, rounded once to nearest even. */
 /* The parameters of each kind, spelled once (the definitions use them). */
 #define GA_GEMM_PARAMS                                                         \
   int32_t transA, int32_t transB, int32_t accumulate, int64_t m, int64_t n,    \
@@ -226,6 +231,11 @@ void ga_cuda_all_gather_wait(int64_t handle);
       intptr_t bias, int64_t offsetBias, intptr_t d, int64_t offsetD,          \
       int64_t ldd
 
+#define GA_GEMM_ROUNDED_PARAMS                                                 \
+  int32_t transA, int32_t transB, int64_t m, int64_t n, int64_t k, intptr_t a, \
+      int64_t offsetA, int64_t lda, intptr_t b, int64_t offsetB, int64_t ldb,  \
+      intptr_t d, int64_t offsetD, int64_t ldd
+
 #define GA_CUDA_DECLARE_GEMMS(PREFIX, SUFFIX)                                  \
   void PREFIX##gemm_f32##SUFFIX(GA_GEMM_PARAMS);                               \
   void PREFIX##gemm_batched_f32##SUFFIX(GA_GEMM_BATCHED_PARAMS);               \
@@ -241,6 +251,10 @@ GA_CUDA_DECLARE_GEMMS(ga_host_, _tf32)
 GA_CUDA_DECLARE_GEMMS(ga_host_, _bf16)
 GA_CUDA_DECLARE_GEMMS(ga_host_, _bf16in)
 #undef GA_CUDA_DECLARE_GEMMS
+void ga_cuda_gemm_bf16_bf16in(GA_GEMM_ROUNDED_PARAMS);
+void ga_cuda_gemm_bias_bf16_bf16in(GA_GEMM_BIAS_PARAMS);
+void ga_host_gemm_bf16_bf16in(GA_GEMM_ROUNDED_PARAMS);
+void ga_host_gemm_bias_bf16_bf16in(GA_GEMM_BIAS_PARAMS);
 
 /* ga-gpu-emulate-on-host's reads of one element (libga_runtime). */
 float ga_host_read_f32(intptr_t pointer, int64_t index);

@@ -278,10 +278,52 @@ bool isSumOfInputs(linalg::GenericOp add) {
          (sum.getLhs() == y && sum.getRhs() == x);
 }
 
+/// Whether `value` is `arith.truncf` to bfloat16 (no fast-math flags, the
+/// default rounding) of a float32 value, which it returns.
+Value roundedToBf16(Value value) {
+  auto trunc = value.getDefiningOp<arith::TruncFOp>();
+  if (!trunc || !trunc.getType().isBF16() || !trunc.getIn().getType().isF32() ||
+      trunc.getRoundingmodeAttr() || trunc.getFastmathAttr())
+    return {};
+  return trunc.getIn();
+}
+
+/// Whether the body of `add` is `yield bf16(x)` of its one input (`x` the
+/// product), not reading its init.
+bool isRoundingOfInput(linalg::GenericOp add) {
+  Block *body = add.getBlock();
+  return body->getNumArguments() == 2 && body->getArgument(1).use_empty() &&
+         std::distance(body->begin(), body->end()) == 2 &&
+         roundedToBf16(body->getTerminator()->getOperand(0)) ==
+             body->getArgument(0);
+}
+
+/// Whether the body of `add` is `yield bf16(x + f32(y))` of its two inputs
+/// (x the product's at `ci`, y the bfloat16 bias; either order of the
+/// addition, no fast-math flags), not reading its init.
+bool isRoundedBiasSum(linalg::GenericOp add, unsigned ci) {
+  Block *body = add.getBlock();
+  if (body->getNumArguments() != 3 || !body->getArgument(2).use_empty() ||
+      std::distance(body->begin(), body->end()) != 4)
+    return false;
+  auto sum = roundedToBf16(body->getTerminator()->getOperand(0))
+                 .getDefiningOp<arith::AddFOp>();
+  if (!sum || sum.getFastmath() != arith::FastMathFlags::none)
+    return false;
+  Value x = body->getArgument(ci);
+  Value other = sum.getLhs() == x ? sum.getRhs() : sum.getLhs();
+  auto widen = other.getDefiningOp<arith::ExtFOp>();
+  return (sum.getLhs() == x || sum.getRhs() == x) && widen &&
+         widen.getIn() == body->getArgument(1 - ci) &&
+         widen.getType().isF32();
+}
+
 } // namespace
 
 std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
-                                                        const BlasForm &f) {
+                                                        const BlasForm &f,
+                                                        bool sums,
+                                                        bool roundings) {
   if (!f.batch.empty() || f.alpha)
     return std::nullopt;
   Value c = f.c->get();
@@ -309,34 +351,50 @@ std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
   if (!e.add)
     return std::nullopt;
   linalg::GenericOp add = e.add;
-  if (!add.hasPureBufferSemantics() || add.getNumDpsInputs() != 2 ||
-      add.getNumDpsInits() != 1 || add.getNumLoops() != 2 ||
-      add.getNumReductionLoops() != 0 || !isSumOfInputs(add))
+  if (!add.hasPureBufferSemantics() || add.getNumDpsInputs() < 1 ||
+      add.getNumDpsInputs() > 2 || add.getNumDpsInits() != 1 ||
+      add.getNumLoops() != 2 || add.getNumReductionLoops() != 0)
     return std::nullopt;
+  bool withBias = add.getNumDpsInputs() == 2;
   unsigned ci = add.getDpsInputs()[0] == c ? 0 : 1;
-  if (add.getDpsInputs()[ci] != c || add.getDpsInputs()[1 - ci] == c)
+  if (add.getDpsInputs()[ci] != c ||
+      (withBias && add.getDpsInputs()[1 - ci] == c))
     return std::nullopt;
+  if (withBias && sums && isSumOfInputs(add))
+    e.rounded = false;
+  else if (roundings && f.bf16Inputs &&
+           (withBias ? isRoundedBiasSum(add, ci) : isRoundingOfInput(add)))
+    e.rounded = true;
+  else
+    return std::nullopt;
+  Type outputType = e.rounded ? Type(BFloat16Type::get(op.getContext()))
+                              : Type(Float32Type::get(op.getContext()));
   MLIRContext *ctx = op.getContext();
   AffineMap identity = AffineMap::getMultiDimIdentityMap(2, ctx);
   AffineMap column = AffineMap::get(2, 0, {getAffineDimExpr(1, ctx)}, ctx);
   SmallVector<AffineMap> maps = add.getIndexingMapsArray();
-  if (maps[ci] != identity || maps[1 - ci] != column || maps[2] != identity)
+  if (maps[ci] != identity || maps.back() != identity ||
+      (withBias && maps[1 - ci] != column))
     return std::nullopt;
-  // The bias: n contiguous floats.
-  e.bias = add.getDpsInputs()[1 - ci];
-  auto biasType = cast<MemRefType>(e.bias.getType());
+  // The bias: n contiguous elements of D's type.
   SmallVector<int64_t> strides;
   int64_t offset;
-  if (biasType.getRank() != 1 || !biasType.getElementType().isF32() ||
-      biasType.getDimSize(0) != n ||
-      failed(biasType.getStridesAndOffset(strides, offset)) || strides[0] != 1)
-    return std::nullopt;
+  if (withBias) {
+    e.bias = add.getDpsInputs()[1 - ci];
+    auto biasType = cast<MemRefType>(e.bias.getType());
+    if (biasType.getRank() != 1 || biasType.getElementType() != outputType ||
+        biasType.getDimSize(0) != n ||
+        failed(biasType.getStridesAndOffset(strides, offset)) ||
+        strides[0] != 1)
+      return std::nullopt;
+  }
   // D: a fresh buffer (it cannot alias A or B), row-major.
   e.d = add.getDpsInits()[0];
   auto dType = cast<MemRefType>(e.d.getType());
   strides.clear();
   if (!e.d.getDefiningOp<memref::AllocOp>() ||
-      !dType.getElementType().isF32() || dType.getShape() != cType.getShape() ||
+      dType.getElementType() != outputType ||
+      dType.getShape() != cType.getShape() ||
       failed(dType.getStridesAndOffset(strides, offset)) || strides[1] != 1 ||
       ShapedType::isDynamic(strides[0]) || strides[0] < n ||
       strides[0] > std::numeric_limits<int32_t>::max())

@@ -48,11 +48,16 @@ struct BlasForm {
 /// A bias addition that only reads a product from zero (see
 /// ga-gpu-gemm-to-blas bias-epilogue): `fill` zeroes the product's C, a
 /// fresh row-major buffer, and `add` writes `D[i, j] = C[i, j] + bias[j]`
-/// into another fresh buffer.
+/// into another fresh buffer. With bfloat16 operands (precision=bf16), the
+/// same with a bfloat16 D, `add` rounding the sum: `D = bf16(C + bias)`,
+/// the bias stored as bfloat16 and widened, or `D = bf16(C)` without a
+/// bias (`bias` null).
 struct BiasEpilogue {
   mlir::linalg::FillOp fill;
   mlir::linalg::GenericOp add;
   mlir::Value bias, d;
+  /// D (and the bias) bfloat16, the sum rounded.
+  bool rounded = false;
   int64_t ldd = 0;
   /// Deallocations of the product's A or B between the product and the
   /// addition (a buffer freed after its last use, such as a bfloat16 copy
@@ -74,9 +79,13 @@ std::optional<BlasForm> matchBlas(mlir::linalg::LinalgOp op);
 /// it, and the fill goes.
 mlir::linalg::FillOp zeroInit(mlir::linalg::LinalgOp op, const BlasForm &f);
 
-/// The bias epilogue of the product `op` (form `f`), if it has one.
+/// The bias epilogue of the product `op` (form `f`), if it has one: a
+/// float32 bias addition where `sums`, a rounding to bfloat16 (with or
+/// without a bias) where `roundings` and the product reads bfloat16
+/// operands.
 std::optional<BiasEpilogue> matchBiasEpilogue(mlir::linalg::LinalgOp op,
-                                              const BlasForm &f);
+                                              const BlasForm &f, bool sums,
+                                              bool roundings);
 
 } // namespace ga::cuda
 

@@ -57,9 +57,14 @@ struct GaGpuGemmToBlasPass
         contractions.push_back({op, *form});
     });
     for (auto &[op, form] : contractions) {
-      std::optional<BiasEpilogue> epilogue;
-      if (biasEpilogue)
-        epilogue = matchBiasEpilogue(op, form);
+      // A rounding to bfloat16 (precision=bf16) goes into the GEMM
+      // whatever bias-epilogue says (the product then writes half the
+      // bytes and no kernel reads them back to round them); a bias with
+      // it, and a float32 bias, only with bias-epilogue.
+      std::optional<BiasEpilogue> epilogue = matchBiasEpilogue(
+          op, form, /*sums=*/biasEpilogue, /*roundings=*/true);
+      if (epilogue && epilogue->bias && !biasEpilogue)
+        epilogue.reset();
       if (epilogue)
         replaceWithBias(op, form, *epilogue);
       else
@@ -78,15 +83,20 @@ struct GaGpuGemmToBlasPass
 
   /// `ga_cuda_gemm_bias_f32(transA, transB, m, n, k, A, offset, lda, B,
   /// offset, ldb, bias, offset, D, offset, ldd)` where the addition was;
-  /// the fill, the product, the addition and C go.
+  /// the fill, the product, the addition and C go. A rounded epilogue
+  /// calls `ga_cuda_gemm_bias_bf16_bf16in` (the same operands), or
+  /// `ga_cuda_gemm_bf16_bf16in` without a bias (no bias operands).
   void replaceWithBias(linalg::LinalgOp op, const BlasForm &f,
                        const BiasEpilogue &e) {
     OpBuilder builder(e.add);
     Location loc = op.getLoc();
-    std::string name = ("ga_cuda_gemm_bias_f32" + precisionSuffix(f)).str();
+    std::string name =
+        e.rounded ? (e.bias ? "ga_cuda_gemm_bias_bf16_bf16in"
+                            : "ga_cuda_gemm_bf16_bf16in")
+                  : ("ga_cuda_gemm_bias_f32" + precisionSuffix(f)).str();
     Type i32 = builder.getI32Type(), index = builder.getIndexType();
     SmallVector<Type> types = {i32, i32};
-    types.append(14, index);
+    types.append(e.bias ? 14 : 12, index);
     func::FuncOp callee = declare(name, types, loc);
     auto constant = [&](int64_t v) -> Value {
       return arith::ConstantIndexOp::create(builder, loc, v);
@@ -99,6 +109,8 @@ struct GaGpuGemmToBlasPass
     for (auto [buffer, ld] :
          {std::make_pair(f.a->get(), f.lda), std::make_pair(f.b->get(), f.ldb),
           std::make_pair(e.bias, int64_t(0)), std::make_pair(e.d, e.ldd)}) {
+      if (!buffer)
+        continue;
       auto metadata =
           memref::ExtractStridedMetadataOp::create(builder, loc, buffer);
       operands.push_back(

@@ -574,6 +574,8 @@ struct GaGpuKernelReportPass
     // (index of m, of the counts, how many counts, of accumulate or -1)
     unsigned mAt = 3, countsAt = 6, counts = 0;
     int accumulateAt = 2;
+    // A bias (of D's type) read; D bfloat16 (precision=bf16).
+    bool bias = false, bf16Out = false;
     if (name.consume_front("batched2_f32")) {
       counts = 2;
     } else if (name.consume_front("batched_f32")) {
@@ -581,6 +583,15 @@ struct GaGpuKernelReportPass
     } else if (name.consume_front("bias_f32")) {
       mAt = 2;
       accumulateAt = -1;
+      bias = true;
+    } else if (name.consume_front("bias_bf16")) {
+      mAt = 2;
+      accumulateAt = -1;
+      bias = bf16Out = true;
+    } else if (name.consume_front("bf16")) {
+      mAt = 2;
+      accumulateAt = -1;
+      bf16Out = true;
     } else if (!name.consume_front("f32")) {
       return std::nullopt;
     }
@@ -607,9 +618,10 @@ struct GaGpuKernelReportPass
     row.readBytes =
         row.products * ((row.m * row.k + row.k * row.n) * operandBytes +
                         (accumulates ? row.m * row.n * 4 : 0));
-    if (accumulateAt < 0) // the bias
-      row.readBytes += row.n * 4;
-    row.writtenBytes = row.products * row.m * row.n * 4;
+    int64_t outputBytes = bf16Out ? 2 : 4;
+    if (bias) // of D's type
+      row.readBytes += row.n * outputBytes;
+    row.writtenBytes = row.products * row.m * row.n * outputBytes;
     row.flops = 2 * row.m * row.n * row.k * row.products;
     row.peak = name == "_tf32"                        ? dev.tf32
                : name == "_bf16" || name == "_bf16in" ? dev.bf16

@@ -100,7 +100,7 @@ struct BlasLt {
   CublasLtFunctions fn;
   void *handle = nullptr;
   /// By precision, transA, transB, m, n, k, lda, ldb, ldd.
-  std::map<std::array<int64_t, 9>, BlasLtPlan> plans;
+  std::map<std::array<int64_t, 11>, BlasLtPlan> plans;
 };
 
 /// NCCL, loaded on the first all-reduce of a sum (Nccl.cpp).

@@ -282,3 +282,118 @@ func.func @kept(%x: memref<128x32xf32>, %w: memref<32x64xf32>, %b: memref<64xf32
   return %c0, %d0, %d1, %d2, %d3, %d4 : memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>, memref<128x64xf32>
 }
 
+
+// -----
+
+// precision=bf16: a product of bfloat16 operands whose C only its rounding
+// to bfloat16 reads. One cuBLASLt call writes the bfloat16 D (no bias
+// operands), with or without bias-epilogue; the fill, C and the rounding's
+// kernel go.
+// CHECK-LABEL: func.func private @ga_cuda_gemm_bf16_bf16in(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index)
+// CHECK-LABEL: func.func @rounded
+// CHECK-NOT: linalg.fill
+// CHECK: %[[D:.*]] = memref.alloc() : memref<128x64xbf16>
+// CHECK-NOT: memref.alloc
+// CHECK: %[[PD:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
+// CHECK: call @ga_cuda_gemm_bf16_bf16in(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PD]], %{{.*}}, %{{.*}})
+// CHECK-NOT: linalg.
+// CHECK: return %[[D]]
+// OFF-LABEL: func.func @rounded
+// OFF-NOT: linalg.
+// OFF: call @ga_cuda_gemm_bf16_bf16in(
+// OFF-NOT: linalg.
+// OFF: return
+func.func @rounded(%x: memref<128x32xbf16>, %w: memref<32x64xbf16>) -> memref<128x64xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c : memref<128x64xf32>)
+  %d = memref.alloc() : memref<128x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<128x64xf32>) outs(%d : memref<128x64xbf16>) {
+  ^bb0(%p: f32, %out: bf16):
+    %r = arith.truncf %p : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %c : memref<128x64xf32>
+  return %d : memref<128x64xbf16>
+}
+
+// -----
+
+// The same with a bias: the rounded addition of a bfloat16 bias, widened.
+// One call with the bias operands; with bias-epilogue=false the product
+// stays a float32 GEMM and the rounded addition a kernel.
+// CHECK-LABEL: func.func private @ga_cuda_gemm_bias_bf16_bf16in(i32, i32, index, index, index, index, index, index, index, index, index, index, index, index, index, index)
+// CHECK-LABEL: func.func @rounded_bias
+// CHECK: %[[D:.*]] = memref.alloc() : memref<128x64xbf16>
+// CHECK: %[[PB:.*]] = memref.extract_aligned_pointer_as_index %arg2
+// CHECK: %[[PD:.*]] = memref.extract_aligned_pointer_as_index %[[D]]
+// CHECK: call @ga_cuda_gemm_bias_bf16_bf16in(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}, %[[PB]], %{{.*}}, %[[PD]], %{{.*}}, %{{.*}})
+// CHECK-NOT: linalg.
+// CHECK: return %[[D]]
+// OFF-LABEL: func.func @rounded_bias
+// OFF: call @ga_cuda_gemm_f32_bf16in(
+// OFF: linalg.generic
+func.func @rounded_bias(%x: memref<128x32xbf16>, %w: memref<32x64xbf16>, %b: memref<64xbf16>) -> memref<128x64xbf16> {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c : memref<128x64xf32>)
+  %d = memref.alloc() : memref<128x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c, %b : memref<128x64xf32>, memref<64xbf16>) outs(%d : memref<128x64xbf16>) {
+  ^bb0(%p: f32, %q: bf16, %out: bf16):
+    %wq = arith.extf %q : bf16 to f32
+    %s = arith.addf %p, %wq : f32
+    %r = arith.truncf %s : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %c : memref<128x64xf32>
+  return %d : memref<128x64xbf16>
+}
+
+// -----
+
+// Not a rounding epilogue: C is also read after its rounding (the rounding
+// must keep C), or the rounding adds something that is not a widened bias.
+// CHECK-LABEL: func.func @rounded_kept
+// CHECK: call @ga_cuda_gemm_f32_bf16in(
+// CHECK: linalg.generic
+// CHECK: call @ga_cuda_gemm_f32_bf16in(
+// CHECK: linalg.generic
+func.func @rounded_kept(%x: memref<128x32xbf16>, %w: memref<32x64xbf16>, %b: memref<64xf32>)
+    -> (memref<128x64xbf16>, memref<128x64xf32>, memref<128x64xbf16>) {
+  %zero = arith.constant 0.0 : f32
+  %c = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c : memref<128x64xf32>)
+  %d = memref.alloc() : memref<128x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c : memref<128x64xf32>) outs(%d : memref<128x64xbf16>) {
+  ^bb0(%p: f32, %out: bf16):
+    %r = arith.truncf %p : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  %c2 = memref.alloc() : memref<128x64xf32>
+  linalg.fill ins(%zero : f32) outs(%c2 : memref<128x64xf32>)
+  linalg.matmul ins(%x, %w : memref<128x32xbf16>, memref<32x64xbf16>)
+                outs(%c2 : memref<128x64xf32>)
+  %d2 = memref.alloc() : memref<128x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (j)>, affine_map<(i, j) -> (i, j)>],
+                  iterator_types = ["parallel", "parallel"]}
+      ins(%c2, %b : memref<128x64xf32>, memref<64xf32>) outs(%d2 : memref<128x64xbf16>) {
+  ^bb0(%p: f32, %q: f32, %out: bf16):
+    %s = arith.addf %p, %q : f32
+    %r = arith.truncf %s : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  memref.dealloc %c2 : memref<128x64xf32>
+  return %d, %c, %d2 : memref<128x64xbf16>, memref<128x64xf32>, memref<128x64xbf16>
+}

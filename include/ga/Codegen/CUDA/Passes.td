@@ -163,6 +163,16 @@ def GaGpuGemmToBlasPass : Pass<"ga-gpu-gemm-to-blas", "::mlir::ModuleOp"> {
     element is the float32 sum of its products, rounded once more by the
     addition of its bias, as before.
 
+    A product of bfloat16 operands whose C is read only by its rounding to
+    bfloat16 (`D[i, j] = bf16(C[i, j])`, precision=bf16's per-example
+    products), or with `bias-epilogue` by its rounded bias addition (`D[i,
+    j] = bf16(C[i, j] + f32(bias[j]))`, a bfloat16 bias), becomes one call
+    of `ga_cuda_gemm_bf16_bf16in(transA, transB, m, n, k, A, offset, lda,
+    B, offset, ldb, D, offset, ldd)` or `ga_cuda_gemm_bias_bf16_bf16in`
+    (the bias operands too): a cuBLASLt matmul that writes the bfloat16 D
+    (the float32 sum, plus the bias, rounded once), under the same
+    conditions; the float32 C and the rounding's kernel go.
+
     Example: `linalg.matmul ins(%a, %b : memref<128x32xf32>,
     memref<32x64xf32>) outs(%c : memref<128x64xf32>)` becomes
     `call @ga_cuda_gemm_f32(%c0_i32, %c0_i32, %c1_i32, %c128, %c64, %c32,
