@@ -314,8 +314,7 @@ bool isRoundedBiasSum(linalg::GenericOp add, unsigned ci) {
   Value other = sum.getLhs() == x ? sum.getRhs() : sum.getLhs();
   auto widen = other.getDefiningOp<arith::ExtFOp>();
   return (sum.getLhs() == x || sum.getRhs() == x) && widen &&
-         widen.getIn() == body->getArgument(1 - ci) &&
-         widen.getType().isF32();
+         widen.getIn() == body->getArgument(1 - ci) && widen.getType().isF32();
 }
 
 } // namespace
