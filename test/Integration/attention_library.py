@@ -15,7 +15,10 @@ the same reference).
   order of every other sum); within 5e-2 of the float32 unfused step and
   different from it (the roundings are in effect), and within 5e-2 of
   bf16-mixed with the attention over tiles (the same products, rounded
-  at other places).
+  at other places);
+- precision=bf16 (bf16-mixed, the per-example products' results stored as
+  bfloat16 too; the attention's call reads the bfloat16 projection as it
+  is) at k = 1 and 4: the same checks.
 
 The gradients against finite differences of a float64 NumPy model are
 tiny_gpt_reference.py's (attention-library.test runs it with
@@ -49,7 +52,8 @@ def main():
                             os.path.join(args.workdir, "tiles_bf16"),
                             extra=SCALAR + ["--attention=tiles",
                                             "--precision=bf16-mixed"])[0]
-    for precision, ks in (("f32", (1, 2, 4)), ("bf16-mixed", (1, 4))):
+    for precision, ks in (("f32", (1, 2, 4)), ("bf16-mixed", (1, 4)),
+                          ("bf16", (1, 4))):
         full = None
         for k in ks:
             tag = f"{precision}, k={k}"
