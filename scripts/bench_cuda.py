@@ -398,6 +398,8 @@ def manifest_precision(here):
         options = json.load(f)[0].get("pipeline_options", "")
     if "precision=bf16-mixed" in options:
         return "bf16-mixed"
+    if "precision=bf16" in options:
+        return "bf16"
     return "bf16 GEMMs" if "gpu-bf16=true" in options else "float32"
 
 
@@ -429,7 +431,7 @@ def main():
                         "torch.utils.checkpoint (its time and peak)")
     r.add_argument("--autocast", action="store_true",
                    help="PyTorch under bf16 autocast (for steps prepared "
-                        "with precision=bf16-mixed or gpu-bf16=true)")
+                        "with precision=bf16, bf16-mixed or gpu-bf16=true)")
     r.add_argument("--tolerance", type=float, default=0.0,
                    help="fail (exit 1) when the loss or a gradient differs "
                         "from PyTorch eager's by more than this, relative")
