@@ -40,13 +40,12 @@ import re
 import numpy as np
 import torch
 
-from bf16_mixed import bf16, layer_norm, peak, reference as mixed_reference
+from bf16_mixed import (bf16, check_model, flat, layer_norm, peak,
+                        run_split, reference as mixed_reference, REL)
 from ga_scripts.reference_harness import (Checker, ga_run_test_args,
-                                          run_ga_run, with_schedule)
+                                          run_ga_run)
 from tiny_gpt_reference import (B, D, DH, H, L, PARAMS, S, V,  # noqa: E402
                                 make_inputs)
-
-REL = 2e-5
 
 
 def rounded(t):
@@ -143,24 +142,13 @@ def main():
     loss_m, grads_m = mixed_reference(params, tokens, labels, rounded=True)
 
     check = Checker("bf16")
-    check.close("loss vs the rounded float64 model", res[0], loss_r,
-                rtol=2e-5)
-    for i, (name, _) in enumerate(PARAMS):
-        check.relative(f"d/d{name} vs the rounded float64 model",
-                       res[1 + i], grads_r[i], REL)
-    flat = lambda gs: np.concatenate([np.ravel(g) for g in gs])  # noqa
+    check_model(check, res, loss_r, grads_r)
     check.differs("the bf16-mixed step's gradients vs the rounded model",
                   flat(resm[1:16]), flat(grads_r), 5 * REL)
     check.differs("the rounded model vs the bf16-mixed model",
                   flat(grads_r), flat(grads_m), 5 * REL)
 
-    with open(example) as f:
-        source = f.read()
-    split = os.path.join(args.workdir, "tiny_gpt_k4.mlir")
-    with open(split, "w") as f:
-        f.write(with_schedule(source, "tiny_gpt", microbatches=4))
-    res4, _ = run_ga_run(args.ga_run, split, inputs,
-                         os.path.join(args.workdir, "k4"), extra=bf16_opts)
+    res4 = run_split(args, inputs, bf16_opts)
     check.equal("k = 4 loss vs k = 1", np.float32(res4[0]),
                 np.float32(res[0]))
     check.equal("k = 4 gradients vs k = 1", flat(res4[1:16]),

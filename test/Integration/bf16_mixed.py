@@ -121,6 +121,33 @@ def reference(params, tokens, labels, rounded):
     return float(loss.detach()), [p[n].grad.numpy() for n, _ in PARAMS]
 
 
+def flat(grads):
+    """The tensors of `grads` as one vector."""
+    return np.concatenate([np.ravel(g) for g in grads])
+
+
+def check_model(check, res, loss_r, grads_r):
+    """The step's loss and gradients (`res`) against the rounded float64
+    model's, within REL per tensor (the loss within 2e-5)."""
+    check.close("loss vs the rounded float64 model", res[0], loss_r,
+                rtol=2e-5)
+    for i, (name, _) in enumerate(PARAMS):
+        check.relative(f"d/d{name} vs the rounded float64 model",
+                       res[1 + i], grads_r[i], REL)
+
+
+def run_split(args, inputs, extra, microbatches=4):
+    """The tiny GPT's results split in `microbatches` micro-batches."""
+    with open(os.path.join(args.src, "examples", "tiny_gpt.mlir")) as f:
+        source = f.read()
+    split = os.path.join(args.workdir, f"tiny_gpt_k{microbatches}.mlir")
+    with open(split, "w") as f:
+        f.write(with_schedule(source, "tiny_gpt", microbatches=microbatches))
+    return run_ga_run(args.ga_run, split, inputs,
+                      os.path.join(args.workdir, f"k{microbatches}"),
+                      extra=extra)[0]
+
+
 def peak(stdout):
     m = re.search(r"^step_peak_bytes: (\d+)$", stdout, re.M)
     return int(m.group(1)) if m else None
@@ -144,27 +171,16 @@ def main():
     loss_x, grads_x = reference(params, tokens, labels, rounded=False)
 
     check = Checker("bf16-mixed")
-    check.close("loss vs the rounded float64 model", res16[0], loss_r,
-                rtol=2e-5)
+    check_model(check, res16, loss_r, grads_r)
     check.differs("the float32 step's loss vs the rounded model", res32[0],
                   loss_r, 5 * 2e-5)
-    for i, (name, _) in enumerate(PARAMS):
-        check.relative(f"d/d{name} vs the rounded float64 model",
-                       res16[1 + i], grads_r[i], REL)
-    flat = lambda gs: np.concatenate([np.ravel(g) for g in gs])  # noqa
     check.differs("the float32 step's gradients vs the rounded model",
                   flat(res32[1:16]), flat(grads_r), 5 * REL)
     check.differs("the rounded model vs the unrounded float64 model",
                   flat(grads_r), flat(grads_x), 5 * REL)
 
     # Splits stay exact: k = 4 micro-batches against the whole batch.
-    with open(example) as f:
-        source = f.read()
-    split = os.path.join(args.workdir, "tiny_gpt_k4.mlir")
-    with open(split, "w") as f:
-        f.write(with_schedule(source, "tiny_gpt", microbatches=4))
-    res4, _ = run_ga_run(args.ga_run, split, inputs,
-                         os.path.join(args.workdir, "k4"), extra=mixed)
+    res4 = run_split(args, inputs, mixed)
     check.close("k = 4 loss vs k = 1", res4[0], res16[0], rtol=1e-6)
     check.relative("k = 4 gradients vs k = 1", flat(res4[1:16]),
                    flat(res16[1:16]), 1e-6)
