@@ -41,11 +41,10 @@ import numpy as np
 import torch
 
 from bf16_mixed import (bf16, check_model, flat, layer_norm, peak,
-                        run_split, reference as mixed_reference, REL)
-from ga_scripts.reference_harness import (Checker, ga_run_test_args,
-                                          run_ga_run)
-from tiny_gpt_reference import (B, D, DH, H, L, PARAMS, S, V,  # noqa: E402
-                                make_inputs)
+                        run_split, reference as mixed_reference, setup,
+                        REL)
+from ga_scripts.reference_harness import Checker, run_ga_run
+from tiny_gpt_reference import B, D, DH, H, L, PARAMS, S, V  # noqa: E402
 
 
 def rounded(t):
@@ -124,14 +123,7 @@ def reference(params, tokens, labels):
 
 
 def main():
-    args = ga_run_test_args()
-    example = os.path.join(args.src, "examples", "tiny_gpt.mlir")
-    torch.manual_seed(0)
-
-    params, tokens, labels = make_inputs(np.random.default_rng(7))
-    params = {n: v.astype(np.float32) for n, v in params.items()}
-    inputs = [params[n] for n, _ in PARAMS] + [tokens, labels]
-
+    args, example, params, tokens, labels, inputs = setup()
     bf16_opts = ["--pipeline-options=precision=bf16"]
     res, out = run_ga_run(args.ga_run, example, inputs,
                           os.path.join(args.workdir, "bf16"), extra=bf16_opts)

@@ -153,15 +153,20 @@ def peak(stdout):
     return int(m.group(1)) if m else None
 
 
-def main():
+def setup():
+    """The test's arguments, the tiny GPT's path, and its float32 inputs:
+    the parameters (a dict) and the list ga-run takes."""
     args = ga_run_test_args()
     example = os.path.join(args.src, "examples", "tiny_gpt.mlir")
     torch.manual_seed(0)
-
     params, tokens, labels = make_inputs(np.random.default_rng(7))
     params = {n: v.astype(np.float32) for n, v in params.items()}
     inputs = [params[n] for n, _ in PARAMS] + [tokens, labels]
+    return args, example, params, tokens, labels, inputs
 
+
+def main():
+    args, example, params, tokens, labels, inputs = setup()
     mixed = ["--pipeline-options=precision=bf16-mixed"]
     res16, out16 = run_ga_run(args.ga_run, example, inputs,
                               os.path.join(args.workdir, "bf16"), extra=mixed)
