@@ -288,10 +288,11 @@ struct GaMixedPrecisionPass
   /// `narrow`, read `narrow` instead: a rounding of it to bfloat16 is
   /// `narrow` itself; a view of it (a slice, a reshape) becomes the same
   /// view of `narrow`, its readers rewired in turn; an element read
-  /// (`tensor.extract`) reads `narrow`'s and widens it; any other reader
-  /// gets a widening of its own right before it (in `narrow`'s block),
-  /// which fusion takes into it. A product reads the bfloat16 tensor
-  /// itself (widenedFrom).
+  /// (`tensor.extract`) reads `narrow`'s and widens it; the init of a
+  /// parallel operation becomes an input (readInitAsInput); any other
+  /// reader gets a widening of its own right before it (in `narrow`'s
+  /// block), which fusion takes into it. A product reads the bfloat16
+  /// tensor itself (widenedFrom).
   void rewire(OpOperand &use, Value narrow) {
     Operation *owner = use.getOwner();
     OpBuilder b(owner);
@@ -326,9 +327,12 @@ struct GaMixedPrecisionPass
         owner->erase();
       return;
     }
+    // An init of a parallel operation holds each element's value before
+    // the body (in a reduction it is the running value instead).
     if (auto generic = dyn_cast<linalg::GenericOp>(owner);
         generic && generic.isDpsInit(&use) &&
-        generic.hasPureTensorSemantics()) {
+        generic.hasPureTensorSemantics() &&
+        generic.getNumLoops() == generic.getNumParallelLoops()) {
       readInitAsInput(generic, use, narrow);
       return;
     }

@@ -103,3 +103,55 @@ func.func @bias_and_residual(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>, %b: tenso
   } -> tensor<8x6xf32>
   return %pb, %qr : tensor<8x6xf32>, tensor<8x6xf32>
 }
+
+// -----
+
+// The readers of a rounded result read the bfloat16 tensor: a view of it
+// is taken of the bfloat16 tensor, and a rounding of that view is the
+// view itself; an element read reads the bfloat16 element and widens it;
+// a parallel operation that reads the result as its init (in place) reads
+// it as an input instead; a reduction's init (its running value) reads a
+// widening.
+
+// CHECK-LABEL: func.func @readers
+// CHECK: %[[P:.*]] = linalg.matmul {train.per_example}
+// CHECK: %[[P16:.*]] = linalg.generic {{.*}} ins(%[[P]] : tensor<8x6xf32>) outs(%{{.*}} : tensor<8x6xbf16>)
+// CHECK: %[[S16:.*]] = tensor.extract_slice %[[P16]][0, 0] [8, 3] [1, 1] : tensor<8x6xbf16> to tensor<8x3xbf16>
+// CHECK: %[[E:.*]] = tensor.extract %[[P16]][%{{.*}}, %{{.*}}] : tensor<8x6xbf16>
+// CHECK: %[[EW:.*]] = arith.extf %[[E]] : bf16 to f32
+// CHECK: %[[G:.*]] = linalg.generic {{.*}} iterator_types = ["parallel", "parallel"]} ins(%{{.*}}, %[[P16]] : tensor<8x6xf32>, tensor<8x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
+// CHECK-NEXT: ^bb0(%[[IN:.*]]: f32, %[[OLD:.*]]: bf16, %{{.*}}: f32):
+// CHECK-NEXT: %[[OLDW:.*]] = arith.extf %[[OLD]] : bf16 to f32
+// CHECK-NEXT: arith.addf %[[IN]], %[[OLDW]] : f32
+// CHECK: %[[W:.*]] = linalg.generic {{.*}} ins(%[[P16]] : tensor<8x6xbf16>) outs(%{{.*}} : tensor<8x6xf32>)
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<8x6xf32>) outs(%[[W]] : tensor<8x6xf32>)
+// CHECK: return %[[S16]], %[[EW]], %[[G]]
+func.func @readers(%x: tensor<8x4xf32>, %w: tensor<4x6xf32>, %d: tensor<8x6xf32>, %i: index)
+    -> (tensor<8x3xbf16>, f32, tensor<8x6xf32>, tensor<8x6xf32>) {
+  %zero = arith.constant 0.0 : f32
+  %e = tensor.empty() : tensor<8x6xf32>
+  %z = linalg.fill ins(%zero : f32) outs(%e : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %p = linalg.matmul {train.per_example} ins(%x, %w : tensor<8x4xf32>, tensor<4x6xf32>) outs(%z : tensor<8x6xf32>) -> tensor<8x6xf32>
+  %s = tensor.extract_slice %p[0, 0] [8, 3] [1, 1] : tensor<8x6xf32> to tensor<8x3xf32>
+  %e16 = tensor.empty() : tensor<8x3xbf16>
+  %s16 = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%s : tensor<8x3xf32>) outs(%e16 : tensor<8x3xbf16>) {
+  ^bb0(%a: f32, %o: bf16):
+    %t = arith.truncf %a : f32 to bf16
+    linalg.yield %t : bf16
+  } -> tensor<8x3xbf16>
+  %el = tensor.extract %p[%i, %i] : tensor<8x6xf32>
+  %g = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "parallel"]}
+      ins(%d : tensor<8x6xf32>) outs(%p : tensor<8x6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<8x6xf32>
+  %r = linalg.generic {indexing_maps = [affine_map<(i, j) -> (i, j)>, affine_map<(i, j) -> (i, j)>], iterator_types = ["parallel", "reduction"]}
+      ins(%d : tensor<8x6xf32>) outs(%p : tensor<8x6xf32>) {
+  ^bb0(%a: f32, %o: f32):
+    %t = arith.addf %a, %o : f32
+    linalg.yield %t : f32
+  } -> tensor<8x6xf32>
+  return %s16, %el, %g, %r : tensor<8x3xbf16>, f32, tensor<8x6xf32>, tensor<8x6xf32>
+}
