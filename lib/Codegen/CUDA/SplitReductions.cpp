@@ -126,7 +126,8 @@ struct GaGpuSplitReductionsPass
   /// a float32 first input read whole and in order, into a float32 result
   /// indexed by the other loops in order; with `inputs` = 2, a second
   /// input read by row as the result is (the row's maximum).
-  static bool isRowReduction(linalg::GenericOp op, unsigned inputs) {
+  static bool isRowReduction(linalg::GenericOp op, unsigned inputs,
+                             bool bf16Row = false) {
     unsigned n = op.getNumLoops();
     if (!op.hasPureTensorSemantics() || op.getNumDpsInputs() != inputs ||
         op.getNumDpsInits() != 1 || n < 2 || op.getNumReductionLoops() != 1 ||
@@ -140,9 +141,12 @@ struct GaGpuSplitReductionsPass
         (inputs == 2 &&
          op.getMatchingIndexingMap(op.getDpsInputOperand(1)) != row))
       return false;
-    for (Value v : op->getOperands())
-      if (!cast<ShapedType>(v.getType()).getElementType().isF32())
+    for (Value v : op->getOperands()) {
+      Type element = cast<ShapedType>(v.getType()).getElementType();
+      if (!element.isF32() &&
+          !(bf16Row && v == op.getDpsInputs()[0] && element.isBF16()))
         return false;
+    }
     return true;
   }
 
@@ -163,35 +167,55 @@ struct GaGpuSplitReductionsPass
                     (pair->getOperand(0) == b && pair->getOperand(1) == a));
   }
 
-  /// A row's maximum, `max(x, out)` over the last loop.
+  /// The body's operations but a first one that widens its first input
+  /// from bfloat16 (precision=bf16's rounded logits), if they are `n`, and
+  /// the element `x` they read (that widening, or the input itself).
+  static SmallVector<Operation *> elementOps(linalg::GenericOp op, size_t n,
+                                             Value &x) {
+    Block *body = op.getBlock();
+    x = body->getArgument(0);
+    SmallVector<Operation *> ops = bodyOps(op, n + 1);
+    auto widen = ops.empty() ? nullptr : dyn_cast<arith::ExtFOp>(ops[0]);
+    if (widen && widen.getIn() == x && x.getType().isBF16() &&
+        widen.getType().isF32()) {
+      x = widen.getResult();
+      ops.erase(ops.begin());
+      return ops;
+    }
+    return bodyOps(op, n);
+  }
+
+  /// A row's maximum, `max(x, out)` over the last loop (x its input or
+  /// the input's widening).
   static bool isRowMax(linalg::GenericOp op) {
-    if (!isRowReduction(op, 1))
+    if (!isRowReduction(op, 1, /*bf16Row=*/true))
       return false;
-    SmallVector<Operation *> ops = bodyOps(op, 1);
+    Value x;
+    SmallVector<Operation *> ops = elementOps(op, 1, x);
     Block *body = op.getBlock();
     return !ops.empty() &&
-           isPair<arith::MaximumFOp>(ops[0], body->getArgument(0),
-                                     body->getArgument(1)) &&
+           isPair<arith::MaximumFOp>(ops[0], x, body->getArgument(1)) &&
            body->getTerminator()->getOperand(0) == ops[0]->getResult(0);
   }
 
   /// The sum of a row's exponentials shifted by `max`'s result, `exp(x -
   /// m) + out` over the last loop of the same input, from zero.
   static bool isRowSumExp(linalg::GenericOp op, linalg::GenericOp max) {
-    if (!isRowReduction(op, 2) ||
+    if (!isRowReduction(op, 2, /*bf16Row=*/true) ||
         op.getDpsInputs()[0] != max.getDpsInputs()[0] ||
         op.getDpsInputs()[1] != max->getResult(0))
       return false;
     auto fill = op.getDpsInits()[0].getDefiningOp<linalg::FillOp>();
     if (!fill || !matchPattern(fill.getInputs()[0], m_PosZeroFloat()))
       return false;
-    SmallVector<Operation *> ops = bodyOps(op, 3);
+    Value x;
+    SmallVector<Operation *> ops = elementOps(op, 3, x);
     Block *body = op.getBlock();
     if (ops.empty())
       return false;
     auto sub = dyn_cast<arith::SubFOp>(ops[0]);
     auto exp = dyn_cast<math::ExpOp>(ops[1]);
-    return sub && exp && sub.getLhs() == body->getArgument(0) &&
+    return sub && exp && sub.getLhs() == x &&
            sub.getRhs() == body->getArgument(1) &&
            exp.getOperand() == sub.getResult() &&
            isPair<arith::AddFOp>(ops[2], exp.getResult(),
@@ -286,7 +310,12 @@ struct GaGpuSplitReductionsPass
           ValueRange{lanesView}, ValueRange{partialMax, partialSum},
           ArrayRef<AffineMap>{all, partialMap, partialMap}, iterators,
           [&](OpBuilder &nb, Location nloc, ValueRange args) {
-            auto [m, s] = combine(nb, nloc, args[1], args[2], args[0], {});
+            // A bfloat16 row (precision=bf16's logits), widened.
+            Value element = args[0];
+            if (!element.getType().isF32())
+              element =
+                  arith::ExtFOp::create(nb, nloc, nb.getF32Type(), element);
+            auto [m, s] = combine(nb, nloc, args[1], args[2], element, {});
             linalg::YieldOp::create(nb, nloc, ValueRange{m, s});
           });
       // The lanes' pairs in lane order, onto the maximum's init and zero.

@@ -279,6 +279,48 @@ func.func @row_statistics_online(%logits: tensor<4096x32000xf32>) -> (tensor<409
 
 // -----
 
+// The same statistics of bfloat16 rows (precision=bf16's logits), each
+// body widening its element: one pass of online pairs, the element widened
+// once in it.
+// CHECK-LABEL: func.func @row_statistics_bf16
+// CHECK: %[[X:.*]] = tensor.expand_shape %arg0 {{\[\[}}0], [1, 2]] output_shape [4096, 1000, 32] : tensor<4096x32000xbf16> into tensor<4096x1000x32xbf16>
+// CHECK: %[[PART:.*]]:2 = linalg.generic {{.*}} iterator_types = ["parallel", "reduction", "parallel"]} ins(%[[X]] : tensor<4096x1000x32xbf16>)
+// CHECK-NEXT: ^bb0(%[[XV:.*]]: bf16, %[[M:.*]]: f32, %[[S:.*]]: f32):
+// CHECK-NEXT: %[[W:.*]] = arith.extf %[[XV]] : bf16 to f32
+// CHECK-NEXT: arith.maximumf %[[M]], %[[W]] : f32
+// CHECK: linalg.generic {{.*}} iterator_types = ["parallel", "reduction"]} ins(%[[PART]]#0, %[[PART]]#1
+// CHECK-NOT: linalg.generic
+// CHECK: return
+func.func @row_statistics_bf16(%logits: tensor<4096x32000xbf16>) -> (tensor<4096xf32>, tensor<4096xf32>) {
+  %ninf = arith.constant 0xFF800000 : f32
+  %zero = arith.constant 0.0 : f32
+  %e0 = tensor.empty() : tensor<4096xf32>
+  %minf = linalg.fill ins(%ninf : f32) outs(%e0 : tensor<4096xf32>) -> tensor<4096xf32>
+  %e1 = tensor.empty() : tensor<4096xf32>
+  %zeros = linalg.fill ins(%zero : f32) outs(%e1 : tensor<4096xf32>) -> tensor<4096xf32>
+  %max = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits : tensor<4096x32000xbf16>) outs(%minf : tensor<4096xf32>) {
+  ^bb0(%a: bf16, %acc: f32):
+    %w = arith.extf %a : bf16 to f32
+    %y = arith.maximumf %w, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  %sum = linalg.generic {indexing_maps = [affine_map<(i, v) -> (i, v)>, affine_map<(i, v) -> (i)>, affine_map<(i, v) -> (i)>],
+                         iterator_types = ["parallel", "reduction"]}
+      ins(%logits, %max : tensor<4096x32000xbf16>, tensor<4096xf32>) outs(%zeros : tensor<4096xf32>) {
+  ^bb0(%a: bf16, %m: f32, %acc: f32):
+    %w = arith.extf %a : bf16 to f32
+    %d = arith.subf %w, %m : f32
+    %e = math.exp %d : f32
+    %y = arith.addf %e, %acc : f32
+    linalg.yield %y : f32
+  } -> tensor<4096xf32>
+  return %max, %sum : tensor<4096xf32>, tensor<4096xf32>
+}
+
+// -----
+
 // Not split in lanes: rows of 1000 elements (not a multiple of 32 lanes); a
 // reduction over the rows' outer dimension, whose elements are not
 // contiguous (a transposed input); a row of 128 elements, under
