@@ -21,6 +21,7 @@
 //===----------------------------------------------------------------------===//
 
 #include "ga/Transforms/Passes.h"
+#include "ga/Utils/LinalgMatchers.h"
 
 #include "mlir/Dialect/Arith/IR/Arith.h"
 #include "mlir/Dialect/Func/IR/FuncOps.h"
@@ -110,26 +111,75 @@ readAfterItsProducts(Value value,
   return lastOther && lastProduct && !lastOther->isBeforeInBlock(lastProduct);
 }
 
+/// The cast of `op`, where `op` converts its input elementwise with a
+/// `CastOp` (the form convertElements makes: a linalg.generic of one input
+/// and one init, identity maps, whose body's first operation casts the
+/// input's element and is yielded); null otherwise.
+template <typename CastOp> static CastOp elementwiseCast(Operation *op) {
+  auto generic = dyn_cast_or_null<linalg::GenericOp>(op);
+  if (!generic || generic.getNumDpsInputs() != 1 ||
+      generic.getNumDpsInits() != 1 ||
+      generic.getNumLoops() != generic.getNumParallelLoops() ||
+      llvm::any_of(generic.getIndexingMapsArray(),
+                   [](AffineMap m) { return !m.isIdentity(); }))
+    return {};
+  auto cast = dyn_cast<CastOp>(&generic.getBlock()->front());
+  if (!cast || !ga::isArg(cast.getIn(), generic, 0) ||
+      ga::yieldedOp(generic) != cast)
+    return {};
+  return cast;
+}
+
 /// The bfloat16 tensor that `value` widens, where `value` is an elementwise
 /// arith.extf of one (the fused attention's results with bf16-mixed):
 /// rounding it again gives that tensor back, bit for bit.
 static Value widenedFrom(Value value) {
-  auto widen = value.getDefiningOp<linalg::GenericOp>();
-  if (!widen || widen.getNumDpsInputs() != 1 || widen.getNumDpsInits() != 1 ||
-      widen.getNumLoops() != widen.getNumParallelLoops())
+  Operation *widen = value.getDefiningOp();
+  if (!elementwiseCast<arith::ExtFOp>(widen))
     return {};
-  Value input = widen.getDpsInputs()[0];
+  Value input = widen->getOperand(0);
   auto type = dyn_cast<RankedTensorType>(input.getType());
-  if (!type || !type.getElementType().isBF16() ||
-      llvm::any_of(widen.getIndexingMapsArray(),
-                   [](AffineMap m) { return !m.isIdentity(); }))
-    return {};
-  Block *body = widen.getBlock();
-  auto extf = dyn_cast<arith::ExtFOp>(&body->front());
-  if (!extf || extf.getIn() != body->getArgument(0) ||
-      body->getTerminator()->getOperand(0) != extf.getResult())
-    return {};
-  return input;
+  return type && type.getElementType().isBF16() ? input : Value();
+}
+
+/// Whether `op` rounds a tensor to bfloat16 elementwise (arith.truncf, the
+/// default rounding, no fast-math flags): of a rounded tensor, the rounded
+/// tensor itself.
+static bool isRoundingToBf16(Operation *op) {
+  auto trunc = elementwiseCast<arith::TruncFOp>(op);
+  auto type = dyn_cast_or_null<RankedTensorType>(
+      trunc ? op->getResult(0).getType() : Type());
+  return type && type.getElementType().isBF16() &&
+         !trunc.getRoundingmodeAttr() && !trunc.getFastmathAttr();
+}
+
+/// `old` (a linalg operation on tensors) replaced by a linalg.generic of
+/// its loops and body over `inputs` and `inits` (indexed by `maps`), each
+/// argument i of the body reading the new block argument `argumentOf(i)`,
+/// widened (arith.extf) where the new one is narrower: the new operation.
+static linalg::GenericOp
+rebuildWidening(linalg::LinalgOp old, ValueRange inputs, ValueRange inits,
+                ArrayRef<AffineMap> maps,
+                function_ref<unsigned(unsigned)> argumentOf) {
+  OpBuilder b(old);
+  Block *body = old.getBlock();
+  auto generic = linalg::GenericOp::create(
+      b, old.getLoc(), old->getResultTypes(), inputs, inits, maps,
+      old.getIteratorTypesArray(),
+      [&](OpBuilder &nb, Location nloc, ValueRange args) {
+        IRMapping mapping;
+        for (BlockArgument arg : body->getArguments()) {
+          Value value = args[argumentOf(arg.getArgNumber())];
+          if (value.getType() != arg.getType())
+            value = arith::ExtFOp::create(nb, nloc, arg.getType(), value);
+          mapping.map(arg, value);
+        }
+        for (Operation &inner : *body)
+          nb.clone(inner, mapping);
+      });
+  old->replaceAllUsesWith(generic->getResults());
+  old->erase();
+  return generic;
 }
 
 /// `value` converted elementwise to `elementType` (arith.truncf to a
@@ -241,28 +291,12 @@ struct GaMixedPrecisionPass
     OpBuilder b(add);
     if (DominanceInfo().properlyDominates(bias, product))
       b.setInsertionPoint(product);
-    Value bias16 = convertElements(b, add.getLoc(), bias, b.getBF16Type());
-    b.setInsertionPoint(add);
     SmallVector<Value> inputs(add.getDpsInputs());
-    inputs[biasIndex] = bias16;
-    Block *old = add.getBlock();
-    auto rebuilt = linalg::GenericOp::create(
-        b, add.getLoc(), add->getResultTypes(), inputs, add.getDpsInits(),
-        add.getIndexingMapsArray(), add.getIteratorTypesArray(),
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          IRMapping mapping;
-          for (unsigned i = 0; i < old->getNumArguments(); ++i)
-            mapping.map(old->getArgument(i),
-                        i == biasIndex ? arith::ExtFOp::create(
-                                             nb, nloc, nb.getF32Type(), args[i])
-                                             .getResult()
-                                       : args[i]);
-          for (Operation &inner : *old)
-            nb.clone(inner, mapping);
-        });
-    add->replaceAllUsesWith(rebuilt->getResults());
-    add->erase();
-    return rebuilt->getResult(0);
+    inputs[biasIndex] = convertElements(b, add.getLoc(), bias, b.getBF16Type());
+    return rebuildWidening(add, inputs, add.getDpsInits(),
+                           add.getIndexingMapsArray(),
+                           [](unsigned i) { return i; })
+        ->getResult(0);
   }
 
   /// The widenings roundInPlace made, erased at the end where nothing
@@ -352,57 +386,20 @@ struct GaMixedPrecisionPass
                        Value narrow) {
     OpBuilder b(generic);
     Location loc = generic.getLoc();
-    unsigned initIndex = use.getOperandNumber() - generic.getNumDpsInputs();
+    unsigned numInputs = generic.getNumDpsInputs();
+    unsigned initIndex = use.getOperandNumber() - numInputs;
     SmallVector<Value> inputs(generic.getDpsInputs());
     inputs.push_back(narrow);
     SmallVector<Value> inits(generic.getDpsInits());
     inits[initIndex] = tensor::EmptyOp::create(
         b, loc, tensor::getMixedSizes(b, loc, use.get()), b.getF32Type());
     SmallVector<AffineMap> maps(generic.getIndexingMapsArray());
-    AffineMap initMap = generic.getMatchingIndexingMap(&use);
-    maps.insert(maps.begin() + generic.getNumDpsInputs(), initMap);
-    Block *old = generic.getBlock();
-    unsigned numInputs = generic.getNumDpsInputs();
-    auto rebuilt = linalg::GenericOp::create(
-        b, loc, generic->getResultTypes(), inputs, inits, maps,
-        generic.getIteratorTypesArray(),
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          IRMapping mapping;
-          for (unsigned i = 0; i < numInputs; ++i)
-            mapping.map(old->getArgument(i), args[i]);
-          for (unsigned i = 0; i < inits.size(); ++i)
-            mapping.map(old->getArgument(numInputs + i),
-                        i == initIndex
-                            ? arith::ExtFOp::create(nb, nloc, nb.getF32Type(),
-                                                    args[numInputs])
-                                  .getResult()
-                            : args[numInputs + 1 + i]);
-          for (Operation &inner : *old)
-            nb.clone(inner, mapping);
-        });
-    generic->replaceAllUsesWith(rebuilt->getResults());
-    generic->erase();
-  }
-
-  /// Whether `op` rounds a float32 tensor to bfloat16 elementwise (a
-  /// linalg.generic of identity maps whose body is `arith.truncf` of its
-  /// input): of a rounded tensor, the rounded tensor itself.
-  static bool isRoundingToBf16(Operation *op) {
-    auto generic = dyn_cast<linalg::GenericOp>(op);
-    if (!generic || generic.getNumDpsInputs() != 1 ||
-        generic.getNumDpsInits() != 1 ||
-        generic.getNumLoops() != generic.getNumParallelLoops() ||
-        llvm::any_of(generic.getIndexingMapsArray(),
-                     [](AffineMap m) { return !m.isIdentity(); }))
-      return false;
-    auto type = dyn_cast<RankedTensorType>(generic->getResult(0).getType());
-    if (!type || !type.getElementType().isBF16())
-      return false;
-    Block *body = generic.getBlock();
-    auto trunc = dyn_cast<arith::TruncFOp>(&body->front());
-    return trunc && trunc.getIn() == body->getArgument(0) &&
-           !trunc.getRoundingmodeAttr() && !trunc.getFastmathAttr() &&
-           body->getTerminator()->getOperand(0) == trunc.getResult();
+    maps.insert(maps.begin() + numInputs, generic.getMatchingIndexingMap(&use));
+    // The body's inputs, then `narrow` where it read the init, the others
+    // one further on.
+    rebuildWidening(generic, inputs, inits, maps, [&](unsigned i) {
+      return i < numInputs ? i : i == numInputs + initIndex ? numInputs : i + 1;
+    });
   }
 
   /// A named product (`linalg.matmul`, `linalg.batch_matmul`) of the same
@@ -438,22 +435,8 @@ struct GaMixedPrecisionPass
       op->erase();
       return;
     }
-    Block *old = op.getBlock();
-    auto generic = linalg::GenericOp::create(
-        b, op.getLoc(), op->getResultTypes(), inputs, op.getDpsInits(),
-        op.getIndexingMapsArray(), op.getIteratorTypesArray(),
-        [&](OpBuilder &nb, Location nloc, ValueRange args) {
-          IRMapping mapping;
-          for (unsigned i = 0; i < 2; ++i)
-            mapping.map(
-                old->getArgument(i),
-                arith::ExtFOp::create(nb, nloc, nb.getF32Type(), args[i]));
-          mapping.map(old->getArgument(2), args[2]);
-          for (Operation &inner : *old)
-            nb.clone(inner, mapping);
-        });
-    op->replaceAllUsesWith(generic.getResults());
-    op->erase();
+    rebuildWidening(op, inputs, op.getDpsInits(), op.getIndexingMapsArray(),
+                    [](unsigned i) { return i; });
   }
 
   void runOnOperation() override {
