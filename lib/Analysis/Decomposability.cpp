@@ -48,33 +48,61 @@ static bool isFloatTensor(Type type) {
   return isa<FloatType>(shaped ? shaped.getElementType() : type);
 }
 
+static BatchClass perExample(int64_t dim, bool paramDependent = false) {
+  BatchClass c;
+  c.kind = BatchClass::PerExample;
+  c.batchDim = dim;
+  c.paramDependent = paramDependent;
+  return c;
+}
+
+static BatchClass batchSum(bool paramDependent = false) {
+  BatchClass c;
+  c.kind = BatchClass::BatchSum;
+  c.paramDependent = paramDependent;
+  return c;
+}
+
 Decomposability::Decomposability(StepOp step, bool meansAreSums,
                                  bool statisticsPrepass)
     : step(step), meansAreSums(meansAreSums),
       statisticsPrepass(statisticsPrepass) {
   Block &body = step.getBody().front();
-  if (!step.getBatch().empty())
-    batchSize =
-        cast<ShapedType>(step.getBatch().front().getType()).getDimSize(0);
-  unsigned numParams = step.getParams().size();
-  for (auto [i, arg] : llvm::enumerate(body.getArguments())) {
-    BatchClass c;
-    if (i < numParams) {
-      c.paramDependent = true;
-      c.differentiable = isFloatTensor(arg.getType());
-    } else {
-      c.kind = BatchClass::PerExample;
-      c.batchDim = 0;
-    }
-    classes[arg] = c;
-  }
-  visitBlock(body);
+  visitBody(body,
+            argumentClasses(body, step.getParamArgs(), step.getBatchArgs()));
 }
 
 Decomposability::Decomposability(Operation *owner, Block &body,
                                  ArrayRef<BatchClass> arguments)
     : step(owner), meansAreSums(false), statisticsPrepass(false),
       differentiated(true) {
+  visitBody(body, arguments);
+}
+
+SmallVector<BatchClass> Decomposability::argumentClasses(Block &body,
+                                                         ValueRange params,
+                                                         ValueRange batch,
+                                                         ValueRange sums,
+                                                         ValueRange globals) {
+  SmallVector<BatchClass> classes;
+  for (BlockArgument arg : body.getArguments()) {
+    BatchClass c;
+    if (llvm::is_contained(params, arg)) {
+      c.paramDependent = true;
+      c.differentiable = isFloatTensor(arg.getType());
+    } else if (llvm::is_contained(batch, arg)) {
+      c = perExample(0);
+    } else if (llvm::is_contained(sums, arg)) {
+      c = batchSum(/*paramDependent=*/true);
+    } else if (llvm::is_contained(globals, arg)) {
+      c = batchSum();
+    }
+    classes.push_back(c);
+  }
+  return classes;
+}
+
+void Decomposability::visitBody(Block &body, ArrayRef<BatchClass> arguments) {
   assert(arguments.size() == body.getNumArguments() &&
          "one class per argument");
   for (auto [arg, c] : llvm::zip(body.getArguments(), arguments)) {
@@ -130,21 +158,6 @@ static std::optional<unsigned> rowGatherLoop(Operation *op, Value value,
   return loop;
 }
 
-static BatchClass perExample(int64_t dim, bool paramDependent = false) {
-  BatchClass c;
-  c.kind = BatchClass::PerExample;
-  c.batchDim = dim;
-  c.paramDependent = paramDependent;
-  return c;
-}
-
-static BatchClass batchSum(bool paramDependent = false) {
-  BatchClass c;
-  c.kind = BatchClass::BatchSum;
-  c.paramDependent = paramDependent;
-  return c;
-}
-
 void Decomposability::setAll(Operation *op, BatchClass c, bool dep) {
   c.paramDependent = c.paramDependent || dep;
   for (Value r : op->getResults())
@@ -196,14 +209,20 @@ void Decomposability::classify(Operation *op) {
     return visitCrossEntropy(ce, dep);
   if (auto attention = dyn_cast<AttentionOp>(op))
     return visitAttention(attention, dep);
+  // A gradient of per-example rows is per-example with them.
+  constexpr StringLiteral notExamples =
+      "its rows are not the examples of the batch";
+  constexpr StringLiteral partly =
+      "pairs the batch's rows with rows that do not come from the batch";
   if (auto grad = dyn_cast<CrossEntropyGradOp>(op))
-    return visitRowGradient(op, {grad.getLogits(), grad.getLabels()}, dep);
+    return visitRows(op, {grad.getLogits(), grad.getLabels()}, dep, notExamples,
+                     partly);
   if (auto grad = dyn_cast<AttentionGradOp>(op)) {
     SmallVector<Value> rows;
     for (Value v : grad->getOperands())
       if (cast<ShapedType>(v.getType()).getRank() > 0)
         rows.push_back(v);
-    return visitRowGradient(op, rows, dep);
+    return visitRows(op, rows, dep, notExamples, partly);
   }
   if (auto linalgOp = dyn_cast<linalg::LinalgOp>(op))
     return visitLinalg(linalgOp, dep, anySum, captured);
@@ -273,41 +292,28 @@ void Decomposability::visitCrossEntropy(CrossEntropyOp ce, bool dep) {
 /// (along dimension 0) when its query, keys and values all are, invariant
 /// when none is.
 void Decomposability::visitAttention(AttentionOp attention, bool dep) {
-  unsigned perExampleOperands = 0;
-  for (Value v : attention->getOperands()) {
-    BatchClass c = get(v);
-    if (c.kind == BatchClass::BatchSum ||
-        (c.kind == BatchClass::PerExample && c.batchDim != 0))
-      return setMixed(attention, "its batch dimension is not the examples "
-                                 "of the batch");
-    perExampleOperands += c.kind == BatchClass::PerExample;
-  }
-  if (perExampleOperands == 0)
-    return setAll(attention, BatchClass(), dep);
-  if (perExampleOperands != attention->getNumOperands())
-    return setMixed(attention,
-                    "attends from the batch's examples to keys or values "
-                    "that do not come from the batch: a micro-batch would "
-                    "take only some of their rows");
-  setAll(attention, perExample(0), dep);
+  visitRows(attention, attention->getOperands(), dep,
+            "its batch dimension is not the examples of the batch",
+            "attends from the batch's examples to keys or values that do not "
+            "come from the batch: a micro-batch would take only some of "
+            "their rows");
 }
 
 /// A structured op: per-example along the loop that meets the batch
 /// dimensions of its operands, a batch-sum where it sums over that loop or
 /// is linear in the batch-sums it reads, batch-invariant otherwise.
-void Decomposability::visitRowGradient(Operation *op, ArrayRef<Value> rows,
-                                       bool dep) {
+void Decomposability::visitRows(Operation *op, ValueRange rows, bool dep,
+                                StringRef notExamples, StringRef partly) {
   bool overBatch = false, notOverBatch = false;
   for (Value v : rows) {
     BatchClass c = get(v);
     if (c.kind == BatchClass::BatchSum ||
         (c.kind == BatchClass::PerExample && c.batchDim != 0))
-      return setMixed(op, "its rows are not the examples of the batch");
+      return setMixed(op, notExamples.str());
     (c.kind == BatchClass::PerExample ? overBatch : notOverBatch) = true;
   }
   if (overBatch && notOverBatch)
-    return setMixed(op, "pairs the batch's rows with rows that do not come "
-                        "from the batch");
+    return setMixed(op, partly.str());
   setAll(op, overBatch ? perExample(0) : BatchClass(), dep);
 }
 

@@ -90,6 +90,16 @@ public:
   Decomposability(mlir::Operation *owner, mlir::Block &body,
                   llvm::ArrayRef<BatchClass> arguments);
 
+  /// The classes of the arguments of `body` (a step's or a micro-batch's):
+  /// `params` depend on the parameters, `batch` carry it in dimension 0,
+  /// `sums` (running accumulators) are parameter-dependent batch-sums,
+  /// `globals` batch-sums computed once for the global batch; any other is
+  /// invariant.
+  static llvm::SmallVector<BatchClass>
+  argumentClasses(mlir::Block &body, mlir::ValueRange params,
+                  mlir::ValueRange batch, mlir::ValueRange sums = {},
+                  mlir::ValueRange globals = {});
+
   BatchClass get(mlir::Value value) const;
   /// The operations where values first became mixed, in body order.
   llvm::ArrayRef<MixedReason> getMixedReasons() const { return reasons; }
@@ -103,6 +113,8 @@ public:
   mlir::LogicalResult checkSplitIsExact() const;
 
 private:
+  /// Gives the arguments of `body` their classes and classifies it.
+  void visitBody(mlir::Block &body, llvm::ArrayRef<BatchClass> arguments);
   void visitBlock(mlir::Block &block);
   /// Classifies the results of `op` from its operands' classes, then
   /// whether each is differentiable.
@@ -111,10 +123,13 @@ private:
   void visitCheckpoint(train::CheckpointOp checkpoint);
   void visitCrossEntropy(train::CrossEntropyOp ce, bool dep);
   void visitAttention(train::AttentionOp attention, bool dep);
-  /// A gradient of per-example rows is per-example with them: the
-  /// cross-entropy's over the logits, the attention's over its inputs.
-  void visitRowGradient(mlir::Operation *op, llvm::ArrayRef<mlir::Value> rows,
-                        bool dep);
+  /// An operation over the rows of `rows` (an attention's operands, the
+  /// cross-entropy's or the attention's gradient's): per-example when they
+  /// all carry the batch in dimension 0, invariant when none does; mixed
+  /// (`notExamples`) when one carries it elsewhere or is a batch-sum, and
+  /// (`partly`) when only some carry it.
+  void visitRows(mlir::Operation *op, mlir::ValueRange rows, bool dep,
+                 llvm::StringRef notExamples, llvm::StringRef partly);
   /// `captured`: the values its body reads from above.
   void visitLinalg(mlir::linalg::LinalgOp op, bool dep, bool anySum,
                    llvm::ArrayRef<mlir::Value> captured);

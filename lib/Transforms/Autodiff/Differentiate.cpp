@@ -491,36 +491,6 @@ void ga::markPerExampleReductions(Operation *owner, Block &body,
   });
 }
 
-/// The classes of a step's or a micro-batch's arguments: parameters,
-/// per-example batch slices (the batch in dimension 0), the globals and the
-/// running accumulators (batch-sums).
-static SmallVector<ga::BatchClass>
-argumentClasses(Block &body, Block::BlockArgListType params,
-                Block::BlockArgListType batch, Block::BlockArgListType sums,
-                Block::BlockArgListType globals) {
-  auto in = [](Block::BlockArgListType list, BlockArgument arg) {
-    return llvm::is_contained(list, arg);
-  };
-  SmallVector<ga::BatchClass> classes;
-  for (BlockArgument arg : body.getArguments()) {
-    ga::BatchClass c;
-    if (in(params, arg)) {
-      c.paramDependent = true;
-      c.differentiable = isa<FloatType>(getElementTypeOrSelf(arg.getType()));
-    } else if (in(batch, arg)) {
-      c.kind = ga::BatchClass::PerExample;
-      c.batchDim = 0;
-    } else if (in(sums, arg)) {
-      c.kind = ga::BatchClass::BatchSum;
-      c.paramDependent = true;
-    } else if (in(globals, arg)) {
-      c.kind = ga::BatchClass::BatchSum;
-    }
-    classes.push_back(c);
-  }
-  return classes;
-}
-
 LogicalResult ga::differentiateStep(StepOp step, bool markPerExample) {
   if (step.getMicrobatches() != 1 || step.getDataParallel() != 1)
     return step.emitOpError()
@@ -537,9 +507,10 @@ LogicalResult ga::differentiateStep(StepOp step, bool markPerExample) {
   if (failed(grads))
     return failure();
   if (markPerExample)
-    markPerExampleReductions(step, body,
-                             argumentClasses(body, step.getParamArgs(),
-                                             step.getBatchArgs(), {}, {}));
+    markPerExampleReductions(
+        step, body,
+        Decomposability::argumentClasses(body, step.getParamArgs(),
+                                         step.getBatchArgs()));
 
   // Inline the body in place of the step.
   SmallVector<Value> results{loss};
@@ -609,7 +580,7 @@ struct TrainDifferentiatePass
         Block &body = accumulate.getBody().front();
         markPerExampleReductions(
             accumulate, body,
-            argumentClasses(
+            ga::Decomposability::argumentClasses(
                 body, accumulate.getParamArgs(), accumulate.getBatchArgs(),
                 accumulate.getAccumulatorArgs(), accumulate.getGlobalArgs()));
       }
