@@ -321,8 +321,7 @@ bool isRoundedBiasSum(linalg::GenericOp add, unsigned ci) {
 
 std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
                                                         const BlasForm &f,
-                                                        bool sums,
-                                                        bool roundings) {
+                                                        bool biases) {
   if (!f.batch.empty() || f.alpha)
     return std::nullopt;
   Value c = f.c->get();
@@ -357,11 +356,11 @@ std::optional<BiasEpilogue> ga::cuda::matchBiasEpilogue(linalg::LinalgOp op,
   bool withBias = add.getNumDpsInputs() == 2;
   unsigned ci = add.getDpsInputs()[0] == c ? 0 : 1;
   if (add.getDpsInputs()[ci] != c ||
-      (withBias && add.getDpsInputs()[1 - ci] == c))
+      (withBias && (!biases || add.getDpsInputs()[1 - ci] == c)))
     return std::nullopt;
-  if (withBias && sums && isSumOfInputs(add))
+  if (withBias && isSumOfInputs(add))
     e.rounded = false;
-  else if (roundings && f.bf16Inputs &&
+  else if (f.bf16Inputs &&
            (withBias ? isRoundedBiasSum(add, ci) : isRoundingOfInput(add)))
     e.rounded = true;
   else

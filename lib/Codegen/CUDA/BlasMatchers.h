@@ -79,13 +79,12 @@ std::optional<BlasForm> matchBlas(mlir::linalg::LinalgOp op);
 /// it, and the fill goes.
 mlir::linalg::FillOp zeroInit(mlir::linalg::LinalgOp op, const BlasForm &f);
 
-/// The bias epilogue of the product `op` (form `f`), if it has one: a
-/// float32 bias addition where `sums`, a rounding to bfloat16 (with or
-/// without a bias) where `roundings` and the product reads bfloat16
-/// operands.
+/// The epilogue of the product `op` (form `f`), if it has one: a bias
+/// addition (float32, or rounded to bfloat16 where the product reads
+/// bfloat16 operands) where `biases`, and a rounding to bfloat16 of such a
+/// product whatever `biases` says.
 std::optional<BiasEpilogue> matchBiasEpilogue(mlir::linalg::LinalgOp op,
-                                              const BlasForm &f, bool sums,
-                                              bool roundings);
+                                              const BlasForm &f, bool biases);
 
 } // namespace ga::cuda
 

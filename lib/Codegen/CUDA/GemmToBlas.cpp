@@ -59,12 +59,10 @@ struct GaGpuGemmToBlasPass
     for (auto &[op, form] : contractions) {
       // A rounding to bfloat16 (precision=bf16) goes into the GEMM
       // whatever bias-epilogue says (the product then writes half the
-      // bytes and no kernel reads them back to round them); a bias with
-      // it, and a float32 bias, only with bias-epilogue.
-      std::optional<BiasEpilogue> epilogue = matchBiasEpilogue(
-          op, form, /*sums=*/biasEpilogue, /*roundings=*/true);
-      if (epilogue && epilogue->bias && !biasEpilogue)
-        epilogue.reset();
+      // bytes and no kernel reads them back to round them); a bias only
+      // with bias-epilogue.
+      std::optional<BiasEpilogue> epilogue =
+          matchBiasEpilogue(op, form, /*biases=*/biasEpilogue);
       if (epilogue)
         replaceWithBias(op, form, *epilogue);
       else
