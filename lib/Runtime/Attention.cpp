@@ -26,11 +26,12 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bfloat16.h"
+
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
-#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -60,22 +61,8 @@ struct View {
   }
 };
 
-float bf16ToFloat(uint16_t bits) {
-  uint32_t wide = uint32_t(bits) << 16;
-  float x;
-  std::memcpy(&x, &wide, sizeof(x));
-  return x;
-}
-
-/// `x` rounded to the nearest bfloat16 (ties to even), as its bits: what
-/// arith.truncf and cuDNN's conversions make of a float.
-uint16_t floatToBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  if ((bits & 0x7f800000u) == 0x7f800000u) // inf and NaN: keep (quiet NaN)
-    return uint16_t(((bits & 0x007fffffu) ? bits | 0x00400000u : bits) >> 16);
-  return uint16_t((bits + 0x7fffu + ((bits >> 16) & 1u)) >> 16);
-}
+using ga::runtime::bf16ToFloat;
+using ga::runtime::floatToBf16;
 
 /// How elements of type T are read and written, and in which type the
 /// arithmetic is done (Acc).

@@ -13,6 +13,7 @@
 //
 //===----------------------------------------------------------------------===//
 
+#include "Bfloat16.h"
 #include "ga/Runtime/ga_cuda.h"
 
 #include <cstdint>
@@ -22,19 +23,11 @@
 
 namespace {
 
-/// `x` rounded to the nearest bfloat16 (ties to even), as float: what
-/// cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF makes of a float32 input.
-float roundToBf16(float x) {
-  uint32_t bits;
-  std::memcpy(&bits, &x, sizeof(bits));
-  if ((bits & 0x7f800000u) == 0x7f800000u) // inf and NaN: keep (quiet NaN)
-    bits = (bits & 0x007fffffu) ? (bits | 0x00400000u) & 0xffff0000u
-                                : bits & 0xffff0000u;
-  else
-    bits = (bits + 0x7fffu + ((bits >> 16) & 1u)) & 0xffff0000u;
-  std::memcpy(&x, &bits, sizeof(x));
-  return x;
-}
+// What cuBLAS's CUBLAS_COMPUTE_32F_FAST_16BF makes of a float32 input,
+// and how bfloat16 operands and results are stored.
+using ga::runtime::bf16ToFloat;
+using ga::runtime::floatToBf16;
+using ga::runtime::roundToBf16;
 
 /// How a GEMM reads its operands: float32 as stored, float32 rounded to
 /// bfloat16 (gpu-bf16), or stored as bfloat16 (precision=bf16-mixed).
@@ -43,13 +36,8 @@ enum class Operands { F32, RoundedF32, StoredBF16 };
 /// Element `index` of an operand at `base` (offsets in its own elements),
 /// as a float.
 float operand(Operands kind, intptr_t base, int64_t index) {
-  if (kind == Operands::StoredBF16) {
-    uint32_t bits = uint32_t(reinterpret_cast<const uint16_t *>(base)[index])
-                    << 16;
-    float x;
-    std::memcpy(&x, &bits, sizeof(x));
-    return x;
-  }
+  if (kind == Operands::StoredBF16)
+    return bf16ToFloat(reinterpret_cast<const uint16_t *>(base)[index]);
   float x = reinterpret_cast<const float *>(base)[index];
   return kind == Operands::RoundedF32 ? roundToBf16(x) : x;
 }
@@ -125,10 +113,7 @@ void hostGemmRounded(int32_t transA, int32_t transB, int64_t m, int64_t n,
       float x = sums[i * n + j];
       if (bias)
         x += operand(Operands::StoredBF16, bias, offsetBias + j);
-      float rounded = roundToBf16(x);
-      uint32_t bits;
-      std::memcpy(&bits, &rounded, sizeof(bits));
-      D[i * ldd + j] = static_cast<uint16_t>(bits >> 16);
+      D[i * ldd + j] = floatToBf16(x);
     }
 }
 
