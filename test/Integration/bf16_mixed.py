@@ -148,6 +148,16 @@ def run_split(args, inputs, extra, microbatches=4):
                       extra=extra)[0]
 
 
+def check_smaller_peak(check, name, out, other, other_out):
+    """The step that printed `out` (ga-run's output, `name`) peaks below
+    the one that printed `other_out` (`other`): ga-run's measured
+    step_peak_bytes."""
+    mine, theirs = peak(out), peak(other_out)
+    check.true(f"the step's peak: {name} {mine} B < {other} {theirs} B",
+               mine is not None and theirs is not None and mine < theirs,
+               f"ga-run printed:\n{out}\n{other_out}")
+
+
 def peak(stdout):
     m = re.search(r"^step_peak_bytes: (\d+)$", stdout, re.M)
     return int(m.group(1)) if m else None
@@ -190,10 +200,7 @@ def main():
     check.relative("k = 4 gradients vs k = 1", flat(res4[1:16]),
                    flat(res16[1:16]), 1e-6)
 
-    p16, p32 = peak(out16), peak(out32)
-    check.true(f"the step's peak: bf16-mixed {p16} B < float32 {p32} B",
-               p16 is not None and p32 is not None and p16 < p32,
-               f"ga-run printed:\n{out16}\n{out32}")
+    check_smaller_peak(check, "bf16-mixed", out16, "float32", out32)
     check.finish()
 
 
