@@ -35,12 +35,13 @@ Checks:
 
 import math
 import os
+
 import numpy as np
 import torch
 
-from bf16_mixed import (bf16, check_model, check_smaller_peak, flat,
-                        layer_norm, run_split, reference as mixed_reference, setup,
-                        REL)
+from bf16_mixed import (REL, bf16, check_model, check_smaller_peak, flat,
+                        layer_norm, reference as mixed_reference, run_split,
+                        setup)
 from ga_scripts.reference_harness import Checker, run_ga_run
 from tiny_gpt_reference import B, D, DH, H, L, PARAMS, S, V  # noqa: E402
 
