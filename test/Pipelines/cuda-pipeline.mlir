@@ -7,6 +7,8 @@
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-bf16=true memory-budget=100000000" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=BF16-BUDGET
 // RUN: not ga-opt --ga-pipeline="target=cuda gpu-bf16=true precision=bf16-mixed" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=MIXED-BF16
 // MIXED-BF16: ga-pipeline: precision=bf16-mixed with gpu-bf16: the products already read bfloat16 inputs
+// RUN: not ga-opt --ga-pipeline="target=cuda gpu-tf32=true precision=bf16" %ga_src/examples/mlp.mlir 2>&1 | FileCheck %s --check-prefix=BF16-TF32
+// BF16-TF32: ga-pipeline: precision=bf16 with gpu-tf32: the products already read bfloat16 inputs
 // RUN: ga-opt --ga-pipeline="target=cuda" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLIT-DEFAULT
 // SPLIT-DEFAULT: ga-fuse-elementwise{into-reductions=true recompute-cheap=true}
 // RUN: ga-opt --ga-pipeline="target=cuda gpu-split-min-threads=16384" --dump-pass-pipeline %ga_src/examples/mlp.mlir -o /dev/null 2>&1 | FileCheck %s --check-prefix=SPLIT-THREADS
